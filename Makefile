@@ -1,0 +1,35 @@
+# The two set-up commands of the README: `make demo` and `make test`. Each installs what it needs first.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install jars demo test test-unit lint bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Kafka broker jars and Spark's Kafka/Delta connector jars, from Maven Central into .cache/ (git-ignored).
+jars: install
+	$(PY) -m streaming.jars fetch
+
+demo: install jars
+	$(VENV)/bin/isrflow demo
+
+test: install jars
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -ra
+
+test-unit: install
+	$(VENV)/bin/pytest -ra tests/unit
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf .cache/spark-tmp out test-artifacts spark-warehouse

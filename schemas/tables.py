@@ -1,0 +1,231 @@
+"""Column definitions of every record isrflow reads or writes, each defined once.
+
+A `TableSchema` is engine-neutral: the Spark pipeline asks it for a `StructType`, the local engine and
+the Delta writer without Spark ask it for a pyarrow schema. Nothing here imports Spark at module level,
+so the pure core and its tests never start a JVM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# The column types we use, in Spark's DDL words.
+STRING = "string"
+INT = "int"
+LONG = "long"
+BOOL = "boolean"
+TIMESTAMP = "timestamp"
+BINARY = "binary"
+INT_ARRAY = "array<int>"
+INT_STRING_MAP = "map<int,string>"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    columns: tuple[Column, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def to_spark(self) -> Any:
+        """The Spark StructType (imports pyspark lazily)."""
+        from pyspark.sql import types as T
+
+        def spark_type(t: str) -> Any:
+            return {
+                STRING: T.StringType(),
+                INT: T.IntegerType(),
+                LONG: T.LongType(),
+                BOOL: T.BooleanType(),
+                TIMESTAMP: T.TimestampType(),
+                BINARY: T.BinaryType(),
+                INT_ARRAY: T.ArrayType(T.IntegerType()),
+                INT_STRING_MAP: T.MapType(T.IntegerType(), T.StringType()),
+            }[t]
+
+        return T.StructType([T.StructField(c.name, spark_type(c.type), c.nullable) for c in self.columns])
+
+    def to_arrow(self) -> Any:
+        """The pyarrow schema, for the Delta writer that runs without Spark."""
+        import pyarrow as pa
+
+        def arrow_type(t: str) -> Any:
+            return {
+                STRING: pa.string(),
+                INT: pa.int32(),
+                LONG: pa.int64(),
+                BOOL: pa.bool_(),
+                TIMESTAMP: pa.timestamp("us", tz="UTC"),
+                BINARY: pa.binary(),
+                INT_ARRAY: pa.list_(pa.int32()),
+                INT_STRING_MAP: pa.map_(pa.int32(), pa.string()),
+            }[t]
+
+        return pa.schema([pa.field(c.name, arrow_type(c.type), c.nullable) for c in self.columns])
+
+    def without(self, *names: str) -> TableSchema:
+        return TableSchema(self.name, tuple(c for c in self.columns if c.name not in names))
+
+
+def _cols(*spec: tuple[str, str] | tuple[str, str, bool]) -> tuple[Column, ...]:
+    return tuple(Column(*s) for s in spec)
+
+
+# A LeaderAndIsr decision (contract section 2). `event_ts` is an addition: the source event's `ts`.
+DECISION = TableSchema(
+    "decision",
+    _cols(
+        ("topic", STRING, False),
+        ("partition", INT, False),
+        ("controller_epoch", INT, False),
+        ("leader", INT, False),
+        ("leader_epoch", INT, False),
+        ("isr", INT_ARRAY, False),
+        ("partition_epoch", INT, False),
+        ("replicas", INT_ARRAY, False),
+        ("adding_replicas", INT_ARRAY, False),
+        ("removing_replicas", INT_ARRAY, False),
+        ("leader_recovery_state", STRING, False),
+        ("is_new", BOOL, False),
+        ("recipients", INT_ARRAY, False),
+        ("election", STRING),
+        ("cause", STRING, False),
+        ("cause_event_id", STRING, False),
+        ("source_offset", LONG, False),
+        ("event_ts", STRING),
+        ("decided_at", TIMESTAMP),
+    ),
+)
+
+# One row per (event, partition) the state machine handled (contract section 3); cluster-level rows
+# have a null partition (and a null topic unless the event names one). `event_ts` is an addition.
+AUDIT = TableSchema(
+    "audit",
+    _cols(
+        ("event_id", STRING, False),
+        ("event_type", STRING, False),
+        ("source_offset", LONG, False),
+        ("batch_id", LONG),
+        ("topic", STRING),
+        ("partition", INT),
+        ("controller_epoch", INT),
+        ("from_state", STRING),
+        ("to_state", STRING),
+        ("outcome", STRING, False),
+        ("error", STRING),
+        ("message", STRING),
+        ("leader_before", INT),
+        ("leader_after", INT),
+        ("leader_epoch_before", INT),
+        ("leader_epoch_after", INT),
+        ("isr_before", INT_ARRAY),
+        ("isr_after", INT_ARRAY),
+        ("partition_epoch_before", INT),
+        ("partition_epoch_after", INT),
+        ("election", STRING),
+        ("replica_states", INT_STRING_MAP),
+        ("event_ts", STRING),
+        ("processed_at", TIMESTAMP),
+    ),
+)
+
+# A record that could not be read as an event: kept whole, with where it came from and why.
+QUARANTINE = TableSchema(
+    "quarantine",
+    _cols(
+        ("source", STRING, False),
+        ("source_offset", LONG, False),
+        ("raw", BINARY),
+        ("error", STRING, False),
+        ("batch_id", LONG),
+        ("quarantined_at", TIMESTAMP),
+    ),
+)
+
+# A well-formed event as read from the log (bronze): the validated JSON, re-serialised canonically.
+EVENT = TableSchema(
+    "event",
+    _cols(
+        ("source_offset", LONG, False),
+        ("event_id", STRING, False),
+        ("type", STRING, False),
+        ("controller_epoch", INT, False),
+        ("ts", STRING),
+        ("json", STRING, False),
+        ("batch_id", LONG),
+    ),
+)
+
+# What the sequencer hands one partition (silver): the event's own fields that the partition needs and
+# the cluster facts as they stood at the event's position in the log. Partition-less rows carry the
+# cluster-level audit outcome of an event (action CLUSTER).
+COMMAND = TableSchema(
+    "command",
+    _cols(
+        ("topic", STRING),
+        ("partition", INT),
+        ("source_offset", LONG, False),
+        ("step", INT, False),
+        ("event_id", STRING, False),
+        ("event_type", STRING, False),
+        ("event_ts", STRING),
+        ("controller_epoch", INT, False),
+        ("action", STRING, False),
+        ("broker_id", INT),
+        ("replicas", INT_ARRAY),
+        ("isr", INT_ARRAY),
+        ("leader_epoch", INT),
+        ("partition_epoch", INT),
+        ("leader_recovery_state", STRING),
+        ("live_brokers", INT_ARRAY, False),
+        ("shutting_down_brokers", INT_ARRAY, False),
+        ("unclean_allowed", BOOL, False),
+        ("outcome", STRING),
+        ("error", STRING),
+        ("message", STRING),
+    ),
+)
+
+# The per-partition record kept in the state store (PartitionStateMachine + ReplicaStateMachine view).
+PARTITION_STATE = TableSchema(
+    "partition_state",
+    _cols(
+        ("topic", STRING, False),
+        ("partition", INT, False),
+        ("state", STRING, False),
+        ("replicas", INT_ARRAY, False),
+        ("adding_replicas", INT_ARRAY, False),
+        ("removing_replicas", INT_ARRAY, False),
+        ("leader", INT, False),
+        ("leader_epoch", INT, False),
+        ("isr", INT_ARRAY, False),
+        ("partition_epoch", INT, False),
+        ("leader_recovery_state", STRING, False),
+        ("replica_states", INT_STRING_MAP, False),
+        ("reassignment_in_progress", BOOL, False),
+        ("queued_for_deletion", BOOL, False),
+    ),
+)
+
+
+def _operator_output() -> TableSchema:
+    """The stateful operator emits audit rows and decisions in one frame: `kind` tells them apart and
+    the columns are the union of both (derived here so the two definitions above stay the only ones)."""
+    seen: dict[str, Column] = {}
+    for col in (*AUDIT.columns, *DECISION.columns):
+        if col.name not in seen:
+            seen[col.name] = Column(col.name, col.type, True)
+    return TableSchema("operator_output", (Column("kind", STRING, False), *seen.values()))
+
+
+OPERATOR_OUTPUT = _operator_output()

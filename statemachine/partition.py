@@ -1,0 +1,492 @@
+"""One partition's controller logic: `apply_command(record, command)`.
+
+This is the function the Spark operator runs per TopicPartition group and the local engine runs
+in-process. It reads like Kafka's PartitionStateMachine / ReplicaStateMachine: every state change goes
+through `_Step.move` / `_Step.move_replica`, which check the valid previous states, and every write of
+leader/ISR goes through `_Step.write`, which bumps the epochs and records the LeaderAndIsr decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from statemachine import elections
+from statemachine.elections import Elected
+from statemachine.errors import Error, Outcome
+from statemachine.record import NO_LEADER, RECOVERED, RECOVERING, Action, Applied, Command, PartitionRecord
+from statemachine.states import (
+    IllegalTransition,
+    PartitionState,
+    ReplicaState,
+    check_partition_transition,
+    check_replica_transition,
+)
+
+P = PartitionState
+R = ReplicaState
+
+
+class Rejection(Exception):
+    """Kafka's controller would refuse this command: audited with `error`, nothing applied."""
+
+    def __init__(self, error: Error, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+class _Step:
+    """The effect of one command on one partition, built up as the controller would apply it."""
+
+    def __init__(self, before: PartitionRecord, command: Command) -> None:
+        self.before = before
+        self.command = command
+        self.record = before
+        self.decisions: list[dict[str, Any]] = []
+        self.election: str | None = None
+        self.notes: list[str] = []
+        # An election this command needed and could not run (the error if nothing else changed).
+        self.failed: Error | None = None
+
+    # -- state machine transitions ------------------------------------------------------------
+    def move(self, target: PartitionState) -> None:
+        check_partition_transition(self.record.state, target)
+        self.record = replace(self.record, state=target)
+
+    def move_replica(self, broker: int, target: ReplicaState) -> None:
+        states = self.record.replica_states
+        check_replica_transition(broker, states.get(broker, R.NON_EXISTENT), target)
+        updated = dict(states)
+        if target is R.NON_EXISTENT:
+            del updated[broker]
+        else:
+            updated[broker] = target
+        self.record = replace(self.record, replica_states=updated)
+
+    # -- writes ---------------------------------------------------------------------------------
+    def write(self, leader: int, isr: Iterable[int], recipients: Iterable[int], *,
+              election: Elected | None = None, leader_recovery_state: str | None = None,
+              is_new: bool = False, bump_leader_epoch: bool = True, initial: bool = False) -> None:
+        """A controller write of leader/ISR: leader_epoch + 1 (not for a leader's own ISR change)
+        and partition_epoch + 1, except the very first write, which starts both at 0."""
+        rec = self.record
+        self.record = replace(
+            rec, leader=leader, isr=tuple(isr),
+            leader_epoch=rec.leader_epoch + (1 if bump_leader_epoch and not initial else 0),
+            partition_epoch=rec.partition_epoch + (0 if initial else 1),
+            leader_recovery_state=leader_recovery_state or rec.leader_recovery_state,
+        )
+        if election is not None:
+            self.election = str(election.election)
+        self.decisions.append(self._decision(tuple(recipients), election, is_new))
+
+    def _decision(self, recipients: tuple[int, ...], election: Elected | None, is_new: bool) -> dict[str, Any]:
+        rec, cmd = self.record, self.command
+        return {
+            "topic": rec.topic, "partition": rec.partition, "controller_epoch": cmd.controller_epoch,
+            "leader": rec.leader, "leader_epoch": rec.leader_epoch, "isr": list(rec.isr),
+            "partition_epoch": rec.partition_epoch, "replicas": list(rec.replicas),
+            "adding_replicas": list(rec.adding_replicas), "removing_replicas": list(rec.removing_replicas),
+            "leader_recovery_state": rec.leader_recovery_state, "is_new": is_new,
+            "recipients": list(recipients), "election": None if election is None else str(election.election),
+            "cause": cmd.event_type, "cause_event_id": cmd.event_id, "source_offset": cmd.source_offset,
+            "event_ts": cmd.event_ts,
+        }
+
+    def elect(self, elected: Elected | None, failure: Error, why: str) -> bool:
+        """Apply an election's result, or note that it failed (leader, ISR and state stay as they were)."""
+        if elected is None:
+            self.failed = failure
+            self.notes.append(f"{why} ({failure})")
+            return False
+        self.move(P.ONLINE)
+        initial = elected.election is elections.Election.INITIAL
+        self.write(elected.leader, elected.isr, elected.recipients, election=elected,
+                   leader_recovery_state=elected.leader_recovery_state, is_new=initial, initial=initial)
+        return True
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    # -- result ---------------------------------------------------------------------------------
+    def finish(self) -> Applied:
+        changed = self.record != self.before
+        if changed:
+            outcome, error = Outcome.ACCEPTED, None
+        elif self.failed is not None:
+            outcome, error = Outcome.REJECTED, self.failed
+        else:
+            outcome, error = Outcome.NO_OP, None
+        return self._result(self.record if changed else self.before, outcome, error, "; ".join(self.notes))
+
+    def reject(self, error: Error, message: str) -> Applied:
+        self.decisions = []
+        self.election = None
+        return self._result(self.before, Outcome.REJECTED, error, message)
+
+    def _result(self, record: PartitionRecord, outcome: Outcome, error: Error | None, message: str) -> Applied:
+        before, cmd = self.before, self.command
+        audit = {
+            "event_id": cmd.event_id, "event_type": cmd.event_type, "source_offset": cmd.source_offset,
+            "topic": before.topic, "partition": before.partition, "controller_epoch": cmd.controller_epoch,
+            "from_state": str(before.state), "to_state": str(record.state), "outcome": str(outcome),
+            "error": None if error is None else str(error), "message": message or None,
+            "leader_before": before.leader, "leader_after": record.leader,
+            "leader_epoch_before": before.leader_epoch, "leader_epoch_after": record.leader_epoch,
+            "isr_before": list(before.isr), "isr_after": list(record.isr),
+            "partition_epoch_before": before.partition_epoch, "partition_epoch_after": record.partition_epoch,
+            "election": self.election if outcome is Outcome.ACCEPTED else None,
+            "replica_states": {b: str(s) for b, s in sorted(record.replica_states.items())},
+            "event_ts": cmd.event_ts,
+        }
+        kept = None if record.state is P.NON_EXISTENT else record
+        return Applied(kept, self.decisions if outcome is Outcome.ACCEPTED else [], audit)
+
+
+# -- shared steps ---------------------------------------------------------------------------------
+
+def _require_partition(s: _Step) -> None:
+    if s.record.state is P.NON_EXISTENT:
+        raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION,
+                        f"partition {s.record.topic}-{s.record.partition} does not exist")
+
+
+def _bring_online(s: _Step, unclean_allowed: bool) -> None:
+    """triggerOnlinePartitionStateChange for one partition: New -> INITIAL, Offline -> OFFLINE."""
+    rec, cmd = s.record, s.command
+    if rec.state is P.NEW:
+        s.elect(elections.initial(rec.replicas, cmd.live_brokers), Error.NO_LIVE_REPLICA,
+                f"no live replica among {list(rec.replicas)}: stays {P.NEW}")
+    elif rec.state is P.OFFLINE:
+        s.elect(elections.offline(rec.replicas, rec.isr, cmd.live_brokers, unclean_allowed),
+                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                f"no live replica in ISR {list(rec.isr)}"
+                + ("" if unclean_allowed else " and unclean election disabled") + f": stays {P.OFFLINE}")
+
+
+def _offline_replica(s: _Step, broker: int) -> None:
+    """Replica -> OfflineReplica. If the ISR holds it, the controller writes it out of the ISR (never
+    emptying the ISR) and drops it as leader; a topic being deleted gets no LeaderAndIsr, so no write."""
+    s.move_replica(broker, R.OFFLINE)
+    rec = s.record
+    if rec.queued_for_deletion or broker not in rec.isr:
+        return
+    isr = rec.isr if len(rec.isr) == 1 else tuple(r for r in rec.isr if r != broker)
+    leader = NO_LEADER if rec.leader == broker else rec.leader
+    live = s.command.live_or_shutting_down
+    s.write(leader, isr, (r for r in rec.replicas if r != broker and r in live))
+    s.note(f"replica {broker} offline: ISR {list(rec.isr)} -> {list(isr)}"
+           + (", leader -1" if leader == NO_LEADER and rec.leader == broker else ""))
+
+
+def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
+    """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica."""
+    for broker in replicas:
+        if s.record.replica_states.get(broker) is not R.OFFLINE:
+            _offline_replica(s, broker)
+        s.move_replica(broker, R.DELETION_STARTED)
+        s.move_replica(broker, R.DELETION_SUCCESSFUL)
+        s.move_replica(broker, R.NON_EXISTENT)
+
+
+def _continue_deletion(s: _Step) -> None:
+    """Delete every replica whose broker is live; one on a dead broker waits, ReplicaDeletionIneligible,
+    for that broker's startup. The partition ceases to exist once no replica is left."""
+    live = s.command.live_brokers
+    states = s.record.replica_states
+    _delete_replicas(s, [b for b in sorted(states) if b in live])
+    for broker in sorted(b for b in states if b not in live):
+        if s.record.replica_states[broker] is not R.DELETION_INELIGIBLE:
+            if s.record.replica_states[broker] is not R.OFFLINE:
+                s.move_replica(broker, R.OFFLINE)
+            s.move_replica(broker, R.DELETION_INELIGIBLE)
+    waiting = sorted(s.record.replica_states)
+    if waiting:
+        s.note(f"deletion waits for dead broker(s) {waiting}")
+    else:
+        s.move(P.NON_EXISTENT)
+        s.note("all replicas deleted")
+
+
+def _progress_reassignment(s: _Step) -> None:
+    """onPartitionReassignment: phase A while the targets are not all in the ISR, else phase B."""
+    rec, cmd = s.record, s.command
+    target = rec.target_replicas
+    live = cmd.live_or_shutting_down
+    if not all(r in rec.isr for r in target):
+        # A: LeaderAndIsr (epoch bump) to the whole RS, new replicas start.
+        s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live))
+        for broker in rec.adding_replicas:
+            if broker not in s.record.replica_states:
+                s.move_replica(broker, R.NEW)
+        s.note(f"reassignment to {list(target)} waits for the ISR {list(rec.isr)}")
+        return
+    # B: targets caught up. AR online, RS = target, leader moved if it must, RR out and deleted.
+    for broker in rec.adding_replicas:
+        s.move_replica(broker, R.ONLINE)
+    removing = rec.removing_replicas
+    s.record = replace(rec, replicas=target, adding_replicas=(), removing_replicas=(),
+                       reassignment_in_progress=False)
+    if rec.leader not in target or rec.leader not in cmd.live_brokers:
+        s.elect(elections.reassign(target, rec.isr, cmd.live_brokers), Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
+    else:
+        s.write(rec.leader, rec.isr, (r for r in target if r in live))
+    _delete_replicas(s, removing)
+    s.note(f"reassignment completed: replicas {list(target)}")
+
+
+def _start_reassignment(s: _Step, target: tuple[int, ...]) -> None:
+    rec = s.record
+    origin = rec.origin_replicas
+    replicas = tuple(dict.fromkeys(target + origin))
+    # Replicas the previous reassignment was adding that this one no longer wants.
+    unneeded = [r for r in rec.replicas if r not in replicas]
+    s.record = replace(rec, replicas=replicas, adding_replicas=tuple(r for r in replicas if r not in origin),
+                       removing_replicas=tuple(r for r in replicas if r not in target),
+                       reassignment_in_progress=True)
+    _delete_replicas(s, unneeded)
+    _progress_reassignment(s)
+
+
+# -- triggers -------------------------------------------------------------------------------------
+
+def _on_create(s: _Step) -> None:
+    """onNewPartitionCreation: New, replicas NewReplica, INITIAL election, replicas online."""
+    replicas = s.command.replicas or ()
+    s.move(P.NEW)
+    s.record = replace(s.record, replicas=replicas)
+    for broker in replicas:
+        s.move_replica(broker, R.NEW)
+    _bring_online(s, unclean_allowed=False)
+    live = s.command.live_brokers
+    for broker in replicas:
+        # A replica on a broker that is not live is marked offline rather than online.
+        s.move_replica(broker, R.ONLINE if broker in live else R.OFFLINE)
+
+
+def _on_isr_change(s: _Step) -> None:
+    """AlterPartition from the leader, validated in Kafka's order."""
+    rec, cmd = s.record, s.command
+    assert cmd.isr is not None and cmd.leader_epoch is not None and cmd.partition_epoch is not None
+    if not rec.has_leader_and_isr:
+        raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION,
+                        f"partition {rec.topic}-{rec.partition} does not exist or has no leader yet")
+    if cmd.leader_epoch > rec.leader_epoch or cmd.partition_epoch > rec.partition_epoch:
+        raise Rejection(Error.NOT_CONTROLLER,
+                        f"request epochs (leader {cmd.leader_epoch}, partition {cmd.partition_epoch}) are ahead "
+                        f"of the controller's ({rec.leader_epoch}, {rec.partition_epoch})")
+    if cmd.leader_epoch < rec.leader_epoch:
+        raise Rejection(Error.FENCED_LEADER_EPOCH,
+                        f"leader epoch {cmd.leader_epoch} is older than {rec.leader_epoch}")
+    recovery = cmd.leader_recovery_state or RECOVERED
+    if (cmd.broker_id == rec.leader and cmd.isr == rec.isr and recovery == rec.leader_recovery_state
+            and cmd.partition_epoch <= rec.partition_epoch):
+        s.note("ISR already as requested")
+        return
+    if cmd.partition_epoch < rec.partition_epoch:
+        raise Rejection(Error.INVALID_UPDATE_VERSION,
+                        f"partition epoch {cmd.partition_epoch} is older than {rec.partition_epoch}")
+    if recovery == RECOVERING and len(cmd.isr) > 1:
+        raise Rejection(Error.INVALID_REQUEST, "a RECOVERING leader must be alone in the ISR")
+    if rec.leader_recovery_state == RECOVERED and recovery == RECOVERING:
+        raise Rejection(Error.INVALID_REQUEST, "leader recovery state cannot go from RECOVERED to RECOVERING")
+    # KRaft's further checks, which keep the invariants a consumer relies on.
+    if cmd.broker_id != rec.leader:
+        raise Rejection(Error.INVALID_REQUEST, f"broker {cmd.broker_id} is not the leader ({rec.leader})")
+    if rec.leader not in cmd.isr or len(set(cmd.isr)) != len(cmd.isr):
+        raise Rejection(Error.INVALID_REQUEST, f"ISR {list(cmd.isr)} must hold the leader once, no duplicates")
+    strangers = [r for r in cmd.isr if r not in rec.replicas]
+    if strangers:
+        raise Rejection(Error.INVALID_REQUEST, f"ISR members {strangers} are not replicas {list(rec.replicas)}")
+    ineligible = [r for r in cmd.isr if r not in cmd.live_brokers]
+    if ineligible:
+        raise Rejection(Error.INELIGIBLE_REPLICA, f"ISR members {ineligible} are not live brokers")
+    s.write(rec.leader, cmd.isr, (rec.leader,), leader_recovery_state=recovery, bump_leader_epoch=False)
+    s.note(f"ISR {list(rec.isr)} -> {list(cmd.isr)}")
+    if s.record.reassignment_in_progress and all(r in s.record.isr for r in s.record.target_replicas):
+        _progress_reassignment(s)
+
+
+def _on_broker_startup(s: _Step) -> None:
+    """onBrokerStartup: the broker's replica online, then elections, reassignments, deletions resume."""
+    broker = s.command.broker_id
+    assert broker is not None
+    _require_partition(s)
+    if broker in s.record.replica_states:
+        s.move_replica(broker, R.ONLINE)
+        s.note(f"replica {broker} online")
+    if s.record.queued_for_deletion:
+        _continue_deletion(s)
+        return
+    _bring_online(s, s.command.unclean_allowed)
+    if s.record.reassignment_in_progress and broker in s.record.target_replicas:
+        _progress_reassignment(s)
+
+
+def _on_broker_failure(s: _Step) -> None:
+    """onBrokerFailure: Offline if its leader is gone, elections, then the broker's replica offline."""
+    broker = s.command.broker_id
+    assert broker is not None
+    _require_partition(s)
+    if s.record.queued_for_deletion:
+        if broker in s.record.replica_states:
+            _continue_deletion(s)
+        return
+    rec = s.record
+    if rec.has_leader_and_isr and rec.leader not in s.command.live_brokers:
+        s.move(P.OFFLINE)
+    _bring_online(s, s.command.unclean_allowed)
+    if broker in s.record.replica_states:
+        _offline_replica(s, broker)
+
+
+def _on_controlled_shutdown(s: _Step) -> None:
+    """doControlledShutdown: move leadership away, or take the follower out of the ISR."""
+    broker, cmd = s.command.broker_id, s.command
+    assert broker is not None
+    _require_partition(s)
+    rec = s.record
+    if len(rec.replicas) <= 1 or not rec.has_leader_and_isr or rec.queued_for_deletion:
+        s.note("nothing to move: single replica, no leader yet, or being deleted")
+        return
+    if rec.leader == broker:
+        s.elect(elections.controlled_shutdown(rec.replicas, rec.isr, cmd.live_or_shutting_down,
+                                              cmd.shutting_down_brokers),
+                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                f"no other live ISR member of {list(rec.isr)}: broker {broker} still leads")
+    elif broker in rec.replica_states:
+        _offline_replica(s, broker)
+
+
+def _on_reassign(s: _Step) -> None:
+    rec, target = s.record, s.command.replicas
+    _require_partition(s)
+    if rec.queued_for_deletion:
+        raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {rec.topic} is being deleted")
+    if target is None:
+        if not rec.reassignment_in_progress:
+            raise Rejection(Error.NO_REASSIGNMENT_IN_PROGRESS, "no reassignment in progress to cancel")
+        s.note(f"cancel: back to {list(rec.origin_replicas)}")
+        _start_reassignment(s, rec.origin_replicas)
+        return
+    if not target or len(set(target)) != len(target) or any(r < 0 for r in target):
+        raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
+                        f"target {list(target)} must be non-empty, without duplicates or negative ids")
+    dead = [r for r in target if r not in rec.origin_replicas and r not in s.command.live_brokers]
+    if dead:
+        raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"target adds brokers that are not live: {dead}")
+    _start_reassignment(s, target)
+
+
+def _on_elect_preferred(s: _Step) -> None:
+    rec = s.record
+    _require_partition(s)
+    if rec.queued_for_deletion:
+        raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"topic {rec.topic} is being deleted")
+    if rec.replicas and rec.leader == rec.replicas[0]:
+        raise Rejection(Error.ELECTION_NOT_NEEDED, f"preferred replica {rec.replicas[0]} already leads")
+    if s.elect(elections.preferred(rec.replicas, rec.isr, s.command.live_brokers),
+               Error.PREFERRED_LEADER_NOT_AVAILABLE,
+               f"preferred replica {rec.replicas[0]} is not live or not in ISR {list(rec.isr)}"):
+        return
+    raise Rejection(Error.PREFERRED_LEADER_NOT_AVAILABLE, s.notes[-1])
+
+
+def _on_elect_unclean(s: _Step) -> None:
+    rec = s.record
+    _require_partition(s)
+    if rec.queued_for_deletion:
+        raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"topic {rec.topic} is being deleted")
+    if rec.leader != NO_LEADER and rec.leader in s.command.live_brokers:
+        raise Rejection(Error.ELECTION_NOT_NEEDED, f"leader {rec.leader} is live")
+    if rec.state is P.ONLINE:
+        s.move(P.OFFLINE)
+    _bring_online(s, unclean_allowed=True)
+    if s.failed is not None:
+        raise Rejection(Error.ELIGIBLE_LEADERS_NOT_AVAILABLE, s.notes[-1])
+
+
+def _on_try_election(s: _Step) -> None:
+    """A topic's unclean.leader.election.enable turned on: its New/Offline partitions try again."""
+    _require_partition(s)
+    if not s.record.queued_for_deletion:
+        _bring_online(s, s.command.unclean_allowed)
+
+
+def _on_delete(s: _Step) -> None:
+    _require_partition(s)
+    s.record = replace(s.record, queued_for_deletion=True)
+    s.move(P.OFFLINE)
+    _continue_deletion(s)
+
+
+def _on_controller_failover(s: _Step) -> None:
+    """onControllerFailover: replica states re-derived (offline ones leave the ISR), partition states
+    re-derived, New/Offline partitions elect, reassignments and deletions resume."""
+    _require_partition(s)
+    if s.record.queued_for_deletion:
+        _continue_deletion(s)
+        return
+    live = s.command.live_brokers
+    for broker in sorted(s.record.replica_states):
+        if broker in live:
+            if s.record.replica_states[broker] is not R.ONLINE:
+                s.move_replica(broker, R.ONLINE)
+        else:
+            _offline_replica(s, broker)
+    if s.record.has_leader_and_isr and s.record.leader not in live and s.record.state is not P.OFFLINE:
+        s.move(P.OFFLINE)
+    _bring_online(s, s.command.unclean_allowed)
+    if s.record.reassignment_in_progress:
+        _progress_reassignment(s)
+
+
+def _on_reject(s: _Step) -> None:
+    raise Rejection(s.command.error or Error.INVALID_REQUEST, s.command.message or "")
+
+
+_HANDLERS: dict[Action, Callable[[_Step], None]] = {
+    Action.CREATE: _on_create,
+    Action.ISR_CHANGE: _on_isr_change,
+    Action.BROKER_STARTUP: _on_broker_startup,
+    Action.BROKER_FAILURE: _on_broker_failure,
+    Action.CONTROLLED_SHUTDOWN: _on_controlled_shutdown,
+    Action.REASSIGN: _on_reassign,
+    Action.ELECT_PREFERRED: _on_elect_preferred,
+    Action.ELECT_UNCLEAN: _on_elect_unclean,
+    Action.TRY_ELECTION: _on_try_election,
+    Action.DELETE: _on_delete,
+    Action.CONTROLLER_FAILOVER: _on_controller_failover,
+    Action.REJECT: _on_reject,
+}
+
+
+def cluster_audit(command: Command) -> dict[str, Any]:
+    """The audit row of an event's cluster-level verdict (no partition, no state)."""
+    return {
+        "event_id": command.event_id, "event_type": command.event_type, "source_offset": command.source_offset,
+        "topic": command.topic, "partition": None, "controller_epoch": command.controller_epoch,
+        "from_state": None, "to_state": None, "outcome": str(command.outcome or Outcome.ACCEPTED),
+        "error": None if command.error is None else str(command.error), "message": command.message,
+        "leader_before": None, "leader_after": None, "leader_epoch_before": None, "leader_epoch_after": None,
+        "isr_before": None, "isr_after": None, "partition_epoch_before": None, "partition_epoch_after": None,
+        "election": None, "replica_states": None, "event_ts": command.event_ts,
+    }
+
+
+def apply_command(record: PartitionRecord | None, command: Command) -> Applied:
+    """Apply one command to one partition (None = the partition does not exist)."""
+    if command.action is Action.CLUSTER:
+        return Applied(record, [], cluster_audit(command))
+    assert command.topic is not None and command.partition is not None
+    step = _Step(record or PartitionRecord(command.topic, command.partition), command)
+    try:
+        _HANDLERS[command.action](step)
+    except Rejection as rejected:
+        return step.reject(rejected.error, rejected.message)
+    except IllegalTransition as illegal:
+        return step.reject(Error.INVALID_TRANSITION, str(illegal))
+    return step.finish()

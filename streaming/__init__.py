@@ -1,0 +1,1 @@
+"""Spark glue: sources, the sequencer, the stateful operator, sinks, CLI, config."""
