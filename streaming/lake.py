@@ -1,0 +1,101 @@
+"""Writing isrflow's outputs without Spark: decisions as JSONL, audit and quarantine as Delta tables
+(delta-rs). The Spark engine writes the same shapes through Spark; `read_outputs` reads either."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from schemas.tables import DECISION, TableSchema
+
+# Columns that depend on wall-clock time or micro-batch boundaries, not on the log.
+RUN_DEPENDENT_COLUMNS = frozenset({"decided_at", "processed_at", "batch_id", "quarantined_at"})
+
+# decisions.jsonl order: log order, then partition, then the partition's own decision order.
+DECISION_ORDER = ("source_offset", "topic", "partition", "partition_epoch")
+
+
+def decision_sort_key(d: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(d[c] for c in DECISION_ORDER)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def decision_json(decision: Mapping[str, Any]) -> str:
+    """The decision's JSON value, columns in contract order (Kafka record value and JSONL line)."""
+    return json.dumps({c: decision.get(c) for c in DECISION.names}, default=_json_default, separators=(",", ":"))
+
+
+def write_decisions_jsonl(path: Path, decisions: Iterable[Mapping[str, Any]]) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w", encoding="utf-8") as fh:
+        for d in sorted(decisions, key=decision_sort_key):
+            fh.write(decision_json(d) + "\n")
+            count += 1
+    return count
+
+
+def arrow_table(rows: list[Mapping[str, Any]], schema: TableSchema) -> Any:
+    """Rows (dicts keyed by column name; a missing column is null) as a pyarrow Table of `schema`."""
+    import pyarrow as pa
+
+    arrow_schema = schema.to_arrow()
+    columns = {f.name: pa.array([_arrow_value(r.get(f.name)) for r in rows], type=f.type) for f in arrow_schema}
+    return pa.Table.from_pydict(columns, schema=arrow_schema)
+
+
+def write_delta(path: Path, rows: list[Mapping[str, Any]], schema: TableSchema, mode: str = "overwrite") -> None:
+    """Write rows as a Delta table with delta-rs (no Spark)."""
+    from deltalake import write_deltalake
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_deltalake(str(path), arrow_table(rows, schema), mode=mode,
+                    schema_mode="overwrite" if mode == "overwrite" else None)
+
+
+def _arrow_value(value: Any) -> Any:
+    # pyarrow builds a map column from (key, value) pairs.
+    if isinstance(value, Mapping):
+        return list(value.items())
+    return value
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def read_delta(path: Path) -> list[dict[str, Any]]:
+    """A Delta table's rows as plain dicts (maps as dicts, arrays as lists), without Spark."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(path)).to_pyarrow_table()
+    rows = table.to_pylist()
+    for row in rows:
+        for key, value in row.items():
+            if isinstance(value, list) and value and isinstance(value[0], tuple):
+                row[key] = dict(value)
+    return rows
+
+
+def read_decisions_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def comparable(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows without their run-dependent columns, in a canonical order: what two runs of the same log
+    must agree on."""
+    cleaned = [{k: v for k, v in r.items() if k not in RUN_DEPENDENT_COLUMNS} for r in rows]
+    return sorted(cleaned, key=lambda r: json.dumps(r, sort_keys=True, default=_json_default))
