@@ -63,6 +63,24 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo(args)
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from streaming.quality import check_command
+
+    return check_command(args)
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from streaming.explain import explain_command
+
+    return explain_command(args)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from streaming.inspect_state import inspect_command
+
+    return inspect_command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="isrflow", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -101,6 +119,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
+    p.add_argument("audit_table", type=Path)
+    p.add_argument("--since-batch", type=int, help="only audit rows of micro-batches >= N")
+    p.add_argument("--html", type=Path, help="folder for Great Expectations' HTML results")
+    _add_spark_options(p)
+    p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser("explain", help="the history of one partition, readable")
+    p.add_argument("source", type=Path, help="a replay output folder or an audit table")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", required=True, type=int)
+    p.set_defaults(func=_cmd_explain)
+
+    p = sub.add_parser("inspect", help="current state records read from a checkpoint's state store")
+    p.add_argument("checkpoint_dir", type=Path,
+                   help="the checkpoint root given to run (or its partitions/ query folder)")
+    p.add_argument("--topic")
+    p.add_argument("--partition", type=int)
+    p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    _add_spark_options(p)
+    p.set_defaults(func=_cmd_inspect)
     return parser
 
 

@@ -158,7 +158,8 @@ def _commands(frame: pd.DataFrame) -> Iterator[Command]:
         yield Command.from_row(dict(zip(_COMMAND_COLUMNS, values, strict=True)))
 
 
-def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any) -> Iterator[pd.DataFrame]:
+def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
+                             state: Any) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one TopicPartition's commands of this micro-batch, applied in log
     order to the record kept in the state store. Emits audit rows and decisions in one frame."""
     frames = list(frames)
@@ -261,6 +262,8 @@ def kafka_events(spark: Any, bootstrap_servers: str, topic: str, starting_offset
     from streaming.localkafka import topic_partition_count
 
     partitions = topic_partition_count(bootstrap_servers, topic)
+    if partitions == 0:
+        raise ValueError(f"events topic '{topic}' does not exist on {bootstrap_servers}")
     if partitions != 1:
         raise ValueError(f"events topic '{topic}' has {partitions} partitions; isrflow needs exactly one, "
                          "because only a single partition gives the controller's events a total order")

@@ -1,0 +1,76 @@
+"""Decisions to the sink topic, exactly once per micro-batch.
+
+Each batch's decisions go out in one Kafka transaction, every record tagged with the batch id in a
+header. On start the publisher reads the topic's committed tail to learn the last batch it committed,
+so a batch that Spark re-runs after a crash is not published twice. Consumers read with
+`isolation.level=read_committed`; (topic, partition, partition_epoch) also identifies a decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from streaming.lake import decision_json, decision_sort_key
+
+BATCH_HEADER = "isrflow.batch_id"
+_TAIL = 200  # records read back per partition: the last transaction's records are among them
+
+
+def decision_key(decision: Mapping[str, Any]) -> bytes:
+    return f"{decision['topic']}-{decision['partition']}".encode()
+
+
+class DecisionPublisher:
+    def __init__(self, bootstrap_servers: str, topic: str, transactional_id: str) -> None:
+        from kafka import KafkaProducer
+
+        self.bootstrap_servers = bootstrap_servers
+        self.topic = topic
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap_servers, transactional_id=transactional_id,
+                                      enable_idempotence=True, acks="all")
+        # Fences any older producer with the same id (a previous run of this query).
+        self.producer.init_transactions()
+        self.last_batch = last_committed_batch(bootstrap_servers, topic)
+
+    def publish(self, batch_id: int, decisions: Sequence[Mapping[str, Any]]) -> int:
+        if batch_id <= self.last_batch or not decisions:
+            return 0
+        header = [(BATCH_HEADER, str(batch_id).encode())]
+        self.producer.begin_transaction()
+        try:
+            for d in sorted(decisions, key=decision_sort_key):
+                self.producer.send(self.topic, key=decision_key(d), value=decision_json(d).encode(), headers=header)
+            self.producer.commit_transaction()
+        except Exception:
+            self.producer.abort_transaction()
+            raise
+        self.last_batch = batch_id
+        return len(decisions)
+
+    def close(self) -> None:
+        self.producer.close()
+
+
+def last_committed_batch(bootstrap_servers: str, topic: str) -> int:
+    """The highest batch id among the committed records at the tail of the topic (-1 if none)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, isolation_level="read_committed",
+                             enable_auto_commit=False, consumer_timeout_ms=2000)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+        if not partitions:
+            return -1
+        consumer.assign(partitions)
+        ends = consumer.end_offsets(partitions)
+        for tp in partitions:
+            consumer.seek(tp, max(0, ends[tp] - _TAIL))
+        last = -1
+        for record in consumer:
+            for key, value in record.headers or []:
+                if key == BATCH_HEADER:
+                    last = max(last, int(value))
+        return last
+    finally:
+        consumer.close()
