@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -148,7 +149,7 @@ def _require(jar_set: JarSet) -> list[Path]:
 
 def kafka_broker_classpath() -> str:
     """The `java -cp` value that runs the Kafka broker and its storage tool."""
-    return ":".join(str(p) for p in _require(KAFKA_BROKER))
+    return os.pathsep.join(str(p) for p in _require(KAFKA_BROKER))
 
 
 def spark_jars() -> list[Path]:

@@ -1,8 +1,9 @@
 """Decisions to the sink topic, exactly once per micro-batch.
 
-Each batch's decisions go out in one Kafka transaction, every record tagged with the batch id in a
-header. On start the publisher reads the topic's committed tail to learn the last batch it committed,
-so a batch that Spark re-runs after a crash is not published twice. Consumers read with
+Each batch's decisions go out in one Kafka transaction, every record tagged in its headers with the
+streaming query's id (kept in its checkpoint, new for a new checkpoint) and the batch id. Before its
+first batch the publisher reads the topic's committed tail to learn the last batch that query
+committed, so a batch that Spark re-runs after a crash is not published twice. Consumers read with
 `isolation.level=read_committed`; (topic, partition, partition_epoch) also identifies a decision.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from streaming.lake import decision_json, decision_sort_key
 
 BATCH_HEADER = "isrflow.batch_id"
+QUERY_HEADER = "isrflow.query_id"
 _TAIL = 200  # records read back per partition: the last transaction's records are among them
 
 
@@ -31,12 +33,14 @@ class DecisionPublisher:
                                       enable_idempotence=True, acks="all")
         # Fences any older producer with the same id (a previous run of this query).
         self.producer.init_transactions()
-        self.last_batch = last_committed_batch(bootstrap_servers, topic)
+        self._last_batch: dict[str, int] = {}
 
-    def publish(self, batch_id: int, decisions: Sequence[Mapping[str, Any]]) -> int:
-        if batch_id <= self.last_batch or not decisions:
+    def publish(self, query_id: str, batch_id: int, decisions: Sequence[Mapping[str, Any]]) -> int:
+        if query_id not in self._last_batch:
+            self._last_batch[query_id] = last_committed_batch(self.bootstrap_servers, self.topic, query_id)
+        if batch_id <= self._last_batch[query_id] or not decisions:
             return 0
-        header = [(BATCH_HEADER, str(batch_id).encode())]
+        header = [(QUERY_HEADER, query_id.encode()), (BATCH_HEADER, str(batch_id).encode())]
         self.producer.begin_transaction()
         try:
             for d in sorted(decisions, key=decision_sort_key):
@@ -45,15 +49,15 @@ class DecisionPublisher:
         except Exception:
             self.producer.abort_transaction()
             raise
-        self.last_batch = batch_id
+        self._last_batch[query_id] = batch_id
         return len(decisions)
 
     def close(self) -> None:
         self.producer.close()
 
 
-def last_committed_batch(bootstrap_servers: str, topic: str) -> int:
-    """The highest batch id among the committed records at the tail of the topic (-1 if none)."""
+def last_committed_batch(bootstrap_servers: str, topic: str, query_id: str) -> int:
+    """The highest batch id of `query_id` among the committed records at the tail of the topic (-1 if none)."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, isolation_level="read_committed",
@@ -68,9 +72,9 @@ def last_committed_batch(bootstrap_servers: str, topic: str) -> int:
             consumer.seek(tp, max(0, ends[tp] - _TAIL))
         last = -1
         for record in consumer:
-            for key, value in record.headers or []:
-                if key == BATCH_HEADER:
-                    last = max(last, int(value))
+            headers = dict(record.headers or [])
+            if headers.get(QUERY_HEADER) == query_id.encode() and BATCH_HEADER in headers:
+                last = max(last, int(headers[BATCH_HEADER]))
         return last
     finally:
         consumer.close()

@@ -74,7 +74,8 @@ def _append_idempotent(spark: Any, rows: list[dict[str, Any]], schema: TableSche
     """Append rows as one Delta commit that a re-run of the same batch id skips."""
     if not rows:
         return
-    df = spark.createDataFrame(arrow_table(rows, schema))
+    # One file per commit: the partition query can then take exactly one sequencer batch per trigger.
+    df = spark.createDataFrame(arrow_table(rows, schema)).coalesce(1)
     (df.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id)
      .save(str(path)))
 
@@ -188,10 +189,18 @@ def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame
 class PartitionSink:
     """foreachBatch of the partition query: audit and decisions to Delta, decisions to Kafka."""
 
-    def __init__(self, lake: Lake, publisher: Any | None = None, counts: BatchCounts | None = None) -> None:
+    def __init__(self, lake: Lake, checkpoint: Path, publisher: Any | None = None,
+                 counts: BatchCounts | None = None) -> None:
         self.lake = lake
+        self.checkpoint = checkpoint
         self.publisher = publisher
         self.counts = counts
+
+    def query_id(self) -> str:
+        """The partition query's id from its checkpoint: stable across restarts, new with a new checkpoint."""
+        import json
+
+        return json.loads((self.checkpoint / "metadata").read_text())["id"]
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -212,7 +221,7 @@ class PartitionSink:
             published = 0
             if self.publisher is not None:
                 rows = [r.asDict(recursive=True) for r in decisions.collect()]
-                published = self.publisher.publish(batch_id, rows)
+                published = self.publisher.publish(self.query_id(), batch_id, rows)
             if self.counts is not None:
                 summary = batch_df.groupBy("kind", "outcome").count().collect()
                 self.counts.partitions[batch_id] = {
@@ -240,11 +249,15 @@ def _ensure_delta(spark: Any, path: Path, schema: TableSchema) -> None:
 
 
 def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, trigger: dict[str, Any],
-                            publisher: Any | None = None, counts: BatchCounts | None = None) -> Any:
+                            publisher: Any | None = None, counts: BatchCounts | None = None,
+                            one_sequencer_batch_per_trigger: bool = False) -> Any:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     _ensure_delta(spark, lake.commands, COMMAND)
-    commands = spark.readStream.format("delta").load(str(lake.commands))
+    reader = spark.readStream.format("delta")
+    if one_sequencer_batch_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", 1)
+    commands = reader.load(str(lake.commands))
     outputs = commands.groupBy("topic", "partition").applyInPandasWithState(
         apply_partition_commands,
         outputStructType=OPERATOR_OUTPUT.to_spark(),
@@ -252,13 +265,13 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
-    return (outputs.writeStream.queryName("isrflow-partitions").foreachBatch(PartitionSink(lake, publisher, counts))
+    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts)
+    return (outputs.writeStream.queryName("isrflow-partitions").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoints.partitions)).trigger(**trigger).start())
 
 
-def kafka_events(spark: Any, bootstrap_servers: str, topic: str, starting_offsets: str = "earliest",
-                 options: dict[str, str] | None = None) -> Any:
-    """The events topic as (source_offset, value). Exactly one partition, so the offset is the log order."""
+def require_single_partition(bootstrap_servers: str, topic: str) -> None:
+    """Only a single partition gives the controller's events a total order, as `__cluster_metadata` has."""
     from streaming.localkafka import topic_partition_count
 
     partitions = topic_partition_count(bootstrap_servers, topic)
@@ -267,6 +280,11 @@ def kafka_events(spark: Any, bootstrap_servers: str, topic: str, starting_offset
     if partitions != 1:
         raise ValueError(f"events topic '{topic}' has {partitions} partitions; isrflow needs exactly one, "
                          "because only a single partition gives the controller's events a total order")
+
+
+def kafka_events(spark: Any, bootstrap_servers: str, topic: str, starting_offsets: str = "earliest",
+                 options: dict[str, str] | None = None) -> Any:
+    """The events topic as (source_offset, value); see `require_single_partition`."""
     reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
               .option("subscribe", topic).option("startingOffsets", starting_offsets)
               .option("failOnDataLoss", "true"))

@@ -37,7 +37,8 @@ def replay_spark(spark: Any, source: Path, out: Path, config: ControllerConfig, 
     checkpoints = Checkpoints(work / "checkpoints")
     events = staged_events(spark, work / "staging", read_event_log(source), batch_size)
     start_sequencer(spark, events, lake, checkpoints, config, "file", AVAILABLE_NOW).awaitTermination()
-    start_partition_machine(spark, lake, checkpoints, AVAILABLE_NOW).awaitTermination()
+    start_partition_machine(spark, lake, checkpoints, AVAILABLE_NOW,
+                            one_sequencer_batch_per_trigger=batch_size > 0).awaitTermination()
     for path, schema in ((lake.audit, AUDIT), (lake.quarantine, QUARANTINE)):
         if not (path / "_delta_log").exists():
             write_delta(path, [], schema)

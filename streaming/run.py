@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import signal
 import threading
 import time
@@ -16,6 +17,7 @@ from streaming.pipeline import (
     Checkpoints,
     Lake,
     kafka_events,
+    require_single_partition,
     start_partition_machine,
     start_sequencer,
 )
@@ -96,14 +98,16 @@ def run(args: argparse.Namespace) -> int:
     from streaming.kafka_sink import DecisionPublisher
     from streaming.spark_session import build_spark
 
+    require_single_partition(args.bootstrap_servers, args.events_topic)
     spark = build_spark("isrflow-run", args.master, _key_values(args.conf, "--conf"))
     lake = Lake.beside(args.audit_table.resolve(), args.lake_dir.resolve() if args.lake_dir else None)
     checkpoints = Checkpoints(Path(args.checkpoint_dir).resolve())
     trigger = parse_trigger(args.trigger)
     events = kafka_events(spark, args.bootstrap_servers, args.events_topic, args.starting_offsets,
                           _key_values(args.kafka_option, "--kafka-option"))
-    publisher = DecisionPublisher(args.bootstrap_servers, args.decisions_topic,
-                                  f"isrflow-decisions-{checkpoints.root.name}")
+    # One transactional id per checkpoint root: a restarted run fences its previous incarnation.
+    transactional_id = "isrflow-" + hashlib.sha1(str(checkpoints.root).encode()).hexdigest()[:16]
+    publisher = DecisionPublisher(args.bootstrap_servers, args.decisions_topic, transactional_id)
     counts = BatchCounts()
     spark.streams.addListener(progress_listener(counts))
     config = controller_config(args)

@@ -1,0 +1,268 @@
+"""A single-node KRaft Kafka (broker and controller in one JVM) on 127.0.0.1, for tests and local runs.
+
+It runs the jars `python -m streaming.jars fetch` cached, so no Kafka install is needed. By hand:
+
+    python -m streaming.localkafka start --port 9092 --data-dir /tmp/kafka   # Ctrl-C to stop
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError
+
+from streaming import jars
+
+DATA_ROOT = jars.CACHE / "kafka-data"
+JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+
+# log4j2 properties (no YAML parser needed): everything goes to server.log in the data dir.
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cluster_id() -> str:
+    # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding, never starting with '-'.
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java:
+        raise RuntimeError("java is not on PATH (and JAVA_HOME is unset); Kafka needs Java 17+.")
+    return java
+
+
+class LocalKafkaBroker:
+    """One Kafka process; `start()` returns once it serves metadata, `stop()` shuts it down."""
+
+    def __init__(self, port: int = 0, data_dir: str | Path | None = None) -> None:
+        self.port = port or free_port()
+        self._owns_dir = data_dir is None
+        if data_dir is None:
+            DATA_ROOT.mkdir(parents=True, exist_ok=True)
+            data_dir = tempfile.mkdtemp(dir=DATA_ROOT, prefix="broker-")
+        self.data_dir = Path(data_dir).resolve()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "server.log"
+
+    def _write_config(self) -> Path:
+        controller_port = free_port()
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.data_dir / "logs"),
+            "num.partitions": "1",
+            "default.replication.factor": "1",
+            # One broker: internal topics get one replica; one partition each keeps first use fast.
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        path = self.data_dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        (self.data_dir / "log4j2.properties").write_text(_LOG4J2)
+        return path
+
+    def _java_cmd(self, main_class: str, *args: str) -> list[str]:
+        return [
+            _java(), *JVM_OPTS,
+            f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.data_dir}",
+            "-cp", jars.kafka_broker_classpath(), main_class, *args,
+        ]  # fmt: skip
+
+    def start(self, timeout: float = 60) -> LocalKafkaBroker:
+        if self._proc is not None:
+            raise RuntimeError("broker already started")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self._write_config()
+        if not (self.data_dir / "logs" / "meta.properties").exists():  # a kept --data-dir is formatted once
+            fmt = subprocess.run(
+                self._java_cmd("kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)),
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if fmt.returncode != 0:
+                raise RuntimeError(f"formatting Kafka storage failed:\n{fmt.stdout}{fmt.stderr}")
+        with open(self.data_dir / "kafka.out", "ab") as out:  # the JVM's own stdout/stderr, not ours
+            self._proc = subprocess.Popen(
+                self._java_cmd("kafka.Kafka", str(config)), stdin=subprocess.DEVNULL, stdout=out, stderr=out
+            )
+        atexit.register(self.stop)  # no orphan JVM holding the port if the caller forgets stop()
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"Kafka exited with {self._proc.returncode}:\n{self._log_tail()}")
+            if self._serves_metadata():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Kafka not ready after {timeout}s on {self.bootstrap_servers}:\n"
+                                   f"{self._log_tail()}")
+            time.sleep(0.2)
+
+    def _serves_metadata(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                pass
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=5000)
+        except (OSError, KafkaError):
+            return False
+        try:
+            # Listing brokers, not just connecting: topics can be created only once the broker is unfenced.
+            return bool(admin.describe_cluster()["brokers"])
+        except KafkaError:
+            return False
+        finally:
+            admin.close()
+
+    def _log_tail(self, lines: int = 40) -> str:
+        text = ""
+        for name in ("kafka.out", "server.log"):
+            path = self.data_dir / name
+            if path.exists():
+                text += "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
+        return text
+
+    def stop(self, timeout: float = 30) -> None:
+        """SIGTERM (Kafka's clean shutdown), SIGKILL after `timeout`; removes a data dir it created."""
+        atexit.unregister(self.stop)
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._owns_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def wait(self) -> int:
+        """Block until the broker process exits; returns its exit code."""
+        assert self._proc is not None, "broker not started"
+        return self._proc.wait()
+
+    def __enter__(self) -> LocalKafkaBroker:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, timeout: float = 30) -> None:
+    """Create a topic (replication factor 1) and return once its metadata shows every partition."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        # Raises TopicAlreadyExistsError (and other broker errors) itself.
+        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        deadline = time.monotonic() + timeout
+        while _partition_count(admin, name) != partitions:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name!r} not visible with {partitions} partitions after {timeout}s")
+            time.sleep(0.1)
+    finally:
+        admin.close()
+
+
+def topic_partition_count(bootstrap: str, name: str) -> int:
+    """The topic's partition count; 0 if it does not exist."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return _partition_count(admin, name)
+    finally:
+        admin.close()
+
+
+def _partition_count(admin: KafkaAdminClient, name: str) -> int:
+    if name not in admin.list_topics():
+        return 0
+    (description,) = admin.describe_topics([name])
+    return len(description["partitions"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streaming.localkafka", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    start = sub.add_parser("start", help="run a broker in the foreground until Ctrl-C or SIGTERM")
+    start.add_argument("--port", type=int, default=9092, help="client port on 127.0.0.1 (0 = any free port)")
+    start.add_argument("--data-dir", help="kept between runs; default: a temp dir removed on exit")
+    args = parser.parse_args(argv)
+
+    # SIGTERM unwinds like Ctrl-C, so the finally below stops the broker cleanly.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    broker = LocalKafkaBroker(port=args.port, data_dir=args.data_dir)
+    try:
+        broker.start()
+        print(f"Kafka on {broker.bootstrap_servers} (data {broker.data_dir}, log {broker.log_file}); "
+              "Ctrl-C to stop", flush=True)
+        return broker.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""The Spark pipeline against the local engine (the oracle), on real Spark, Delta and Kafka."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from statemachine.controller import ControllerConfig
+from streaming.demo import bundled_scenario, consume_decisions, publish
+from streaming.eventlog import read_event_log
+from streaming.lake import comparable, read_decisions_jsonl, read_delta
+from streaming.local_engine import run_local, write_outputs
+from streaming.localkafka import create_topic
+from streaming.replay import replay_spark
+from streaming.scenario import ScenarioBuilder, round_robin_assignment
+
+pytestmark = [pytest.mark.spark]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def outputs(out: Path) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "audit": comparable(read_delta(out / "audit")),
+        "decisions": comparable(read_decisions_jsonl(out / "decisions.jsonl")),
+        "quarantine": comparable(read_delta(out / "quarantine")),
+    }
+
+
+def local_outputs(log: Path, out: Path) -> dict[str, list[dict[str, Any]]]:
+    write_outputs(run_local(read_event_log(log)), out)
+    return outputs(out)
+
+
+def assert_same(actual: dict[str, list[dict[str, Any]]], expected: dict[str, list[dict[str, Any]]]) -> None:
+    for table in ("decisions", "audit", "quarantine"):
+        assert len(actual[table]) == len(expected[table]), table
+        for a, e in zip(actual[table], expected[table], strict=True):
+            assert a == e, f"{table} differs"
+
+
+def ordering_log() -> ScenarioBuilder:
+    """Events whose outcome depends on their order inside one micro-batch."""
+    b = ScenarioBuilder()
+    for broker in (1, 2, 3):
+        b.start_broker(broker)
+    # A topic created, then its leader's broker failing, in the same batch.
+    b.emit("CreateTopic", topic="t", assignment=round_robin_assignment(2, [1, 2, 3], 3))
+    b.fail_broker(1)
+    # A broker failing and starting again.
+    b.fail_broker(2)
+    b.start_broker(2)
+    # An ISR change before and after a failure: the second one carries a fenced epoch.
+    b.catch_up(1)
+    b.alter_isr("t", 1, [2, 3])
+    stale = dict(b.events[-1], event_id="late-isr", isr=[2])
+    b.fail_broker(3)
+    b.events.append(stale)
+    # A controller failover followed by events of the old controller.
+    b.controller_epoch = 2
+    b.emit("ControllerChange", controller_id=2)
+    b.emit("ElectLeaders", election_type="PREFERRED", partitions=None, controller_epoch=1)
+    return b
+
+
+def test_bundled_scenario_spark_equals_local(spark: Any, tmp_path: Path) -> None:
+    log = tmp_path / "incident.jsonl"
+    log.write_bytes(b"\n".join(bundled_scenario()) + b"\n")
+    replay_spark(spark, log, tmp_path / "spark", ControllerConfig())
+    assert_same(outputs(tmp_path / "spark"), local_outputs(log, tmp_path / "local"))
+    quarantined = read_delta(tmp_path / "spark" / "quarantine")
+    assert [q["source_offset"] for q in quarantined] == [38]
+    assert "not JSON" in quarantined[0]["error"]
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.jsonl")))
+def test_examples_spark_equals_local(spark: Any, tmp_path: Path, example: str) -> None:
+    log = EXAMPLES / example
+    replay_spark(spark, log, tmp_path / "spark", ControllerConfig())
+    assert_same(outputs(tmp_path / "spark"), local_outputs(log, tmp_path / "local"))
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 0])
+def test_micro_batch_boundaries_do_not_change_results(spark: Any, tmp_path: Path, batch_size: int) -> None:
+    log = ordering_log().write(tmp_path / "ordering.jsonl")
+    replay_spark(spark, log, tmp_path / "spark", ControllerConfig(), batch_size=batch_size)
+    assert_same(outputs(tmp_path / "spark"), local_outputs(log, tmp_path / "local"))
+    batches = {a["batch_id"] for a in read_delta(tmp_path / "spark" / "audit")}
+    if batch_size == 1:
+        assert len(batches) > 10  # really one event per micro-batch, state carried across them
+    if batch_size == 0:
+        assert len(batches) == 1
+
+
+def test_order_inside_one_micro_batch(spark: Any, tmp_path: Path) -> None:
+    log = ordering_log().write(tmp_path / "ordering.jsonl")
+    replay_spark(spark, log, tmp_path / "spark", ControllerConfig())
+    audit = read_delta(tmp_path / "spark" / "audit")
+    assert len({a["batch_id"] for a in audit}) == 1
+    by_event: dict[str, list[dict[str, Any]]] = {}
+    for row in audit:
+        by_event.setdefault(row["event_id"], []).append(row)
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    ids = {e["type"] + ":" + str(e.get("broker_id", "")) + ":" + e.get("change", ""): e["event_id"] for e in events}
+    # The broker failing right after creation moves t-0's leadership (1 -> 2) within the same batch.
+    failure_1 = {(r["topic"], r["partition"]): r for r in by_event[ids["BrokerChange:1:FAILURE"]]}
+    assert failure_1[("t", 0)]["leader_before"] == 1 and failure_1[("t", 0)]["leader_after"] == 2
+    assert failure_1[("t", 0)]["election"] == "OFFLINE"
+    # The same ISR change from t-1's leader, broker 3, accepted before broker 3 failed, is fenced after.
+    accepted = by_event[events[[e["event_id"] for e in events].index("late-isr") - 2]["event_id"]][0]
+    assert (accepted["topic"], accepted["partition"], accepted["outcome"]) == ("t", 1, "ACCEPTED")
+    late = by_event["late-isr"][0]
+    assert (late["outcome"], late["error"]) == ("REJECTED", "STALE_BROKER_EPOCH")
+    # The old controller's election request after the failover is fenced.
+    stale = by_event[events[-1]["event_id"]]
+    assert [r["error"] for r in stale] == ["STALE_CONTROLLER_EPOCH"]
+    # Decisions after the failover carry the new controller epoch.
+    decisions = read_decisions_jsonl(tmp_path / "spark" / "decisions.jsonl")
+    failover_offset = next(i for i, e in enumerate(events) if e["type"] == "ControllerChange" and i > 0)
+    assert all(d["controller_epoch"] == 2 for d in decisions if d["source_offset"] >= failover_offset)
+
+
+def test_hundreds_of_rows_for_one_partition_in_one_batch_with_malformed_records(spark: Any, tmp_path: Path) -> None:
+    """The pyarrow trap (a group with many rows in one batch) and bad records mixed in."""
+    b = ScenarioBuilder()
+    for broker in (1, 2, 3):
+        b.start_broker(broker)
+    b.emit("CreateTopic", topic="hot", assignment={"0": [1, 2, 3]})
+    for i in range(300):
+        b.alter_isr("hot", 0, [1, 2] if i % 2 == 0 else [1, 2, 3])
+        if i % 100 == 50:
+            b.raw("not json at all")
+            b.raw(json.dumps({"type": "IsrChange", "event_id": f"bad-{i}", "ts": "x", "controller_epoch": 1}))
+    log = b.write(tmp_path / "hot.jsonl")
+    replay_spark(spark, log, tmp_path / "spark", ControllerConfig())
+    got = outputs(tmp_path / "spark")
+    assert_same(got, local_outputs(log, tmp_path / "local"))
+    decisions = [d for d in read_decisions_jsonl(tmp_path / "spark" / "decisions.jsonl") if d["topic"] == "hot"]
+    assert len(decisions) == 301 and decisions[-1]["partition_epoch"] == 300
+    quarantine = read_delta(tmp_path / "spark" / "quarantine")
+    assert len(quarantine) == 6
+    assert {q["error"] for q in quarantine} >= {"missing field 'topic'"}
+    lines = log.read_text().splitlines()
+    assert all(lines[q["source_offset"]].encode() == q["raw"] for q in quarantine)
+
+
+def _produce(bootstrap: str, topic: str, lines: list[bytes]) -> None:
+    create_topic(bootstrap, topic, 1)
+    publish(bootstrap, topic, lines)
+
+
+def test_end_to_end_kafka_to_sink_topic_and_delta(spark: Any, kafka_broker: Any, tmp_path: Path) -> None:
+    """Events produced with kafka-python -> `isrflow run` -> decisions consumed from the sink topic and audit
+    read from Delta: equal to the local engine. A second run adds nothing (exactly once)."""
+    from streaming.cli import main
+
+    bootstrap = kafka_broker.bootstrap_servers
+    lines = bundled_scenario()
+    _produce(bootstrap, "e2e-events", lines)
+    create_topic(bootstrap, "e2e-decisions", 3)
+    args = ["run", "--bootstrap-servers", bootstrap, "--events-topic", "e2e-events", "--decisions-topic",
+            "e2e-decisions", "--audit-table", str(tmp_path / "lake" / "audit"), "--checkpoint-dir",
+            str(tmp_path / "ckpt"), "--trigger", "available-now", "--kafka-option", "maxOffsetsPerTrigger=10"]
+    assert main(args) == 0
+    expected = run_local(enumerate(lines))
+    consumed = consume_decisions(bootstrap, "e2e-decisions")
+    assert comparable(consumed) == comparable(expected.decisions)
+    assert comparable(read_delta(tmp_path / "lake" / "audit")) == comparable(expected.audit)
+    assert len(read_delta(tmp_path / "lake" / "quarantine")) == expected.quarantined == 1
+
+    assert main(args) == 0
+    assert len(consume_decisions(bootstrap, "e2e-decisions")) == len(consumed)
+
+
+def test_stop_mid_stream_and_restart_from_checkpoint(spark: Any, kafka_broker: Any, tmp_path: Path) -> None:
+    from streaming.kafka_sink import DecisionPublisher
+    from streaming.pipeline import Checkpoints, Lake, kafka_events
+    from streaming.run import start_pipeline
+
+    bootstrap = kafka_broker.bootstrap_servers
+    lines = bundled_scenario()
+    _produce(bootstrap, "restart-events", lines)
+    create_topic(bootstrap, "restart-decisions", 1)
+    lake, checkpoints = Lake.beside(tmp_path / "lake" / "audit"), Checkpoints(tmp_path / "ckpt")
+
+    def start(trigger: dict[str, Any]) -> Any:
+        events = kafka_events(spark, bootstrap, "restart-events", options={"maxOffsetsPerTrigger": "2"})
+        publisher = DecisionPublisher(bootstrap, "restart-decisions", "restart-test")
+        return start_pipeline(spark, events, lake, checkpoints, ControllerConfig(), trigger, publisher), publisher
+
+    def decided() -> set[int]:
+        try:
+            return {r["source_offset"] for r in read_delta(lake.audit)}
+        except Exception:  # no commit yet
+            return set()
+
+    pipeline, publisher = start({"processingTime": "1 second"})
+    deadline = time.monotonic() + 240
+    while len(decided()) < 6 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    pipeline.stop_gracefully()
+    publisher.close()
+    assert 6 <= len(decided()) < len(lines) - 1, "the first run should have stopped mid-stream"
+
+    for query in start({"availableNow": True})[0].queries:
+        query.awaitTermination()
+    expected = run_local(enumerate(lines))
+    assert comparable(read_delta(lake.audit)) == comparable(expected.audit)
+    assert comparable(read_delta(lake.decisions)) == comparable(expected.decisions)
+    assert comparable(consume_decisions(bootstrap, "restart-decisions")) == comparable(expected.decisions)
+
+
+def test_a_rerun_sequencer_batch_writes_nothing_twice(spark: Any, tmp_path: Path) -> None:
+    """A micro-batch re-run after a crash (same batch id) yields the same commands and no duplicates."""
+    from streaming.pipeline import Lake, Sequencer
+
+    lake = Lake.beside(tmp_path / "audit")
+    lines = bundled_scenario()
+    batch = spark.createDataFrame([(i, line) for i, line in enumerate(lines)], "source_offset long, value binary")
+    first = Sequencer(spark, lake, tmp_path / "state", ControllerConfig(), "file")
+    first(batch.limit(20), 0)
+    first(batch.filter("source_offset >= 20"), 1)
+    commands = spark.read.format("delta").load(str(lake.commands)).count()
+    # A fresh process re-runs batch 1 from the saved state of batch 0.
+    Sequencer(spark, lake, tmp_path / "state", ControllerConfig(), "file")(batch.filter("source_offset >= 20"), 1)
+    assert spark.read.format("delta").load(str(lake.commands)).count() == commands
+    assert commands == sum(1 for _ in run_local(enumerate(lines)).audit)
+
+
+def test_run_refuses_an_events_topic_with_more_than_one_partition(kafka_broker: Any, tmp_path: Path,
+                                                                  capsys: Any) -> None:
+    from streaming.cli import main
+
+    create_topic(kafka_broker.bootstrap_servers, "three-partitions", 3)
+    code = main(["run", "--bootstrap-servers", kafka_broker.bootstrap_servers, "--events-topic", "three-partitions",
+                 "--decisions-topic", "d", "--audit-table", str(tmp_path / "audit"), "--checkpoint-dir",
+                 str(tmp_path / "ckpt")])
+    assert code == 2
+    assert "has 3 partitions; isrflow needs exactly one" in capsys.readouterr().err
