@@ -262,7 +262,13 @@ class Controller:
                             f"failure of broker {broker} epoch {epoch}, but epoch {registered} is registered")
         self._unregister(out, broker)
         hosted = self.partitions_on(broker)
-        for key in hosted:
+        # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
+        # (their controlled-shutdown election had failed): they elect now too.
+        live = self.cluster.live_brokers
+        led_elsewhere = [k for k, r in self.partitions.items()
+                         if r.leader >= 0 and r.leader not in live and broker not in r.replicas
+                         and not r.queued_for_deletion]
+        for key in sorted(hosted + led_elsewhere):
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
         out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "

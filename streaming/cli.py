@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=("spark", "local"), default="spark")
     p.add_argument("--batch-size", type=int, default=0,
                    help="events per micro-batch with the spark engine (default: all at once)")
+    bounds = p.add_argument_group("bounds of a kafka:// source (default: from the beginning to the current end)")
+    bounds.add_argument("--from-offset", type=int, help="first offset (inclusive)")
+    bounds.add_argument("--to-offset", type=int, help="last offset (exclusive)")
+    bounds.add_argument("--from", dest="from_time", metavar="ISO-8601", help="first record at or after this time")
+    bounds.add_argument("--to", dest="to_time", metavar="ISO-8601", help="stop before the first record at this time")
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_replay)

@@ -1,8 +1,10 @@
-"""Reading a controller event log from JSONL files: one record per line, offset = line position."""
+"""Reading a controller event log: JSONL files (offset = line position) or a Kafka topic (offset = offset)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -18,6 +20,10 @@ def event_log_files(path: Path) -> list[Path]:
     return [path]
 
 
+def count_records(path: Path) -> int:
+    return sum(1 for _ in read_event_log(path))
+
+
 def read_event_log(path: Path) -> Iterator[tuple[int, bytes]]:
     """Yield (source_offset, raw record). The offset is the 0-based line number across the files, so
     `source_offset + 1` is the line a user finds in an editor (for a single file). Blank lines are
@@ -30,3 +36,81 @@ def read_event_log(path: Path) -> Iterator[tuple[int, bytes]]:
                 if raw.strip():
                     yield offset, raw
                 offset += 1
+
+
+@dataclass(frozen=True)
+class KafkaLog:
+    """`kafka://HOST:PORT/TOPIC`, bounded at the moment it is opened: offsets [start, stop)."""
+
+    bootstrap_servers: str
+    topic: str
+    start: int
+    stop: int
+
+    @property
+    def total(self) -> int:
+        return max(0, self.stop - self.start)
+
+
+def is_kafka_url(source: str) -> bool:
+    return source.startswith("kafka://")
+
+
+def _millis(iso: str) -> int:
+    instant = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=UTC)
+    return int(instant.timestamp() * 1000)
+
+
+def open_kafka_log(url: str, from_offset: int | None = None, to_offset: int | None = None,
+                   from_time: str | None = None, to_time: str | None = None) -> KafkaLog:
+    """Resolve the bounds: offsets as given (`to` exclusive), or the first offsets at or after the times
+    (ISO-8601), and never past the end the topic has now, so the replay is bounded."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    rest = url[len("kafka://"):]
+    bootstrap, _, topic = rest.partition("/")
+    if not bootstrap or not topic:
+        raise ValueError(f"expected kafka://HOST:PORT/TOPIC, got {url}")
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
+            raise ValueError(f"topic '{topic}' does not exist on {bootstrap}")
+        if len(partitions) != 1:
+            raise ValueError(f"events topic '{topic}' has {len(partitions)} partitions; isrflow needs exactly one")
+        tp = TopicPartition(topic, 0)
+        begin, end = consumer.beginning_offsets([tp])[tp], consumer.end_offsets([tp])[tp]
+
+        def at(iso: str | None) -> int | None:
+            if iso is None:
+                return None
+            found = consumer.offsets_for_times({tp: _millis(iso)})[tp]
+            return end if found is None else found.offset
+
+        start = max(begin, from_offset if from_offset is not None else (at(from_time) or begin))
+        stop = min(end, to_offset if to_offset is not None else (at(to_time) or end))
+        return KafkaLog(bootstrap, topic, start, max(start, stop))
+    finally:
+        consumer.close()
+
+
+def read_kafka_log(log: KafkaLog) -> Iterator[tuple[int, bytes]]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    if log.total == 0:
+        return
+    consumer = KafkaConsumer(bootstrap_servers=log.bootstrap_servers, enable_auto_commit=False,
+                             isolation_level="read_committed")
+    tp = TopicPartition(log.topic, 0)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, log.start)
+        while consumer.position(tp) < log.stop:
+            for record in consumer.poll(timeout_ms=1000).get(tp, []):
+                if record.offset >= log.stop:
+                    return
+                yield record.offset, record.value
+    finally:
+        consumer.close()

@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from schemas.tables import DECISION, TableSchema
+
+# delta-rs logs a warning per write for the quarantine's binary column (no statistics): not for users.
+os.environ.setdefault("RUST_LOG", "error")
 
 # Columns that depend on wall-clock time or micro-batch boundaries, not on the log.
 RUN_DEPENDENT_COLUMNS = frozenset({"decided_at", "processed_at", "batch_id", "quarantined_at"})

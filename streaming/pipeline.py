@@ -85,7 +85,8 @@ class Sequencer:
     each event must see the cluster as every earlier event left it."""
 
     def __init__(self, spark: Any, lake: Lake, state_dir: Path, config: ControllerConfig, source: str,
-                 counts: BatchCounts | None = None) -> None:
+                 counts: BatchCounts | None = None, progress: Any | None = None) -> None:
+        self.progress = progress
         self.spark = spark
         self.lake = lake
         self.state_dir = state_dir
@@ -142,6 +143,8 @@ class Sequencer:
         if self.counts is not None:
             self.counts.sequencer[batch_id] = {"events": len(rows), "quarantined": len(quarantine),
                                                "commands": len(commands)}
+        if self.progress is not None:
+            self.progress.advance(len(rows))
 
 
 # -- the stateful operator (the hot path) ----------------------------------------------------------
@@ -235,9 +238,10 @@ class PartitionSink:
 
 
 def start_sequencer(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
-                    source: str, trigger: dict[str, Any], counts: BatchCounts | None = None) -> Any:
+                    source: str, trigger: dict[str, Any], counts: BatchCounts | None = None,
+                    progress: Any | None = None) -> Any:
     """`events`: a streaming DataFrame with columns source_offset (long) and value (binary)."""
-    sequencer = Sequencer(spark, lake, checkpoints.sequencer_state, config, source, counts)
+    sequencer = Sequencer(spark, lake, checkpoints.sequencer_state, config, source, counts, progress)
     return (events.writeStream.queryName("isrflow-sequencer").foreachBatch(sequencer)
             .option("checkpointLocation", str(checkpoints.sequencer)).trigger(**trigger).start())
 
