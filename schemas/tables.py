@@ -108,7 +108,9 @@ DECISION = TableSchema(
 )
 
 # One row per (event, partition) the state machine handled (contract section 3); cluster-level rows
-# have a null partition (and a null topic unless the event names one). `event_ts` is an addition.
+# have a null partition (and a null topic unless the event names one). Additions to the contract:
+# replicas_after, leader_recovery_state_after, broker_id (the broker a BrokerChange names, the sender of
+# an IsrChange), principal (who issued an admin command), event_ts (the event's `ts`).
 AUDIT = TableSchema(
     "audit",
     _cols(
@@ -134,6 +136,10 @@ AUDIT = TableSchema(
         ("partition_epoch_after", INT),
         ("election", STRING),
         ("replica_states", INT_STRING_MAP),
+        ("replicas_after", INT_ARRAY),
+        ("leader_recovery_state_after", STRING),
+        ("broker_id", INT),
+        ("principal", STRING),
         ("event_ts", STRING),
         ("processed_at", TIMESTAMP),
     ),
@@ -179,6 +185,7 @@ COMMAND = TableSchema(
         ("event_id", STRING, False),
         ("event_type", STRING, False),
         ("event_ts", STRING),
+        ("principal", STRING),
         ("controller_epoch", INT, False),
         ("action", STRING, False),
         ("broker_id", INT),

@@ -117,7 +117,7 @@ class _Fanout:
         self._emit(Command(
             action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
             controller_epoch=self.controller.cluster.controller_epoch, topic=key[0], partition=key[1],
-            step=step, event_ts=ev.ts, live_brokers=live, shutting_down_brokers=shutting_down,
+            step=step, event_ts=ev.ts, principal=ev.principal, live_brokers=live, shutting_down_brokers=shutting_down,
             unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None else unclean_allowed,
             **fields))
 
@@ -127,8 +127,8 @@ class _Fanout:
         self._emit(Command(
             action=Action.CLUSTER, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
             controller_epoch=self.controller.cluster.controller_epoch, topic=ev.fields.get("topic"),
-            event_ts=ev.ts, live_brokers=live, shutting_down_brokers=shutting_down, outcome=outcome,
-            error=error, message=message))
+            event_ts=ev.ts, principal=ev.principal, broker_id=ev.fields.get("broker_id"), live_brokers=live,
+            shutting_down_brokers=shutting_down, outcome=outcome, error=error, message=message))
 
     def reject(self, error: Error, message: str) -> None:
         """Refused before fan-out: on the partition's own row when the event names exactly one."""

@@ -139,7 +139,8 @@ class _Step:
             "partition_epoch_before": before.partition_epoch, "partition_epoch_after": record.partition_epoch,
             "election": self.election if outcome is Outcome.ACCEPTED else None,
             "replica_states": {b: str(s) for b, s in sorted(record.replica_states.items())},
-            "event_ts": cmd.event_ts,
+            "replicas_after": list(record.replicas), "leader_recovery_state_after": record.leader_recovery_state,
+            "broker_id": cmd.broker_id, "principal": cmd.principal, "event_ts": cmd.event_ts,
         }
         kept = None if record.state is P.NON_EXISTENT else record
         return Applied(kept, self.decisions if outcome is Outcome.ACCEPTED else [], audit)
@@ -227,7 +228,7 @@ def _progress_reassignment(s: _Step) -> None:
     for broker in rec.adding_replicas:
         s.move_replica(broker, R.ONLINE)
     removing = rec.removing_replicas
-    s.record = replace(rec, replicas=target, adding_replicas=(), removing_replicas=(),
+    s.record = replace(s.record, replicas=target, adding_replicas=(), removing_replicas=(),
                        reassignment_in_progress=False)
     if rec.leader not in target or rec.leader not in cmd.live_brokers:
         s.elect(elections.reassign(target, rec.isr, cmd.live_brokers), Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
@@ -473,7 +474,8 @@ def cluster_audit(command: Command) -> dict[str, Any]:
         "error": None if command.error is None else str(command.error), "message": command.message,
         "leader_before": None, "leader_after": None, "leader_epoch_before": None, "leader_epoch_after": None,
         "isr_before": None, "isr_after": None, "partition_epoch_before": None, "partition_epoch_after": None,
-        "election": None, "replica_states": None, "event_ts": command.event_ts,
+        "election": None, "replica_states": None, "replicas_after": None, "leader_recovery_state_after": None,
+        "broker_id": command.broker_id, "principal": command.principal, "event_ts": command.event_ts,
     }
 
 

@@ -116,6 +116,7 @@ class Command:
     # Orders several commands of one event for the same partition (an implicit failover, a bounce).
     step: int = 0
     event_ts: str | None = None
+    principal: str | None = None
     broker_id: int | None = None
     # CREATE: the assignment; REASSIGN: the target (None = cancel).
     replicas: tuple[int, ...] | None = None
@@ -142,7 +143,8 @@ class Command:
         return {
             "topic": self.topic, "partition": self.partition, "source_offset": self.source_offset,
             "step": self.step, "event_id": self.event_id, "event_type": self.event_type,
-            "event_ts": self.event_ts, "controller_epoch": self.controller_epoch, "action": str(self.action),
+            "event_ts": self.event_ts, "principal": self.principal, "controller_epoch": self.controller_epoch,
+            "action": str(self.action),
             "broker_id": self.broker_id,
             "replicas": None if self.replicas is None else list(self.replicas),
             "isr": None if self.isr is None else list(self.isr),
@@ -168,7 +170,8 @@ class Command:
             action=Action(row["action"]), event_id=row["event_id"], event_type=row["event_type"],
             source_offset=int(row["source_offset"]), controller_epoch=int(row["controller_epoch"]),
             topic=row["topic"], partition=opt_int(row["partition"]), step=int(row["step"]),
-            event_ts=row["event_ts"], broker_id=opt_int(row["broker_id"]), replicas=ints(row["replicas"]),
+            event_ts=row["event_ts"], principal=row["principal"], broker_id=opt_int(row["broker_id"]),
+            replicas=ints(row["replicas"]),
             isr=ints(row["isr"]), leader_epoch=opt_int(row["leader_epoch"]),
             partition_epoch=opt_int(row["partition_epoch"]), leader_recovery_state=row["leader_recovery_state"],
             live_brokers=frozenset(int(b) for b in row["live_brokers"]),

@@ -80,12 +80,25 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-def read_delta(path: Path) -> list[dict[str, Any]]:
-    """A Delta table's rows as plain dicts (maps as dicts, arrays as lists), without Spark."""
+def scan_delta(path: Path, expression: Any = None, columns: list[str] | None = None) -> Any:
+    """A Delta table's current files read with pyarrow (None for a table with no files).
+
+    delta-rs's own reader intermittently aborts the interpreter at exit ("terminate called without an
+    active exception", delta-io/delta-rs#2184); reading the files it lists does not. isrflow's tables are
+    append-only, unpartitioned and without deletion vectors, so the listed files are the table."""
+    import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-    table = DeltaTable(str(path)).to_pyarrow_table()
-    rows = table.to_pylist()
+    files = DeltaTable(str(path)).file_uris()
+    if not files:
+        return None
+    return ds.dataset(files, format="parquet").to_table(filter=expression, columns=columns)
+
+
+def read_delta(path: Path, expression: Any = None) -> list[dict[str, Any]]:
+    """A Delta table's rows as plain dicts (maps as dicts, arrays as lists), without Spark."""
+    table = scan_delta(path, expression)
+    rows = table.to_pylist() if table is not None else []
     for row in rows:
         for key, value in row.items():
             if isinstance(value, list) and value and isinstance(value[0], tuple):

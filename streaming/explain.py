@@ -1,0 +1,313 @@
+"""`isrflow explain SOURCE --topic T --partition P`: one partition's story, as a readable timeline.
+
+SOURCE is a replay output folder (`audit/` Delta table, and `decisions.jsonl` when present) or an audit Delta
+table itself (the `run` command's `--audit-table`; its decisions are then looked for beside it, as
+`decisions.jsonl` or a `decisions` Delta table). Every event that touched the partition is shown in log
+order: offset, time, type, event id and outcome; the state, leader, ISR and epochs before -> after; the
+election and its strategy; a rejection's error name and reason; replica state changes; and the LeaderAndIsr
+decisions the event produced. Topic-level rows (a config change, a refused topic command) are shown too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streaming.lake import read_decisions_jsonl, read_delta, scan_delta
+
+NO_LEADER = -1
+
+
+class PartitionNotFound(LookupError):
+    """The partition never appears in the audit table."""
+
+
+@dataclass
+class Sources:
+    audit: Path
+    decisions_jsonl: Path | None = None
+    decisions_delta: Path | None = None
+
+
+def resolve(source: Path) -> Sources:
+    """Where the audit table and the decisions of SOURCE are."""
+    source = Path(source)
+    if (source / "audit" / "_delta_log").is_dir():
+        jsonl = source / "decisions.jsonl"
+        delta = source / "_pipeline" / "decisions"
+        return Sources(source / "audit", jsonl if jsonl.is_file() else None,
+                       delta if not jsonl.is_file() and (delta / "_delta_log").is_dir() else None)
+    if (source / "_delta_log").is_dir():
+        jsonl = source.parent / "decisions.jsonl"
+        delta = source.parent / "decisions"
+        return Sources(source, jsonl if jsonl.is_file() else None,
+                       delta if not jsonl.is_file() and (delta / "_delta_log").is_dir() else None)
+    if not source.exists():
+        raise FileNotFoundError(f"no such replay output folder or audit table: {source}")
+    raise FileNotFoundError(f"{source} is neither a replay output folder (with audit/) nor a Delta audit table")
+
+
+def load(source: Path, topic: str, partition: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                            list[dict[str, Any]]]:
+    """(the partition's audit rows, the topic-level and cluster-level rows of the same events and of the
+    topic, the partition's decisions)."""
+    import pyarrow.dataset as ds
+
+    where = resolve(source)
+    field = ds.field
+    rows = read_delta(where.audit, (field("topic") == topic) | field("partition").is_null())
+    own = [r for r in rows if r.get("partition") == partition and r.get("topic") == topic]
+    if not own:
+        raise PartitionNotFound(_not_found(where.audit, topic, partition))
+    offsets = {r["source_offset"] for r in own}
+    context = [r for r in rows if r.get("partition") is None
+               and (r.get("topic") == topic or r["source_offset"] in offsets)]
+    if where.decisions_jsonl is not None:
+        decisions = [d for d in read_decisions_jsonl(where.decisions_jsonl)
+                     if d.get("topic") == topic and d.get("partition") == partition]
+    elif where.decisions_delta is not None:
+        decisions = read_delta(where.decisions_delta, (field("topic") == topic) & (field("partition") == partition))
+    else:
+        decisions = []
+    return own, context, decisions
+
+
+def _not_found(audit: Path, topic: str, partition: int) -> str:
+    import pyarrow.dataset as ds
+
+    table = scan_delta(audit, ds.field("partition").is_valid(), ["topic", "partition"])
+    seen: dict[str, set[int]] = {}
+    if table is not None:
+        for t, p in zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(), strict=True):
+            seen.setdefault(t, set()).add(p)
+    head = f"partition {topic}-{partition} never appears in the audit table {audit}"
+    if topic in seen:
+        return f"{head}; topic {topic} has partitions {_ranges(sorted(seen[topic]))}"
+    topics = sorted(seen)
+    listed = ", ".join(topics[:20]) + (f" and {len(topics) - 20} more" if len(topics) > 20 else "")
+    return f"{head}; topic {topic} never appears either" + (f" (topics seen: {listed})" if topics else
+                                                           " (the table has no partition rows)")
+
+
+def _ranges(ids: Sequence[int]) -> str:
+    out: list[str] = []
+    start = prev = None
+    for i in ids:
+        if start is None:
+            start = prev = i
+        elif i == prev + 1:
+            prev = i
+        else:
+            out.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = i
+    if start is not None:
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ", ".join(out)
+
+
+# -- the timeline ----------------------------------------------------------------------------------------
+
+def _order(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    def n(v: Any) -> int:
+        return -1 if v is None else int(v)
+
+    return (row["source_offset"], row.get("partition") is not None, n(row.get("partition_epoch_before")),
+            n(row.get("partition_epoch_after")), n(row.get("leader_epoch_before")), n(row.get("leader_epoch_after")))
+
+
+def _ts(value: str | None) -> str:
+    if not value:
+        return "(no ts)"
+    return value.replace("T", " ").removesuffix("Z")
+
+
+def _list(value: Any) -> str:
+    return "[]" if not value else "[" + ", ".join(str(v) for v in value) + "]"
+
+
+def _change(before: Any, after: Any, fmt: Any = str) -> str:
+    return f"{fmt(before)} -> {fmt(after)}" if before != after else f"{fmt(after)} (unchanged)"
+
+
+def _replica_changes(before: Mapping[int, str] | None, after: Mapping[int, str] | None) -> str:
+    before, after = dict(before or {}), dict(after or {})
+    parts = []
+    for broker in sorted(set(before) | set(after)):
+        b, a = before.get(broker), after.get(broker)
+        if b != a:
+            parts.append(f"{broker}: {b or 'NonExistentReplica'} -> {a or 'NonExistentReplica'}")
+    return ", ".join(parts)
+
+
+def _assign(rows: Sequence[Mapping[str, Any]], decisions: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The decisions of each row: a decision belongs to the row of its offset whose partition epochs bracket
+    it (the first write of a new partition keeps epoch 0)."""
+    out: list[list[Mapping[str, Any]]] = [[] for _ in rows]
+    by_offset: dict[int, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_offset.setdefault(r["source_offset"], []).append(i)
+    for d in sorted(decisions, key=lambda d: (d["source_offset"], d["partition_epoch"])):
+        candidates = by_offset.get(d["source_offset"], [])
+        if not candidates:
+            continue
+        chosen = candidates[-1]
+        for i in candidates:
+            r = rows[i]
+            lo, hi = r.get("partition_epoch_before"), r.get("partition_epoch_after")
+            if lo is None or hi is None:
+                continue
+            if lo < d["partition_epoch"] <= hi or (d.get("is_new") and d["partition_epoch"] == hi):
+                chosen = i
+                break
+        out[chosen].append(d)
+    return out
+
+
+def _decision_text(d: Mapping[str, Any]) -> str:
+    parts = [f"leader {d['leader']}", f"leader epoch {d['leader_epoch']}", f"ISR {_list(d['isr'])}",
+             f"partition epoch {d['partition_epoch']}", f"replicas {_list(d['replicas'])}"]
+    if d.get("adding_replicas"):
+        parts.append(f"adding {_list(d['adding_replicas'])}")
+    if d.get("removing_replicas"):
+        parts.append(f"removing {_list(d['removing_replicas'])}")
+    parts.append(f"recovery {d.get('leader_recovery_state')}")
+    if d.get("election"):
+        parts.append(f"election {d['election']}")
+    if d.get("is_new"):
+        parts.append("new partition")
+    parts.append(f"to brokers {_list(d.get('recipients'))}")
+    return "LeaderAndIsr: " + ", ".join(parts)
+
+
+def _snapshot(row: Mapping[str, Any]) -> str:
+    return (f"{row['to_state']}, leader {row['leader_after']}, ISR {_list(row['isr_after'])}, "
+            f"leader epoch {row['leader_epoch_after']}, partition epoch {row['partition_epoch_after']}")
+
+
+def _headline(row: Mapping[str, Any], width: int) -> str:
+    outcome = row["outcome"] + (f" {row['error']}" if row.get("error") else "")
+    return (f"offset {row['source_offset']:<{width}}  {_ts(row.get('event_ts'))}  {row['event_type']}  "
+            f"{row['event_id']}  {outcome}")
+
+
+def _cluster_context(context: Sequence[Mapping[str, Any]], offset: int) -> str | None:
+    for r in context:
+        if r["source_offset"] == offset and r.get("topic") is None and r.get("message"):
+            # "broker 3 failed; hosted 8 partition(s); ..." -> its first clause is the event in words.
+            return r["message"].split(";")[0]
+    return None
+
+
+def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]],
+                    context: Sequence[Mapping[str, Any]], decisions: Sequence[Mapping[str, Any]]) -> str:
+    rows = sorted(rows, key=_order)
+    context = sorted(context, key=_order)
+    decisions = sorted(decisions, key=lambda d: (d["source_offset"], d["partition_epoch"]))
+    per_row = _assign(rows, decisions)
+    topic_rows = [r for r in context if r.get("topic") == topic]
+    width = len(str(max([r["source_offset"] for r in (*rows, *topic_rows)], default=0)))
+    out: list[str] = []
+
+    last = rows[-1]
+    replicas = decisions[-1]["replicas"] if decisions else None
+    elections = [r for r in rows if r.get("election")]
+    rejected = [r for r in rows if r["outcome"] == "REJECTED"]
+    out.append(f"{topic}-{partition}: {_n(len({r['source_offset'] for r in rows}), 'event')}, offsets "
+               f"{rows[0]['source_offset']} to {last['source_offset']} ({_ts(rows[0].get('event_ts'))} to "
+               f"{_ts(last.get('event_ts'))} UTC); {_n(len(elections), 'election')}, {len(rejected)} rejected, "
+               f"{_n(len(decisions), 'decision')}" + ("" if decisions or not _has_changes(rows)
+                                                       else " (no decisions file found: decisions not shown)"))
+    now = (f"now: {last['to_state']}, leader {last['leader_after']}, ISR {_list(last['isr_after'])}, "
+           f"leader epoch {last['leader_epoch_after']}, partition epoch {last['partition_epoch_after']}")
+    if last["to_state"] == "NonExistentPartition":
+        now = f"now: deleted (NonExistentPartition since offset {last['source_offset']})"
+    elif replicas is not None:
+        now += f", replicas {_list(replicas)}, recovery {decisions[-1]['leader_recovery_state']}"
+    out.append(now)
+    unclean = [r for r in elections if r["election"] == "OFFLINE_UNCLEAN"]
+    if unclean:
+        out.append("WARNING: unclean election at offset " + ", ".join(str(r["source_offset"]) for r in unclean)
+                   + ": the new leader was not in the ISR, data loss possible")
+
+    entries: list[tuple[tuple[Any, ...], str]] = []
+    previous_states: Mapping[int, str] | None = None
+    for row, own in zip(rows, per_row, strict=True):
+        lines = [_headline(row, width)]
+        why = _cluster_context(context, row["source_offset"])
+        if why:
+            lines[0] += f"  ({why})"
+        if row["outcome"] == "REJECTED":
+            lines.append(f"  rejected   {row.get('error')}: {row.get('message') or ''}".rstrip())
+            lines.append(f"  unchanged  {_snapshot(row)}")
+        elif row["outcome"] == "NO_OP" and not _replica_changes(previous_states, row.get("replica_states")):
+            lines.append(f"  no change  {_snapshot(row)}")
+            if row.get("message"):
+                lines.append(f"  note       {row['message']}")
+        else:
+            lines.append(f"  state      {_change(row['from_state'], row['to_state'])}")
+            leader = f"  leader     {_change(row['leader_before'], row['leader_after'])}"
+            if row.get("election"):
+                leader += f"  elected by {row['election']}"
+                if row["election"] == "OFFLINE_UNCLEAN":
+                    leader += " (unclean: the leader was not in the ISR, data loss possible)"
+            elif row["leader_after"] == NO_LEADER and row["leader_before"] != NO_LEADER:
+                leader += "  (no leader: offline)"
+            lines.append(leader)
+            lines.append(f"  ISR        {_change(row['isr_before'], row['isr_after'], _list)}")
+            epochs = (row["leader_epoch_before"], row["partition_epoch_before"])
+            if epochs == (row["leader_epoch_after"], row["partition_epoch_after"]):
+                lines.append(f"  epochs     leader {epochs[0]}, partition {epochs[1]} (unchanged)")
+            else:
+                lines.append(f"  epochs     leader {_change(row['leader_epoch_before'], row['leader_epoch_after'])}, "
+                             f"partition {_change(row['partition_epoch_before'], row['partition_epoch_after'])}")
+            changes = _replica_changes(previous_states, row.get("replica_states"))
+            if changes:
+                lines.append(f"  replica states  {changes}")
+            if row.get("message"):
+                lines.append(f"  note       {row['message']}")
+        for d in own:
+            lines.append(f"  decision   {_decision_text(d)}")
+        if row["outcome"] != "REJECTED":
+            previous_states = row.get("replica_states")
+        entries.append((_order(row), "\n".join(lines)))
+    for r in topic_rows:
+        outcome = r["outcome"] + (f" {r['error']}" if r.get("error") else "")
+        text = (f"offset {r['source_offset']:<{width}}  {_ts(r.get('event_ts'))}  {r['event_type']}  {r['event_id']}  "
+                f"{outcome}  (topic {topic})\n  note       {r.get('message') or ''}".rstrip())
+        entries.append((_order(r), text))
+    entries.sort(key=lambda e: e[0])
+    out.append("")
+    out.extend(text + "\n" for _, text in entries)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _has_changes(rows: Sequence[Mapping[str, Any]]) -> bool:
+    return any(r.get("partition_epoch_before") != r.get("partition_epoch_after") for r in rows)
+
+
+def explain(source: Path, topic: str, partition: int) -> str:
+    """The partition's timeline as text; raises PartitionNotFound when it never appears."""
+    rows, context, decisions = load(Path(source), topic, partition)
+    return render_timeline(topic, partition, rows, context, decisions)
+
+
+def explain_command(args: argparse.Namespace) -> int:
+    try:
+        text = explain(args.source, args.topic, args.partition)
+    except PartitionNotFound as exc:
+        print(f"isrflow explain: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"isrflow explain: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,140 @@
+"""`isrflow inspect CHECKPOINT_DIR`: the partition records held in the partition query's state store.
+
+The partition state machine (`applyInPandasWithState`, keyed by topic and partition) keeps one
+PARTITION_STATE record per partition in the state store of its checkpoint, `<checkpoint root>/partitions`.
+Spark's state data source reads it, from a stopped or a running query, as of the last committed
+micro-batch. CHECKPOINT_DIR is the checkpoint root given to `run` (or `replay`'s
+`OUT/_pipeline/checkpoints`), or the `partitions` query folder itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from schemas.tables import PARTITION_STATE
+
+QUERY = "partitions"
+
+
+def state_dir(checkpoint: Path) -> Path:
+    """The partition query's checkpoint folder under `checkpoint` (the root, or the query folder itself)."""
+    checkpoint = Path(checkpoint)
+    for candidate in (checkpoint / QUERY, checkpoint):
+        if (candidate / "state").is_dir():
+            return candidate
+    if not checkpoint.exists():
+        raise FileNotFoundError(f"no such checkpoint: {checkpoint}")
+    if (checkpoint / QUERY / "offsets").is_dir() or (checkpoint / "offsets").is_dir():
+        raise FileNotFoundError(f"no state store yet under {checkpoint}: the partition query has not committed a "
+                                "micro-batch")
+    raise FileNotFoundError(f"{checkpoint} is not a checkpoint of isrflow's partition query "
+                            f"(expected {checkpoint / QUERY / 'state'} or {checkpoint / 'state'})")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {int(k): v for k, v in sorted(value.items())}
+    return value
+
+
+def read_state(spark: Any, checkpoint: Path, topic: str | None = None, partition: int | None = None
+               ) -> list[dict[str, Any]]:
+    """The state records (PARTITION_STATE columns) in (topic, partition) order, optionally filtered."""
+    from pyspark.sql import functions as F
+
+    path = state_dir(checkpoint)
+    # In a fresh session the state reader fails with "Cannot find endpoint: StateStoreCoordinator" until the
+    # streaming query manager exists: touching it once registers the coordinator.
+    _ = spark.streams.active
+    df = spark.read.format("statestore").load(str(path)).select("value.groupState.*")
+    if topic is not None:
+        df = df.filter(F.col("topic") == topic)
+    if partition is not None:
+        df = df.filter(F.col("partition") == partition)
+    rows = [{c: _plain(r[c]) for c in PARTITION_STATE.names} for r in df.collect()]
+    return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
+
+
+def state_batch(spark: Any, checkpoint: Path) -> int | None:
+    """The micro-batch the state store's latest version belongs to (from Spark's state metadata)."""
+    try:
+        _ = spark.streams.active
+        rows = spark.read.format("state-metadata").load(str(state_dir(checkpoint))).collect()
+    except Exception:  # older checkpoints have no metadata; the batch is only a nicety
+        return None
+    batches = [r["maxBatchId"] for r in rows if r["maxBatchId"] is not None]
+    return max(batches) if batches else None
+
+
+def _short(state: str) -> str:
+    return state.removesuffix("Replica").removesuffix("Partition")
+
+
+def _ints(values: Sequence[int] | None) -> str:
+    return "[" + ",".join(str(v) for v in values or ()) + "]"
+
+
+def render_table(rows: Sequence[Mapping[str, Any]], title: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for name, justify in (("topic", "left"), ("part", "right"), ("state", "left"), ("leader", "right"),
+                          ("l.epoch", "right"), ("ISR", "left"), ("p.epoch", "right"), ("replicas", "left"),
+                          ("adding", "left"), ("removing", "left"), ("recovery", "left"), ("replica states", "left")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for r in rows:
+        flags = []
+        if r.get("reassignment_in_progress"):
+            flags.append("reassigning")
+        if r.get("queued_for_deletion"):
+            flags.append("deleting")
+        state = _short(r["state"]) + (f" ({', '.join(flags)})" if flags else "")
+        leader = str(r["leader"]) if r["leader"] >= 0 else "[red]-1[/red]"
+        replica_states = " ".join(f"{b}:{_short(s)}" for b, s in sorted((r.get("replica_states") or {}).items()))
+        recovery = r["leader_recovery_state"]
+        table.add_row(r["topic"], str(r["partition"]), state if r["state"] != "OfflinePartition" else f"[red]{state}",
+                      leader, str(r["leader_epoch"]), _ints(r["isr"]), str(r["partition_epoch"]), _ints(r["replicas"]),
+                      _ints(r["adding_replicas"]), _ints(r["removing_replicas"]),
+                      recovery if recovery == "RECOVERED" else f"[yellow]{recovery}", replica_states)
+    return table
+
+
+def inspect_command(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    from streaming.cli import _key_values
+    from streaming.spark_session import build_spark
+
+    path = state_dir(args.checkpoint_dir)  # a clear error before starting Spark
+    existing = SparkSession.getActiveSession()
+    spark = build_spark("isrflow-inspect", getattr(args, "master", "local[2]") or "local[2]",
+                        _key_values(getattr(args, "conf", None), "--conf"))
+    try:
+        rows = read_state(spark, path, args.topic, args.partition)
+        batch = state_batch(spark, path)
+    finally:
+        if existing is None:
+            spark.stop()
+    if not rows:
+        what = " and ".join(f for f in (f"topic {args.topic}" if args.topic is not None else "",
+                                        f"partition {args.partition}" if args.partition is not None else "") if f)
+        print(f"isrflow inspect: no state record in {path}" + (f" for {what}" if what else ""), file=sys.stderr)
+        return 2
+    if args.json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+        return 0
+    from rich.console import Console
+
+    title = f"{len(rows)} partition state record{'s' if len(rows) != 1 else ''} in {path}" + (
+        f" (as of micro-batch {batch})" if batch is not None else "")
+    # A terminal gets its own width; a file or a pipe gets whole lines rather than a table cut at 80 columns.
+    console = Console() if sys.stdout.isatty() else Console(width=250)
+    console.print(render_table(rows, title))
+    return 0

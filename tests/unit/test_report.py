@@ -1,0 +1,286 @@
+"""The incident report (streaming/report.py) against the audit it is computed from, on every example replayed
+with the local engine; and the replay progress reporter (streaming/progress.py)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from markupsafe import escape
+
+from statemachine.controller import ControllerConfig
+from streaming.eventlog import read_event_log
+from streaming.lake import read_decisions_jsonl, read_delta
+from streaming.local_engine import ReplayResult, run_local, write_outputs
+from streaming.progress import Progress
+from streaming.report import Analysis, audit_sort_key, build_report, reassignments, write_report
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ["rolling-restart", "double-failure-unclean", "reassignment", "zombie-controller"]
+SOURCES = {name: ROOT / "examples" / f"{name}.jsonl" for name in EXAMPLES}
+SOURCES["incident"] = ROOT / "streaming" / "scenarios" / "incident.jsonl"
+
+
+@pytest.fixture(scope="module")
+def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Analysis, str]]:
+    """Each log replayed (local engine), its report written: (out dir, analysis, report HTML)."""
+    root = tmp_path_factory.mktemp("reports")
+    out = {}
+    for name, source in SOURCES.items():
+        target = root / name
+        write_outputs(run_local(read_event_log(source), ControllerConfig()), target)
+        path = write_report(target)
+        out[name] = (target, build_report(target), path.read_text(encoding="utf-8"))
+    return out
+
+
+def _audit(out: Path) -> list[dict[str, Any]]:
+    return sorted(read_delta(out / "audit"), key=audit_sort_key)
+
+
+def _section(html: str, section_id: str) -> str:
+    """The HTML between <h2 id=section_id> and the next <h2>."""
+    start = html.index(f'<h2 id="{section_id}">')
+    end = html.find("<h2", start + 1)
+    return html[start:end if end > 0 else len(html)]
+
+
+# -- the report's numbers are the audit's ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_offline_partitions_match_the_audit(replays: dict[str, tuple[Path, Analysis, str]], name: str) -> None:
+    out, analysis, html = replays[name]
+    audit = _audit(out)
+    # Independently: walk the partition rows in log order, count partitions with no leader after each event.
+    ever = {(r["topic"], r["partition"]) for r in audit if r["partition"] is not None
+            and r["outcome"] == "ACCEPTED" and r["leader_after"] == -1 and r["to_state"] != "NonExistentPartition"}
+    leaders: dict[tuple[str, int], int] = {}
+    per_offset: dict[int, int] = {}
+    for r in audit:
+        if r["partition"] is not None and r["outcome"] != "REJECTED":
+            key = (r["topic"], r["partition"])
+            if r["to_state"] == "NonExistentPartition":
+                leaders.pop(key, None)
+            else:
+                leaders[key] = r["leader_after"]
+        per_offset[r["source_offset"]] = sum(1 for v in leaders.values() if v == -1)
+    assert analysis.ever_offline == ever
+    assert analysis.offline_peak[0] == max(per_offset.values(), default=0)
+    assert [p.offline for p in analysis.points] == [per_offset[o] for o in sorted(per_offset)]
+    assert f'<div class="n">{len(ever)}</div><div class="l">went offline</div>' in html
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_unclean_elections_are_listed_with_their_partition(replays: dict[str, tuple[Path, Analysis, str]],
+                                                           name: str) -> None:
+    out, analysis, html = replays[name]
+    expected = [(r["topic"], r["partition"], r["source_offset"]) for r in _audit(out)
+                if r["election"] == "OFFLINE_UNCLEAN"]
+    assert [(r["topic"], r["partition"], r["source_offset"]) for r in analysis.unclean] == expected
+    section = _section(html, "unclean")
+    listed = re.findall(r"<td class=\"num\">(\d+)</td><td><code>([\w.-]+)</code></td>", section)
+    assert listed == [(str(o), f"{t}-{p}") for t, p, o in expected]
+    if not expected:
+        assert "No unclean election" in section
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_rejections_by_error_equal_the_audit_counts(replays: dict[str, tuple[Path, Analysis, str]],
+                                                    name: str) -> None:
+    out, analysis, html = replays[name]
+    counts = Counter(r["error"] for r in _audit(out) if r["outcome"] == "REJECTED")
+    assert analysis.rejected_by_error() == dict(counts)
+    section = _section(html, "rejected")
+    shown = {e: int(n) for e, n in re.findall(r"<td><code>(\w+)</code></td><td class=\"num\">(\d+)</td>", section)}
+    assert shown == dict(counts)
+    if counts:
+        assert f'<th>total</th><th class="num">{sum(counts.values())}</th>' in section
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_under_replicated_uses_the_decisions_replicas(replays: dict[str, tuple[Path, Analysis, str]],
+                                                      name: str) -> None:
+    out, analysis, _ = replays[name]
+    decisions = read_decisions_jsonl(out / "decisions.jsonl")
+    last = {}
+    for d in decisions:
+        last[(d["topic"], d["partition"])] = d
+    # At the end of the log, under-replicated = the last decision has a leader and an ISR smaller than its
+    # target replica set.
+    expected = sorted(k for k, d in last.items() if d["leader"] != -1 and k in analysis.partitions
+                      and len(d["isr"]) < len([r for r in d["replicas"] if r not in d["removing_replicas"]]))
+    assert analysis.under_replicated_at_end == expected
+
+
+def test_report_is_one_self_contained_file(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    for name, (out, _, html) in replays.items():
+        assert (out / "report.html").is_file()
+        assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I), name
+        assert "http://" not in html and "https://" not in html, name
+        assert "<script" not in html and "<link" not in html, name
+        images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+        assert len(images) == 3, name
+        assert all(len(i) > 5000 for i in images)
+        assert "<style>" in html
+
+
+def test_double_failure_summary_in_plain_words(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    _, analysis, html = replays["double-failure-unclean"]
+    text = "\n".join(analysis.summary)
+    assert ("Broker 3 failed at 09:47:42; 6 partitions lost their leader; 2 had a new leader in the same second; "
+            "2 (orders-6, payments-0) stayed offline until broker 3 returned at 09:55:49; 1 (orders-1) stayed offline "
+            "until an unclean election at 09:50:12 (ElectLeaders); 1 (payments-1) stayed offline until an unclean "
+            "election at 09:51:15 (AlterTopicConfig)") in text
+    assert "Broker 2 failed at 09:47:06; 3 partitions lost their leader; 3 had a new leader in the same second" in text
+    assert "2 unclean elections on orders-1 at 09:50:12" in text and "data loss possible" in text
+    assert "4 partitions offline at once at 09:47:42" in text
+    assert "partition leaders dropped broker 4 from 5 ISRs" in text
+    assert "1 audit row rejected: 1 ELIGIBLE_LEADERS_NOT_AVAILABLE" in text
+    assert "every partition (15) has a leader" in text
+    for line in analysis.summary:
+        assert str(escape(line)) in html
+
+
+def test_rolling_restart_summary(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    _, analysis, _ = replays["rolling-restart"]
+    text = "\n".join(analysis.summary)
+    assert text.count(" restarted: its controlled shutdown at ") == 6
+    assert ("Broker 1 restarted: its controlled shutdown at 02:10:02 moved leadership of 50 partitions to other "
+            "replicas and took it out of 100 more ISRs; it stopped at 02:10:06 and was back at 02:10:51 (epoch 107, "
+            "down 45 s); its replicas rejoined 150 ISRs by 02:11:26.") in text
+    assert "the periodic leader imbalance check moved 50 partitions back to their preferred leader" in text
+    assert "At worst: 150 under-replicated at 02:10:02." in text
+    assert analysis.offline_peak[0] == 0 and not analysis.ever_offline
+    assert len(analysis.leader_changes) == 550 + 50
+
+
+def test_reassignment_summary_and_moves(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    out, analysis, _ = replays["reassignment"]
+    moves = reassignments(read_decisions_jsonl(out / "decisions.jsonl"))
+    assert len(moves) == 13
+    assert [m["partition"] for m in moves if m["cancelled"]] == [("inventory", 9)]
+    done = [m for m in moves if m["completed"] is not None and not m["cancelled"]]
+    assert len(done) == 12 and all(1 in m["from"] and 1 not in m["to"] for m in done)
+    text = "\n".join(analysis.summary)
+    assert "13 partition reassignments ran: 12 completed between 15:00:37 and 15:11:22" in text
+    assert "1 cancelled (inventory-9)" in text
+    assert "Brokers 4 and 5 joined the cluster at 15:00:05 and 15:00:06." in text
+    assert "dropped broker 1" not in text  # replicas removed by a reassignment are not lagging followers
+
+
+def test_zombie_summary(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    _, analysis, _ = replays["zombie-controller"]
+    text = "\n".join(analysis.summary)
+    assert "controller 2 took over at epoch 2" in text
+    assert "a new controller (no ControllerChange in the log) took over at epoch 3" in text
+    assert "12 audit rows rejected: 6 ELECTION_NOT_NEEDED, 5 STALE_CONTROLLER_EPOCH, 1 DUPLICATE_EVENT." in text
+    assert ("Between 22:36:07 and 22:36:10 a fenced controller still at epoch 1 (epoch 2 was active) logged 4 events "
+            "(BrokerChange, IsrChange, ElectLeaders, ReassignPartitions): all rejected with STALE_CONTROLLER_EPOCH, "
+            "nothing applied.") in text
+    assert "a fenced controller still at epoch 2 (epoch 3 was active) logged 1 event (LeaderImbalanceCheck)" in text
+
+
+def test_quarantined_records_are_tabled(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    out, analysis, html = replays["incident"]
+    quarantine = read_delta(out / "quarantine")
+    assert len(quarantine) == 1
+    section = _section(html, "quarantine")
+    assert f'<td class="num">{quarantine[0]["source_offset"]}</td>' in section
+    assert "&#34;broker_id&#34;" in section or "&quot;broker_id&quot;" in section  # the raw record, escaped
+    assert any("quarantine (offset 38)" in line for line in analysis.summary)
+
+
+def test_most_leader_changes_table(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    out, _, html = replays["double-failure-unclean"]
+    changes: Counter[str] = Counter()
+    for r in _audit(out):
+        if (r["partition"] is not None and r["outcome"] == "ACCEPTED" and r["leader_after"] not in (-1, None)
+                and r["leader_after"] != r["leader_before"] and r["from_state"] != "NonExistentPartition"):
+            changes[f"{r['topic']}-{r['partition']}"] += 1
+    section = _section(html, "leader-changes")
+    rows = re.findall(r"<td><code>([\w.-]+)</code></td><td class=\"num\">(\d+)</td>", section)
+    assert rows[0] == (changes.most_common(1)[0][0], str(changes.most_common(1)[0][1]))
+    assert {p: int(n) for p, n in rows} == {p: n for p, n in changes.items() if p in dict(rows)}
+
+
+def test_empty_log_gives_a_report(tmp_path: Path) -> None:
+    write_outputs(ReplayResult(), tmp_path)
+    html = write_report(tmp_path).read_text(encoding="utf-8")
+    assert "audit table is empty" in html
+    assert html.count("data:image/png;base64,") == 3
+
+
+def test_report_without_decisions_or_quarantine(tmp_path: Path) -> None:
+    source = SOURCES["double-failure-unclean"]
+    write_outputs(run_local(read_event_log(source), ControllerConfig()), tmp_path)
+    (tmp_path / "decisions.jsonl").unlink()
+    import shutil
+
+    shutil.rmtree(tmp_path / "quarantine")
+    analysis = build_report(tmp_path)
+    assert analysis.under_replicated_at_end == []  # replica sets are unknown without decisions
+    assert len(analysis.ever_offline) == 4
+    assert write_report(tmp_path).exists()
+
+
+def test_missing_audit_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no audit table"):
+        write_report(tmp_path)
+
+
+def test_event_time_is_monotonic_along_the_log(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    # The incident log redelivers an event with an older ts: it is drawn at the later time.
+    _, analysis, _ = replays["incident"]
+    times = [p.time for p in analysis.points]
+    assert times == sorted(times)
+    by_offset: dict[int, set[str]] = defaultdict(set)
+    for r in analysis.audit:
+        by_offset[r["source_offset"]].add(r["event_ts"])
+    assert min(by_offset[37]) < max(by_offset[36])  # the redelivery's own ts is older
+
+
+# -- progress ---------------------------------------------------------------------------------------------
+
+def _fake_clock(step: float) -> Any:
+    ticks = itertools.count(0.0, step)
+    return lambda: next(ticks)
+
+
+def test_progress_plain_lines_every_ten_percent() -> None:
+    buf = io.StringIO()
+    progress = Progress(200, stream=buf, clock=_fake_clock(0.01), every_seconds=1000)
+    assert not progress.interactive  # a StringIO is not a terminal
+    for _ in range(200):
+        progress.advance()
+    progress.close()
+    progress.close()  # idempotent
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 11
+    assert lines[0].startswith("replay: 20/200 events (10%), ") and "events/s, ETA " in lines[0]
+    assert lines[-2].startswith("replay: 200/200 events (100%)")
+    assert lines[-1].startswith("replay: done, 200 events in ")
+
+
+def test_progress_plain_lines_every_n_seconds_without_total() -> None:
+    buf = io.StringIO()
+    with Progress(None, stream=buf, clock=_fake_clock(1.0), every_seconds=5, unit="records") as progress:
+        for _ in range(20):
+            progress.advance(10)
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "replay: 50 records, 10 records/s, elapsed 0:00:05"
+    assert len(lines) == 5 and lines[-1].startswith("replay: done, 200 records in ")
+
+
+def test_progress_bar_on_a_terminal() -> None:
+    buf = io.StringIO()
+    progress = Progress(50, stream=buf, interactive=True)
+    for _ in range(5):
+        progress.advance(10)
+    progress.close()
+    out = buf.getvalue()
+    assert "50/50" in out and "events" in out and "events/s" in out and "ETA" in out
