@@ -102,15 +102,13 @@ def fetch_set(jar_set: JarSet) -> None:
     if is_fetched(jar_set):
         print(f"{jar_set.name}: cached, {len(_jars_in(jar_set.dest))} jars in {jar_set.dest}")
         return
-    print(f"{jar_set.name}: resolving {jar_set.pom.relative_to(ROOT)} from Maven Central into {M2_REPO} ...")
+    print(f"{jar_set.name}: resolving {jar_set.pom} from Maven Central into {M2_REPO} ...")
     JARS_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=JARS_DIR, prefix=f".{jar_set.name}-") as tmp:
         resolved, flat = Path(tmp) / "resolved", Path(tmp) / "flat"
         _run_maven(jar_set, resolved)
         flat.mkdir()
-        pyspark_jar_names = (
-            [p.name for p in _pyspark_jars_dir().glob("*.jar")] if jar_set.drop_pyspark_bundled else []
-        )
+        pyspark_jar_names = [p.name for p in _pyspark_jars_dir().glob("*.jar")] if jar_set.drop_pyspark_bundled else []
         dropped = []
         for jar in sorted(resolved.rglob("*.jar")):
             artifact_id = jar.parent.parent.name  # <group dirs>/<artifactId>/<version>/<file>.jar
@@ -138,13 +136,12 @@ def _jars_in(directory: Path) -> list[Path]:
 
 
 def _require(jar_set: JarSet) -> list[Path]:
-    jars = _jars_in(jar_set.dest)
-    if not (jar_set.dest / MARKER).is_file() or not jars:
+    if not is_fetched(jar_set):  # also catches a pom edited since the last fetch
         raise JarsError(
-            f"The {jar_set.name} jars are not in {jar_set.dest}; run `make jars` "
-            "(or `.venv/bin/python -m streaming.jars fetch`) first."
+            f"The {jar_set.name} jars in {jar_set.dest} are missing or older than {jar_set.pom.name}; "
+            "run `make jars` (or `.venv/bin/python -m streaming.jars fetch`)."
         )
-    return jars
+    return _jars_in(jar_set.dest)
 
 
 def kafka_broker_classpath() -> str:

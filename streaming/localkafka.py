@@ -156,8 +156,7 @@ class LocalKafkaBroker:
             if self._serves_metadata():
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"Kafka not ready after {timeout}s on {self.bootstrap_servers}:\n"
-                                   f"{self._log_tail()}")
+                raise TimeoutError(f"Kafka not ready after {timeout}s on {self.bootstrap_servers}:\n{self._log_tail()}")
             time.sleep(0.2)
 
     def _serves_metadata(self) -> bool:
@@ -250,13 +249,17 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--data-dir", help="kept between runs; default: a temp dir removed on exit")
     args = parser.parse_args(argv)
 
-    # SIGTERM unwinds like Ctrl-C, so the finally below stops the broker cleanly.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # SIGTERM unwinds like Ctrl-C, so the finally below stops the broker cleanly. SIGINT is set too: a
+    # process started in the background by a script inherits it ignored, and Ctrl-C would then do nothing.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.default_int_handler)
     broker = LocalKafkaBroker(port=args.port, data_dir=args.data_dir)
     try:
         broker.start()
-        print(f"Kafka on {broker.bootstrap_servers} (data {broker.data_dir}, log {broker.log_file}); "
-              "Ctrl-C to stop", flush=True)
+        print(
+            f"Kafka on {broker.bootstrap_servers} (data {broker.data_dir}, log {broker.log_file}); Ctrl-C to stop",
+            flush=True,
+        )
         return broker.wait()
     except KeyboardInterrupt:
         return 0
