@@ -217,8 +217,10 @@ def _progress_reassignment(s: _Step) -> None:
     target = rec.target_replicas
     live = cmd.live_or_shutting_down
     if not all(r in rec.isr for r in target):
-        # A: LeaderAndIsr (epoch bump) to the whole RS, new replicas start.
-        s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live))
+        # A: LeaderAndIsr (epoch bump) to the whole RS, new replicas start. A partition that never had a
+        # leader has no LeaderAndIsr to send: its first decision stays its INITIAL election.
+        if rec.has_leader_and_isr:
+            s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live))
         for broker in rec.adding_replicas:
             if broker not in s.record.replica_states:
                 s.move_replica(broker, R.NEW)
@@ -230,13 +232,15 @@ def _progress_reassignment(s: _Step) -> None:
     removing = rec.removing_replicas
     s.record = replace(s.record, replicas=target, adding_replicas=(), removing_replicas=(),
                        reassignment_in_progress=False)
-    if rec.leader not in target or rec.leader not in cmd.live_brokers:
-        s.elect(elections.reassign(target, rec.isr, cmd.live_brokers), Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
-    else:
+    moved = rec.leader not in target or rec.leader not in cmd.live_brokers
+    if not moved or not s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
+                                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                                f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead"):
+        # The new replica set goes out even when no target replica could take the lead.
         s.write(rec.leader, rec.isr, (r for r in target if r in live))
     _delete_replicas(s, removing)
     s.note(f"reassignment completed: replicas {list(target)}")
+    _elect_if_leaderless(s)
 
 
 def _start_reassignment(s: _Step, target: tuple[int, ...]) -> None:
@@ -245,11 +249,25 @@ def _start_reassignment(s: _Step, target: tuple[int, ...]) -> None:
     replicas = tuple(dict.fromkeys(target + origin))
     # Replicas the previous reassignment was adding that this one no longer wants.
     unneeded = [r for r in rec.replicas if r not in replicas]
+    if rec.isr and not any(r in replicas for r in rec.isr):
+        # Deleting them would leave an ISR outside the replica set (KRaft refuses this as well).
+        raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
+                        f"replicas {list(replicas)} would drop every in-sync replica {list(rec.isr)}")
     s.record = replace(rec, replicas=replicas, adding_replicas=tuple(r for r in replicas if r not in origin),
                        removing_replicas=tuple(r for r in replicas if r not in target),
                        reassignment_in_progress=True)
     _delete_replicas(s, unneeded)
+    _elect_if_leaderless(s)
     _progress_reassignment(s)
+
+
+def _elect_if_leaderless(s: _Step) -> None:
+    """A reassignment that took the leader's replica away leaves the partition offline: elect as the
+    controller does for an offline partition."""
+    rec = s.record
+    if rec.has_leader_and_isr and rec.state is P.ONLINE and rec.leader not in s.command.live_brokers:
+        s.move(P.OFFLINE)
+        _bring_online(s, s.command.unclean_allowed)
 
 
 # -- triggers -------------------------------------------------------------------------------------
@@ -262,10 +280,8 @@ def _on_create(s: _Step) -> None:
     for broker in replicas:
         s.move_replica(broker, R.NEW)
     _bring_online(s, unclean_allowed=False)
-    live = s.command.live_brokers
     for broker in replicas:
-        # A replica on a broker that is not live is marked offline rather than online.
-        s.move_replica(broker, R.ONLINE if broker in live else R.OFFLINE)
+        s.move_replica(broker, R.ONLINE)
 
 
 def _on_isr_change(s: _Step) -> None:
@@ -419,7 +435,8 @@ def _on_try_election(s: _Step) -> None:
 
 def _on_delete(s: _Step) -> None:
     _require_partition(s)
-    s.record = replace(s.record, queued_for_deletion=True)
+    # A pending reassignment ends with the topic (every replica of RS is deleted): nothing resumes it.
+    s.record = replace(s.record, queued_for_deletion=True, reassignment_in_progress=False)
     s.move(P.OFFLINE)
     _continue_deletion(s)
 

@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kafka-option", action="append", metavar="k=v",
                    help="Kafka source option, e.g. maxOffsetsPerTrigger=1000 or kafka.security.protocol=SSL")
     p.add_argument("--starting-offsets", default="earliest")
+    p.add_argument("--quality", action="store_true",
+                   help="run the data-quality suite on each micro-batch's audit rows; results to a 'quality' "
+                        "Delta table beside the audit, summary in the progress line")
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)

@@ -36,12 +36,13 @@ class Lake:
     bronze: Path
     commands: Path
     decisions: Path
+    quality: Path
 
     @classmethod
     def beside(cls, audit: Path, root: Path | None = None) -> Lake:
         root = root or audit.parent
         return cls(audit=audit, quarantine=root / "quarantine", bronze=root / "bronze",
-                   commands=root / "commands", decisions=root / "decisions")
+                   commands=root / "commands", decisions=root / "decisions", quality=root / "quality")
 
 
 @dataclass(frozen=True)
@@ -193,11 +194,13 @@ class PartitionSink:
     """foreachBatch of the partition query: audit and decisions to Delta, decisions to Kafka."""
 
     def __init__(self, lake: Lake, checkpoint: Path, publisher: Any | None = None,
-                 counts: BatchCounts | None = None) -> None:
+                 counts: BatchCounts | None = None, quality: Path | None = None) -> None:
         self.lake = lake
         self.checkpoint = checkpoint
         self.publisher = publisher
         self.counts = counts
+        # Where the per-batch data-quality results go (`run --quality`), or None.
+        self.quality = quality
 
     def query_id(self) -> str:
         """The partition query's id from its checkpoint: stable across restarts, new with a new checkpoint."""
@@ -221,6 +224,12 @@ class PartitionSink:
                                   (decisions, self.lake.decisions, "isrflow-decisions")):
                 (df.write.format("delta").mode("append").option("txnAppId", app).option("txnVersion", batch_id)
                  .save(str(path)))
+            quality = None
+            if self.quality is not None:
+                from streaming.quality import quality_on_batch
+
+                summary = quality_on_batch(batch_df.sparkSession, audit, batch_id, self.quality)
+                quality = f"{summary['failed']} failed, {summary['warnings']} warnings"
             published = 0
             if self.publisher is not None:
                 rows = [r.asDict(recursive=True) for r in decisions.collect()]
@@ -232,6 +241,7 @@ class PartitionSink:
                     "decisions": sum(r["count"] for r in summary if r["kind"] == "decision"),
                     "rejections": sum(r["count"] for r in summary if r["outcome"] == "REJECTED"),
                     "published": published,
+                    "quality": quality,
                 }
         finally:
             batch_df.unpersist()
@@ -254,7 +264,7 @@ def _ensure_delta(spark: Any, path: Path, schema: TableSchema) -> None:
 
 def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, trigger: dict[str, Any],
                             publisher: Any | None = None, counts: BatchCounts | None = None,
-                            one_sequencer_batch_per_trigger: bool = False) -> Any:
+                            one_sequencer_batch_per_trigger: bool = False, quality: Path | None = None) -> Any:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     _ensure_delta(spark, lake.commands, COMMAND)
@@ -269,7 +279,7 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
-    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts)
+    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts, quality)
     return (outputs.writeStream.queryName("isrflow-partitions").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoints.partitions)).trigger(**trigger).start())
 

@@ -37,7 +37,7 @@ def replay_spark(spark: Any, records: Iterable[tuple[int, bytes]] | Path, out: P
         records = read_event_log(records)
     work = out / "_pipeline"
     lake = Lake(audit=out / "audit", quarantine=out / "quarantine", bronze=work / "bronze",
-                commands=work / "commands", decisions=work / "decisions")
+                commands=work / "commands", decisions=work / "decisions", quality=work / "quality")
     checkpoints = Checkpoints(work / "checkpoints")
     events = staged_events(spark, work / "staging", iter(records), batch_size)
     start_sequencer(spark, events, lake, checkpoints, config, source, AVAILABLE_NOW,

@@ -87,9 +87,10 @@ class Pipeline:
 
 def start_pipeline(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                    trigger: dict[str, Any], publisher: Any | None = None, counts: BatchCounts | None = None,
-                   source: str = "kafka") -> Pipeline:
+                   source: str = "kafka", quality: bool = False) -> Pipeline:
     sequencer = start_sequencer(spark, events, lake, checkpoints, config, source, trigger, counts)
-    partitions = start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts)
+    partitions = start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts,
+                                         quality=lake.quality if quality else None)
     return Pipeline(sequencer, partitions)
 
 
@@ -117,9 +118,11 @@ def run(args: argparse.Namespace) -> int:
         if "availableNow" in trigger:
             # Bounded: the partition query must start after the sequencer has written everything.
             start_sequencer(spark, events, lake, checkpoints, config, "kafka", trigger, counts).awaitTermination()
-            start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts).awaitTermination()
+            start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts,
+                                    quality=lake.quality if args.quality else None).awaitTermination()
             return 0
-        pipeline = start_pipeline(spark, events, lake, checkpoints, config, trigger, publisher, counts)
+        pipeline = start_pipeline(spark, events, lake, checkpoints, config, trigger, publisher, counts,
+                                  quality=args.quality)
         return wait_until_stopped(pipeline)
     finally:
         publisher.close()

@@ -164,13 +164,17 @@ def test_end_to_end_kafka_to_sink_topic_and_delta(spark: Any, kafka_broker: Any,
     create_topic(bootstrap, "e2e-decisions", 3)
     args = ["run", "--bootstrap-servers", bootstrap, "--events-topic", "e2e-events", "--decisions-topic",
             "e2e-decisions", "--audit-table", str(tmp_path / "lake" / "audit"), "--checkpoint-dir",
-            str(tmp_path / "ckpt"), "--trigger", "available-now", "--kafka-option", "maxOffsetsPerTrigger=10"]
+            str(tmp_path / "ckpt"), "--trigger", "available-now", "--kafka-option", "maxOffsetsPerTrigger=10",
+            "--quality"]
     assert main(args) == 0
     expected = run_local(enumerate(lines))
     consumed = consume_decisions(bootstrap, "e2e-decisions")
     assert comparable(consumed) == comparable(expected.decisions)
     assert comparable(read_delta(tmp_path / "lake" / "audit")) == comparable(expected.audit)
     assert len(read_delta(tmp_path / "lake" / "quarantine")) == expected.quarantined == 1
+    # --quality: the suite ran on the micro-batch's audit rows, and found nothing wrong.
+    quality = read_delta(tmp_path / "lake" / "quality")
+    assert quality and not [q for q in quality if q["status"] == "FAIL"]
 
     assert main(args) == 0
     assert len(consume_decisions(bootstrap, "e2e-decisions")) == len(consumed)
@@ -178,7 +182,8 @@ def test_end_to_end_kafka_to_sink_topic_and_delta(spark: Any, kafka_broker: Any,
 
 def test_stop_mid_stream_and_restart_from_checkpoint(spark: Any, kafka_broker: Any, tmp_path: Path) -> None:
     from streaming.kafka_sink import DecisionPublisher
-    from streaming.pipeline import Checkpoints, Lake, kafka_events
+    from streaming.pipeline import Checkpoints, Lake, kafka_events, start_partition_machine, start_sequencer
+    from streaming.replay import AVAILABLE_NOW
     from streaming.run import start_pipeline
 
     bootstrap = kafka_broker.bootstrap_servers
@@ -187,27 +192,30 @@ def test_stop_mid_stream_and_restart_from_checkpoint(spark: Any, kafka_broker: A
     create_topic(bootstrap, "restart-decisions", 1)
     lake, checkpoints = Lake.beside(tmp_path / "lake" / "audit"), Checkpoints(tmp_path / "ckpt")
 
-    def start(trigger: dict[str, Any]) -> Any:
-        events = kafka_events(spark, bootstrap, "restart-events", options={"maxOffsetsPerTrigger": "2"})
-        publisher = DecisionPublisher(bootstrap, "restart-decisions", "restart-test")
-        return start_pipeline(spark, events, lake, checkpoints, ControllerConfig(), trigger, publisher), publisher
+    def events() -> Any:
+        return kafka_events(spark, bootstrap, "restart-events", options={"maxOffsetsPerTrigger": "2"})
 
-    def decided() -> set[int]:
+    def sequenced() -> set[int]:
         try:
-            return {r["source_offset"] for r in read_delta(lake.audit)}
+            return {r["source_offset"] for r in read_delta(lake.bronze)}
         except Exception:  # no commit yet
             return set()
 
-    pipeline, publisher = start({"processingTime": "1 second"})
+    publisher = DecisionPublisher(bootstrap, "restart-decisions", "restart-test")
+    pipeline = start_pipeline(spark, events(), lake, checkpoints, ControllerConfig(), {"processingTime": "2 seconds"},
+                              publisher)
     deadline = time.monotonic() + 240
-    while len(decided()) < 6 and time.monotonic() < deadline:
+    while len(sequenced()) < 6 and time.monotonic() < deadline:
         time.sleep(0.2)
     pipeline.stop_gracefully()
     publisher.close()
-    assert 6 <= len(decided()) < len(lines) - 1, "the first run should have stopped mid-stream"
+    assert 6 <= len(sequenced()) < len(lines) - 1, "the first run should have stopped mid-stream"
 
-    for query in start({"availableNow": True})[0].queries:
-        query.awaitTermination()
+    # The restart, bounded: the sequencer catches up, then the partition query does.
+    publisher = DecisionPublisher(bootstrap, "restart-decisions", "restart-test")
+    start_sequencer(spark, events(), lake, checkpoints, ControllerConfig(), "kafka", AVAILABLE_NOW).awaitTermination()
+    start_partition_machine(spark, lake, checkpoints, AVAILABLE_NOW, publisher).awaitTermination()
+    publisher.close()
     expected = run_local(enumerate(lines))
     assert comparable(read_delta(lake.audit)) == comparable(expected.audit)
     assert comparable(read_delta(lake.decisions)) == comparable(expected.decisions)
