@@ -1,0 +1,191 @@
+"""A small driver for event-level tests: builds contract-shaped JSON events, feeds them through
+`parse_event` and `Controller.handle` like the replay engine does, and gives readable access to the
+decisions and audit rows each event produced."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from schemas.events import ControllerEvent, Malformed, parse_event
+from statemachine.controller import Controller, ControllerConfig, Handled
+from statemachine.record import PartitionRecord
+
+TS = "2024-05-01T12:00:00Z"
+UNCLEAN = "unclean.leader.election.enable"
+
+
+def event_json(event_type: str, *, event_id: str, controller_epoch: int, principal: str | None = None,
+               **fields: Any) -> str:
+    body: dict[str, Any] = {"type": event_type, "event_id": event_id, "ts": TS, "controller_epoch": controller_epoch}
+    if principal is not None:
+        body["principal"] = principal
+    body.update(fields)
+    return json.dumps(body)
+
+
+@dataclass
+class Result:
+    """What one event produced."""
+
+    event: ControllerEvent
+    handled: list[Handled]
+
+    @property
+    def audits(self) -> list[dict[str, Any]]:
+        return [h.applied.audit for h in self.handled]
+
+    @property
+    def decisions(self) -> list[dict[str, Any]]:
+        return [d for h in self.handled for d in h.applied.decisions]
+
+    @property
+    def errors(self) -> set[str]:
+        return {a["error"] for a in self.audits if a["error"] is not None}
+
+    def decisions_for(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        return [d for d in self.decisions if (d["topic"], d["partition"]) == (topic, partition)]
+
+    def decision(self, topic: str, partition: int) -> dict[str, Any]:
+        found = self.decisions_for(topic, partition)
+        assert len(found) == 1, f"expected one decision for {topic}-{partition}, got {found}"
+        return found[0]
+
+    def rows(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        return [a for a in self.audits if (a["topic"], a["partition"]) == (topic, partition)]
+
+    def row(self, topic: str, partition: int) -> dict[str, Any]:
+        found = self.rows(topic, partition)
+        assert len(found) == 1, f"expected one audit row for {topic}-{partition}, got {found}"
+        return found[0]
+
+    @property
+    def cluster_rows(self) -> list[dict[str, Any]]:
+        return [a for a in self.audits if a["partition"] is None]
+
+    @property
+    def cluster_row(self) -> dict[str, Any]:
+        rows = self.cluster_rows
+        assert len(rows) == 1, f"expected one cluster-level audit row, got {rows}"
+        return rows[0]
+
+    @property
+    def only_row(self) -> dict[str, Any]:
+        assert len(self.audits) == 1, f"expected exactly one audit row, got {self.audits}"
+        return self.audits[0]
+
+
+class Cluster:
+    """One shadow controller fed event by event. Broker epochs are tracked so that the convenience
+    methods send plausible ones unless a test passes its own."""
+
+    def __init__(self, config: ControllerConfig | None = None, controller_epoch: int = 1) -> None:
+        self.controller = Controller(config)
+        self.controller_epoch = controller_epoch
+        self.offset = 0
+        self.broker_epochs: dict[int, int] = {}
+        self.log: list[str] = []
+        self._ids = itertools.count()
+
+    # -- raw feeding -----------------------------------------------------------------------------
+    def next_id(self) -> str:
+        return f"evt-{next(self._ids)}"
+
+    def json(self, event_type: str, *, event_id: str | None = None, controller_epoch: int | None = None,
+             principal: str | None = None, **fields: Any) -> str:
+        return event_json(event_type, event_id=event_id or self.next_id(),
+                          controller_epoch=self.controller_epoch if controller_epoch is None else controller_epoch,
+                          principal=principal, **fields)
+
+    def feed(self, raw: str) -> Result:
+        event = parse_event(raw)
+        assert not isinstance(event, Malformed), event.reason
+        self.log.append(raw)
+        handled = self.controller.handle(event, self.offset)
+        self.offset += 1
+        return Result(event, handled)
+
+    def send(self, event_type: str, **kwargs: Any) -> Result:
+        return self.feed(self.json(event_type, **kwargs))
+
+    # -- brokers ------------------------------------------------------------------------------------
+    def startup(self, broker: int, epoch: int | None = None, **kw: Any) -> Result:
+        if epoch is None:
+            epoch = self.broker_epochs.get(broker, 0) + 10
+        self.broker_epochs[broker] = max(epoch, self.broker_epochs.get(broker, epoch))
+        return self.send("BrokerChange", broker_id=broker, change="STARTUP", broker_epoch=epoch, **kw)
+
+    def start(self, *brokers: int) -> None:
+        for broker in brokers:
+            out = self.startup(broker)
+            assert out.cluster_row["outcome"] == "ACCEPTED", out.cluster_row
+
+    def failure(self, broker: int, epoch: int | None = None, **kw: Any) -> Result:
+        epoch = self.broker_epochs.get(broker, 0) if epoch is None else epoch
+        return self.send("BrokerChange", broker_id=broker, change="FAILURE", broker_epoch=epoch, **kw)
+
+    def shutdown(self, broker: int, epoch: int | None = None, **kw: Any) -> Result:
+        epoch = self.broker_epochs.get(broker, 0) if epoch is None else epoch
+        return self.send("BrokerChange", broker_id=broker, change="CONTROLLED_SHUTDOWN", broker_epoch=epoch, **kw)
+
+    # -- topics -------------------------------------------------------------------------------------
+    def create(self, topic: str, *assignment: list[int], configs: dict[str, str] | None = None,
+               **kw: Any) -> Result:
+        fields: dict[str, Any] = {"assignment": {str(p): list(r) for p, r in enumerate(assignment)}}
+        if configs is not None:
+            fields["configs"] = configs
+        return self.send("CreateTopic", topic=topic, **fields, **kw)
+
+    def delete(self, topic: str, **kw: Any) -> Result:
+        return self.send("DeleteTopic", topic=topic, **kw)
+
+    def alter(self, topic: str, configs: dict[str, str | None], **kw: Any) -> Result:
+        return self.send("AlterTopicConfig", topic=topic, configs=configs, **kw)
+
+    # -- partition requests -------------------------------------------------------------------------
+    def isr_change(self, topic: str, partition: int, isr: list[int], *, broker: int | None = None,
+                   broker_epoch: int | None = None, leader_epoch: int | None = None,
+                   partition_epoch: int | None = None, recovery: str | None = None, **kw: Any) -> Result:
+        """An AlterPartition from the current leader with the current epochs, unless told otherwise."""
+        rec = self.controller.partitions.get((topic, partition))
+        broker = (rec.leader if rec else 0) if broker is None else broker
+        fields: dict[str, Any] = {
+            "topic": topic, "partition": partition, "broker_id": broker,
+            "broker_epoch": self.broker_epochs.get(broker, 0) if broker_epoch is None else broker_epoch,
+            "leader_epoch": (rec.leader_epoch if rec else 0) if leader_epoch is None else leader_epoch,
+            "partition_epoch": (rec.partition_epoch if rec else 0) if partition_epoch is None else partition_epoch,
+            "isr": list(isr),
+        }
+        if recovery is not None:
+            fields["leader_recovery_state"] = recovery
+        return self.send("IsrChange", **fields, **kw)
+
+    def reassign(self, *moves: tuple[str, int, list[int] | None], **kw: Any) -> Result:
+        return self.send("ReassignPartitions",
+                         partitions=[{"topic": t, "partition": p, "replicas": r} for t, p, r in moves], **kw)
+
+    def elect(self, election_type: str, *partitions: tuple[str, int], all_partitions: bool = False,
+              **kw: Any) -> Result:
+        refs = None if all_partitions else [{"topic": t, "partition": p} for t, p in partitions]
+        return self.send("ElectLeaders", election_type=election_type, partitions=refs, **kw)
+
+    def controller_change(self, controller_id: int = 0, epoch: int | None = None, **kw: Any) -> Result:
+        self.controller_epoch = self.controller_epoch + 1 if epoch is None else epoch
+        return self.send("ControllerChange", controller_id=controller_id, **kw)
+
+    def imbalance_check(self, **kw: Any) -> Result:
+        return self.send("LeaderImbalanceCheck", **kw)
+
+    # -- state ----------------------------------------------------------------------------------------
+    def record(self, topic: str, partition: int) -> PartitionRecord | None:
+        return self.controller.partitions.get((topic, partition))
+
+    def rec(self, topic: str, partition: int) -> PartitionRecord:
+        found = self.record(topic, partition)
+        assert found is not None, f"{topic}-{partition} does not exist"
+        return found
+
+    def replica_states(self, topic: str, partition: int) -> dict[int, str]:
+        return {b: str(s) for b, s in self.rec(topic, partition).replica_states.items()}
