@@ -11,10 +11,23 @@ from typing import Any
 
 from schemas.events import ControllerEvent, Malformed, parse_event
 from statemachine.controller import Controller, ControllerConfig, Handled
-from statemachine.record import PartitionRecord
+from statemachine.record import Action, Command, PartitionRecord
 
 TS = "2024-05-01T12:00:00Z"
 UNCLEAN = "unclean.leader.election.enable"
+
+
+# Direct `apply_command` tests: one partition "t-0", a command with the given cluster facts.
+BROKER = 5
+OTHER = 6
+EPOCH = 50
+
+
+def command(action: Action, *, live: set[int] = frozenset(), shutting_down: set[int] = frozenset(),
+            **fields: Any) -> Command:
+    return Command(action=action, event_id="evt-1", event_type="Test", source_offset=7, controller_epoch=EPOCH,
+                   topic="t", partition=0, live_brokers=frozenset(live), shutting_down_brokers=frozenset(shutting_down),
+                   **fields)
 
 
 def event_json(event_type: str, *, event_id: str, controller_epoch: int, principal: str | None = None,

@@ -11,23 +11,13 @@ from typing import Any
 import pytest
 
 from statemachine.partition import apply_command
-from statemachine.record import Action, Command, PartitionRecord
+from statemachine.record import Action, PartitionRecord
 from statemachine.states import PartitionState, ReplicaState
 
-from .eventlog import Cluster
+from .eventlog import BROKER, EPOCH, OTHER, Cluster, command
 
 P = PartitionState
 R = ReplicaState
-BROKER = 5
-OTHER = 6
-EPOCH = 50
-
-
-def command(action: Action, *, live: set[int] = frozenset(), shutting_down: set[int] = frozenset(),
-            **fields: Any) -> Command:
-    return Command(action=action, event_id="evt-1", event_type="Test", source_offset=7, controller_epoch=EPOCH,
-                   topic="t", partition=0, live_brokers=frozenset(live), shutting_down_brokers=frozenset(shutting_down),
-                   **fields)
 
 
 def record(state: PartitionState, replicas: tuple[int, ...], leader: int, isr: tuple[int, ...], *,
