@@ -3,9 +3,12 @@
 SOURCE is a replay output folder (`audit/` Delta table, and `decisions.jsonl` when present) or an audit Delta
 table itself (the `run` command's `--audit-table`; its decisions are then looked for beside it, as
 `decisions.jsonl` or a `decisions` Delta table). Every event that touched the partition is shown in log
-order: offset, time, type, event id and outcome; the state, leader, ISR and epochs before -> after; the
-election and its strategy; a rejection's error name and reason; replica state changes; and the LeaderAndIsr
-decisions the event produced. Topic-level rows (a config change, a refused topic command) are shown too.
+order: offset, time, type, event id, outcome and the principal of an admin command; the state, leader, ISR
+and epochs before -> after; the leader recovery state when it changes (RECOVERING after an unclean election,
+RECOVERED once the leader reports its log recovered); the election and its strategy; a rejection's error name
+and reason; replica state changes; and the LeaderAndIsr decisions the event produced. Topic-level rows (a
+config change, a refused topic command) are shown too. The header's replica set and recovery state come from
+the audit (`replicas_after`, `leader_recovery_state_after`), so they show without decisions as well.
 """
 
 from __future__ import annotations
@@ -188,10 +191,11 @@ def _snapshot(row: Mapping[str, Any]) -> str:
             f"leader epoch {row['leader_epoch_after']}, partition epoch {row['partition_epoch_after']}")
 
 
-def _headline(row: Mapping[str, Any], width: int) -> str:
+def _headline(row: Mapping[str, Any], width: int, context: str | None = None) -> str:
     outcome = row["outcome"] + (f" {row['error']}" if row.get("error") else "")
     return (f"offset {row['source_offset']:<{width}}  {_ts(row.get('event_ts'))}  {row['event_type']}  "
-            f"{row['event_id']}  {outcome}")
+            f"{row['event_id']}  {outcome}" + (f"  ({context})" if context else "")
+            + (f"  by {row['principal']}" if row.get("principal") else ""))
 
 
 def _cluster_context(context: Sequence[Mapping[str, Any]], offset: int) -> str | None:
@@ -213,7 +217,6 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
     out: list[str] = []
 
     last = rows[-1]
-    replicas = decisions[-1]["replicas"] if decisions else None
     elections = [r for r in rows if r.get("election")]
     rejected = [r for r in rows if r["outcome"] == "REJECTED"]
     out.append(f"{topic}-{partition}: {_n(len({r['source_offset'] for r in rows}), 'event')}, offsets "
@@ -225,8 +228,8 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
            f"leader epoch {last['leader_epoch_after']}, partition epoch {last['partition_epoch_after']}")
     if last["to_state"] == "NonExistentPartition":
         now = f"now: deleted (NonExistentPartition since offset {last['source_offset']})"
-    elif replicas is not None:
-        now += f", replicas {_list(replicas)}, recovery {decisions[-1]['leader_recovery_state']}"
+    elif last.get("replicas_after") is not None:
+        now += f", replicas {_list(last['replicas_after'])}, recovery {last.get('leader_recovery_state_after')}"
     out.append(now)
     unclean = [r for r in elections if r["election"] == "OFFLINE_UNCLEAN"]
     if unclean:
@@ -235,11 +238,10 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
 
     entries: list[tuple[tuple[Any, ...], str]] = []
     previous_states: Mapping[int, str] | None = None
+    previous_recovery: str | None = None
     for row, own in zip(rows, per_row, strict=True):
-        lines = [_headline(row, width)]
-        why = _cluster_context(context, row["source_offset"])
-        if why:
-            lines[0] += f"  ({why})"
+        lines = [_headline(row, width, _cluster_context(context, row["source_offset"]))]
+        recovery = row.get("leader_recovery_state_after")
         if row["outcome"] == "REJECTED":
             lines.append(f"  rejected   {row.get('error')}: {row.get('message') or ''}".rstrip())
             lines.append(f"  unchanged  {_snapshot(row)}")
@@ -264,6 +266,8 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
             else:
                 lines.append(f"  epochs     leader {_change(row['leader_epoch_before'], row['leader_epoch_after'])}, "
                              f"partition {_change(row['partition_epoch_before'], row['partition_epoch_after'])}")
+            if previous_recovery is not None and recovery != previous_recovery:
+                lines.append(f"  recovery   {previous_recovery} -> {recovery}")
             changes = _replica_changes(previous_states, row.get("replica_states"))
             if changes:
                 lines.append(f"  replica states  {changes}")
@@ -272,13 +276,11 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
         for d in own:
             lines.append(f"  decision   {_decision_text(d)}")
         if row["outcome"] != "REJECTED":
-            previous_states = row.get("replica_states")
+            previous_states, previous_recovery = row.get("replica_states"), recovery
         entries.append((_order(row), "\n".join(lines)))
     for r in topic_rows:
-        outcome = r["outcome"] + (f" {r['error']}" if r.get("error") else "")
-        text = (f"offset {r['source_offset']:<{width}}  {_ts(r.get('event_ts'))}  {r['event_type']}  {r['event_id']}  "
-                f"{outcome}  (topic {topic})\n  note       {r.get('message') or ''}".rstrip())
-        entries.append((_order(r), text))
+        entries.append((_order(r), f"{_headline(r, width, f'topic {topic}')}\n  note       {r.get('message') or ''}"
+                        .rstrip()))
     entries.sort(key=lambda e: e[0])
     out.append("")
     out.extend(text + "\n" for _, text in entries)

@@ -1,7 +1,7 @@
 """The incident report of a replay: `DIR/report.html`, one self-contained file.
 
 `write_report(out_dir)` reads what a replay wrote (`DIR/audit` and `DIR/quarantine` as Delta tables,
-`DIR/decisions.jsonl`) and renders one HTML page with no external resource: a summary in plain words
+`DIR/decisions.jsonl` when present) and renders one HTML page with no external resource: a summary in plain words
 computed from the data, plots over time (matplotlib, Agg, embedded as base64 PNG) and tables. Both replay
 engines write the same tables, so they get the same report.
 
@@ -10,7 +10,8 @@ Definitions the report uses (docs/incident-analysis.md says more):
   so an event that carries an older `ts` than one before it (a redelivery) is drawn at the later time;
 - a partition is *offline* while it exists and has no leader (leader -1);
 - a partition is *under-replicated* while it has a leader and its ISR is smaller than its replica set
-  (the target replicas during a reassignment, as Kafka counts it); replica sets come from the decisions;
+  (the audit's `replicas_after`; during a reassignment the target replicas, as Kafka counts it, when the
+  decisions name the removing replicas);
 - a *leader change* is a partition getting a leader other than the one it had, not counting the first
   election of a new partition.
 
@@ -27,6 +28,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +82,8 @@ def audit_sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
             _int(row.get("leader_epoch_before")), _int(row.get("leader_epoch_after")))
 
 
-def _int(value: Any, default: int = -1) -> int:
-    return default if value is None else int(value)
+def _int(value: Any) -> int:
+    return -1 if value is None else int(value)
 
 
 def parse_ts(value: str | None) -> datetime | None:
@@ -107,14 +110,19 @@ def names(keys: Iterable[Key], limit: int = 8) -> str:
     return text + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
-# -- cluster-level events, from the audit's messages ---------------------------------------------------------
+def key_of(row: Mapping[str, Any]) -> Key:
+    return row["topic"], int(row["partition"])
 
-_BROKER_STARTED = re.compile(r"^broker (\d+) started with epoch (\d+)")
-_BROKER_FAILED = re.compile(r"^broker (\d+) failed")
-_BROKER_SHUTDOWN = re.compile(r"^broker (\d+) shutting down")
-_FAILOVER = re.compile(r"^controller failover: (?:controller (\d+)|a new controller \(implicit\)) at epoch (\d+)")
-_FIRST_CONTROLLER = re.compile(r"^controller (\d+) active at epoch (\d+)")
-_STALE_EPOCH = re.compile(r"controller epoch (\d+) is older than the active (\d+)")
+
+# -- cluster-level events ------------------------------------------------------------------------------------
+# Not audit columns, so still read from the cluster row's message: a BrokerChange's kind and a startup's
+# broker epoch (a follower's controlled shutdown and its failure leave alike partition rows, a broker hosting
+# no partition none), a failover's controller id, a fenced event's own epoch.
+
+_BROKER_CHANGE = re.compile(r"^broker \d+ (started with epoch (\d+)|failed|shutting down)")
+_CHANGE_KIND = {"started": "STARTUP", "failed": "FAILURE", "shutting": "CONTROLLED_SHUTDOWN"}
+_FAILOVER = re.compile(r"^controller failover: (?:controller (\d+))?")
+_STALE_EPOCH = re.compile(r"controller epoch (\d+) is older than the active")
 
 
 @dataclass(frozen=True)
@@ -128,17 +136,17 @@ class BrokerEvent:
 
 
 def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent | None:
-    """The broker change an accepted cluster-level BrokerChange row describes (its message), if any."""
-    if row.get("event_type") != "BrokerChange" or row.get("outcome") != "ACCEPTED" or row.get("partition") is not None:
+    """The broker change an accepted cluster-level BrokerChange row describes: the broker from `broker_id`,
+    the kind (and a startup's epoch) from the message."""
+    if (row.get("event_type") != "BrokerChange" or row.get("outcome") != "ACCEPTED"
+            or row.get("partition") is not None or row.get("broker_id") is None):
         return None
-    message = row.get("message") or ""
-    for pattern, change in ((_BROKER_STARTED, "STARTUP"), (_BROKER_FAILED, "FAILURE"),
-                            (_BROKER_SHUTDOWN, "CONTROLLED_SHUTDOWN")):
-        m = pattern.match(message)
-        if m:
-            epoch = int(m.group(2)) if change == "STARTUP" else None
-            return BrokerEvent(row["source_offset"], time, int(m.group(1)), change, epoch, row["event_id"])
-    return None
+    m = _BROKER_CHANGE.match(row.get("message") or "")
+    if m is None:
+        return None
+    epoch = None if m.group(2) is None else int(m.group(2))
+    return BrokerEvent(row["source_offset"], time, int(row["broker_id"]), _CHANGE_KIND[m.group(1).split()[0]],
+                       epoch, row["event_id"])
 
 
 # -- the analysis ------------------------------------------------------------------------------------------
@@ -148,8 +156,8 @@ class _Partition:
     state: str = NON_EXISTENT
     leader: int = NO_LEADER
     isr: tuple[int, ...] = ()
-    replicas: tuple[int, ...] | None = None  # from the decisions; None until the first one
-    removing: tuple[int, ...] = ()
+    replicas: tuple[int, ...] = ()  # the audit's replicas_after
+    removing: tuple[int, ...] = ()  # a reassignment's removing replicas, from the decisions when present
 
     @property
     def offline(self) -> bool:
@@ -157,10 +165,9 @@ class _Partition:
 
     @property
     def under_replicated(self) -> bool:
-        if self.replicas is None or self.leader == NO_LEADER or self.state == NON_EXISTENT:
+        if self.leader == NO_LEADER or self.state == NON_EXISTENT:
             return False
-        target = [r for r in self.replicas if r not in self.removing]
-        return len(self.isr) < len(target)
+        return len(self.isr) < len([r for r in self.replicas if r not in self.removing])
 
 
 @dataclass
@@ -197,15 +204,17 @@ class Analysis:
     def events(self) -> int:
         return len({r["source_offset"] for r in self.audit})
 
+    def _peak(self, attr: str) -> tuple[int, Point | None]:
+        best = max(self.points, key=lambda p: getattr(p, attr), default=None)
+        return (getattr(best, attr) if best else 0), best
+
     @property
     def offline_peak(self) -> tuple[int, Point | None]:
-        best = max(self.points, key=lambda p: p.offline, default=None)
-        return (best.offline if best else 0), best
+        return self._peak("offline")
 
     @property
     def under_replicated_peak(self) -> tuple[int, Point | None]:
-        best = max(self.points, key=lambda p: p.under_replicated, default=None)
-        return (best.under_replicated if best else 0), best
+        return self._peak("under_replicated")
 
     @property
     def offline_at_end(self) -> list[Key]:
@@ -221,6 +230,15 @@ class Analysis:
 
     def time_of(self, offset: int) -> datetime | None:
         return self.times.get(offset)
+
+    @cached_property
+    def first_partition_offset(self) -> int | None:
+        return min((r["source_offset"] for r in self.audit if r.get("partition") is not None), default=None)
+
+    def cluster_coming_up(self, e: BrokerEvent) -> bool:
+        """A broker registering before any partition exists."""
+        first = self.first_partition_offset
+        return e.change == "STARTUP" and (first is None or e.offset < first)
 
 
 def _monotonic_times(audit: Sequence[Mapping[str, Any]]) -> dict[int, datetime | None]:
@@ -245,9 +263,9 @@ def analyse(inputs: Inputs) -> Analysis:
     decisions = sorted(inputs.decisions, key=lambda d: (d["source_offset"], d["topic"], d["partition"],
                                                         d["partition_epoch"]))
     times = _monotonic_times(audit)
-    decisions_at: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    removing_at: dict[int, dict[Key, tuple[int, ...]]] = defaultdict(dict)  # the last decision's, per event
     for d in decisions:
-        decisions_at[d["source_offset"]].append(d)
+        removing_at[d["source_offset"]][key_of(d)] = tuple(d.get("removing_replicas") or ())
 
     parts: dict[Key, _Partition] = {}
     offline: set[Key] = set()
@@ -260,11 +278,15 @@ def analyse(inputs: Inputs) -> Analysis:
     brokers: set[int] = set()
     topics: set[str] = set()
 
-    def refresh(key: Key, before_leader: int) -> None:
-        p = parts[key]
-        if before_leader != NO_LEADER:
-            leaders[before_leader] -= 1
-        if p.state != NON_EXISTENT and p.leader != NO_LEADER:
+    def update(key: Key, **changes: Any) -> None:
+        """Change a partition (a deleted one leaves `parts`), keeping the counts and sets in step."""
+        p = parts.setdefault(key, _Partition())
+        if p.leader != NO_LEADER:
+            leaders[p.leader] -= 1
+        vars(p).update(changes)
+        if p.state == NON_EXISTENT:
+            del parts[key]
+        elif p.leader != NO_LEADER:
             leaders[p.leader] += 1
         for flag, bucket, ever in ((p.offline, offline, ever_offline), (p.under_replicated, urp, ever_urp)):
             if flag:
@@ -272,51 +294,24 @@ def analyse(inputs: Inputs) -> Analysis:
                 ever.add(key)
             else:
                 bucket.discard(key)
-        if p.state == NON_EXISTENT:
-            del parts[key]
 
-    def current_leader(key: Key) -> int:
-        p = parts.get(key)
-        return NO_LEADER if p is None or p.state == NON_EXISTENT else p.leader
-
-    i = 0
-    while i < len(audit):
-        offset = audit[i]["source_offset"]
-        j = i
-        while j < len(audit) and audit[j]["source_offset"] == offset:
-            row = audit[j]
-            j += 1
+    for offset, rows in groupby(audit, key=lambda r: r["source_offset"]):
+        for row in rows:
             if row.get("partition") is None:
                 be = broker_event(row, times.get(offset))
                 if be is not None:
                     broker_events.append(be)
                     brokers.add(be.broker)
-                continue
-            if row.get("outcome") == "REJECTED" or row.get("to_state") is None:
-                continue
-            key = (row["topic"], int(row["partition"]))
-            topics.add(key[0])
-            was = current_leader(key)
-            p = parts.setdefault(key, _Partition())
-            p.state = row["to_state"]
-            p.leader = _int(row.get("leader_after"))
-            p.isr = tuple(row.get("isr_after") or ())
-            brokers.update(p.isr)
-            brokers.update((row.get("replica_states") or {}).keys())
-            refresh(key, was)
-        for d in decisions_at.get(offset, ()):
-            key = (d["topic"], int(d["partition"]))
-            if key not in parts:
-                continue
-            was = current_leader(key)
-            p = parts[key]
-            p.replicas = tuple(d["replicas"])
-            p.removing = tuple(d.get("removing_replicas") or ())
-            brokers.update(p.replicas)
-            refresh(key, was)
+            elif row.get("outcome") != "REJECTED" and row.get("to_state") is not None:
+                topics.add(row["topic"])
+                update(key_of(row), state=row["to_state"], leader=_int(row.get("leader_after")),
+                       isr=tuple(row.get("isr_after") or ()), replicas=tuple(row.get("replicas_after") or ()))
+                brokers.update(*(row.get(c) or () for c in ("replicas_after", "isr_after", "replica_states")))
+        for key, removing in removing_at.get(offset, {}).items():
+            if key in parts:
+                update(key, removing=removing)
         points.append(Point(offset, times.get(offset), len(offline), len(urp),
                             {b: n for b, n in leaders.items() if n > 0}))
-        i = j
 
     part_rows = [r for r in audit if r.get("partition") is not None]
     leader_changes = [r for r in part_rows if r.get("outcome") == "ACCEPTED"
@@ -382,13 +377,23 @@ class _Story:
             if r.get("partition") is None:
                 self.cluster_rows.append(r)
             else:
-                self.by_part[(r["topic"], int(r["partition"]))].append(r)
+                self.by_part[key_of(r)].append(r)
                 self.rows_at[r["source_offset"]].append(r)
         self.position = {id(r): i for rows in self.by_part.values() for i, r in enumerate(rows)}
-        self.first_partition_offset = min(self.rows_at, default=None)
 
     def at(self, offset: int) -> str:
         return self.clock(self.a.time_of(offset), offset)
+
+    def after(self, row: Mapping[str, Any], accepts: Any) -> Mapping[str, Any] | None:
+        """The partition's first accepted row after `row` that `accepts`."""
+        rows = self.by_part[key_of(row)]
+        return next((r for r in rows[self.position[id(row)] + 1:] if r.get("outcome") == "ACCEPTED" and accepts(r)),
+                    None)
+
+    def span(self, rows: Sequence[Mapping[str, Any]]) -> str:
+        """'At T' or 'Between T1 and T2': when a run of rows happened."""
+        first, last = self.at(rows[0]["source_offset"]), self.at(rows[-1]["source_offset"])
+        return f"At {first}" if first == last else f"Between {first} and {last}"
 
 
 def summarise(a: Analysis) -> list[str]:
@@ -421,15 +426,6 @@ def summarise(a: Analysis) -> list[str]:
     return lines
 
 
-def _leaderless_until(rows: Sequence[Mapping[str, Any]], index: int) -> Mapping[str, Any] | None:
-    """The first row after `index` that gave the partition a leader again (or deleted it)."""
-    for r in rows[index + 1:]:
-        if r.get("outcome") == "ACCEPTED" and (_int(r.get("leader_after")) != NO_LEADER
-                                               or r.get("to_state") == NON_EXISTENT):
-            return r
-    return None
-
-
 def _isr_left(rows: Iterable[Mapping[str, Any]], broker: int) -> list[Mapping[str, Any]]:
     return [r for r in rows if broker in (r.get("isr_before") or []) and broker not in (r.get("isr_after") or [])
             and _int(r.get("leader_before")) != broker]
@@ -441,8 +437,7 @@ def _broker_story(s: _Story) -> Story:
     registered: set[int] = set()
     events = list(a.broker_events)
     # Brokers registering before any partition exists: the cluster coming up.
-    initial = [e for e in events if e.change == "STARTUP"
-               and (s.first_partition_offset is None or e.offset < s.first_partition_offset)]
+    initial = [e for e in events if a.cluster_coming_up(e)]
     if initial:
         brokers = [str(e.broker) for e in initial]
         out.append((initial[0].offset, f"{plural(len(initial), 'broker')} ({', '.join(brokers)}) registered at "
@@ -478,7 +473,7 @@ def _broker_story(s: _Story) -> Story:
             text = f"Broker {e.broker} came back at {when} (epoch {e.epoch})"
             if elected:
                 text += (f" and {plural(len(elected), 'offline partition')} elected a leader at once "
-                         f"({names(((r['topic'], r['partition']) for r in elected), 5)})")
+                         f"({names((key_of(r) for r in elected), 5)})")
             out.append((e.offset, text + _rejoin_text(s, e) + "."))
     return out
 
@@ -526,11 +521,11 @@ def _failure_text(s: _Story, e: BrokerEvent) -> str:
     same_second: list[Key] = []
     waited: dict[str, list[Key]] = defaultdict(list)
     for r in lost:
-        key = (r["topic"], int(r["partition"]))
+        key = key_of(r)
         if _int(r.get("leader_after")) != NO_LEADER:
             same_second.append(key)
             continue
-        back = _leaderless_until(s.by_part[key], s.position[id(r)])
+        back = s.after(r, lambda x: _int(x.get("leader_after")) != NO_LEADER or x.get("to_state") == NON_EXISTENT)
         if back is None:
             waited["stayed offline to the end of the log"].append(key)
             continue
@@ -593,9 +588,10 @@ def _controller_story(s: _Story) -> Story:
         if not m:
             continue
         who = f"controller {m.group(1)}" if m.group(1) else "a new controller (no ControllerChange in the log)"
+        epoch = r.get("controller_epoch")
         rows = [x for x in s.rows_at.get(r["source_offset"], []) if x["event_type"] == r["event_type"]]
         changed = [x for x in rows if x.get("outcome") == "ACCEPTED"]
-        out.append((r["source_offset"], f"At {s.at(r['source_offset'])} {who} took over at epoch {m.group(2)} and "
+        out.append((r["source_offset"], f"At {s.at(r['source_offset'])} {who} took over at epoch {epoch} and "
                                         f"re-examined {plural(len(rows), 'partition')}"
                                         + (f": {len(changed)} changed." if changed else ": none needed a change.")))
     return out
@@ -625,7 +621,7 @@ def _topic_story(s: _Story) -> Story:
                                 f"{rows[0]['topic']}."))
         elif kinds == {"DeleteTopic"}:
             topic = rows[0]["topic"]
-            keys = {(r["topic"], int(r["partition"])) for r in rows}
+            keys = {key_of(r) for r in rows}
             gone = [max(r["source_offset"] for r in s.by_part[k] if r.get("to_state") == NON_EXISTENT)
                     for k in keys if any(r.get("to_state") == NON_EXISTENT for r in s.by_part[k])]
             text = f"At {s.at(offset)} topic {topic} was deleted ({plural(len(keys), 'partition')})"
@@ -646,17 +642,13 @@ def _fenced_story(s: _Story) -> Story:
         m = _STALE_EPOCH.search(r.get("message") or "") if r.get("error") == "STALE_CONTROLLER_EPOCH" else None
         if m and r["source_offset"] not in seen:
             seen.add(r["source_offset"])
-            runs[(int(m.group(1)), int(m.group(2)))].append(r)
+            runs[(int(m.group(1)), int(r["controller_epoch"]))].append(r)
     out: Story = []
     for (old, active), rows in sorted(runs.items()):
-        first, last = rows[0]["source_offset"], rows[-1]["source_offset"]
-        when = f"at {s.at(first)}" if s.at(first) == s.at(last) else f"between {s.at(first)} and {s.at(last)}"
-        kinds = Counter(r["event_type"] for r in rows)
-        out.append((first, f"{when[0].upper()}{when[1:]} a fenced controller still at epoch {old} (epoch {active} was "
-                           f"active) logged {plural(len(rows), 'event')} ("
-                           + ", ".join(k if n == 1 else f"{n} {k}" for k, n in kinds.items())
-                           + f"): {'all' if len(rows) > 1 else 'it was'} rejected with STALE_CONTROLLER_EPOCH, "
-                             "nothing applied."))
+        kinds = ", ".join(k if n == 1 else f"{n} {k}" for k, n in Counter(r["event_type"] for r in rows).items())
+        out.append((rows[0]["source_offset"], f"{s.span(rows)} a fenced controller still at epoch {old} (epoch "
+                    f"{active} was active) logged {plural(len(rows), 'event')} ({kinds}): "
+                    f"{'all' if len(rows) > 1 else 'it was'} rejected with STALE_CONTROLLER_EPOCH, nothing applied."))
     return out
 
 
@@ -675,7 +667,7 @@ def _config_story(s: _Story) -> Story:
             text += (f"; {plural(len(elected), 'offline partition')} elected a leader ("
                      + ", ".join(f"{pname(x['topic'], x['partition'])}: {x['election']}" for x in elected[:5]) + ")")
         if failed:
-            text += (f"; {len(failed)} could not ({names((x['topic'], x['partition']) for x in failed)}: "
+            text += (f"; {len(failed)} could not ({names(key_of(x) for x in failed)}: "
                      f"{failed[0].get('error')})")
         out.append((r["source_offset"], text + "."))
     return out
@@ -701,9 +693,7 @@ def _isr_shrink_story(s: _Story) -> Story:
         def flush(run: list[Mapping[str, Any]], broker: int = broker) -> None:
             if not run:
                 return
-            first, last = run[0]["source_offset"], run[-1]["source_offset"]
-            when = f"at {s.at(first)}" if s.at(first) == s.at(last) else f"between {s.at(first)} and {s.at(last)}"
-            out.append((first, f"{when[0].upper()}{when[1:]} partition leaders dropped broker {broker} from "
+            out.append((run[0]["source_offset"], f"{s.span(run)} partition leaders dropped broker {broker} from "
                                f"{plural(len(run), 'ISR')} (IsrChange: the follower fell behind)."))
 
         for r in rows:
@@ -840,15 +830,30 @@ def _end_lines(a: Analysis) -> list[str]:
 
 # -- tables -------------------------------------------------------------------------------------------------
 
-def unclean_table(a: Analysis, clock: _Clock) -> list[dict[str, Any]]:
-    return [{"time": clock(a.time_of(r["source_offset"]), r["source_offset"]), "offset": r["source_offset"],
-             "event": f"{r['event_type']} {r['event_id']}", "partition": pname(r["topic"], r["partition"]),
-             "leader": f"{r.get('leader_before')} → {r.get('leader_after')}",
+def _by(rows: Iterable[Mapping[str, Any]]) -> str:
+    """' by P' for the principals who issued these rows' events (admin commands), else ''."""
+    principals = sorted({r["principal"] for r in rows if r.get("principal")})
+    return f" by {', '.join(principals)}" if principals else ""
+
+
+def _recovered(s: _Story, unclean: Mapping[str, Any]) -> str:
+    """How long the unclean leader stayed RECOVERING (leader_recovery_state_after)."""
+    if unclean.get("leader_recovery_state_after") != "RECOVERING":
+        return ""
+    done = s.after(unclean, lambda r: r.get("leader_recovery_state_after") != "RECOVERING")
+    return " (still RECOVERING at the end)" if done is None else f" (RECOVERING until {s.at(done['source_offset'])})"
+
+
+def unclean_table(s: _Story) -> list[dict[str, Any]]:
+    return [{"time": s.at(r["source_offset"]), "offset": r["source_offset"],
+             "event": f"{r['event_type']} {r['event_id']}{_by([r])}", "partition": pname(r["topic"], r["partition"]),
+             "leader": f"{r.get('leader_before')} → {r.get('leader_after')}{_recovered(s, r)}",
              "isr": f"{r.get('isr_before')} → {r.get('isr_after')}",
-             "leader_epoch": f"{r.get('leader_epoch_before')} → {r.get('leader_epoch_after')}"} for r in a.unclean]
+             "leader_epoch": f"{r.get('leader_epoch_before')} → {r.get('leader_epoch_after')}"} for r in s.a.unclean]
 
 
-def rejection_table(a: Analysis, clock: _Clock) -> list[dict[str, Any]]:
+def rejection_table(s: _Story) -> list[dict[str, Any]]:
+    a = s.a
     by_error: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in a.rejected:
         by_error[r.get("error") or "(none)"].append(r)
@@ -856,8 +861,9 @@ def rejection_table(a: Analysis, clock: _Clock) -> list[dict[str, Any]]:
     for error, rows in sorted(by_error.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         first = rows[0]
         out.append({"error": error, "rows": len(rows), "events": len({r["source_offset"] for r in rows}),
-                    "types": ", ".join(f"{t} ({n})" for t, n in Counter(r["event_type"] for r in rows).most_common()),
-                    "first": f"{clock(a.time_of(first['source_offset']), first['source_offset'])} "
+                    "types": ", ".join(f"{t} ({n}{_by(x for x in rows if x['event_type'] == t)})"
+                                       for t, n in Counter(r["event_type"] for r in rows).most_common()),
+                    "first": f"{s.at(first['source_offset'])} "
                              f"(offset {first['source_offset']})",
                     "where": "cluster" if first.get("partition") is None else pname(first["topic"], first["partition"]),
                     "message": first.get("message") or ""})
@@ -865,15 +871,15 @@ def rejection_table(a: Analysis, clock: _Clock) -> list[dict[str, Any]]:
 
 
 def leader_change_table(a: Analysis, limit: int = 15) -> list[dict[str, Any]]:
-    changes = Counter((r["topic"], int(r["partition"])) for r in a.leader_changes)
+    changes = Counter(key_of(r) for r in a.leader_changes)
     elections: dict[Key, Counter[str]] = defaultdict(Counter)
     for r in a.elections:
-        elections[(r["topic"], int(r["partition"]))][r["election"]] += 1
+        elections[key_of(r)][r["election"]] += 1
     offline: Counter[Key] = Counter()
     for r in a.audit:
         if (r.get("partition") is not None and r.get("outcome") == "ACCEPTED"
                 and _int(r.get("leader_after")) == NO_LEADER and _int(r.get("leader_before")) != NO_LEADER):
-            offline[(r["topic"], int(r["partition"]))] += 1
+            offline[key_of(r)] += 1
     out = []
     for key, n in sorted(changes.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
         p = a.partitions.get(key)
@@ -958,14 +964,9 @@ def _style_axis(ax: Any, use_time: bool, span_s: float, bottom: bool, top: int |
     ax.spines[["top", "right"]].set_visible(False)
 
 
-def _legend(ax: Any, handles: Sequence[Any] | None = None, labels: Sequence[str] | None = None) -> None:
-    kwargs: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": 8.5, "frameon": False,
-                              "borderaxespad": 0.0}
-    if handles is not None:
-        kwargs["handles"] = handles
-        if labels is not None:
-            kwargs["labels"] = labels
-    ax.legend(**kwargs)
+def _legend(ax: Any, handles: Sequence[Any] | None = None) -> None:
+    kwargs: dict[str, Any] = {} if handles is None else {"handles": handles}
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5, frameon=False, borderaxespad=0.0, **kwargs)
 
 
 def _span(xs: Sequence[Any], use_time: bool) -> float:
@@ -976,8 +977,7 @@ def _span(xs: Sequence[Any], use_time: bool) -> float:
 
 def _marked_broker_events(a: Analysis) -> list[BrokerEvent]:
     """Broker events worth a marker: not the cluster coming up (startups before any partition exists)."""
-    first = min((r["source_offset"] for r in a.audit if r.get("partition") is not None), default=None)
-    return [e for e in a.broker_events if not (e.change == "STARTUP" and (first is None or e.offset < first))]
+    return [e for e in a.broker_events if not a.cluster_coming_up(e)]
 
 
 def _broker_markers(ax: Any, a: Analysis, use_time: bool, label: bool, span_s: float) -> None:
@@ -1136,11 +1136,10 @@ def plot_elections(a: Analysis) -> str:
 # -- the page -----------------------------------------------------------------------------------------------
 
 def build_context(a: Analysis) -> dict[str, Any]:
-    clock = _Clock(a.times.values())
+    s = _Story(a)
     peak, at = a.offline_peak
     upeak, _ = a.under_replicated_peak
-    changes = Counter((r["topic"], int(r["partition"])) for r in a.leader_changes)
-    rejected = rejection_table(a, clock)
+    rejected = rejection_table(s)
     return {
         "source": a.inputs.source,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
@@ -1167,15 +1166,15 @@ def build_context(a: Analysis) -> dict[str, Any]:
                         "OFFLINE_UNCLEAN (leader outside the ISR: data loss possible), CONTROLLED_SHUTDOWN, "
                         "REASSIGN, PREFERRED."},
         ],
-        "unclean": unclean_table(a, clock),
+        "unclean": unclean_table(s),
         "rejected": rejected,
         "rejected_total": sum(r["rows"] for r in rejected),
         "leader_changes": leader_change_table(a),
-        "leader_changes_total": len(changes),
+        "leader_changes_total": len({key_of(r) for r in a.leader_changes}),
         "quarantine": quarantine_table(a),
         "quarantine_total": len(a.inputs.quarantine),
         "brokers": broker_table(a),
-        "offline_peak_time": clock(at.time, at.offset) if at is not None and peak else None,
+        "offline_peak_time": s.clock(at.time, at.offset) if at is not None and peak else None,
     }
 
 

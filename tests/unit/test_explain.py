@@ -55,23 +55,26 @@ def test_unclean_partition_timeline(outputs: dict[str, Path]) -> None:
     assert "leader     3 -> -1  (no leader: offline)" in failure
 
     unclean = _entry(text, 15)
-    assert "ElectLeaders  ev-000015  ACCEPTED" in unclean
+    assert "ElectLeaders  ev-000015  ACCEPTED  by User:ops" in unclean  # the admin command's principal
     assert "state      OfflinePartition -> OnlinePartition" in unclean
     assert "leader     -1 -> 4  elected by OFFLINE_UNCLEAN" in unclean
     assert "ISR        [3] -> [4]" in unclean
     assert "epochs     leader 2 -> 3, partition 3 -> 4" in unclean
+    assert "recovery   RECOVERED -> RECOVERING" in unclean
     assert ("decision   LeaderAndIsr: leader 4, leader epoch 3, ISR [4], partition epoch 4, replicas [2, 3, 4], "
             "recovery RECOVERING, election OFFLINE_UNCLEAN, to brokers [4]") in unclean
 
     recovered = _entry(text, 16)  # the unclean leader reports its log recovery done
     assert "IsrChange" in recovered and "recovery RECOVERED" in recovered and "partition 4 -> 5" in recovered
+    assert "recovery   RECOVERING -> RECOVERED" in recovered
+    assert sum("  recovery   " in e for e in _entries(text)) == 2  # shown only when it changes
 
 
 def test_rejections_show_error_and_reason(outputs: dict[str, Path]) -> None:
     text = explain(outputs["double-failure-unclean"], "payments", 0)
     entry = _entry(text, 17)
     # The topic-level config change and the partition's refused election, both at offset 17.
-    assert "AlterTopicConfig  ev-000017  ACCEPTED  (topic payments)" in entry
+    assert "AlterTopicConfig  ev-000017  ACCEPTED  (topic payments)  by User:ops" in entry
     assert "unclean.leader.election.enable=true" in entry
     assert "AlterTopicConfig  ev-000017  REJECTED ELIGIBLE_LEADERS_NOT_AVAILABLE" in entry
     assert "rejected   ELIGIBLE_LEADERS_NOT_AVAILABLE: no live replica in ISR [3]" in entry
@@ -111,6 +114,8 @@ def test_without_decisions_the_timeline_still_reads(outputs: dict[str, Path], tm
     shutil.copytree(outputs["double-failure-unclean"] / "audit", tmp_path / "audit")
     text = explain(tmp_path, "orders", 1)
     assert "no decisions file found" in text.splitlines()[0]
+    # The replica set and the recovery state are the audit's own.
+    assert text.splitlines()[1].endswith("replicas [2, 3, 4], recovery RECOVERED")
     assert "elected by OFFLINE_UNCLEAN" in text and "decision " not in text
 
 

@@ -18,7 +18,7 @@ from streaming.eventlog import read_event_log
 from streaming.lake import read_decisions_jsonl, read_delta
 from streaming.local_engine import ReplayResult, run_local, write_outputs
 from streaming.progress import Progress
-from streaming.report import Analysis, audit_sort_key, build_report, reassignments, write_report
+from streaming.report import Analysis, audit_sort_key, broker_event, build_report, reassignments, write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["rolling-restart", "double-failure-unclean", "reassignment", "zombie-controller"]
@@ -115,6 +115,45 @@ def test_under_replicated_uses_the_decisions_replicas(replays: dict[str, tuple[P
     expected = sorted(k for k, d in last.items() if d["leader"] != -1 and k in analysis.partitions
                       and len(d["isr"]) < len([r for r in d["replicas"] if r not in d["removing_replicas"]]))
     assert analysis.under_replicated_at_end == expected
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_under_replicated_from_the_audit_alone(replays: dict[str, tuple[Path, Analysis, str]], name: str,
+                                               tmp_path: Path) -> None:
+    # Replica sets come from the audit's replicas_after: without decisions.jsonl the counts are the same, but
+    # during a reassignment (the decisions name its removing replicas) the whole replica set counts.
+    import shutil
+
+    out, analysis, _ = replays[name]
+    shutil.copytree(out / "audit", tmp_path / "audit")
+    alone = build_report(tmp_path)
+    if not reassignments(analysis.decisions):
+        assert [p.under_replicated for p in alone.points] == [p.under_replicated for p in analysis.points]
+    assert alone.under_replicated_at_end == analysis.under_replicated_at_end
+    assert [p.offline for p in alone.points] == [p.offline for p in analysis.points]
+    assert alone.brokers == analysis.brokers
+
+
+def test_broker_events_name_the_broker_id_column() -> None:
+    row = {"event_type": "BrokerChange", "outcome": "ACCEPTED", "partition": None, "source_offset": 7,
+           "event_id": "ev-7", "broker_id": 3, "message": "broker 3 started with epoch 106; hosts 8 partition(s)"}
+    started = broker_event(row, None)
+    assert started is not None and (started.broker, started.change, started.epoch) == (3, "STARTUP", 106)
+    failed = broker_event({**row, "broker_id": 4, "message": "broker 4 failed; hosted 0 partition(s)"}, None)
+    assert failed is not None and (failed.broker, failed.change, failed.epoch) == (4, "FAILURE", None)
+    assert broker_event({**row, "message": "broker 3 shutting down; ..."}, None).change == "CONTROLLED_SHUTDOWN"
+    assert broker_event({**row, "broker_id": None}, None) is None  # no broker column: not a broker change
+    assert broker_event({**row, "outcome": "REJECTED"}, None) is None
+
+
+def test_principals_and_recovery_in_the_tables(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
+    _, _, html = replays["double-failure-unclean"]
+    unclean = _section(html, "unclean")
+    assert "<td>ElectLeaders ev-000015 by User:ops</td>" in unclean
+    assert "<td>-1 → 4 (RECOVERING until 09:50:15)</td>" in unclean  # leader_recovery_state_after
+    assert "AlterTopicConfig (1 by User:ops)" in _section(html, "rejected")
+    _, _, html = replays["incident"]
+    assert "ElectLeaders (1 by User:ops), BrokerChange (1)" in _section(html, "rejected")
 
 
 def test_report_is_one_self_contained_file(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
@@ -215,7 +254,8 @@ def test_empty_log_gives_a_report(tmp_path: Path) -> None:
     assert html.count("data:image/png;base64,") == 3
 
 
-def test_report_without_decisions_or_quarantine(tmp_path: Path) -> None:
+def test_report_without_decisions_or_quarantine(replays: dict[str, tuple[Path, Analysis, str]],
+                                                tmp_path: Path) -> None:
     source = SOURCES["double-failure-unclean"]
     write_outputs(run_local(read_event_log(source), ControllerConfig()), tmp_path)
     (tmp_path / "decisions.jsonl").unlink()
@@ -223,7 +263,8 @@ def test_report_without_decisions_or_quarantine(tmp_path: Path) -> None:
 
     shutil.rmtree(tmp_path / "quarantine")
     analysis = build_report(tmp_path)
-    assert analysis.under_replicated_at_end == []  # replica sets are unknown without decisions
+    # Replica sets are the audit's replicas_after: the same as with the decisions (this log reassigns nothing).
+    assert analysis.under_replicated_at_end == replays["double-failure-unclean"][1].under_replicated_at_end != []
     assert len(analysis.ever_offline) == 4
     assert write_report(tmp_path).exists()
 
