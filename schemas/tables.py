@@ -109,14 +109,16 @@ DECISION = TableSchema(
 
 # One row per (event, partition) the state machine handled (contract section 3); cluster-level rows
 # have a null partition (and a null topic unless the event names one). Additions to the contract:
-# replicas_after, leader_recovery_state_after, broker_id (the broker a BrokerChange names, the sender of
-# an IsrChange), principal (who issued an admin command), event_ts (the event's `ts`).
+# step (orders two rows of one event for one partition: an implicit failover, a bounce), replicas_after,
+# leader_recovery_state_after, broker_id (the broker a BrokerChange names, the sender of an IsrChange),
+# principal (who issued an admin command), event_ts (the event's `ts`).
 AUDIT = TableSchema(
     "audit",
     _cols(
         ("event_id", STRING, False),
         ("event_type", STRING, False),
         ("source_offset", LONG, False),
+        ("step", INT),
         ("batch_id", LONG),
         ("topic", STRING),
         ("partition", INT),
@@ -221,6 +223,25 @@ PARTITION_STATE = TableSchema(
         ("replica_states", INT_STRING_MAP, False),
         ("reassignment_in_progress", BOOL, False),
         ("queued_for_deletion", BOOL, False),
+    ),
+)
+
+
+# One row per expectation per validated micro-batch (`isrflow run --quality`).
+QUALITY_RESULT = TableSchema(
+    "quality_result",
+    _cols(
+        ("batch_id", LONG, False),
+        ("suite", STRING, False),
+        ("suite_version", INT, False),
+        ("expectation", STRING, False),
+        ("severity", STRING, False),
+        ("status", STRING, False),
+        ("success", BOOL, False),
+        ("unexpected_rows", LONG, False),
+        ("examples", STRING),
+        ("audit_rows", LONG, False),
+        ("validated_at", TIMESTAMP, False),
     ),
 )
 

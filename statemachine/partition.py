@@ -130,7 +130,8 @@ class _Step:
         before, cmd = self.before, self.command
         audit = {
             "event_id": cmd.event_id, "event_type": cmd.event_type, "source_offset": cmd.source_offset,
-            "topic": before.topic, "partition": before.partition, "controller_epoch": cmd.controller_epoch,
+            "step": cmd.step, "topic": before.topic, "partition": before.partition,
+            "controller_epoch": cmd.controller_epoch,
             "from_state": str(before.state), "to_state": str(record.state), "outcome": str(outcome),
             "error": None if error is None else str(error), "message": message or None,
             "leader_before": before.leader, "leader_after": record.leader,
@@ -486,7 +487,7 @@ def cluster_audit(command: Command) -> dict[str, Any]:
     """The audit row of an event's cluster-level verdict (no partition, no state)."""
     return {
         "event_id": command.event_id, "event_type": command.event_type, "source_offset": command.source_offset,
-        "topic": command.topic, "partition": None, "controller_epoch": command.controller_epoch,
+        "step": command.step, "topic": command.topic, "partition": None, "controller_epoch": command.controller_epoch,
         "from_state": None, "to_state": None, "outcome": str(command.outcome or Outcome.ACCEPTED),
         "error": None if command.error is None else str(command.error), "message": command.message,
         "leader_before": None, "leader_after": None, "leader_epoch_before": None, "leader_epoch_after": None,
