@@ -97,7 +97,14 @@ class _Fanout:
             self._facts = (cv.live_brokers, frozenset(cv.shutting_down & cv.broker_epochs.keys()))
         return self._facts
 
-    def _emit(self, command: Command) -> None:
+    def _emit(self, action: Action, **fields: Any) -> None:
+        """Build the command (the event's envelope, the cluster facts as they stand now, `fields`) and apply
+        it at once to the controller's own record of the partition."""
+        live, shutting_down = self._cluster_facts()
+        ev = self.event
+        command = Command(action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
+                          controller_epoch=self.controller.cluster.controller_epoch, event_ts=ev.ts,
+                          principal=ev.principal, live_brokers=live, shutting_down_brokers=shutting_down, **fields)
         partitions = self.controller.partitions
         key = None if command.partition is None else (command.topic, command.partition)
         applied = apply_command(partitions.get(key) if key else None, command)
@@ -112,23 +119,14 @@ class _Fanout:
                   **fields: Any) -> None:
         step = self._steps.get(key, 0)
         self._steps[key] = step + 1
-        live, shutting_down = self._cluster_facts()
-        ev = self.event
-        self._emit(Command(
-            action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
-            controller_epoch=self.controller.cluster.controller_epoch, topic=key[0], partition=key[1],
-            step=step, event_ts=ev.ts, principal=ev.principal, live_brokers=live, shutting_down_brokers=shutting_down,
-            unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None else unclean_allowed,
-            **fields))
+        self._emit(action, topic=key[0], partition=key[1], step=step,
+                   unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
+                   else unclean_allowed, **fields)
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None) -> None:
-        live, shutting_down = self._cluster_facts()
-        ev = self.event
-        self._emit(Command(
-            action=Action.CLUSTER, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
-            controller_epoch=self.controller.cluster.controller_epoch, topic=ev.fields.get("topic"),
-            event_ts=ev.ts, principal=ev.principal, broker_id=ev.fields.get("broker_id"), live_brokers=live,
-            shutting_down_brokers=shutting_down, outcome=outcome, error=error, message=message))
+        fields = self.event.fields
+        self._emit(Action.CLUSTER, topic=fields.get("topic"), broker_id=fields.get("broker_id"), outcome=outcome,
+                   error=error, message=message)
 
     def reject(self, error: Error, message: str) -> None:
         """Refused before fan-out: on the partition's own row when the event names exactly one."""

@@ -12,13 +12,14 @@ from statemachine.controller import ControllerConfig
 Command = Callable[[argparse.Namespace], int]
 
 
-def _key_values(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
+def key_values(pairs: Sequence[str] | None, flag: str = "--conf") -> dict[str, str]:
+    """`--conf k=v` style pairs as a dict; a pair without a key or `=` is a ValueError (exit 2)."""
     out: dict[str, str] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"isrflow: {flag} takes key=value, got '{pair}'")
-        out[key] = value
+        if not sep or not key.strip():
+            raise ValueError(f"{flag} takes key=value, got '{pair}'")
+        out[key.strip()] = value
     return out
 
 

@@ -116,7 +116,7 @@ def summarize(audit: list[dict[str, Any]], decisions: list[dict[str, Any]], quar
 
 def demo(args: argparse.Namespace) -> int:
     from statemachine.controller import ControllerConfig
-    from streaming.cli import _key_values
+    from streaming.cli import key_values
     from streaming.kafka_sink import DecisionPublisher
     from streaming.localkafka import LocalKafkaBroker, create_topic
     from streaming.pipeline import BatchCounts, Checkpoints, Lake, kafka_events
@@ -131,7 +131,7 @@ def demo(args: argparse.Namespace) -> int:
         bootstrap = broker.bootstrap_servers
         create_topic(bootstrap, EVENTS_TOPIC, 1)
         create_topic(bootstrap, DECISIONS_TOPIC, 1)
-        spark = build_spark("isrflow-demo", args.master, _key_values(args.conf, "--conf"))
+        spark = build_spark("isrflow-demo", args.master, key_values(args.conf, "--conf"))
         lake = Lake.beside(work / "audit")
         counts = BatchCounts()
         spark.streams.addListener(progress_listener(counts))

@@ -52,6 +52,18 @@ class KafkaLog:
         return max(0, self.stop - self.start)
 
 
+def require_single_partition(bootstrap_servers: str, topic: str) -> None:
+    """Only a single partition gives the controller's events a total order, as `__cluster_metadata` has."""
+    from streaming.localkafka import topic_partition_count
+
+    partitions = topic_partition_count(bootstrap_servers, topic)
+    if partitions == 0:
+        raise ValueError(f"events topic '{topic}' does not exist on {bootstrap_servers}")
+    if partitions != 1:
+        raise ValueError(f"events topic '{topic}' has {partitions} partitions; isrflow needs exactly one, "
+                         "because only a single partition gives the controller's events a total order")
+
+
 def is_kafka_url(source: str) -> bool:
     return source.startswith("kafka://")
 
@@ -75,11 +87,7 @@ def open_kafka_log(url: str, from_offset: int | None = None, to_offset: int | No
         raise ValueError(f"expected kafka://HOST:PORT/TOPIC, got {url}")
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
-        partitions = consumer.partitions_for_topic(topic)
-        if not partitions:
-            raise ValueError(f"topic '{topic}' does not exist on {bootstrap}")
-        if len(partitions) != 1:
-            raise ValueError(f"events topic '{topic}' has {len(partitions)} partitions; isrflow needs exactly one")
+        require_single_partition(bootstrap, topic)
         tp = TopicPartition(topic, 0)
         begin, end = consumer.beginning_offsets([tp])[tp], consumer.end_offsets([tp])[tp]
 

@@ -107,13 +107,13 @@ def render_table(rows: Sequence[Mapping[str, Any]], title: str) -> Any:
 def inspect_command(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
 
-    from streaming.cli import _key_values
+    from streaming.cli import key_values
     from streaming.spark_session import build_spark
 
     path = state_dir(args.checkpoint_dir)  # a clear error before starting Spark
     existing = SparkSession.getActiveSession()
     spark = build_spark("isrflow-inspect", getattr(args, "master", "local[2]") or "local[2]",
-                        _key_values(getattr(args, "conf", None), "--conf"))
+                        key_values(getattr(args, "conf", None), "--conf"))
     try:
         rows = read_state(spark, path, args.topic, args.partition)
         batch = state_batch(spark, path)

@@ -284,21 +284,9 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
             .option("checkpointLocation", str(checkpoints.partitions)).trigger(**trigger).start())
 
 
-def require_single_partition(bootstrap_servers: str, topic: str) -> None:
-    """Only a single partition gives the controller's events a total order, as `__cluster_metadata` has."""
-    from streaming.localkafka import topic_partition_count
-
-    partitions = topic_partition_count(bootstrap_servers, topic)
-    if partitions == 0:
-        raise ValueError(f"events topic '{topic}' does not exist on {bootstrap_servers}")
-    if partitions != 1:
-        raise ValueError(f"events topic '{topic}' has {partitions} partitions; isrflow needs exactly one, "
-                         "because only a single partition gives the controller's events a total order")
-
-
 def kafka_events(spark: Any, bootstrap_servers: str, topic: str, starting_offsets: str = "earliest",
                  options: dict[str, str] | None = None) -> Any:
-    """The events topic as (source_offset, value); see `require_single_partition`."""
+    """The events topic as (source_offset, value); checked by `streaming.eventlog.require_single_partition`."""
     reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
               .option("subscribe", topic).option("startingOffsets", starting_offsets)
               .option("failOnDataLoss", "true"))

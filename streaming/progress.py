@@ -103,13 +103,6 @@ class Progress:
                 self._last_line = now
                 self._print(self._line(now))
 
-    def set_total(self, total: int | None) -> None:
-        """The total, once known (e.g. after counting a Kafka topic's offsets)."""
-        with self._lock:
-            self.total = total
-            if self._bar is not None:
-                self._bar.update(self._task, total=total)
-
     def close(self) -> None:
         with self._lock:
             if self.closed:

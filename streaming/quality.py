@@ -270,17 +270,6 @@ def capabilities_of(audit_columns: Iterable[str], with_decisions: bool) -> froze
     return frozenset(caps)
 
 
-def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
-    """`--conf k=v` pairs as a dict; a pair without `=` is a ValueError (exit 2 from the CLI)."""
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--conf takes key=value, got '{pair}'")
-        out[key.strip()] = value
-    return out
-
-
 # -- results (pure) ---------------------------------------------------------------------------------------------
 
 Status = Literal["passed", "failed", "warning", "error"]
@@ -721,9 +710,10 @@ def check_command(args: argparse.Namespace) -> int:
         return 2
     from pyspark.sql import functions as F
 
+    from streaming.cli import key_values
     from streaming.spark_session import build_spark
 
-    spark = build_spark(master=getattr(args, "master", "local[2]"), conf=parse_conf(getattr(args, "conf", None)))
+    spark = build_spark(master=getattr(args, "master", "local[2]"), conf=key_values(getattr(args, "conf", None)))
     audit = spark.read.format("delta").load(str(table))
     since = getattr(args, "since_batch", None)
     if since is not None:

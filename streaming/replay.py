@@ -51,7 +51,7 @@ def replay_spark(spark: Any, records: Iterable[tuple[int, bytes]] | Path, out: P
 
 
 def replay(args: argparse.Namespace) -> int:
-    from streaming.cli import _key_values, controller_config
+    from streaming.cli import controller_config, key_values
     from streaming.progress import Progress
     from streaming.report import write_report
 
@@ -76,7 +76,7 @@ def replay(args: argparse.Namespace) -> int:
         else:
             from streaming.spark_session import build_spark
 
-            spark = build_spark("isrflow-replay", args.master, _key_values(args.conf, "--conf"))
+            spark = build_spark("isrflow-replay", args.master, key_values(args.conf, "--conf"))
             replay_spark(spark, records, out, config, args.batch_size, source, progress)
     report = write_report(out)
     audit = read_delta(out / "audit")

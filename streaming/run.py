@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from statemachine.controller import ControllerConfig
+from streaming.eventlog import require_single_partition
 from streaming.pipeline import (
     BatchCounts,
     Checkpoints,
     Lake,
     kafka_events,
-    require_single_partition,
     start_partition_machine,
     start_sequencer,
 )
@@ -95,17 +95,17 @@ def start_pipeline(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints
 
 
 def run(args: argparse.Namespace) -> int:
-    from streaming.cli import _key_values, controller_config
+    from streaming.cli import controller_config, key_values
     from streaming.kafka_sink import DecisionPublisher
     from streaming.spark_session import build_spark
 
     require_single_partition(args.bootstrap_servers, args.events_topic)
-    spark = build_spark("isrflow-run", args.master, _key_values(args.conf, "--conf"))
+    spark = build_spark("isrflow-run", args.master, key_values(args.conf, "--conf"))
     lake = Lake.beside(args.audit_table.resolve(), args.lake_dir.resolve() if args.lake_dir else None)
     checkpoints = Checkpoints(Path(args.checkpoint_dir).resolve())
     trigger = parse_trigger(args.trigger)
     events = kafka_events(spark, args.bootstrap_servers, args.events_topic, args.starting_offsets,
-                          _key_values(args.kafka_option, "--kafka-option"))
+                          key_values(args.kafka_option, "--kafka-option"))
     # One transactional id per checkpoint root: a restarted run fences its previous incarnation.
     transactional_id = "isrflow-" + hashlib.sha1(str(checkpoints.root).encode()).hexdigest()[:16]
     publisher = DecisionPublisher(args.bootstrap_servers, args.decisions_topic, transactional_id)

@@ -91,9 +91,6 @@ class ScenarioBuilder:
         if advance:
             self.clock += self.step
 
-    def partitions_led_by(self, broker: int) -> list[tuple[str, int]]:
-        return sorted(k for k, r in self.shadow.partitions.items() if r.leader == broker)
-
     # -- output ------------------------------------------------------------------------------------
     def lines(self) -> list[str]:
         return [e["__raw__"] if "__raw__" in e else json.dumps(e, separators=(",", ":")) for e in self.events]

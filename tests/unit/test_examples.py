@@ -143,3 +143,10 @@ def test_zombie_controller_story(replayed: dict[str, ReplayResult]) -> None:
     failovers = [a["message"] for a in result.audit if a["partition"] is None
                  and (a["message"] or "").startswith("controller failover")]
     assert len(failovers) == 2 and "implicit" in failovers[1]
+
+
+def test_the_bundled_demo_scenario_is_what_its_builder_writes() -> None:
+    from streaming.scenario import incident_scenario
+
+    bundled = Path(__file__).resolve().parents[2] / "streaming" / "scenarios" / "incident.jsonl"
+    assert bundled.read_text(encoding="utf-8").splitlines() == incident_scenario().lines()

@@ -11,6 +11,7 @@ import pytest
 
 from statemachine.errors import Error
 from statemachine.states import PartitionState
+from streaming.cli import key_values
 from streaming.quality import (
     ALL_CAPABILITIES,
     DECISIONS,
@@ -22,7 +23,6 @@ from streaming.quality import (
     capabilities_of,
     combined_query,
     example_label,
-    parse_conf,
     reachable_transitions,
     rule_names,
     status_of,
@@ -125,14 +125,14 @@ def test_combined_query_tags_and_caps_each_rule() -> None:
     (None, {}),
     (["spark.sql.shuffle.partitions=4", "spark.x= a=b "], {"spark.sql.shuffle.partitions": "4", "spark.x": " a=b "}),
 ])
-def test_parse_conf(pairs: list[str] | None, expected: dict[str, str]) -> None:
-    assert parse_conf(pairs) == expected
+def test_key_values(pairs: list[str] | None, expected: dict[str, str]) -> None:
+    assert key_values(pairs) == expected
 
 
 @pytest.mark.parametrize("bad", ["spark.sql.shuffle.partitions", "=4"])
-def test_parse_conf_rejects_pairs_without_key_or_equals(bad: str) -> None:
+def test_key_values_rejects_pairs_without_key_or_equals(bad: str) -> None:
     with pytest.raises(ValueError, match="key=value"):
-        parse_conf([bad])
+        key_values([bad])
 
 
 def test_status_and_exit_code() -> None:
