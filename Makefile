@@ -16,13 +16,14 @@ install: $(STAMP)
 
 # Kafka broker jars and Spark's Kafka/Delta connector jars, from Maven Central into .cache/ (git-ignored).
 jars: install
-	$(PY) -m streaming.jars fetch
+	$(PY) -m streaming.infra.jars fetch
 
 demo: install jars
 	$(VENV)/bin/isrflow demo
 
 test: install jars
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -ra
 
 test-unit: install
@@ -30,6 +31,7 @@ test-unit: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf .cache/spark-tmp out test-artifacts spark-warehouse

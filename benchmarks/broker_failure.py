@@ -24,14 +24,16 @@ import pandas as pd
 
 from schemas.events import parse_event
 from statemachine.controller import Controller, ControllerConfig
-from streaming.demo import publish
-from streaming.kafka_sink import DecisionPublisher
-from streaming.lake import read_delta
-from streaming.localkafka import LocalKafkaBroker, create_topic
-from streaming.pipeline import BatchCounts, Checkpoints, Lake, kafka_events
-from streaming.run import progress_listener, start_pipeline
-from streaming.scenario import ScenarioBuilder
-from streaming.spark_session import build_spark
+from streaming.engine.counts import BatchCounts
+from streaming.engine.pipeline import progress_listener, start_pipeline
+from streaming.engine.session import build_spark
+from streaming.engine.sinks import DecisionPublisher
+from streaming.engine.sources import kafka_events
+from streaming.infra.localkafka import LocalKafkaBroker, create_topic
+from streaming.infra.scenario import ScenarioBuilder
+from streaming.io.delta import read_delta
+from streaming.io.layout import Checkpoints, Lake
+from streaming.jobs.demo import publish
 
 
 def cluster_log(partitions: int) -> tuple[list[bytes], bytes]:

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent
 if str(ROOT.parent) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT.parent))
 
-from streaming.scenario import ScenarioBuilder, round_robin_assignment  # noqa: E402
+from streaming.infra.scenario import ScenarioBuilder, round_robin_assignment  # noqa: E402
 
 
 def rolling_restart() -> ScenarioBuilder:

@@ -16,12 +16,12 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streaming.localkafka import LocalKafkaBroker
+    from streaming.infra.localkafka import LocalKafkaBroker
 
 
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[LocalKafkaBroker]:
-    from streaming.localkafka import LocalKafkaBroker
+    from streaming.infra.localkafka import LocalKafkaBroker
 
     with LocalKafkaBroker() as broker:
         yield broker
@@ -29,7 +29,7 @@ def kafka_broker() -> Iterator[LocalKafkaBroker]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    from streaming.spark_session import build_spark
+    from streaming.engine.session import build_spark
 
     session = build_spark(app_name="isrflow-tests")
     yield session

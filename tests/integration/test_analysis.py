@@ -8,19 +8,19 @@ import os
 import re
 import shutil
 import subprocess
-from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from statemachine.controller import ControllerConfig
-from streaming.eventlog import read_event_log
-from streaming.explain import explain
-from streaming.inspect_state import inspect_command, read_state, state_dir
-from streaming.lake import read_decisions_jsonl
-from streaming.local_engine import run_local, write_outputs
-from streaming.report import build_report, write_report
+from streaming.analysis.explain import explain
+from streaming.analysis.inspect import read_state, state_dir
+from streaming.analysis.report import build_report, write_report
+from streaming.cli import main
+from streaming.engine.local import run_local, write_outputs
+from streaming.io.delta import read_decisions_jsonl
+from streaming.io.eventlog import read_event_log
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT = ROOT / "streaming" / "scenarios" / "incident.jsonl"
@@ -38,7 +38,7 @@ def _last_decisions(out: Path) -> dict[tuple[str, int], dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def spark_replay(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from streaming.replay import replay_spark
+    from streaming.jobs.replay import replay_spark
 
     out = tmp_path_factory.mktemp("spark-replay") / "out"
     replay_spark(spark, INCIDENT, out, ControllerConfig())
@@ -73,24 +73,19 @@ def test_inspect_records_equal_the_last_decision_per_partition(spark: Any, spark
 @pytest.mark.spark
 def test_inspect_command_json_and_table(spark: Any, spark_replay: Path, capsys: pytest.CaptureFixture[str]) -> None:
     checkpoints = spark_replay / "_pipeline" / "checkpoints"
-    args = Namespace(checkpoint_dir=checkpoints, topic=None, partition=None, json=True, master="local[2]", conf=None)
-    assert inspect_command(args) == 0
+    assert main(["inspect", str(checkpoints), "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     expected = read_state(spark, checkpoints)
     assert len(lines) == len(expected)
     for got, want in zip(lines, expected, strict=True):
         assert got == {**want, "replica_states": {str(k): v for k, v in want["replica_states"].items()}}
 
-    args = Namespace(checkpoint_dir=checkpoints, topic="payments", partition=None, json=False, master="local[2]",
-                     conf=None)
-    assert inspect_command(args) == 0
+    assert main(["inspect", str(checkpoints), "--topic", "payments"]) == 0
     table = capsys.readouterr().out
     assert "4 partition state records" in table and "payments" in table and "orders" not in table
     assert not spark.sparkContext._jsc.sc().isStopped()  # the session inspect found is left running
 
-    args = Namespace(checkpoint_dir=checkpoints, topic="nope", partition=None, json=False, master="local[2]",
-                     conf=None)
-    assert inspect_command(args) == 2
+    assert main(["inspect", str(checkpoints), "--topic", "nope"]) == 2
     assert "no state record" in capsys.readouterr().err
 
 

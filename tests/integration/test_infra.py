@@ -9,7 +9,7 @@ import uuid
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
-from streaming.localkafka import LocalKafkaBroker, create_topic, topic_partition_count
+from streaming.infra.localkafka import LocalKafkaBroker, create_topic, topic_partition_count
 
 RECORDS = [{"seq": i, "event": "BrokerChange", "broker": i + 1} for i in range(3)]
 

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from statemachine.controller import ControllerConfig
-from streaming.demo import bundled_scenario, consume_decisions, publish
-from streaming.eventlog import read_event_log
-from streaming.lake import comparable, read_decisions_jsonl, read_delta
-from streaming.local_engine import run_local, write_outputs
-from streaming.localkafka import create_topic
-from streaming.replay import replay_spark
-from streaming.scenario import ScenarioBuilder, round_robin_assignment
+from streaming.engine.local import run_local, write_outputs
+from streaming.infra.localkafka import create_topic
+from streaming.infra.scenario import ScenarioBuilder, round_robin_assignment
+from streaming.io.delta import comparable, read_decisions_jsonl, read_delta
+from streaming.io.eventlog import read_event_log
+from streaming.jobs.demo import bundled_scenario, consume_decisions, publish
+from streaming.jobs.replay import replay_spark
 
 pytestmark = [pytest.mark.spark]
 
@@ -184,10 +184,12 @@ def test_end_to_end_kafka_to_sink_topic_and_delta(spark: Any, kafka_broker: Any,
 def test_stop_mid_stream_and_restart_from_checkpoint(spark: Any, kafka_broker: Any, tmp_path: Path) -> None:
     """The long-running pipeline is stopped with half of the log decided, the rest of the log arrives, and
     the restarted pipeline ends exactly where an uninterrupted run does: no decision lost or repeated."""
-    from streaming.kafka_sink import DecisionPublisher
-    from streaming.pipeline import Checkpoints, Lake, kafka_events, start_partition_machine, start_sequencer
-    from streaming.replay import AVAILABLE_NOW
-    from streaming.run import start_pipeline
+    from streaming.engine.partitions import start_partition_machine
+    from streaming.engine.pipeline import AVAILABLE_NOW, start_pipeline
+    from streaming.engine.sequencer import start_sequencer
+    from streaming.engine.sinks import DecisionPublisher
+    from streaming.engine.sources import kafka_events
+    from streaming.io.layout import Checkpoints, Lake
 
     bootstrap = kafka_broker.bootstrap_servers
     lines = bundled_scenario()
@@ -229,7 +231,8 @@ def test_stop_mid_stream_and_restart_from_checkpoint(spark: Any, kafka_broker: A
 
 def test_a_rerun_sequencer_batch_writes_nothing_twice(spark: Any, tmp_path: Path) -> None:
     """A micro-batch re-run after a crash (same batch id) yields the same commands and no duplicates."""
-    from streaming.pipeline import Lake, Sequencer
+    from streaming.engine.sequencer import Sequencer
+    from streaming.io.layout import Lake
 
     lake = Lake.beside(tmp_path / "audit")
     lines = bundled_scenario()

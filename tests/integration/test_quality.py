@@ -19,9 +19,9 @@ import pytest
 
 from schemas.tables import AUDIT, Column, TableSchema
 from streaming.cli import main
-from streaming.eventlog import read_event_log
-from streaming.lake import read_decisions_jsonl, read_delta, write_delta
-from streaming.local_engine import run_local, write_outputs
+from streaming.engine.local import run_local, write_outputs
+from streaming.io.delta import read_decisions_jsonl, read_delta, write_delta
+from streaming.io.eventlog import read_event_log
 
 pytestmark = pytest.mark.spark
 
@@ -156,7 +156,7 @@ VIOLATIONS: dict[str, tuple[Callable[[Rows, Rows], None], TableSchema]] = {
 
 
 def test_every_critical_expectation_has_a_violation_test() -> None:
-    from streaming.quality import RULES
+    from streaming.quality.suite import RULES
 
     critical = {r.name for r in RULES if r.severity == "critical"}
     assert critical == set(VIOLATIONS)
@@ -168,7 +168,7 @@ def test_clean_audit_passes_with_the_unclean_election_as_a_warning(
         spark: Any) -> None:
     from great_expectations.data_context import EphemeralDataContext
 
-    from streaming import quality
+    from streaming.quality import suite as quality
 
     cwd = tmp_path / "cwd"
     cwd.mkdir()
@@ -215,7 +215,7 @@ def test_unclean_election_is_only_a_warning(clean_audit: Rows, clean_decisions: 
 
 def test_without_decisions_the_audit_only_variant_runs(clean_audit: Rows, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from streaming.quality import REPLICAS, rule_names
+    from streaming.quality.suite import REPLICAS, rule_names
 
     code, out, lists = run_check(capsys, str(write_copy(tmp_path / "clean", clean_audit, None)))
     assert (code, lists) == (0, {"failed": [], "warnings": ["no_unclean_election"]}), out
@@ -256,7 +256,7 @@ def test_missing_table_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_quality_on_batch_appends_one_row_per_expectation_idempotently(
         spark: Any, clean_dir: Path, clean_audit: Rows, tmp_path: Path) -> None:
-    from streaming.quality import REPLICAS, quality_on_batch, rule_names
+    from streaming.quality.suite import REPLICAS, quality_on_batch, rule_names
 
     results = tmp_path / "quality"
     summaries: list[tuple[int, dict[str, int]]] = []

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from streaming.cli import main
-from streaming.demo import bundled_scenario
-from streaming.lake import comparable, read_decisions_jsonl, read_delta
-from streaming.local_engine import run_local
-from streaming.localkafka import create_topic
+from streaming.engine.local import run_local
+from streaming.infra.localkafka import create_topic
+from streaming.io.delta import comparable, read_decisions_jsonl, read_delta
+from streaming.jobs.demo import bundled_scenario
 
 pytestmark = [pytest.mark.kafka]
 

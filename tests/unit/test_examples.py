@@ -13,8 +13,8 @@ from types import ModuleType
 import pytest
 
 from statemachine.controller import ControllerConfig
-from streaming.eventlog import read_event_log
-from streaming.local_engine import ReplayResult, run_local
+from streaming.engine.local import ReplayResult, run_local
+from streaming.io.eventlog import read_event_log
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAMES = ["rolling-restart.jsonl", "double-failure-unclean.jsonl", "reassignment.jsonl", "zombie-controller.jsonl"]
@@ -146,7 +146,7 @@ def test_zombie_controller_story(replayed: dict[str, ReplayResult]) -> None:
 
 
 def test_the_bundled_demo_scenario_is_what_its_builder_writes() -> None:
-    from streaming.scenario import incident_scenario
+    from streaming.infra.scenario import incident_scenario
 
     bundled = Path(__file__).resolve().parents[2] / "streaming" / "scenarios" / "incident.jsonl"
     assert bundled.read_text(encoding="utf-8").splitlines() == incident_scenario().lines()

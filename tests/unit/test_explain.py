@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
-from argparse import Namespace
 from pathlib import Path
 
 import pytest
 
 from statemachine.controller import ControllerConfig
-from streaming.eventlog import read_event_log
-from streaming.explain import PartitionNotFound, explain, explain_command
-from streaming.local_engine import run_local, write_outputs
+from streaming.analysis.explain import PartitionNotFound, explain
+from streaming.cli import main
+from streaming.engine.local import run_local, write_outputs
+from streaming.io.eventlog import read_event_log
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,16 +123,16 @@ def test_partition_that_never_appears(outputs: dict[str, Path], capsys: pytest.C
     out = outputs["double-failure-unclean"]
     with pytest.raises(PartitionNotFound, match="orders-99 never appears"):
         explain(out, "orders", 99)
-    assert explain_command(Namespace(source=out, topic="orders", partition=99)) == 2
+    assert main(["explain", str(out), "--topic", "orders", "--partition", "99"]) == 2
     err = capsys.readouterr().err
     assert "isrflow explain: partition orders-99 never appears" in err and "topic orders has partitions 0-9" in err
-    assert explain_command(Namespace(source=out, topic="nope", partition=0)) == 2
+    assert main(["explain", str(out), "--topic", "nope", "--partition", "0"]) == 2
     assert "topics seen: orders, payments" in capsys.readouterr().err
-    assert explain_command(Namespace(source=out / "missing", topic="orders", partition=0)) == 2
+    assert main(["explain", str(out / "missing"), "--topic", "orders", "--partition", "0"]) == 2
     assert "no such replay output folder" in capsys.readouterr().err
 
 
 def test_command_prints_the_timeline(outputs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     out = outputs["double-failure-unclean"]
-    assert explain_command(Namespace(source=out, topic="orders", partition=1)) == 0
+    assert main(["explain", str(out), "--topic", "orders", "--partition", "1"]) == 0
     assert capsys.readouterr().out == explain(out, "orders", 1)

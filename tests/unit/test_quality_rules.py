@@ -12,7 +12,8 @@ import pytest
 from statemachine.errors import Error
 from statemachine.states import PartitionState
 from streaming.cli import key_values
-from streaming.quality import (
+from streaming.errors import UsageError
+from streaming.quality.suite import (
     ALL_CAPABILITIES,
     DECISIONS,
     DECISIONS_VIEW,
@@ -35,7 +36,7 @@ STATES = [s.value for s in P]
 
 
 def test_importing_the_suite_imports_neither_spark_nor_gx() -> None:
-    code = "import sys, streaming.quality; print('pyspark' in sys.modules, 'great_expectations' in sys.modules)"
+    code = "import sys, streaming.quality.suite; print('pyspark' in sys.modules, 'great_expectations' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.split() == ["False", "False"]
 
@@ -131,7 +132,7 @@ def test_key_values(pairs: list[str] | None, expected: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("bad", ["spark.sql.shuffle.partitions", "=4"])
 def test_key_values_rejects_pairs_without_key_or_equals(bad: str) -> None:
-    with pytest.raises(ValueError, match="key=value"):
+    with pytest.raises(UsageError, match="key=value"):
         key_values([bad])
 
 

@@ -14,11 +14,11 @@ import pytest
 from markupsafe import escape
 
 from statemachine.controller import ControllerConfig
-from streaming.eventlog import read_event_log
-from streaming.lake import read_decisions_jsonl, read_delta
-from streaming.local_engine import ReplayResult, run_local, write_outputs
-from streaming.progress import Progress
-from streaming.report import Analysis, audit_sort_key, broker_event, build_report, reassignments, write_report
+from streaming.analysis.progress import Progress
+from streaming.analysis.report import Analysis, audit_sort_key, broker_event, build_report, reassignments, write_report
+from streaming.engine.local import ReplayResult, run_local, write_outputs
+from streaming.io.delta import read_decisions_jsonl, read_delta
+from streaming.io.eventlog import read_event_log
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["rolling-restart", "double-failure-unclean", "reassignment", "zombie-controller"]

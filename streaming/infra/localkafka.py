@@ -1,8 +1,8 @@
 """A single-node KRaft Kafka (broker and controller in one JVM) on 127.0.0.1, for tests and local runs.
 
-It runs the jars `python -m streaming.jars fetch` cached, so no Kafka install is needed. By hand:
+It runs the jars `python -m streaming.infra.jars fetch` cached, so no Kafka install is needed. By hand:
 
-    python -m streaming.localkafka start --port 9092 --data-dir /tmp/kafka   # Ctrl-C to stop
+    python -m streaming.infra.localkafka start --port 9092 --data-dir /tmp/kafka   # Ctrl-C to stop
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
-from streaming import jars
+from streaming.engine import connectors
+from streaming.infra import jars
+from streaming.io.eventlog import topic_partition_count
 
-DATA_ROOT = jars.CACHE / "kafka-data"
+DATA_ROOT = connectors.CACHE / "kafka-data"
 JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 # log4j2 properties (no YAML parser needed): everything goes to server.log in the data dir.
@@ -217,7 +219,7 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, timeout: float 
         # Raises TopicAlreadyExistsError (and other broker errors) itself.
         admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
         deadline = time.monotonic() + timeout
-        while _partition_count(admin, name) != partitions:
+        while topic_partition_count(bootstrap, name) != partitions:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topic {name!r} not visible with {partitions} partitions after {timeout}s")
             time.sleep(0.1)
@@ -225,24 +227,8 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, timeout: float 
         admin.close()
 
 
-def topic_partition_count(bootstrap: str, name: str) -> int:
-    """The topic's partition count; 0 if it does not exist."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        return _partition_count(admin, name)
-    finally:
-        admin.close()
-
-
-def _partition_count(admin: KafkaAdminClient, name: str) -> int:
-    if name not in admin.list_topics():
-        return 0
-    (description,) = admin.describe_topics([name])
-    return len(description["partitions"])
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streaming.localkafka", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m streaming.infra.localkafka", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     start = sub.add_parser("start", help="run a broker in the foreground until Ctrl-C or SIGTERM")
     start.add_argument("--port", type=int, default=9092, help="client port on 127.0.0.1 (0 = any free port)")

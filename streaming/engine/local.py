@@ -14,7 +14,7 @@ from typing import Any
 from schemas.events import Malformed, parse_event
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import Controller, ControllerConfig
-from streaming.lake import now_utc, write_decisions_jsonl, write_delta
+from streaming.io.delta import now_utc, write_decisions_jsonl, write_delta
 
 
 @dataclass

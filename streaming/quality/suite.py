@@ -27,7 +27,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from schemas.tables import QUALITY_RESULT
 from statemachine.errors import Error, Outcome
 from statemachine.states import VALID_PREVIOUS_PARTITION_STATES, PartitionState
+from streaming.errors import UsageError
+from streaming.io.delta import now_utc
 
 if TYPE_CHECKING:
-    import argparse
-
     from pyspark.sql import DataFrame, SparkSession
 
 SUITE_NAME = "isrflow_audit_v1"
@@ -701,27 +701,24 @@ def print_report(report: QualityReport, source: str, decisions: Path | None) -> 
         print(f"HTML results: {report.html_index}")
 
 
-def check_command(args: argparse.Namespace) -> int:
+def check(table: Path, since_batch: int | None = None, html: Path | None = None, master: str = "local[2]",
+          spark_conf: dict[str, str] | None = None) -> int:
     """`isrflow check AUDIT_TABLE [--since-batch N] [--html DIR]`: 0 when every critical expectation holds,
-    1 when one fails, 2 when the table is missing."""
-    table = Path(args.audit_table)
+    1 when one fails. A missing table is a UsageError."""
     if not is_delta_table(table):
-        print(f"isrflow check: no Delta table at {table} (no _delta_log folder)", file=sys.stderr)
-        return 2
+        raise UsageError(f"no Delta table at {table} (no _delta_log folder)")
     from pyspark.sql import functions as F
 
-    from streaming.cli import key_values
-    from streaming.spark_session import build_spark
+    from streaming.engine.session import build_spark
 
-    spark = build_spark(master=getattr(args, "master", "local[2]"), conf=key_values(getattr(args, "conf", None)))
+    spark = build_spark(master=master, conf=spark_conf)
     audit = spark.read.format("delta").load(str(table))
-    since = getattr(args, "since_batch", None)
-    if since is not None:
-        audit = audit.where(F.col("batch_id") >= since)
+    if since_batch is not None:
+        audit = audit.where(F.col("batch_id") >= since_batch)
     decisions_path = find_decisions(table)
     decisions = read_decisions(spark, decisions_path) if decisions_path is not None else None
-    report = run_suite(spark, audit, decisions, getattr(args, "html", None))
-    source = str(table) + (f" (batches >= {since})" if since is not None else "")
+    report = run_suite(spark, audit, decisions, html)
+    source = str(table) + (f" (batches >= {since_batch})" if since_batch is not None else "")
     print_report(report, source, decisions_path)
     return report.exit_code
 
@@ -738,8 +735,6 @@ def quality_on_batch(spark: SparkSession, audit_df: DataFrame, batch_id: int, re
     """Run the suite (audit-only variant) on one micro-batch's audit rows and append one row per expectation
     to the Delta table at `results_path`, idempotently (txnAppId isrflow-quality, txnVersion = batch_id).
     Returns {"failed": n, "warnings": n}. An empty batch writes nothing."""
-    from streaming.lake import now_utc
-
     report = run_suite(spark, audit_df, small=True)
     if report.audit_rows == 0:
         return {"failed": 0, "warnings": 0}
@@ -747,3 +742,13 @@ def quality_on_batch(spark: SparkSession, audit_df: DataFrame, batch_id: int, re
     (frame.write.format("delta").mode("append").option("txnAppId", RESULTS_APP_ID)
      .option("txnVersion", batch_id).save(str(results_path)))
     return report.summary()
+
+
+def batch_check(results_path: Path) -> Callable[[SparkSession, DataFrame, int], str]:
+    """The partition query's per-batch hook for `run --quality`: results to `results_path`, a summary back."""
+
+    def check(spark: SparkSession, audit_df: DataFrame, batch_id: int) -> str:
+        summary = quality_on_batch(spark, audit_df, batch_id, results_path)
+        return f"{summary['failed']} failed, {summary['warnings']} warnings"
+
+    return check

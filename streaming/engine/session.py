@@ -7,9 +7,9 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from streaming import jars
+from streaming.engine import connectors
 
-SPARK_TMP = jars.CACHE / "spark-tmp"
+SPARK_TMP = connectors.CACHE / "spark-tmp"
 
 
 def default_conf() -> dict[str, str]:
@@ -17,7 +17,7 @@ def default_conf() -> dict[str, str]:
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         # Local jars cached by `make jars`, so sessions start offline and resolve nothing.
-        **jars.spark_jar_conf(),
+        **connectors.spark_jar_conf(),
         # Sized to 2 cores: Spark's 200 shuffle partitions and Delta's 50 log-replay partitions are that many
         # tiny tasks per micro-batch or table read (a first Delta read of a 1-commit table took 24 s).
         "spark.sql.shuffle.partitions": "2",

@@ -15,7 +15,7 @@ Definitions the report uses (docs/incident-analysis.md says more):
 - a *leader change* is a partition getting a leader other than the one it had, not counting the first
   election of a new partition.
 
-Run `python -m streaming.report DIR` to (re)write the report of an existing replay output folder.
+Run `python -m streaming.analysis.report DIR` to (re)write the report of an existing replay output folder.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from streaming.lake import read_decisions_jsonl, read_delta
+from streaming.io.delta import read_decisions_jsonl, read_delta
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NO_LEADER = -1
@@ -1205,7 +1205,7 @@ def write_report(out_dir: Path) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1 or args[0].startswith("-"):
-        print("usage: python -m streaming.report REPLAY_OUT_DIR", file=sys.stderr)
+        print("usage: python -m streaming.analysis.report REPLAY_OUT_DIR", file=sys.stderr)
         return 2
     try:
         path = write_report(Path(args[0]))

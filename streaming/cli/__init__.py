@@ -1,4 +1,6 @@
-"""`isrflow` (also `python -m streaming`): demo, run, replay, and the tools around them."""
+"""`isrflow` (also `python -m streaming`): argument parsing only. Each command turns its arguments into a
+typed call of a library function; `main` is the one place that maps errors to exit codes:
+0 done, 1 a check failed or a query stopped with an error, 2 bad input from the user."""
 
 from __future__ import annotations
 
@@ -8,17 +10,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from statemachine.controller import ControllerConfig
+from streaming.errors import UsageError
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def key_values(pairs: Sequence[str] | None, flag: str = "--conf") -> dict[str, str]:
-    """`--conf k=v` style pairs as a dict; a pair without a key or `=` is a ValueError (exit 2)."""
+    """`--conf k=v` style pairs as a dict; a pair without a key or `=` is a UsageError (exit 2)."""
     out: dict[str, str] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"{flag} takes key=value, got '{pair}'")
+            raise UsageError(f"{flag} takes key=value, got '{pair}'")
         out[key.strip()] = value
     return out
 
@@ -32,7 +35,7 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
                                          "(default: anyone)")
 
 
-def controller_config(args: argparse.Namespace) -> ControllerConfig:
+def _controller_config(args: argparse.Namespace) -> ControllerConfig:
     return ControllerConfig(
         unclean_leader_election_enable=args.unclean_leader_election_enable == "true",
         auto_leader_rebalance_enable=args.auto_leader_rebalance_enable == "true",
@@ -46,40 +49,55 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", metavar="spark.k=v", help="extra Spark configuration")
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from streaming.replay import replay
+def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    return key_values(args.conf, "--conf")
 
-    return replay(args)
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from streaming.jobs.replay import KafkaBounds, ReplayOptions, replay
+
+    bounds = KafkaBounds(args.from_offset, args.to_offset, args.from_time, args.to_time)
+    print(replay(ReplayOptions(args.source, args.out, args.engine, args.batch_size, bounds,
+                               _controller_config(args), args.master, _spark_conf(args))))
+    return 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from streaming.run import run
+    from streaming.jobs.run import RunOptions, run
 
-    return run(args)
+    return run(RunOptions(
+        bootstrap_servers=args.bootstrap_servers, events_topic=args.events_topic,
+        decisions_topic=args.decisions_topic, audit_table=args.audit_table, checkpoint_dir=args.checkpoint_dir,
+        lake_dir=args.lake_dir, trigger=args.trigger,
+        kafka_options=key_values(args.kafka_option, "--kafka-option"), starting_offsets=args.starting_offsets,
+        quality=args.quality, config=_controller_config(args), master=args.master, spark_conf=_spark_conf(args)))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from streaming.demo import demo
+    from streaming.jobs.demo import demo
 
-    return demo(args)
+    return demo(args.port, args.work_dir, args.master, _spark_conf(args))
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from streaming.quality import check_command
+    from streaming.quality.suite import check
 
-    return check_command(args)
+    return check(args.audit_table, args.since_batch, args.html, args.master, _spark_conf(args))
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from streaming.explain import explain_command
+    from streaming.analysis.explain import explain
 
-    return explain_command(args)
+    sys.stdout.write(explain(args.source, args.topic, args.partition))
+    return 0
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from streaming.inspect_state import inspect_command
+    from streaming.analysis.inspect import inspect
 
-    return inspect_command(args)
+    sys.stdout.write(inspect(args.checkpoint_dir, args.topic, args.partition, args.json, args.master,
+                             _spark_conf(args)))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,10 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"isrflow: {exc}", file=sys.stderr)
+        code = args.func(args)
+    except (UsageError, FileNotFoundError) as exc:
+        print(f"isrflow {args.command}: {exc}", file=sys.stderr)
         return 2
+    sys.stdout.flush()
+    return code
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ micro-batch. CHECKPOINT_DIR is the checkpoint root given to `run` (or `replay`'s
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.tables import PARTITION_STATE
+from streaming.errors import UsageError
 
 QUERY = "partitions"
 
@@ -104,37 +104,34 @@ def render_table(rows: Sequence[Mapping[str, Any]], title: str) -> Any:
     return table
 
 
-def inspect_command(args: argparse.Namespace) -> int:
+def inspect(checkpoint_dir: Path, topic: str | None = None, partition: int | None = None,
+            as_json: bool = False, master: str = "local[2]", spark_conf: dict[str, str] | None = None) -> str:
+    """The current partition records of a checkpoint's state store, as a table or JSON lines."""
     from pyspark.sql import SparkSession
 
-    from streaming.cli import key_values
-    from streaming.spark_session import build_spark
+    from streaming.engine.session import build_spark
 
-    path = state_dir(args.checkpoint_dir)  # a clear error before starting Spark
+    path = state_dir(checkpoint_dir)  # a clear error before starting Spark
     existing = SparkSession.getActiveSession()
-    spark = build_spark("isrflow-inspect", getattr(args, "master", "local[2]") or "local[2]",
-                        key_values(getattr(args, "conf", None), "--conf"))
+    spark = build_spark("isrflow-inspect", master, spark_conf)
     try:
-        rows = read_state(spark, path, args.topic, args.partition)
+        rows = read_state(spark, path, topic, partition)
         batch = state_batch(spark, path)
     finally:
         if existing is None:
             spark.stop()
     if not rows:
-        what = " and ".join(f for f in (f"topic {args.topic}" if args.topic is not None else "",
-                                        f"partition {args.partition}" if args.partition is not None else "") if f)
-        print(f"isrflow inspect: no state record in {path}" + (f" for {what}" if what else ""), file=sys.stderr)
-        return 2
-    if args.json:
-        for r in rows:
-            sys.stdout.write(json.dumps(r, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
-        return 0
+        what = " and ".join(f for f in (f"topic {topic}" if topic is not None else "",
+                                        f"partition {partition}" if partition is not None else "") if f)
+        raise UsageError(f"no state record in {path}" + (f" for {what}" if what else ""))
+    if as_json:
+        return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows)
     from rich.console import Console
 
     title = f"{len(rows)} partition state record{'s' if len(rows) != 1 else ''} in {path}" + (
         f" (as of micro-batch {batch})" if batch is not None else "")
     # A terminal gets its own width; a file or a pipe gets whole lines rather than a table cut at 80 columns.
     console = Console() if sys.stdout.isatty() else Console(width=250)
-    console.print(render_table(rows, title))
-    return 0
+    with console.capture() as capture:
+        console.print(render_table(rows, title))
+    return capture.get()

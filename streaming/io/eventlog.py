@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from streaming.errors import UsageError
+
 
 def event_log_files(path: Path) -> list[Path]:
     """A file, or every *.jsonl file of a folder in name order (rotated logs sort by name)."""
@@ -52,15 +54,27 @@ class KafkaLog:
         return max(0, self.stop - self.start)
 
 
+def topic_partition_count(bootstrap_servers: str, topic: str) -> int:
+    """The topic's partition count; 0 if it does not exist."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    try:
+        if topic not in admin.list_topics():
+            return 0
+        (description,) = admin.describe_topics([topic])
+        return len(description["partitions"])
+    finally:
+        admin.close()
+
+
 def require_single_partition(bootstrap_servers: str, topic: str) -> None:
     """Only a single partition gives the controller's events a total order, as `__cluster_metadata` has."""
-    from streaming.localkafka import topic_partition_count
-
     partitions = topic_partition_count(bootstrap_servers, topic)
     if partitions == 0:
-        raise ValueError(f"events topic '{topic}' does not exist on {bootstrap_servers}")
+        raise UsageError(f"events topic '{topic}' does not exist on {bootstrap_servers}")
     if partitions != 1:
-        raise ValueError(f"events topic '{topic}' has {partitions} partitions; isrflow needs exactly one, "
+        raise UsageError(f"events topic '{topic}' has {partitions} partitions; isrflow needs exactly one, "
                          "because only a single partition gives the controller's events a total order")
 
 
@@ -84,7 +98,7 @@ def open_kafka_log(url: str, from_offset: int | None = None, to_offset: int | No
     rest = url[len("kafka://"):]
     bootstrap, _, topic = rest.partition("/")
     if not bootstrap or not topic:
-        raise ValueError(f"expected kafka://HOST:PORT/TOPIC, got {url}")
+        raise UsageError(f"expected kafka://HOST:PORT/TOPIC, got {url}")
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
         require_single_partition(bootstrap, topic)

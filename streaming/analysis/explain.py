@@ -13,19 +13,18 @@ the audit (`replicas_after`, `leader_recovery_state_after`), so they show withou
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streaming.lake import read_decisions_jsonl, read_delta, scan_delta
+from streaming.errors import UsageError
+from streaming.io.delta import read_decisions_jsonl, read_delta, scan_delta
 
 NO_LEADER = -1
 
 
-class PartitionNotFound(LookupError):
+class PartitionNotFound(UsageError):
     """The partition never appears in the audit table."""
 
 
@@ -299,17 +298,3 @@ def explain(source: Path, topic: str, partition: int) -> str:
     """The partition's timeline as text; raises PartitionNotFound when it never appears."""
     rows, context, decisions = load(Path(source), topic, partition)
     return render_timeline(topic, partition, rows, context, decisions)
-
-
-def explain_command(args: argparse.Namespace) -> int:
-    try:
-        text = explain(args.source, args.topic, args.partition)
-    except PartitionNotFound as exc:
-        print(f"isrflow explain: {exc}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
-        print(f"isrflow explain: {exc}", file=sys.stderr)
-        return 2
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streaming.lake import decision_json, decision_sort_key
+from streaming.io.delta import decision_json, decision_sort_key
 
 BATCH_HEADER = "isrflow.batch_id"
 QUERY_HEADER = "isrflow.query_id"

@@ -7,7 +7,6 @@ prints what happened and shuts everything down.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import time
 from collections import Counter
@@ -16,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from streaming.lake import read_delta
+from streaming.io.delta import read_delta
 
 EVENTS_TOPIC = "isrflow-events"
 DECISIONS_TOPIC = "isrflow-decisions"
@@ -114,24 +113,26 @@ def summarize(audit: list[dict[str, Any]], decisions: list[dict[str, Any]], quar
     return "\n".join(lines) + "\n" + capture.get()
 
 
-def demo(args: argparse.Namespace) -> int:
+def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str = "local[2]",
+         spark_conf: dict[str, str] | None = None) -> int:
     from statemachine.controller import ControllerConfig
-    from streaming.cli import key_values
-    from streaming.kafka_sink import DecisionPublisher
-    from streaming.localkafka import LocalKafkaBroker, create_topic
-    from streaming.pipeline import BatchCounts, Checkpoints, Lake, kafka_events
-    from streaming.run import progress_listener, start_pipeline
-    from streaming.spark_session import build_spark
+    from streaming.engine.counts import BatchCounts
+    from streaming.engine.pipeline import progress_listener, start_pipeline
+    from streaming.engine.session import build_spark
+    from streaming.engine.sinks import DecisionPublisher
+    from streaming.engine.sources import kafka_events
+    from streaming.infra.localkafka import LocalKafkaBroker, create_topic
+    from streaming.io.layout import Checkpoints, Lake
 
-    work: Path = args.work_dir.resolve()
+    work = work_dir.resolve()
     shutil.rmtree(work, ignore_errors=True)
     records = bundled_scenario()
-    print(f"isrflow demo: starting a local Kafka broker on 127.0.0.1:{args.port} ...")
-    with LocalKafkaBroker(port=args.port) as broker:
+    print(f"isrflow demo: starting a local Kafka broker on 127.0.0.1:{port} ...")
+    with LocalKafkaBroker(port=port) as broker:
         bootstrap = broker.bootstrap_servers
         create_topic(bootstrap, EVENTS_TOPIC, 1)
         create_topic(bootstrap, DECISIONS_TOPIC, 1)
-        spark = build_spark("isrflow-demo", args.master, key_values(args.conf, "--conf"))
+        spark = build_spark("isrflow-demo", master, spark_conf)
         lake = Lake.beside(work / "audit")
         counts = BatchCounts()
         spark.streams.addListener(progress_listener(counts))

@@ -1,74 +1,40 @@
 """Java dependencies, fetched from Maven Central with Maven and cached under `.cache/` (git-ignored).
 
 Two sets, each resolved from a pom under `tools/maven/` and copied flat into `.cache/jars/<set>/`:
-- `kafka-broker`: the KRaft Kafka broker and its log4j2 backend, run by `streaming.localkafka`.
+- `kafka-broker`: the KRaft Kafka broker and its log4j2 backend, run by `streaming.infra.localkafka`.
 - `spark`: Spark's Kafka connector and Delta Lake, minus every jar pyspark already ships (scala, jackson,
   hadoop, slf4j, ...), so the session's classpath holds one copy of each library; passed as `spark.jars`.
 
-`python -m streaming.jars fetch` is idempotent: a marker per set records the inputs it was built from, so a
+`python -m streaming.infra.jars fetch` is idempotent: a marker per set records the inputs it was built from, so a
 second run does nothing. After that, nothing here touches the network.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / ".cache"
-M2_REPO = CACHE / "m2"
-JARS_DIR = CACHE / "jars"
-MAVEN_DIR = ROOT / "tools" / "maven"
-# Routes every repository, including ones upstream poms declare, to Maven Central.
-MAVEN_SETTINGS = MAVEN_DIR / "settings.xml"
-MARKER = ".fetched"
-
-
-class JarsError(RuntimeError):
-    """Maven is missing, a download failed, or the jars were never fetched."""
-
-
-@dataclass(frozen=True)
-class JarSet:
-    name: str
-    pom: Path
-    drop_pyspark_bundled: bool
-
-    @property
-    def dest(self) -> Path:
-        return JARS_DIR / self.name
-
-
-KAFKA_BROKER = JarSet("kafka-broker", MAVEN_DIR / "kafka-broker" / "pom.xml", drop_pyspark_bundled=False)
-SPARK = JarSet("spark", MAVEN_DIR / "spark-connectors" / "pom.xml", drop_pyspark_bundled=True)
-JAR_SETS = (KAFKA_BROKER, SPARK)
-
-
-def _pyspark_jars_dir() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent / "jars"
-
-
-def _fingerprint(jar_set: JarSet) -> str:
-    digest = hashlib.sha256(jar_set.pom.read_bytes() + MAVEN_SETTINGS.read_bytes())
-    if jar_set.drop_pyspark_bundled:
-        # What gets dropped depends on the pyspark install, so a pyspark upgrade re-runs the fetch.
-        digest.update("\n".join(sorted(p.name for p in _pyspark_jars_dir().glob("*.jar"))).encode())
-    return digest.hexdigest()
-
-
-def is_fetched(jar_set: JarSet) -> bool:
-    marker = jar_set.dest / MARKER
-    return marker.is_file() and marker.read_text().strip() == _fingerprint(jar_set)
+from streaming.engine.connectors import (
+    JAR_SETS,
+    JARS_DIR,
+    KAFKA_BROKER,
+    M2_REPO,
+    MARKER,
+    MAVEN_SETTINGS,
+    JarsError,
+    JarSet,
+    fingerprint,
+    is_fetched,
+    jars_in,
+    pyspark_jars_dir,
+    require,
+)
 
 
 def _bundled_by_pyspark(artifact_id: str, pyspark_jar_names: list[str]) -> bool:
@@ -100,7 +66,7 @@ def _run_maven(jar_set: JarSet, out_dir: Path) -> None:
 def fetch_set(jar_set: JarSet) -> None:
     """Resolve one set into `.cache/jars/<name>/` unless it is already there for the same inputs."""
     if is_fetched(jar_set):
-        print(f"{jar_set.name}: cached, {len(_jars_in(jar_set.dest))} jars in {jar_set.dest}")
+        print(f"{jar_set.name}: cached, {len(jars_in(jar_set.dest))} jars in {jar_set.dest}")
         return
     print(f"{jar_set.name}: resolving {jar_set.pom} from Maven Central into {M2_REPO} ...")
     JARS_DIR.mkdir(parents=True, exist_ok=True)
@@ -108,7 +74,7 @@ def fetch_set(jar_set: JarSet) -> None:
         resolved, flat = Path(tmp) / "resolved", Path(tmp) / "flat"
         _run_maven(jar_set, resolved)
         flat.mkdir()
-        pyspark_jar_names = [p.name for p in _pyspark_jars_dir().glob("*.jar")] if jar_set.drop_pyspark_bundled else []
+        pyspark_jar_names = [p.name for p in pyspark_jars_dir().glob("*.jar")] if jar_set.drop_pyspark_bundled else []
         dropped = []
         for jar in sorted(resolved.rglob("*.jar")):
             artifact_id = jar.parent.parent.name  # <group dirs>/<artifactId>/<version>/<file>.jar
@@ -116,11 +82,11 @@ def fetch_set(jar_set: JarSet) -> None:
                 dropped.append(jar.name)
             else:
                 shutil.copy2(jar, flat / jar.name)
-        (flat / MARKER).write_text(_fingerprint(jar_set) + "\n")
+        (flat / MARKER).write_text(fingerprint(jar_set) + "\n")
         # Swap in whole, marker included, so an interrupted fetch never looks complete.
         shutil.rmtree(jar_set.dest, ignore_errors=True)
         flat.rename(jar_set.dest)
-    print(f"{jar_set.name}: {len(_jars_in(jar_set.dest))} jars in {jar_set.dest}")
+    print(f"{jar_set.name}: {len(jars_in(jar_set.dest))} jars in {jar_set.dest}")
     if dropped:
         print(f"{jar_set.name}: left out {len(dropped)} jars pyspark already ships: {', '.join(dropped)}")
 
@@ -131,36 +97,15 @@ def fetch() -> None:
         fetch_set(jar_set)
 
 
-def _jars_in(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.jar"))
-
-
-def _require(jar_set: JarSet) -> list[Path]:
-    if not is_fetched(jar_set):  # also catches a pom edited since the last fetch
-        raise JarsError(
-            f"The {jar_set.name} jars in {jar_set.dest} are missing or older than {jar_set.pom.name}; "
-            "run `make jars` (or `.venv/bin/python -m streaming.jars fetch`)."
-        )
-    return _jars_in(jar_set.dest)
-
-
 def kafka_broker_classpath() -> str:
     """The `java -cp` value that runs the Kafka broker and its storage tool."""
-    return os.pathsep.join(str(p) for p in _require(KAFKA_BROKER))
+    return os.pathsep.join(str(p) for p in require(KAFKA_BROKER))
 
 
-def spark_jars() -> list[Path]:
-    """Spark's Kafka connector and Delta jars, without what pyspark already ships."""
-    return _require(SPARK)
-
-
-def spark_jar_conf() -> dict[str, str]:
-    """Spark conf that puts the connectors on the driver and executor classpaths (no network at runtime)."""
-    return {"spark.jars": ",".join(str(p) for p in spark_jars())}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streaming.jars", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m streaming.infra.jars", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch", help="download (once) and cache the Kafka broker and Spark connector jars")
     parser.parse_args(argv)

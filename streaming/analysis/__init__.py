@@ -1,0 +1,1 @@
+"""Reading what a run produced: the incident report, explain, inspect, progress."""

@@ -1,0 +1,45 @@
+"""The pipeline's event sources, each a streaming DataFrame of (source_offset, value)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from schemas.tables import BINARY, LONG, Column, TableSchema
+from streaming.io.delta import arrow_table
+
+
+def kafka_events(spark: Any, bootstrap_servers: str, topic: str, starting_offsets: str = "earliest",
+                 options: dict[str, str] | None = None) -> Any:
+    """The events topic as (source_offset, value); checked by `streaming.eventlog.require_single_partition`."""
+    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
+              .option("subscribe", topic).option("startingOffsets", starting_offsets)
+              .option("failOnDataLoss", "true"))
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    return reader.load().selectExpr("offset AS source_offset", "value")
+
+
+def staged_events(spark: Any, staging: Path, records: Iterator[tuple[int, bytes]], batch_size: int) -> Any:
+    """An event log staged as a Delta table, one commit per `batch_size` records (0 = one commit), read as a
+    stream one commit per micro-batch: the file's line numbers stay the offsets."""
+
+    staging_schema = TableSchema("staged_event", (Column("source_offset", LONG, False), Column("value", BINARY)))
+    chunk: list[dict[str, Any]] = []
+    chunks = 0
+
+    def flush() -> None:
+        nonlocal chunks
+        (spark.createDataFrame(arrow_table(chunk, staging_schema)).coalesce(1).write.format("delta")
+         .mode("append").save(str(staging)))
+        chunks += 1
+        chunk.clear()
+
+    for offset, raw in records:
+        chunk.append({"source_offset": offset, "value": raw})
+        if batch_size and len(chunk) >= batch_size:
+            flush()
+    if chunk or not chunks:
+        flush()
+    return spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(str(staging))

@@ -1,0 +1,1 @@
+"""Local infrastructure: the Kafka broker, the Java jars from Maven Central, the scenario builder."""

@@ -1,0 +1,1 @@
+"""Where outputs live, Delta tables read and written without Spark, event logs."""

@@ -1,0 +1,93 @@
+"""Where a pipeline's outputs and checkpoints live: the one place that knows the layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Lake:
+    """Where the pipeline's tables live."""
+
+    audit: Path
+    quarantine: Path
+    bronze: Path
+    commands: Path
+    decisions: Path
+    quality: Path
+
+    @classmethod
+    def beside(cls, audit: Path, root: Path | None = None) -> Lake:
+        root = root or audit.parent
+        return cls(audit=audit, quarantine=root / "quarantine", bronze=root / "bronze",
+                   commands=root / "commands", decisions=root / "decisions", quality=root / "quality")
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    root: Path
+
+    @property
+    def sequencer(self) -> Path:
+        return self.root / "sequencer"
+
+    @property
+    def sequencer_state(self) -> Path:
+        return self.root / "sequencer-state"
+
+    @property
+    def partitions(self) -> Path:
+        return self.root / "partitions"
+
+
+@dataclass(frozen=True)
+class ReplayOutput:
+    """A replay's output folder: `decisions.jsonl`, `audit/` and `quarantine/` (Delta), `report.html`, and the
+    Spark engine's working tables and checkpoints under `_pipeline/`."""
+
+    root: Path
+
+    @property
+    def decisions_jsonl(self) -> Path:
+        return self.root / "decisions.jsonl"
+
+    @property
+    def audit(self) -> Path:
+        return self.root / "audit"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / "quarantine"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "_pipeline"
+
+    @property
+    def lake(self) -> Lake:
+        work = self.work
+        return Lake(audit=self.audit, quarantine=self.quarantine, bronze=work / "bronze",
+                    commands=work / "commands", decisions=work / "decisions", quality=work / "quality")
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        return Checkpoints(self.work / "checkpoints")
+
+    @property
+    def staging(self) -> Path:
+        return self.work / "staging"
+
+    def clear(self) -> None:
+        """A replay rewrites its output folder's tables rather than mixing two runs."""
+        import shutil
+
+        for target in (self.audit, self.quarantine, self.work, self.decisions_jsonl, self.report):
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
