@@ -105,7 +105,7 @@ def render_table(rows: Sequence[Mapping[str, Any]], title: str) -> Any:
 
 
 def inspect(checkpoint_dir: Path, topic: str | None = None, partition: int | None = None,
-            as_json: bool = False, master: str = "local[2]", spark_conf: dict[str, str] | None = None) -> str:
+            as_json: bool = False, master: str | None = None, spark_conf: dict[str, str] | None = None) -> str:
     """The current partition records of a checkpoint's state store, as a table or JSON lines."""
     from pyspark.sql import SparkSession
 

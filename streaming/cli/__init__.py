@@ -5,6 +5,7 @@ typed call of a library function; `main` is the one place that maps errors to ex
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,12 +46,21 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
 
 
 def _add_spark_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    p.add_argument("--master", help="Spark master URL (default local[2], or spark-submit's --master)")
     p.add_argument("--conf", action="append", metavar="spark.k=v", help="extra Spark configuration")
+    p.add_argument("--jars", help="comma-separated Kafka connector and Delta jars to use instead of the cache or "
+                                  "their Maven coordinates (also: ISRFLOW_SPARK_JARS); see `isrflow jars`")
+    p.add_argument("--verbose", action="store_true", help="Spark's own logging instead of isrflow's quiet one")
 
 
 def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
-    return key_values(args.conf, "--conf")
+    """--conf pairs, with --jars and --verbose carried as the `isrflow.*` keys build_spark reads."""
+    conf = key_values(args.conf, "--conf")
+    if getattr(args, "jars", None):
+        conf["isrflow.jars"] = args.jars
+    if getattr(args, "verbose", False):
+        conf["isrflow.verbose"] = "true"
+    return conf
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -70,13 +80,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
         decisions_topic=args.decisions_topic, audit_table=args.audit_table, checkpoint_dir=args.checkpoint_dir,
         lake_dir=args.lake_dir, trigger=args.trigger,
         kafka_options=key_values(args.kafka_option, "--kafka-option"), starting_offsets=args.starting_offsets,
-        quality=args.quality, config=_controller_config(args), master=args.master, spark_conf=_spark_conf(args)))
+        quality=args.quality, config=_controller_config(args), master=args.master, spark_conf=_spark_conf(args),
+        state_partitions=args.state_partitions))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from streaming.jobs.demo import demo
 
     return demo(args.port, args.work_dir, args.master, _spark_conf(args))
+
+
+def _cmd_jars(args: argparse.Namespace) -> int:
+    from streaming.engine.connectors import SPARK_PACKAGE_EXCLUDES, SPARK_PACKAGES, TOKEN_PROVIDER, spark_jar_source
+
+    print("Maven coordinates (spark-submit --packages / spark.jars.packages):")
+    print("  " + ",".join(SPARK_PACKAGES))
+    print(f"  plus {TOKEN_PROVIDER}, resolved on its own (spark.jars)")
+    print("excluded (pyspark ships them; spark.jars.excludes):\n  " + ",".join(SPARK_PACKAGE_EXCLUDES))
+    print("this machine uses " + spark_jar_source(args.jars.split(",") if args.jars else None).describe())
+    return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -128,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quality", action="store_true",
                    help="run the data-quality suite on each micro-batch's audit rows; results to a 'quality' "
                         "Delta table beside the audit, summary in the progress line")
+    p.add_argument("--state-partitions", type=int, metavar="N",
+                   help="partitions of the state store (spark.sql.shuffle.partitions) for a new checkpoint; fixed "
+                        "for the checkpoint's life (default: the checkpoint's own, else Spark's default 200)")
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)
@@ -146,6 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("jars", help="the connectors' Maven coordinates, and where this machine takes them from")
+    p.add_argument("--jars", help="comma-separated jars, as the Spark commands take them")
+    p.set_defaults(func=_cmd_jars)
 
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
     p.add_argument("audit_table", type=Path)
@@ -173,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # kafka-python logs every reconnect and coordinator change as a warning; --verbose shows them.
+    logging.getLogger("kafka").setLevel(logging.INFO if getattr(args, "verbose", False) else logging.ERROR)
     try:
         code = args.func(args)
     except (UsageError, FileNotFoundError) as exc:

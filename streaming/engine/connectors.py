@@ -1,11 +1,18 @@
 """Where the project's Java jars live once fetched (`.cache/jars/<set>/`, git-ignored), whether a set is
 complete, and the Spark conf that puts the connectors (Kafka source/sink, Delta) on the classpath.
 Fetching them with Maven is `streaming.infra.jars`.
+
+The connectors come from the first of: jars given explicitly (`--jars` or ISRFLOW_SPARK_JARS), the checkout's
+cache when `make jars` filled it, or Spark's own resolution of their Maven coordinates (`spark.jars.packages`),
+which is what an installed wheel uses.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +24,36 @@ MAVEN_DIR = ROOT / "tools" / "maven"
 # Routes every repository, including ones upstream poms declare, to Maven Central.
 MAVEN_SETTINGS = MAVEN_DIR / "settings.xml"
 MARKER = ".fetched"
+JARS_ENV = "ISRFLOW_SPARK_JARS"
+
+IVY_ENV = "ISRFLOW_IVY_DIR"
+
+# The connectors of tools/maven/spark-connectors/pom.xml as Maven coordinates (a unit test keeps them equal).
+SPARK_PACKAGES = (
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.3",
+    "io.delta:delta-spark_4.1_2.13:4.4.0",
+    "com.fasterxml.jackson.datatype:jackson-datatype-jdk8:2.20.0",
+)
+# The pom's dependencyManagement pin: spark-sql-kafka asks for a token provider of its own version, which
+# Maven Central lacks, and Ivy cannot be told to prefer an older revision. So it is excluded from the
+# resolution above and resolved alone (`pinned_jar`).
+TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.1.0-preview1"
+# What pyspark already ships (the pom route drops the same jars after the fetch), the pom's RoaringBitmap
+# exclusion, and the token provider.
+SPARK_PACKAGE_EXCLUDES = (
+    "com.fasterxml.jackson.core:jackson-annotations", "com.fasterxml.jackson.core:jackson-core",
+    "com.fasterxml.jackson.core:jackson-databind", "com.github.luben:zstd-jni", "com.google.code.findbugs:jsr305",
+    "commons-logging:commons-logging", "commons-pool:commons-pool", "io.airlift:aircompressor",
+    "org.apache.hadoop:hadoop-client-api", "org.apache.hadoop:hadoop-client-runtime",
+    "org.apache.logging.log4j:log4j-api", "org.apache.logging.log4j:log4j-core",
+    "org.apache.logging.log4j:log4j-slf4j2-impl", "org.apache.parquet:parquet-column",
+    "org.apache.parquet:parquet-common", "org.apache.parquet:parquet-encoding",
+    "org.apache.parquet:parquet-format-structures", "org.apache.parquet:parquet-hadoop",
+    "org.apache.parquet:parquet-jackson", "org.locationtech.jts:jts-core", "org.lz4:lz4-java",
+    "org.scala-lang.modules:scala-parallel-collections_2.13", "org.slf4j:slf4j-api", "org.xerial.snappy:snappy-java",
+    "org.roaringbitmap:RoaringBitmap", "org.roaringbitmap:shims",
+    "org.apache.spark:spark-token-provider-kafka-0-10_2.13",
+)
 
 
 class JarsError(RuntimeError):
@@ -78,6 +115,63 @@ def spark_jars() -> list[Path]:
     return require(SPARK)
 
 
-def spark_jar_conf() -> dict[str, str]:
-    """Spark conf that puts the connectors on the driver and executor classpaths (no network at runtime)."""
-    return {"spark.jars": ",".join(str(p) for p in spark_jars())}
+def in_checkout() -> bool:
+    """True when running from the repository (editable install), where `make jars` fills the cache."""
+    return SPARK.pom.is_file()
+
+
+@dataclass(frozen=True)
+class JarSource:
+    """Where the connectors come from, and the Spark conf that puts them on driver and executor classpaths."""
+
+    name: str
+    conf: dict[str, str]
+
+    def describe(self) -> str:
+        jars = self.conf.get("spark.jars")
+        return f"{self.name}: " + (jars.replace(",", "\n  ") if jars else self.conf["spark.jars.packages"])
+
+
+def spark_jar_source(jars: Sequence[str] | None = None) -> JarSource:
+    """The connectors from `jars`, else ISRFLOW_SPARK_JARS, else the checkout's cache, else their coordinates."""
+    explicit = [j for j in (jars or []) if j]
+    if explicit:
+        return JarSource("--jars", {"spark.jars": ",".join(explicit)})
+    if os.environ.get(JARS_ENV, "").strip():
+        return JarSource(JARS_ENV, {"spark.jars": os.environ[JARS_ENV].strip()})
+    if in_checkout() and is_fetched(SPARK):
+        return JarSource(f"cache {SPARK.dest}", {"spark.jars": ",".join(str(p) for p in spark_jars())})
+    # Spark resolves them with Ivy at start-up into spark.jars.ivy, then ships them to executors.
+    ivy = ivy_dir()
+    return JarSource(f"Maven coordinates (spark.jars.packages, Ivy cache {ivy})", {
+        "spark.jars.packages": ",".join(SPARK_PACKAGES),
+        "spark.jars.excludes": ",".join(SPARK_PACKAGE_EXCLUDES),
+        "spark.jars.ivy": str(ivy),
+        "spark.jars": str(pinned_jar(TOKEN_PROVIDER, ivy)),
+    })
+
+
+def ivy_dir() -> Path:
+    """Ivy's cache for spark.jars.packages: ISRFLOW_IVY_DIR, or ~/.ivy2 as Spark would use."""
+    return Path(os.environ.get(IVY_ENV) or Path.home() / ".ivy2").resolve()
+
+
+def pinned_jar(coordinate: str, ivy: Path) -> Path:
+    """One jar resolved by Spark's Ivy on its own (no other revision competing), into `ivy`/jars."""
+
+    group, artifact, version = coordinate.split(":")
+    jar = ivy / "jars" / f"{group}_{artifact}-{version}.jar"
+    if jar.is_file():
+        return jar
+    spark_submit = pyspark_jars_dir().parent / "bin" / "spark-submit"
+    # spark-submit resolves --packages before it runs its application: this file, which does nothing as a script.
+    result = subprocess.run([str(spark_submit), "--packages", coordinate, "--conf", f"spark.jars.ivy={ivy}",
+                             "--conf", "spark.ui.enabled=false", __file__],
+                            capture_output=True, text=True, check=False)
+    if not jar.is_file():
+        raise JarsError(f"could not resolve {coordinate} into {ivy}:\n{result.stderr[-2000:]}")
+    return jar
+
+
+def spark_jar_conf(jars: Sequence[str] | None = None) -> dict[str, str]:
+    return spark_jar_source(jars).conf

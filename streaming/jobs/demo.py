@@ -113,7 +113,7 @@ def summarize(audit: list[dict[str, Any]], decisions: list[dict[str, Any]], quar
     return "\n".join(lines) + "\n" + capture.get()
 
 
-def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str = "local[2]",
+def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str | None = None,
          spark_conf: dict[str, str] | None = None) -> int:
     from statemachine.controller import ControllerConfig
     from streaming.engine.counts import BatchCounts

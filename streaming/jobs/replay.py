@@ -36,7 +36,7 @@ class ReplayOptions:
     batch_size: int = 0
     bounds: KafkaBounds = field(default_factory=KafkaBounds)
     config: ControllerConfig = field(default_factory=ControllerConfig)
-    master: str = "local[2]"
+    master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
 
 

@@ -26,14 +26,16 @@ class RunOptions:
     starting_offsets: str = "earliest"
     quality: bool = False
     config: ControllerConfig = field(default_factory=ControllerConfig)
-    master: str = "local[2]"
+    master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
+    # spark.sql.shuffle.partitions of a new checkpoint (None: the checkpoint's own, else Spark's default 200).
+    state_partitions: int | None = None
 
 
 def run(options: RunOptions) -> int:
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
-    from streaming.engine.session import build_spark
+    from streaming.engine.session import SHUFFLE_PARTITIONS, build_spark, default_master, state_partitions_conf
     from streaming.engine.sinks import DecisionPublisher
     from streaming.engine.sources import kafka_events
     from streaming.io.eventlog import require_single_partition
@@ -41,9 +43,16 @@ def run(options: RunOptions) -> int:
     from streaming.quality.suite import batch_check
 
     require_single_partition(options.bootstrap_servers, options.events_topic)
-    spark = build_spark("isrflow-run", options.master, options.spark_conf)
-    lake = Lake.beside(options.audit_table.resolve(), options.lake_dir.resolve() if options.lake_dir else None)
     checkpoints = Checkpoints(Path(options.checkpoint_dir).resolve())
+    requested = options.state_partitions
+    if requested is None and SHUFFLE_PARTITIONS in options.spark_conf:
+        requested = int(options.spark_conf[SHUFFLE_PARTITIONS])
+    conf = {**options.spark_conf,
+            **state_partitions_conf(requested, [checkpoints.partitions, checkpoints.sequencer])}
+    # A local master is one machine: its small settings stay, but never the state partitions.
+    master = options.master or default_master()
+    spark = build_spark("isrflow-run", master, conf, small_machine=bool(master and master.startswith("local")))
+    lake = Lake.beside(options.audit_table.resolve(), options.lake_dir.resolve() if options.lake_dir else None)
     trigger = parse_trigger(options.trigger)
     events = kafka_events(spark, options.bootstrap_servers, options.events_topic, options.starting_offsets,
                           options.kafka_options)
@@ -54,7 +63,7 @@ def run(options: RunOptions) -> int:
     spark.streams.addListener(progress_listener(counts))
     check = batch_check(lake.quality) if options.quality else None
     print(f"isrflow run: {options.events_topic} -> {options.decisions_topic}, audit {lake.audit}, "
-          f"checkpoints {checkpoints.root}")
+          f"checkpoints {checkpoints.root}, {conf[SHUFFLE_PARTITIONS]} state partitions")
     try:
         if "availableNow" in trigger:
             run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check)

@@ -165,7 +165,7 @@ def test_end_to_end_kafka_to_sink_topic_and_delta(spark: Any, kafka_broker: Any,
     args = ["run", "--bootstrap-servers", bootstrap, "--events-topic", "e2e-events", "--decisions-topic",
             "e2e-decisions", "--audit-table", str(tmp_path / "lake" / "audit"), "--checkpoint-dir",
             str(tmp_path / "ckpt"), "--trigger", "available-now", "--kafka-option", "maxOffsetsPerTrigger=10",
-            "--quality"]
+            "--quality", "--state-partitions", "2"]
     assert main(args) == 0
     expected = run_local(enumerate(lines))
     consumed = consume_decisions(bootstrap, "e2e-decisions")

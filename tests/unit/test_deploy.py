@@ -1,0 +1,65 @@
+"""Deployment settings without a JVM: the connectors' Maven coordinates match the pom the cache is built from,
+and state partitions are fixed per checkpoint."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from streaming.engine import connectors
+from streaming.engine.session import state_partitions_conf
+from streaming.errors import UsageError
+
+POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def pom_coordinates(section: str) -> set[str]:
+    root = ET.parse(connectors.SPARK.pom).getroot()
+    return {":".join(d.findtext(f"m:{k}", namespaces=POM_NS) for k in ("groupId", "artifactId", "version"))
+            for d in root.findall(f"{section}/m:dependency", POM_NS)}
+
+
+def test_maven_coordinates_are_the_poms_dependencies_and_pins() -> None:
+    assert set(connectors.SPARK_PACKAGES) | {connectors.TOKEN_PROVIDER} == (
+        pom_coordinates("m:dependencies") | pom_coordinates("m:dependencyManagement/m:dependencies"))
+    # Every jar the cache route keeps is one the coordinates bring; nothing it drops is left unexcluded.
+    excluded = {e.split(":")[1] for e in connectors.SPARK_PACKAGE_EXCLUDES}
+    assert "spark-token-provider-kafka-0-10_2.13" in excluded
+    assert not excluded & {c.split(":")[1] for c in connectors.SPARK_PACKAGES}
+
+
+def test_explicit_jars_win_over_the_environment_and_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(connectors.JARS_ENV, "/opt/env.jar")
+    assert connectors.spark_jar_conf(["/opt/a.jar", "/opt/b.jar"]) == {"spark.jars": "/opt/a.jar,/opt/b.jar"}
+    assert connectors.spark_jar_conf([""]) == {"spark.jars": "/opt/env.jar"}
+
+
+def write_offset_log(checkpoint: Path, batch: int, partitions: int) -> None:
+    """An offset log entry as Spark writes it: a version line, the batch metadata with its conf, the offsets."""
+    offsets = checkpoint / "offsets"
+    offsets.mkdir(parents=True, exist_ok=True)
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {"spark.sql.shuffle.partitions": str(partitions)}}
+    (offsets / str(batch)).write_text(f"v1\n{json.dumps(meta)}\n{{\"events\":{{\"0\":{batch}}}}}")
+
+
+def test_state_partitions_default_to_sparks_and_follow_the_checkpoint(tmp_path: Path) -> None:
+    partitions = tmp_path / "partitions"
+    assert state_partitions_conf(None, [partitions]) == {"spark.sql.shuffle.partitions": "200"}
+    assert state_partitions_conf(8, [partitions]) == {"spark.sql.shuffle.partitions": "8"}
+    write_offset_log(partitions, 0, 8)
+    write_offset_log(partitions, 1, 8)
+    assert state_partitions_conf(None, [partitions]) == {"spark.sql.shuffle.partitions": "8"}
+    assert state_partitions_conf(8, [partitions]) == {"spark.sql.shuffle.partitions": "8"}
+
+
+def test_changing_state_partitions_on_an_existing_checkpoint_is_refused(tmp_path: Path) -> None:
+    write_offset_log(tmp_path / "partitions", 3, 2)
+    with pytest.raises(UsageError, match="was started with 2 state partitions") as info:
+        state_partitions_conf(200, [tmp_path / "partitions", tmp_path / "sequencer"])
+    assert "--state-partitions 2" in str(info.value)
+    with pytest.raises(UsageError, match="at least 1"):
+        state_partitions_conf(0, [tmp_path / "new"])
+
