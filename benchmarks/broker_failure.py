@@ -7,7 +7,7 @@ Measures, on the real pipeline (local Kafka broker, Spark local[2], Delta):
 - the floor: the same commands through a no-op applyInPandasWithState (every group, nothing done);
 - the pure core (`Controller.handle`) on the same event, for reference.
 
-Run: .venv/bin/python benchmarks/broker_failure.py [--partitions 10000]
+Run: .venv/bin/python benchmarks/broker_failure.py [--partitions 10000] [--master spark://...] [--conf k=v]
 Not a test: numbers go to docs/performance.md with the command that produced them.
 """
 
@@ -108,11 +108,10 @@ def noop_floor(spark: Any, commands: Path, offset: int, work: Path) -> float:
     return query.lastProgress["batchDuration"] / 1000
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--partitions", type=int, default=10_000)
-    args = parser.parse_args()
-    setup, failure = cluster_log(args.partitions)
+def measure(partitions: int, master: str | None = None, conf: dict[str, str] | None = None,
+            echo: Any = print) -> dict[str, float]:
+    """One run of the benchmark; returns its figures in seconds (and prints them with `echo`)."""
+    setup, failure = cluster_log(partitions)
     failure_offset = len(setup)
     failure_id = json.loads(failure)["event_id"]
 
@@ -129,7 +128,7 @@ def main() -> int:
         bootstrap = broker.bootstrap_servers
         create_topic(bootstrap, "events", 1)
         create_topic(bootstrap, "decisions", 1)
-        spark = build_spark("isrflow-bench")
+        spark = build_spark("isrflow-bench", master, conf)
         lake, checkpoints = Lake.beside(work / "audit"), Checkpoints(work / "ckpt")
         counts = BatchCounts()
         lines: list[str] = []
@@ -152,15 +151,25 @@ def main() -> int:
         spark.stop()
 
     end_to_end = last_decision - appended
-    print(f"partitions: {args.partitions}; decisions caused by the failure: {expected}")
-    print(f"pure core (Controller.handle of the failure): {core_seconds:.2f}s")
-    print("progress lines after the failure was appended:")
+    echo(f"partitions: {partitions}; decisions caused by the failure: {expected}")
+    echo(f"pure core (Controller.handle of the failure): {core_seconds:.2f}s")
+    echo("progress lines after the failure was appended:")
     for line in lines:
         if "batch" in line:
-            print("  " + line)
-    print(f"end to end (append -> last decision on the sink topic): {end_to_end:.1f}s")
-    print(f"floor (no-op applyInPandasWithState, same {expected + 1} commands, one micro-batch): {floor:.1f}s")
-    print(f"ratio end-to-end / floor: {end_to_end / floor:.1f}x")
+            echo("  " + line)
+    echo(f"end to end (append -> last decision on the sink topic): {end_to_end:.1f}s")
+    echo(f"floor (no-op applyInPandasWithState, same {expected + 1} commands, one micro-batch): {floor:.1f}s")
+    echo(f"ratio end-to-end / floor: {end_to_end / floor:.1f}x")
+    return {"core": core_seconds, "end_to_end": end_to_end, "floor": floor}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--master", help="Spark master URL (default local[2])")
+    parser.add_argument("--conf", action="append", metavar="spark.k=v", help="extra Spark configuration")
+    args = parser.parse_args()
+    measure(args.partitions, args.master, dict(pair.split("=", 1) for pair in args.conf or []))
     return 0
 
 

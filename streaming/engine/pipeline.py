@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -64,6 +65,16 @@ def run_bounded(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, c
                     progress).awaitTermination()
     start_partition_machine(spark, lake, checkpoints, AVAILABLE_NOW, publisher, counts,
                             one_sequencer_batch_per_trigger, check).awaitTermination()
+    drain_listeners(spark)
+
+
+def drain_listeners(spark: Any) -> None:
+    """Wait until Spark has delivered every queued listener event: progress lines reach the Python listener
+    before the caller goes on (or exits, which would leave the JVM calling back into a closed Python)."""
+    from py4j.protocol import Py4JJavaError
+
+    with contextlib.suppress(Py4JJavaError):  # still busy after 60 s: go on without the last lines
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)
 
 
 def replay_spark(spark: Any, records: Iterable[tuple[int, bytes]], lake: Lake, checkpoints: Checkpoints,

@@ -40,7 +40,8 @@ class LocalSparkCluster:
 
     def _launch(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.root),
-               "SPARK_NO_DAEMONIZE": "1"}
+               # No REST submission server: it would take the fixed port 6066 beside other clusters.
+               "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
         with (self.root / f"{name}.log").open("ab") as log:
             return subprocess.Popen([str(spark_class()), *args], stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)

@@ -36,7 +36,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSparkClus
 def run_command(bootstrap: str, events: str, decisions: str, work: Path, master: str) -> list[str]:
     return [str(ISRFLOW), "run", "--bootstrap-servers", bootstrap, "--events-topic", events, "--decisions-topic",
             decisions, "--audit-table", str(work / "lake" / "audit"), "--checkpoint-dir", str(work / "ckpt"),
-            "--trigger", "available-now", "--kafka-option", "maxOffsetsPerTrigger=5", "--state-partitions", "2",
+            "--trigger", "available-now", "--kafka-option", "maxOffsetsPerTrigger=10", "--state-partitions", "2",
             "--master", master, "--conf", "spark.executor.memory=512m", "--conf", "spark.task.maxFailures=8",
             "--conf", "spark.databricks.delta.snapshotPartitions=2"]
 
@@ -71,10 +71,10 @@ def test_run_on_a_standalone_cluster_survives_a_lost_worker(cluster: LocalSparkC
     log = tmp_path / "run-1.log"
     process = start(command, log)
     try:
-        # Kill a worker once the sequencer is a few micro-batches in: the Kafka reads and Delta writes of the
-        # next batches lose their executor.
+        # Kill a worker once the sequencer is two micro-batches in: the Kafka reads and Delta writes of the
+        # next batch lose their executor.
         deadline = time.monotonic() + 600
-        while "[sequencer] batch 2:" not in log.read_text() and process.poll() is None:
+        while "[sequencer] batch 1:" not in log.read_text() and process.poll() is None:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.5)
         cluster.kill_worker(0)
