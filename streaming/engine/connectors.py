@@ -158,7 +158,6 @@ def ivy_dir() -> Path:
 
 def pinned_jar(coordinate: str, ivy: Path) -> Path:
     """One jar resolved by Spark's Ivy on its own (no other revision competing), into `ivy`/jars."""
-
     group, artifact, version = coordinate.split(":")
     jar = ivy / "jars" / f"{group}_{artifact}-{version}.jar"
     if jar.is_file():

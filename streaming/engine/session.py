@@ -99,18 +99,11 @@ def default_master() -> str | None:
     return None if under_spark_submit() else "local[2]"
 
 
-def build_spark(
-    app_name: str = "isrflow", master: str | None = None, conf: dict[str, str] | None = None, *,
-    small_machine: bool = True,
-) -> SparkSession:
-    """Create (or return the process's existing) SparkSession; `conf` entries override the defaults.
-
-    `small_machine` applies the 2-core settings; without it Spark's and Delta's defaults stand except what
-    `conf` sets. In `conf`, `isrflow.verbose=true` leaves Spark's own logging (its log4j2 defaults) in place
-    and `isrflow.jars` lists connector jars to use instead of the cache or the Maven coordinates."""
-    # Python workers must run this interpreter, or they miss the venv's packages (pandas, pyarrow, ours).
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+def session_conf(conf: dict[str, str] | None = None, small_machine: bool = True) -> dict[str, str]:
+    """Every setting of a new session: ours, then `conf` on top. In `conf`, `isrflow.verbose=true` leaves
+    Spark's own logging (its log4j2 defaults) in place and `isrflow.jars` lists connector jars to use instead
+    of the cache or the Maven coordinates. `small_machine` applies the 2-core settings; without it Spark's
+    and Delta's defaults stand except what `conf` sets."""
     user = dict(conf or {})
     jars = user.pop(JARS_KEY, "").split(",")
     verbose = user.pop(VERBOSE_KEY, "false") == "true"
@@ -125,12 +118,21 @@ def build_spark(
                 "spark.executor.extraJavaOptions"):
         if key in user and key in settings:  # add to ours rather than drop Delta, Kafka or the log config
             user[key] = f"{settings[key]}{' ' if 'JavaOptions' in key else ','}{user[key]}"
-    settings.update(user)
+    return {**settings, **user}
 
+
+def build_spark(
+    app_name: str = "isrflow", master: str | None = None, conf: dict[str, str] | None = None, *,
+    small_machine: bool = True,
+) -> SparkSession:
+    """Create (or return the process's existing) SparkSession with `session_conf(conf, small_machine)`."""
+    # Python workers must run this interpreter, or they miss the venv's packages (pandas, pyarrow, ours).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     builder = SparkSession.builder.appName(app_name)
     master = master or default_master()
     if master:
         builder = builder.master(master)
-    for key, value in settings.items():
+    for key, value in session_conf(conf, small_machine).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

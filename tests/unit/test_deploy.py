@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from streaming.engine import connectors
-from streaming.engine.session import state_partitions_conf
+from streaming.engine.session import JARS_KEY, VERBOSE_KEY, session_conf, state_partitions_conf
 from streaming.errors import UsageError
 
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -63,3 +63,23 @@ def test_changing_state_partitions_on_an_existing_checkpoint_is_refused(tmp_path
     with pytest.raises(UsageError, match="at least 1"):
         state_partitions_conf(0, [tmp_path / "new"])
 
+
+
+def test_quiet_by_default_verbose_gives_spark_its_own_logging(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    quiet = session_conf({"spark.driver.extraJavaOptions": "-Dx=1"})
+    option = quiet["spark.executor.extraJavaOptions"]
+    assert option.startswith("-Dlog4j.configurationFile=file:")
+    assert Path(option.split("file:", 1)[1]).is_file()  # shipped with the package
+    assert quiet["spark.driver.extraJavaOptions"] == f"{option} -Dx=1"  # the user's options kept
+    verbose = session_conf({VERBOSE_KEY: "true"})
+    assert "spark.driver.extraJavaOptions" not in verbose and VERBOSE_KEY not in verbose
+
+
+def test_jars_given_replace_the_connectors_and_production_keeps_sparks_defaults(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    conf = session_conf({JARS_KEY: "/opt/k.jar,/opt/d.jar"}, small_machine=False)
+    assert conf["spark.jars"] == "/opt/k.jar,/opt/d.jar" and JARS_KEY not in conf
+    assert "spark.sql.shuffle.partitions" not in conf and "spark.driver.memory" not in conf
+    assert session_conf()["spark.sql.shuffle.partitions"] == "2"  # demo, replay, tests
