@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.events import Malformed, parse_event
+from schemas.records import to_row
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import Controller, ControllerConfig
 from streaming.io.delta import now_utc, write_decisions_jsonl, write_delta
@@ -44,8 +45,8 @@ def run_local(records: Iterable[tuple[int, bytes]], config: ControllerConfig | N
                                       "error": event.reason, "batch_id": 0})
         else:
             for handled in controller.handle(event, offset):
-                result.decisions.extend(handled.applied.decisions)
-                result.audit.append({**handled.applied.audit, "batch_id": 0})
+                result.decisions.extend(to_row(d) for d in handled.applied.decisions)
+                result.audit.append({**to_row(handled.applied.audit), "batch_id": 0})
         if progress is not None:
             progress(offset)
     return result

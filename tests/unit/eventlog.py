@@ -56,10 +56,10 @@ class Result:
 
     @property
     def errors(self) -> set[str]:
-        return {a["error"] for a in self.audits if a["error"] is not None}
+        return {a.error for a in self.audits if a.error is not None}
 
     def decisions_for(self, topic: str, partition: int) -> list[dict[str, Any]]:
-        return [d for d in self.decisions if (d["topic"], d["partition"]) == (topic, partition)]
+        return [d for d in self.decisions if (d.topic, d.partition) == (topic, partition)]
 
     def decision(self, topic: str, partition: int) -> dict[str, Any]:
         found = self.decisions_for(topic, partition)
@@ -67,7 +67,7 @@ class Result:
         return found[0]
 
     def rows(self, topic: str, partition: int) -> list[dict[str, Any]]:
-        return [a for a in self.audits if (a["topic"], a["partition"]) == (topic, partition)]
+        return [a for a in self.audits if (a.topic, a.partition) == (topic, partition)]
 
     def row(self, topic: str, partition: int) -> dict[str, Any]:
         found = self.rows(topic, partition)
@@ -76,7 +76,7 @@ class Result:
 
     @property
     def cluster_rows(self) -> list[dict[str, Any]]:
-        return [a for a in self.audits if a["partition"] is None]
+        return [a for a in self.audits if a.partition is None]
 
     @property
     def cluster_row(self) -> dict[str, Any]:
@@ -133,7 +133,7 @@ class Cluster:
     def start(self, *brokers: int) -> None:
         for broker in brokers:
             out = self.startup(broker)
-            assert out.cluster_row["outcome"] == "ACCEPTED", out.cluster_row
+            assert out.cluster_row.outcome == "ACCEPTED", out.cluster_row
 
     def failure(self, broker: int, epoch: int | None = None, **kw: Any) -> Result:
         epoch = self.broker_epochs.get(broker, 0) if epoch is None else epoch

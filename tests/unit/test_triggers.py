@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from schemas.events import ControllerEvent, Malformed, parse_event
+from schemas.records import to_row
 from statemachine.controller import ControllerConfig
 from statemachine.errors import Error
 from statemachine.partition import apply_command
@@ -29,8 +30,8 @@ def cluster_with(*brokers: int, config: ControllerConfig | None = None) -> Clust
 
 
 def assert_rejected(row: dict, error: str) -> None:
-    assert row["outcome"] == "REJECTED", row
-    assert row["error"] == error, row
+    assert row.outcome == "REJECTED", row
+    assert row.error == error, row
 
 
 def assert_unchanged(cluster: Cluster, before: dict[tuple[str, int], PartitionRecord]) -> None:
@@ -48,7 +49,7 @@ def snapshot(cluster: Cluster) -> dict[tuple[str, int], PartitionRecord]:
 def test_create_topic_elects_initial_leaders() -> None:
     cluster = cluster_with(1, 2, 3)
     out = cluster.create("orders", [1, 2, 3], [2, 3, 1])
-    assert [(d["topic"], d["partition"]) for d in out.decisions] == [("orders", 0), ("orders", 1)]
+    assert [(d.topic, d.partition) for d in out.decisions] == [("orders", 0), ("orders", 1)]
     d0 = out.decision("orders", 0)
     expected = {
         "topic": "orders", "partition": 0, "controller_epoch": 1, "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3],
@@ -57,17 +58,17 @@ def test_create_topic_elects_initial_leaders() -> None:
         "cause": "CreateTopic", "cause_event_id": out.event.event_id, "source_offset": cluster.offset - 1,
     }
     # Every contract field, with its value (the contract allows additional fields).
-    assert {k: d0.get(k, "<missing>") for k in expected} == expected
-    assert out.decision("orders", 1)["leader"] == 2
+    assert {k: to_row(d0).get(k, "<missing>") for k in expected} == expected
+    assert out.decision("orders", 1).leader == 2
     row = out.row("orders", 0)
-    assert (row["from_state"], row["to_state"], row["outcome"], row["error"]) == (
+    assert (row.from_state, row.to_state, row.outcome, row.error) == (
         "NonExistentPartition", "OnlinePartition", "ACCEPTED", None)
-    assert (row["leader_before"], row["leader_after"]) == (-1, 1)
-    assert (row["isr_before"], row["isr_after"]) == ([], [1, 2, 3])
-    assert (row["partition_epoch_before"], row["partition_epoch_after"]) == (0, 0)
-    assert row["election"] == "INITIAL"
-    assert row["replica_states"] == {1: "OnlineReplica", 2: "OnlineReplica", 3: "OnlineReplica"}
-    assert row["event_type"] == "CreateTopic"
+    assert (row.leader_before, row.leader_after) == (-1, 1)
+    assert (row.isr_before, row.isr_after) == ((), (1, 2, 3))
+    assert (row.partition_epoch_before, row.partition_epoch_after) == (0, 0)
+    assert row.election == "INITIAL"
+    assert row.replica_states == {1: "OnlineReplica", 2: "OnlineReplica", 3: "OnlineReplica"}
+    assert row.event_type == "CreateTopic"
     assert cluster.controller.cluster.topics == {"orders": 2}
 
 
@@ -75,22 +76,25 @@ def test_create_topic_with_a_dead_replica_leaves_it_out_of_the_isr() -> None:
     cluster = cluster_with(2, 3)
     out = cluster.create("t", [1, 2, 3])
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["recipients"], d["replicas"]) == (2, [2, 3], [2, 3], [1, 2, 3])
+    assert (d.leader, d.isr, d.recipients, d.replicas) == (2, (2, 3), (2, 3), (1, 2, 3))
 
 
 def test_partition_created_without_live_replica_stays_new_until_a_replica_starts() -> None:
     cluster = cluster_with(9)
     out = cluster.create("t", [1, 2])
     assert out.decisions == []
-    assert out.row("t", 0)["to_state"] == "NewPartition"
+    # Created (NonExistent -> New), then Kafka's failed New -> Online change as a rejected step of its own.
+    assert [(r.step, r.from_state, r.to_state, r.outcome, r.error) for r in out.rows("t", 0)] == [
+        (0, "NonExistentPartition", "NewPartition", "ACCEPTED", None),
+        (1, "NewPartition", "NewPartition", "REJECTED", "NO_LIVE_REPLICA")]
     assert cluster.rec("t", 0).leader == -1
     started = cluster.startup(2)
     d = started.decision("t", 0)
     # The first leader of the partition: epochs start at 0, the LeaderAndIsr creates the replica.
-    assert (d["leader"], d["isr"], d["recipients"], d["election"], d["is_new"]) == (2, [2], [2], "INITIAL", True)
-    assert (d["leader_epoch"], d["partition_epoch"]) == (0, 0)
-    assert started.row("t", 0)["from_state"] == "NewPartition"
-    assert started.row("t", 0)["to_state"] == "OnlinePartition"
+    assert (d.leader, d.isr, d.recipients, d.election, d.is_new) == (2, (2,), (2,), "INITIAL", True)
+    assert (d.leader_epoch, d.partition_epoch) == (0, 0)
+    assert started.row("t", 0).from_state == "NewPartition"
+    assert started.row("t", 0).to_state == "OnlinePartition"
 
 
 def test_create_partitions_adds_partitions_after_the_existing_ones() -> None:
@@ -98,9 +102,9 @@ def test_create_partitions_adds_partitions_after_the_existing_ones() -> None:
     cluster.create("t", [1, 2])
     before = cluster.rec("t", 0)
     out = cluster.send("CreatePartitions", topic="t", assignment={"1": [2, 3], "2": [3, 1]})
-    assert [(d["partition"], d["leader"], d["is_new"], d["election"]) for d in out.decisions] == [
+    assert [(d.partition, d.leader, d.is_new, d.election) for d in out.decisions] == [
         (1, 2, True, "INITIAL"), (2, 3, True, "INITIAL")]
-    assert all((d["leader_epoch"], d["partition_epoch"]) == (0, 0) for d in out.decisions)
+    assert all((d.leader_epoch, d.partition_epoch) == (0, 0) for d in out.decisions)
     assert cluster.rec("t", 0) == before
     assert cluster.controller.cluster.topics["t"] == 3
 
@@ -118,7 +122,7 @@ def test_create_partitions_rejections(assignment: dict, error: str) -> None:
     before = snapshot(cluster)
     out = cluster.send("CreatePartitions", topic="t", assignment=assignment)
     assert_rejected(out.cluster_row, error)
-    assert out.cluster_row["topic"] == "t"
+    assert out.cluster_row.topic == "t"
     assert out.decisions == []
     assert_unchanged(cluster, before)
     assert cluster.controller.cluster.topics["t"] == 1
@@ -154,7 +158,7 @@ def test_create_topic_rejections(topic: str, assignment: dict, configs: dict | N
     fields = {"topic": topic, "assignment": assignment} | ({"configs": configs} if configs else {})
     out = cluster.send("CreateTopic", **fields)
     assert_rejected(out.only_row, error)
-    assert out.only_row["partition"] is None
+    assert out.only_row.partition is None
     assert out.decisions == []
     assert_unchanged(cluster, before)
     assert set(cluster.controller.cluster.topics) == {"t"}
@@ -163,7 +167,7 @@ def test_create_topic_rejections(topic: str, assignment: dict, configs: dict | N
 def test_legal_topic_name_with_every_allowed_character() -> None:
     cluster = cluster_with(1)
     out = cluster.create("Orders.v2_eu-West", [1])
-    assert out.row("Orders.v2_eu-West", 0)["outcome"] == "ACCEPTED"
+    assert out.row("Orders.v2_eu-West", 0).outcome == "ACCEPTED"
 
 
 # =====================================================================================================
@@ -173,8 +177,8 @@ def test_legal_topic_name_with_every_allowed_character() -> None:
 def test_startup_registers_the_broker() -> None:
     cluster = Cluster()
     out = cluster.startup(1, epoch=100)
-    assert out.cluster_row["outcome"] == "ACCEPTED"
-    assert out.cluster_row["event_type"] == "BrokerChange"
+    assert out.cluster_row.outcome == "ACCEPTED"
+    assert out.cluster_row.event_type == "BrokerChange"
     assert cluster.controller.cluster.live_brokers == {1}
 
 
@@ -197,7 +201,7 @@ def test_startup_epoch_must_beat_the_last_registration_even_after_a_failure() ->
     cluster.startup(1, epoch=50)
     cluster.failure(1, epoch=50)
     assert_rejected(cluster.startup(1, epoch=50).only_row, "STALE_BROKER_EPOCH")
-    assert cluster.startup(1, epoch=51).only_row["outcome"] == "ACCEPTED"
+    assert cluster.startup(1, epoch=51).only_row.outcome == "ACCEPTED"
 
 
 def test_startup_brings_replicas_online_and_elects_offline_partitions() -> None:
@@ -209,12 +213,12 @@ def test_startup_brings_replicas_online_and_elects_offline_partitions() -> None:
     assert cluster.rec("t", 0).isr == (1,)
     out = cluster.startup(1)
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["recipients"], d["election"], d["is_new"]) == (1, [1], [1], "OFFLINE", False)
+    assert (d.leader, d.isr, d.recipients, d.election, d.is_new) == (1, (1,), (1,), "OFFLINE", False)
     row = out.row("t", 0)
-    assert (row["from_state"], row["to_state"]) == ("OfflinePartition", "OnlinePartition")
-    assert row["replica_states"] == {1: "OnlineReplica", 2: "OfflineReplica"}
-    assert (d["leader_epoch"], d["partition_epoch"]) == (row["leader_epoch_before"] + 1,
-                                                         row["partition_epoch_before"] + 1)
+    assert (row.from_state, row.to_state) == ("OfflinePartition", "OnlinePartition")
+    assert row.replica_states == {1: "OnlineReplica", 2: "OfflineReplica"}
+    assert (d.leader_epoch, d.partition_epoch) == (row.leader_epoch_before + 1,
+                                                         row.partition_epoch_before + 1)
 
 
 def test_startup_of_a_replica_outside_the_isr_elects_nobody_when_unclean_is_off() -> None:
@@ -236,8 +240,8 @@ def test_startup_election_follows_the_topic_unclean_config() -> None:
     cluster.failure(1)
     out = cluster.startup(2)
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["election"], d["leader_recovery_state"]) == (
-        2, [2], "OFFLINE_UNCLEAN", "RECOVERING")
+    assert (d.leader, d.isr, d.election, d.leader_recovery_state) == (
+        2, (2,), "OFFLINE_UNCLEAN", "RECOVERING")
 
 
 def test_startup_without_failure_is_a_bounce() -> None:
@@ -248,9 +252,9 @@ def test_startup_without_failure_is_a_bounce() -> None:
     assert [h.command.action for h in out.handled] == [Action.BROKER_FAILURE, Action.BROKER_STARTUP, Action.CLUSTER]
     assert [h.command.step for h in out.handled[:2]] == [0, 1]
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["election"]) == (2, [2], "OFFLINE")
+    assert (d.leader, d.isr, d.election) == (2, (2,), "OFFLINE")
     assert cluster.replica_states("t", 0) == {1: "OnlineReplica", 2: "OnlineReplica"}
-    assert "bounce" in out.cluster_row["message"]
+    assert "bounce" in out.cluster_row.message
     assert 1 in cluster.controller.cluster.live_brokers
 
 
@@ -263,9 +267,9 @@ def test_startup_resumes_a_reassignment_waiting_on_the_broker() -> None:
     out = cluster.startup(3)
     d = out.decision("t", 0)
     # Phase A again: LeaderAndIsr with the full RS, epochs + 1.
-    assert (d["replicas"], d["adding_replicas"], d["removing_replicas"]) == ([1, 3, 2], [3], [2])
-    assert (d["leader_epoch"], d["partition_epoch"]) == (before.leader_epoch + 1, before.partition_epoch + 1)
-    assert 3 in d["recipients"]
+    assert (d.replicas, d.adding_replicas, d.removing_replicas) == ((1, 3, 2), (3,), (2,))
+    assert (d.leader_epoch, d.partition_epoch) == (before.leader_epoch + 1, before.partition_epoch + 1)
+    assert 3 in d.recipients
 
 
 # =====================================================================================================
@@ -277,12 +281,12 @@ def test_failure_of_a_leader_elects_a_live_isr_member() -> None:
     cluster.create("t", [1, 2, 3])
     out = cluster.failure(1)
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["recipients"], d["election"]) == (2, [2, 3], [2, 3], "OFFLINE")
-    assert (d["leader_epoch"], d["partition_epoch"]) == (1, 1)
+    assert (d.leader, d.isr, d.recipients, d.election) == (2, (2, 3), (2, 3), "OFFLINE")
+    assert (d.leader_epoch, d.partition_epoch) == (1, 1)
     row = out.row("t", 0)
-    assert (row["from_state"], row["to_state"], row["outcome"]) == ("OnlinePartition", "OnlinePartition", "ACCEPTED")
-    assert row["replica_states"] == {1: "OfflineReplica", 2: "OnlineReplica", 3: "OnlineReplica"}
-    assert "0 offline" in out.cluster_row["message"]
+    assert (row.from_state, row.to_state, row.outcome) == ("OnlinePartition", "OnlinePartition", "ACCEPTED")
+    assert row.replica_states == {1: "OfflineReplica", 2: "OnlineReplica", 3: "OnlineReplica"}
+    assert "0 offline" in out.cluster_row.message
     assert 1 not in cluster.controller.cluster.broker_epochs
 
 
@@ -291,9 +295,9 @@ def test_failure_of_a_follower_shrinks_the_isr() -> None:
     cluster.create("t", [1, 2, 3])
     out = cluster.failure(3)
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["election"]) == (1, [1, 2], None)
-    assert (d["leader_epoch"], d["partition_epoch"]) == (1, 1)
-    assert d["recipients"] == [1, 2]
+    assert (d.leader, d.isr, d.election) == (1, (1, 2), None)
+    assert (d.leader_epoch, d.partition_epoch) == (1, 1)
+    assert d.recipients == (1, 2)
 
 
 def test_failure_of_the_last_isr_member_takes_the_partition_offline_keeping_the_isr() -> None:
@@ -303,11 +307,11 @@ def test_failure_of_the_last_isr_member_takes_the_partition_offline_keeping_the_
     out = cluster.failure(1)
     d = out.decision("t", 0)
     # The ISR never becomes empty: the last member stays, the leader goes to -1.
-    assert (d["leader"], d["isr"], d["election"]) == (-1, [1], None)
-    assert (d["leader_epoch"], d["partition_epoch"]) == (2, 2)
+    assert (d.leader, d.isr, d.election) == (-1, (1,), None)
+    assert (d.leader_epoch, d.partition_epoch) == (2, 2)
     row = out.row("t", 0)
-    assert (row["from_state"], row["to_state"]) == ("OnlinePartition", "OfflinePartition")
-    assert "1 offline: t-0" in out.cluster_row["message"]
+    assert (row.from_state, row.to_state) == ("OnlinePartition", "OfflinePartition")
+    assert "1 offline: t-0" in out.cluster_row.message
 
 
 def test_failure_of_a_replica_outside_the_isr_writes_nothing() -> None:
@@ -317,7 +321,7 @@ def test_failure_of_a_replica_outside_the_isr_writes_nothing() -> None:
     cluster.startup(2)
     out = cluster.failure(2)
     assert out.decisions == []
-    assert out.row("t", 0)["outcome"] == "ACCEPTED"  # the replica went offline
+    assert out.row("t", 0).outcome == "ACCEPTED"  # the replica went offline
     assert cluster.replica_states("t", 0)[2] == "OfflineReplica"
 
 
@@ -344,7 +348,7 @@ def test_failure_removes_the_broker_from_the_shutting_down_set() -> None:
     assert cluster.controller.cluster.shutting_down == set()
     # A later startup is a plain startup, not a bounce.
     out = cluster.startup(1)
-    assert "bounce" not in out.cluster_row["message"]
+    assert "bounce" not in out.cluster_row.message
 
 
 @pytest.mark.parametrize("unclean", [True, False])
@@ -358,13 +362,13 @@ def test_any_failure_takes_offline_partitions_still_led_by_a_shutting_down_broke
     rec = cluster.rec("t", 0)
     if unclean:
         d = out.decision("t", 0)
-        assert (d["leader"], d["isr"], d["election"], d["leader_recovery_state"]) == (
-            2, [2], "OFFLINE_UNCLEAN", "RECOVERING")
+        assert (d.leader, d.isr, d.election, d.leader_recovery_state) == (
+            2, (2,), "OFFLINE_UNCLEAN", "RECOVERING")
         assert rec.state is P.ONLINE
     else:
         assert out.decisions == []
         assert rec.state is P.OFFLINE
-        assert out.row("t", 0)["to_state"] == "OfflinePartition"
+        assert out.row("t", 0).to_state == "OfflinePartition"
 
 
 def test_isr_never_becomes_empty_as_every_broker_fails() -> None:
@@ -388,9 +392,9 @@ def test_controlled_shutdown_moves_leadership_away() -> None:
     cluster.create("t", [1, 2, 3])
     out = cluster.shutdown(1)
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["recipients"], d["election"]) == (2, [2, 3], [1, 2, 3], "CONTROLLED_SHUTDOWN")
-    assert (d["leader_epoch"], d["partition_epoch"]) == (1, 1)
-    assert out.cluster_row["message"].endswith("still leads 0 partition(s): none")
+    assert (d.leader, d.isr, d.recipients, d.election) == (2, (2, 3), (1, 2, 3), "CONTROLLED_SHUTDOWN")
+    assert (d.leader_epoch, d.partition_epoch) == (1, 1)
+    assert out.cluster_row.message.endswith("still leads 0 partition(s): none")
     assert cluster.controller.cluster.shutting_down == {1}
     assert 1 not in cluster.controller.cluster.live_brokers
 
@@ -400,7 +404,7 @@ def test_controlled_shutdown_of_a_follower_takes_it_out_of_the_isr() -> None:
     cluster.create("t", [1, 2, 3])
     out = cluster.shutdown(3)
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["election"]) == (1, [1, 2], None)
+    assert (d.leader, d.isr, d.election) == (1, (1, 2), None)
     assert cluster.replica_states("t", 0)[3] == "OfflineReplica"
 
 
@@ -410,10 +414,10 @@ def test_controlled_shutdown_leaves_single_replica_partitions_alone() -> None:
     cluster.create("pair", [1, 2])
     out = cluster.shutdown(1)
     assert out.decisions_for("solo", 0) == []
-    assert out.row("solo", 0)["outcome"] == "NO_OP"
+    assert out.row("solo", 0).outcome == "NO_OP"
     assert cluster.rec("solo", 0).leader == 1
-    assert out.decision("pair", 0)["leader"] == 2
-    assert out.cluster_row["message"].endswith("still leads 1 partition(s): solo-0")
+    assert out.decision("pair", 0).leader == 2
+    assert out.cluster_row.message.endswith("still leads 1 partition(s): solo-0")
 
 
 def test_controlled_shutdown_with_no_other_isr_member_keeps_the_leader_and_lists_it() -> None:
@@ -424,7 +428,7 @@ def test_controlled_shutdown_with_no_other_isr_member_keeps_the_leader_and_lists
     assert_rejected(out.row("t", 0), "ELIGIBLE_LEADERS_NOT_AVAILABLE")
     assert out.decisions == []
     assert cluster.rec("t", 0).leader == 1
-    assert "still leads 1 partition(s): t-0" in out.cluster_row["message"]
+    assert "still leads 1 partition(s): t-0" in out.cluster_row.message
 
 
 def test_controlled_shutdown_of_unknown_or_stale_broker() -> None:
@@ -470,7 +474,7 @@ def isr_cluster() -> Cluster:
     cluster.create("t", [2, 3, 4, 1])
     cluster.failure(4)
     cluster.shutdown(1)
-    assert cluster.isr_change("t", 0, [2]).only_row["outcome"] == "ACCEPTED"
+    assert cluster.isr_change("t", 0, [2]).only_row.outcome == "ACCEPTED"
     rec = cluster.rec("t", 0)
     assert (rec.leader, rec.isr, rec.leader_epoch, rec.partition_epoch) == (2, (2,), 2, 3)
     return cluster
@@ -479,32 +483,32 @@ def isr_cluster() -> Cluster:
 def test_isr_change_accepted_bumps_only_the_partition_epoch(isr_cluster: Cluster) -> None:
     out = isr_cluster.isr_change("t", 0, [2, 3])
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["leader_epoch"], d["partition_epoch"]) == (2, [2, 3], 2, 4)
-    assert (d["election"], d["is_new"], d["recipients"]) == (None, False, [2])
-    assert d["cause"] == "IsrChange"
+    assert (d.leader, d.isr, d.leader_epoch, d.partition_epoch) == (2, (2, 3), 2, 4)
+    assert (d.election, d.is_new, d.recipients) == (None, False, (2,))
+    assert d.cause == "IsrChange"
     row = out.row("t", 0)
-    assert (row["outcome"], row["error"], row["from_state"], row["to_state"]) == (
+    assert (row.outcome, row.error, row.from_state, row.to_state) == (
         "ACCEPTED", None, "OnlinePartition", "OnlinePartition")
-    assert (row["isr_before"], row["isr_after"]) == ([2], [2, 3])
-    assert (row["leader_epoch_before"], row["leader_epoch_after"]) == (2, 2)
-    assert (row["partition_epoch_before"], row["partition_epoch_after"]) == (3, 4)
+    assert (row.isr_before, row.isr_after) == ((2,), (2, 3))
+    assert (row.leader_epoch_before, row.leader_epoch_after) == (2, 2)
+    assert (row.partition_epoch_before, row.partition_epoch_after) == (3, 4)
 
 
 @pytest.mark.parametrize("partition_epoch", [3, 2, 0])
 def test_isr_change_already_applied_is_an_idempotent_no_op(isr_cluster: Cluster, partition_epoch: int) -> None:
     before = snapshot(isr_cluster)
     out = isr_cluster.isr_change("t", 0, [2], partition_epoch=partition_epoch)
-    assert out.only_row["outcome"] == "NO_OP"
-    assert out.only_row["error"] is None
+    assert out.only_row.outcome == "NO_OP"
+    assert out.only_row.error is None
     assert out.decisions == []
     assert_unchanged(isr_cluster, before)
 
 
 def test_isr_change_retried_after_acceptance_is_a_no_op(isr_cluster: Cluster) -> None:
     first = isr_cluster.isr_change("t", 0, [2, 3], partition_epoch=3)
-    assert first.only_row["outcome"] == "ACCEPTED"
+    assert first.only_row.outcome == "ACCEPTED"
     again = isr_cluster.isr_change("t", 0, [2, 3], partition_epoch=3)
-    assert again.only_row["outcome"] == "NO_OP"
+    assert again.only_row.outcome == "NO_OP"
     assert isr_cluster.rec("t", 0).partition_epoch == 4
 
 
@@ -551,7 +555,7 @@ def test_isr_change_validation_order(isr_cluster: Cluster, case: str) -> None:
     row = out.only_row
     assert_rejected(row, error)
     # The rejection is audited on the partition's own row, not as a cluster row.
-    assert (row["topic"], row["partition"]) == (topic, partition)
+    assert (row.topic, row.partition) == (topic, partition)
     assert out.decisions == []
     assert_unchanged(isr_cluster, before)
 
@@ -585,15 +589,15 @@ def test_unclean_leader_recovers_through_its_isr_change() -> None:
     rec = cluster.rec("t", 0)
     assert (rec.leader, rec.leader_recovery_state) == (2, "RECOVERING")
     # Still recovering, alone in the ISR: the leader confirms, nothing to do.
-    assert cluster.isr_change("t", 0, [2], recovery="RECOVERING").only_row["outcome"] == "NO_OP"
+    assert cluster.isr_change("t", 0, [2], recovery="RECOVERING").only_row.outcome == "NO_OP"
     # Recovery done.
     out = cluster.isr_change("t", 0, [2])
     d = out.decision("t", 0)
-    assert (d["leader_recovery_state"], d["leader_epoch"], d["partition_epoch"]) == (
+    assert (d.leader_recovery_state, d.leader_epoch, d.partition_epoch) == (
         "RECOVERED", rec.leader_epoch, rec.partition_epoch + 1)
     # Only then may the ISR grow.
     cluster.startup(1)
-    assert cluster.isr_change("t", 0, [2, 1]).only_row["outcome"] == "ACCEPTED"
+    assert cluster.isr_change("t", 0, [2, 1]).only_row.outcome == "ACCEPTED"
 
 
 # =====================================================================================================
@@ -606,14 +610,14 @@ def test_reassignment_start() -> None:
     out = cluster.reassign(("t", 0, [4, 5, 2]))
     d = out.decision("t", 0)
     # RS = (target ++ origin).distinct, AR = RS - origin, RR = RS - target.
-    assert (d["replicas"], d["adding_replicas"], d["removing_replicas"]) == ([4, 5, 2, 1, 3], [4, 5], [1, 3])
-    assert (d["leader"], d["isr"], d["election"]) == (1, [1, 2, 3], None)
-    assert (d["leader_epoch"], d["partition_epoch"]) == (1, 1)
+    assert (d.replicas, d.adding_replicas, d.removing_replicas) == ((4, 5, 2, 1, 3), (4, 5), (1, 3))
+    assert (d.leader, d.isr, d.election) == (1, (1, 2, 3), None)
+    assert (d.leader_epoch, d.partition_epoch) == (1, 1)
     # The LeaderAndIsr goes to the origin replicas and to the adding ones.
-    assert sorted(d["recipients"]) == [1, 2, 3, 4, 5]
+    assert sorted(d.recipients) == [1, 2, 3, 4, 5]
     row = out.row("t", 0)
-    assert row["outcome"] == "ACCEPTED"
-    assert row["replica_states"] == {1: "OnlineReplica", 2: "OnlineReplica", 3: "OnlineReplica",
+    assert row.outcome == "ACCEPTED"
+    assert row.replica_states == {1: "OnlineReplica", 2: "OnlineReplica", 3: "OnlineReplica",
                                      4: "NewReplica", 5: "NewReplica"}
     rec = cluster.rec("t", 0)
     assert rec.reassignment_in_progress
@@ -623,27 +627,27 @@ def test_reassignment_start() -> None:
 
 def test_reassignment_completes_when_the_isr_catches_up_moving_the_leader() -> None:
     cluster = cluster_with(1, 2, 3, 4, 5)
-    cluster.create("t", [1, 2, 3])
-    cluster.reassign(("t", 0, [4, 5, 2]))
-    partial = cluster.isr_change("t", 0, [1, 2, 3, 4])
-    assert [d["partition_epoch"] for d in partial.decisions] == [2]
+    cluster.create("t", (1, 2, 3))
+    cluster.reassign(("t", 0, (4, 5, 2)))
+    partial = cluster.isr_change("t", 0, (1, 2, 3, 4))
+    assert [d.partition_epoch for d in partial.decisions] == [2]
     assert cluster.rec("t", 0).reassignment_in_progress
-    out = cluster.isr_change("t", 0, [1, 2, 3, 4, 5])
-    summary = [(d["leader"], d["isr"], d["replicas"], d["adding_replicas"], d["removing_replicas"], d["election"],
-                d["leader_epoch"], d["partition_epoch"]) for d in out.decisions]
+    out = cluster.isr_change("t", 0, (1, 2, 3, 4, 5))
+    summary = [(d.leader, d.isr, d.replicas, d.adding_replicas, d.removing_replicas, d.election,
+                d.leader_epoch, d.partition_epoch) for d in out.decisions]
     assert summary == [
         # the leader's ISR change itself: partition epoch only
-        (1, [1, 2, 3, 4, 5], [4, 5, 2, 1, 3], [4, 5], [1, 3], None, 1, 3),
+        (1, (1, 2, 3, 4, 5), (4, 5, 2, 1, 3), (4, 5), (1, 3), None, 1, 3),
         # RS = target; the leader 1 is not in the target: REASSIGN election, ISR unchanged
-        (4, [1, 2, 3, 4, 5], [4, 5, 2], [], [], "REASSIGN", 2, 4),
+        (4, (1, 2, 3, 4, 5), (4, 5, 2), (), (), "REASSIGN", 2, 4),
         # each removing replica goes offline: out of the ISR
-        (4, [2, 3, 4, 5], [4, 5, 2], [], [], None, 3, 5),
-        (4, [2, 4, 5], [4, 5, 2], [], [], None, 4, 6),
+        (4, (2, 3, 4, 5), (4, 5, 2), (), (), None, 3, 5),
+        (4, (2, 4, 5), (4, 5, 2), (), (), None, 4, 6),
     ]
-    assert out.decisions[1]["recipients"] == [4, 5, 2]
+    assert out.decisions[1].recipients == (4, 5, 2)
     row = out.row("t", 0)
-    assert (row["outcome"], row["election"]) == ("ACCEPTED", "REASSIGN")
-    assert set(row["replica_states"]) == {2, 4, 5}  # RR replicas deleted: NonExistentReplica
+    assert (row.outcome, row.election) == ("ACCEPTED", "REASSIGN")
+    assert set(row.replica_states) == {2, 4, 5}  # RR replicas deleted: NonExistentReplica
     rec = cluster.rec("t", 0)
     assert (rec.replicas, rec.adding_replicas, rec.removing_replicas, rec.leader, rec.isr) == (
         (4, 5, 2), (), (), 4, (2, 4, 5))
@@ -652,24 +656,24 @@ def test_reassignment_completes_when_the_isr_catches_up_moving_the_leader() -> N
 
 def test_reassignment_completion_keeps_a_live_leader_that_is_in_the_target() -> None:
     cluster = cluster_with(1, 2, 3, 4)
-    cluster.create("t", [1, 2, 3])
-    cluster.reassign(("t", 0, [1, 2, 4]))
-    out = cluster.isr_change("t", 0, [1, 2, 3, 4])
-    summary = [(d["leader"], d["isr"], d["replicas"], d["election"], d["leader_epoch"], d["partition_epoch"])
+    cluster.create("t", (1, 2, 3))
+    cluster.reassign(("t", 0, (1, 2, 4)))
+    out = cluster.isr_change("t", 0, (1, 2, 3, 4))
+    summary = [(d.leader, d.isr, d.replicas, d.election, d.leader_epoch, d.partition_epoch)
                for d in out.decisions]
     assert summary == [
-        (1, [1, 2, 3, 4], [1, 2, 4, 3], None, 1, 2),
-        (1, [1, 2, 3, 4], [1, 2, 4], None, 2, 3),  # leader stays: epochs + 1
-        (1, [1, 2, 4], [1, 2, 4], None, 3, 4),  # 3 leaves the ISR
+        (1, (1, 2, 3, 4), (1, 2, 4, 3), None, 1, 2),
+        (1, (1, 2, 3, 4), (1, 2, 4), None, 2, 3),  # leader stays: epochs + 1
+        (1, (1, 2, 4), (1, 2, 4), None, 3, 4),  # 3 leaves the ISR
     ]
 
 
 def test_reassignment_already_within_the_isr_completes_at_once() -> None:
     cluster = cluster_with(1, 2, 3)
-    cluster.create("t", [1, 2, 3])
-    out = cluster.reassign(("t", 0, [2, 3]))
-    summary = [(d["leader"], d["isr"], d["replicas"], d["election"], d["partition_epoch"]) for d in out.decisions]
-    assert summary == [(2, [1, 2, 3], [2, 3], "REASSIGN", 1), (2, [2, 3], [2, 3], None, 2)]
+    cluster.create("t", (1, 2, 3))
+    out = cluster.reassign(("t", 0, (2, 3)))
+    summary = [(d.leader, d.isr, d.replicas, d.election, d.partition_epoch) for d in out.decisions]
+    assert summary == [(2, (1, 2, 3), (2, 3), "REASSIGN", 1), (2, (2, 3), (2, 3), None, 2)]
     assert cluster.replica_states("t", 0) == {2: "OnlineReplica", 3: "OnlineReplica"}
 
 
@@ -679,9 +683,9 @@ def test_reassignment_cancel_goes_back_to_the_origin() -> None:
     cluster.reassign(("t", 0, [1, 2, 4]))
     out = cluster.reassign(("t", 0, None))
     d = out.decision("t", 0)
-    assert (d["replicas"], d["adding_replicas"], d["removing_replicas"], d["leader"], d["isr"]) == (
-        [1, 2, 3], [], [], 1, [1, 2, 3])
-    assert (d["leader_epoch"], d["partition_epoch"]) == (2, 2)
+    assert (d.replicas, d.adding_replicas, d.removing_replicas, d.leader, d.isr) == (
+        (1, 2, 3), (), (), 1, (1, 2, 3))
+    assert (d.leader_epoch, d.partition_epoch) == (2, 2)
     assert cluster.replica_states("t", 0) == {1: "OnlineReplica", 2: "OnlineReplica", 3: "OnlineReplica"}
     assert not cluster.rec("t", 0).reassignment_in_progress
     # Nothing left to cancel.
@@ -695,7 +699,7 @@ def test_reassignment_cancel_returns_to_the_origin_replicas_in_kafka_order() -> 
     cluster.create("t", [1, 2, 3])
     cluster.reassign(("t", 0, [4, 5, 2]))
     out = cluster.reassign(("t", 0, None))
-    assert out.decisions[-1]["replicas"] == [2, 1, 3]
+    assert out.decisions[-1].replicas == (2, 1, 3)
     rec = cluster.rec("t", 0)
     assert rec.replicas == (2, 1, 3) and rec.adding_replicas == () and rec.removing_replicas == ()
     assert 4 not in rec.replica_states and 5 not in rec.replica_states
@@ -728,14 +732,14 @@ def test_reassignment_may_keep_a_dead_origin_replica() -> None:
     cluster.create("t", [1, 2, 3])
     cluster.failure(3)
     out = cluster.reassign(("t", 0, [3, 1]))
-    assert out.row("t", 0)["outcome"] == "ACCEPTED"
+    assert out.row("t", 0).outcome == "ACCEPTED"
 
 
 def test_reassignment_of_unknown_partition_and_per_partition_verdicts() -> None:
     cluster = cluster_with(1, 2, 3)
     cluster.create("t", [1, 2], [2, 1])
     out = cluster.reassign(("t", 0, [2, 3]), ("t", 1, [2, 2]), ("t", 7, [1, 2]))
-    assert out.row("t", 0)["outcome"] == "ACCEPTED"
+    assert out.row("t", 0).outcome == "ACCEPTED"
     assert_rejected(out.row("t", 1), "INVALID_REPLICA_ASSIGNMENT")
     assert_rejected(out.row("t", 7), "UNKNOWN_TOPIC_OR_PARTITION")
     assert cluster.record("t", 7) is None
@@ -748,9 +752,9 @@ def test_pending_reassignment_resumes_after_controller_failover() -> None:
     before = cluster.rec("t", 0)
     out = cluster.controller_change(controller_id=2)
     d = out.decision("t", 0)
-    assert (d["replicas"], d["adding_replicas"], d["removing_replicas"]) == ([1, 3, 2], [3], [2])
-    assert (d["leader_epoch"], d["partition_epoch"]) == (before.leader_epoch + 1, before.partition_epoch + 1)
-    assert d["controller_epoch"] == 2
+    assert (d.replicas, d.adding_replicas, d.removing_replicas) == ((1, 3, 2), (3,), (2,))
+    assert (d.leader_epoch, d.partition_epoch) == (before.leader_epoch + 1, before.partition_epoch + 1)
+    assert d.controller_epoch == 2
 
 
 # =====================================================================================================
@@ -772,10 +776,10 @@ def test_preferred_election_restores_the_preferred_leader() -> None:
     before = cluster.rec("t", 0)
     out = cluster.elect("PREFERRED", ("t", 0))
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["recipients"], d["election"], d["is_new"]) == (
-        1, [2, 1], [1, 2], "PREFERRED", False)
-    assert (d["leader_epoch"], d["partition_epoch"]) == (before.leader_epoch + 1, before.partition_epoch + 1)
-    assert out.row("t", 0)["election"] == "PREFERRED"
+    assert (d.leader, d.isr, d.recipients, d.election, d.is_new) == (
+        1, (2, 1), (1, 2), "PREFERRED", False)
+    assert (d.leader_epoch, d.partition_epoch) == (before.leader_epoch + 1, before.partition_epoch + 1)
+    assert out.row("t", 0).election == "PREFERRED"
 
 
 def test_preferred_election_not_needed() -> None:
@@ -815,7 +819,7 @@ def test_preferred_election_for_all_partitions() -> None:
     preferred_moved_away(cluster)
     cluster.create("u", [2, 1])
     out = cluster.elect("PREFERRED", all_partitions=True)
-    assert [(r["topic"], r["partition"], r["outcome"], r["error"]) for r in out.audits] == [
+    assert [(r.topic, r.partition, r.outcome, r.error) for r in out.audits] == [
         ("t", 0, "ACCEPTED", None), ("u", 0, "REJECTED", "ELECTION_NOT_NEEDED")]
 
 
@@ -826,10 +830,10 @@ def test_unclean_election_of_an_offline_partition() -> None:
     cluster.failure(1)
     out = cluster.elect("UNCLEAN", ("t", 0))
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["recipients"], d["election"], d["leader_recovery_state"]) == (
-        2, [2], [2], "OFFLINE_UNCLEAN", "RECOVERING")
+    assert (d.leader, d.isr, d.recipients, d.election, d.leader_recovery_state) == (
+        2, (2,), (2,), "OFFLINE_UNCLEAN", "RECOVERING")
     row = out.row("t", 0)
-    assert (row["from_state"], row["to_state"], row["election"]) == (
+    assert (row.from_state, row.to_state, row.election) == (
         "OfflinePartition", "OnlinePartition", "OFFLINE_UNCLEAN")
 
 
@@ -847,7 +851,7 @@ def test_unclean_election_with_no_live_replica() -> None:
     before = snapshot(cluster)
     out = cluster.elect("UNCLEAN", ("t", 0))
     assert_rejected(out.row("t", 0), "ELIGIBLE_LEADERS_NOT_AVAILABLE")
-    assert out.row("t", 0)["to_state"] == "OfflinePartition"
+    assert out.row("t", 0).to_state == "OfflinePartition"
     assert_unchanged(cluster, before)
 
 
@@ -858,8 +862,8 @@ def test_unclean_election_replaces_a_shutting_down_leader() -> None:
     cluster.shutdown(1)  # no other ISR member: 1 keeps leading
     out = cluster.elect("UNCLEAN", ("t", 0))
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["election"]) == (2, [2], "OFFLINE_UNCLEAN")
-    assert out.row("t", 0)["to_state"] == "OnlinePartition"
+    assert (d.leader, d.isr, d.election) == (2, (2,), "OFFLINE_UNCLEAN")
+    assert out.row("t", 0).to_state == "OnlinePartition"
 
 
 def test_unclean_election_of_unknown_partition() -> None:
@@ -884,10 +888,10 @@ def offline_without_isr(config: ControllerConfig | None = None, configs: dict | 
 def test_turning_unclean_on_elects_offline_partitions() -> None:
     cluster = offline_without_isr()
     out = cluster.alter("t", {UNCLEAN: "true"})
-    assert out.audits[0]["partition"] is None and out.audits[0]["outcome"] == "ACCEPTED"
+    assert out.audits[0].partition is None and out.audits[0].outcome == "ACCEPTED"
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["election"], d["leader_recovery_state"], d["cause"]) == (
-        2, [2], "OFFLINE_UNCLEAN", "RECOVERING", "AlterTopicConfig")
+    assert (d.leader, d.isr, d.election, d.leader_recovery_state, d.cause) == (
+        2, (2,), "OFFLINE_UNCLEAN", "RECOVERING", "AlterTopicConfig")
     assert cluster.controller.unclean_allowed("t")
 
 
@@ -895,7 +899,7 @@ def test_config_change_that_does_not_turn_unclean_on_elects_nothing() -> None:
     cluster = offline_without_isr()
     out = cluster.alter("t", {UNCLEAN: "false", "retention.ms": "1000"})
     assert out.decisions == []
-    assert [r["partition"] for r in out.audits] == [None]
+    assert [r.partition for r in out.audits] == [None]
     assert cluster.rec("t", 0).state is P.OFFLINE
 
 
@@ -903,7 +907,7 @@ def test_null_restores_the_cluster_default() -> None:
     cluster = offline_without_isr(ControllerConfig(unclean_leader_election_enable=True), {UNCLEAN: "false"})
     assert cluster.rec("t", 0).leader == -1
     out = cluster.alter("t", {UNCLEAN: None})
-    assert out.decision("t", 0)["election"] == "OFFLINE_UNCLEAN"
+    assert out.decision("t", 0).election == "OFFLINE_UNCLEAN"
     assert "t" not in cluster.controller.cluster.topic_configs
 
 
@@ -913,7 +917,7 @@ def test_cluster_default_unclean_elects_at_failure() -> None:
     cluster.isr_change("t", 0, [1])
     out = cluster.failure(1)
     d = out.decision("t", 0)
-    assert (d["leader"], d["election"], d["leader_recovery_state"]) == (2, "OFFLINE_UNCLEAN", "RECOVERING")
+    assert (d.leader, d.election, d.leader_recovery_state) == (2, "OFFLINE_UNCLEAN", "RECOVERING")
 
 
 def test_alter_config_rejections() -> None:
@@ -959,23 +963,23 @@ def test_imbalance_at_the_threshold_triggers_nothing() -> None:
     cluster = imbalanced(not_preferred=1)  # 1/10 = 10%, not above 10%
     out = cluster.imbalance_check()
     assert out.decisions == []
-    assert out.only_row["outcome"] == "ACCEPTED"
-    assert "leader.imbalance.per.broker.percentage=10" in out.only_row["message"]
+    assert out.only_row.outcome == "ACCEPTED"
+    assert "leader.imbalance.per.broker.percentage=10" in out.only_row.message
 
 
 def test_imbalance_above_the_threshold_elects_preferred_leaders() -> None:
     cluster = imbalanced(not_preferred=2)  # 20%
     out = cluster.imbalance_check()
-    assert [(d["partition"], d["leader"], d["election"], d["cause"]) for d in out.decisions] == [
+    assert [(d.partition, d.leader, d.election, d.cause) for d in out.decisions] == [
         (0, 1, "PREFERRED", "LeaderImbalanceCheck"), (1, 1, "PREFERRED", "LeaderImbalanceCheck")]
-    assert "20%" in out.cluster_row["message"]
+    assert "20%" in out.cluster_row.message
     assert all(cluster.rec("t", p).leader == 1 for p in range(10))
 
 
 def test_imbalance_elects_only_where_the_preferred_replica_is_in_the_isr() -> None:
     cluster = imbalanced(not_preferred=10, out_of_isr=3)
     out = cluster.imbalance_check()
-    assert [d["partition"] for d in out.decisions] == list(range(7))
+    assert [d.partition for d in out.decisions] == list(range(7))
     assert [cluster.rec("t", p).leader for p in range(7, 10)] == [2, 2, 2]
 
 
@@ -987,7 +991,7 @@ def test_imbalance_threshold_comes_from_the_config() -> None:
 def test_auto_leader_rebalance_disabled() -> None:
     cluster = imbalanced(not_preferred=10, config=ControllerConfig(auto_leader_rebalance_enable=False))
     out = cluster.imbalance_check()
-    assert out.only_row["outcome"] == "NO_OP"
+    assert out.only_row.outcome == "NO_OP"
     assert out.decisions == []
 
 
@@ -1002,7 +1006,7 @@ def test_delete_topic_with_live_brokers_is_immediate() -> None:
     assert out.decisions == []
     for p in (0, 1):
         row = out.row("t", p)
-        assert (row["from_state"], row["to_state"], row["outcome"], row["replica_states"]) == (
+        assert (row.from_state, row.to_state, row.outcome, row.replica_states) == (
             "OnlinePartition", "NonExistentPartition", "ACCEPTED", {})
     assert cluster.controller.partitions == {}
     assert "t" not in cluster.controller.cluster.topics
@@ -1016,15 +1020,15 @@ def test_delete_topic_waits_for_a_dead_broker() -> None:
     cluster.failure(2)
     out = cluster.delete("t")
     row = out.row("t", 0)
-    assert (row["from_state"], row["to_state"]) == ("OnlinePartition", "OfflinePartition")
-    assert row["replica_states"] == {2: "ReplicaDeletionIneligible"}
+    assert (row.from_state, row.to_state) == ("OnlinePartition", "OfflinePartition")
+    assert row.replica_states == {2: "ReplicaDeletionIneligible"}
     assert out.decisions == []
     # Queued: the name is still taken, a second delete changes nothing.
     assert_rejected(cluster.create("t", [1]).only_row, "TOPIC_ALREADY_EXISTS")
-    assert cluster.delete("t").only_row["outcome"] == "NO_OP"
+    assert cluster.delete("t").only_row.outcome == "NO_OP"
     # The broker returns: the deletion completes.
     back = cluster.startup(2)
-    assert back.row("t", 0)["to_state"] == "NonExistentPartition"
+    assert back.row("t", 0).to_state == "NonExistentPartition"
     assert back.decisions == []
     assert "t" not in cluster.controller.cluster.topics
 
@@ -1050,9 +1054,9 @@ def test_recreated_topic_restarts_its_epochs() -> None:
     cluster.delete("t")
     out = cluster.create("t", [2, 1])
     d = out.decision("t", 0)
-    assert (d["leader"], d["leader_epoch"], d["partition_epoch"], d["is_new"], d["election"]) == (
+    assert (d.leader, d.leader_epoch, d.partition_epoch, d.is_new, d.election) == (
         2, 0, 0, True, "INITIAL")
-    assert out.row("t", 0)["from_state"] == "NonExistentPartition"
+    assert out.row("t", 0).from_state == "NonExistentPartition"
 
 
 def test_delete_unknown_topic() -> None:
@@ -1065,7 +1069,7 @@ def test_delete_topic_during_a_reassignment_deletes_the_adding_replicas_too() ->
     cluster.create("t", [1, 2])
     cluster.reassign(("t", 0, [1, 3]))
     out = cluster.delete("t")
-    assert out.row("t", 0)["to_state"] == "NonExistentPartition"
+    assert out.row("t", 0).to_state == "NonExistentPartition"
     assert cluster.controller.partitions == {}
 
 
@@ -1076,7 +1080,7 @@ def test_delete_topic_during_a_reassignment_deletes_the_adding_replicas_too() ->
 def test_first_controller_is_adopted_without_failover() -> None:
     cluster = Cluster(controller_epoch=5)
     out = cluster.controller_change(controller_id=3, epoch=5)
-    assert out.only_row["outcome"] == "ACCEPTED"
+    assert out.only_row.outcome == "ACCEPTED"
     assert (cluster.controller.cluster.controller_epoch, cluster.controller.cluster.controller_id) == (5, 3)
 
 
@@ -1084,10 +1088,10 @@ def test_decisions_carry_the_new_controller_epoch() -> None:
     cluster = cluster_with(1, 2)
     cluster.create("t", [1, 2])
     out = cluster.controller_change(controller_id=2)
-    assert all(r["controller_epoch"] == 2 for r in out.audits)
+    assert all(r.controller_epoch == 2 for r in out.audits)
     failed = cluster.failure(1)
-    assert [d["controller_epoch"] for d in failed.decisions] == [2]
-    assert {r["controller_epoch"] for r in failed.audits} == {2}
+    assert [d.controller_epoch for d in failed.decisions] == [2]
+    assert {r.controller_epoch for r in failed.audits} == {2}
 
 
 def test_failover_elects_a_partition_whose_leader_was_shutting_down() -> None:
@@ -1101,10 +1105,10 @@ def test_failover_elects_a_partition_whose_leader_was_shutting_down() -> None:
     # The new controller does not know of the shutdown: broker 1 is live again and is elected.
     assert cluster.controller.cluster.shutting_down == set()
     d = out.decision("t", 0)
-    assert (d["leader"], d["isr"], d["election"], d["controller_epoch"], d["cause"]) == (
-        1, [1], "OFFLINE", 2, "ControllerChange")
-    assert out.row("t", 0)["to_state"] == "OnlinePartition"
-    assert "controller 2 at epoch 2" in out.cluster_row["message"]
+    assert (d.leader, d.isr, d.election, d.controller_epoch, d.cause) == (
+        1, (1,), "OFFLINE", 2, "ControllerChange")
+    assert out.row("t", 0).to_state == "OnlinePartition"
+    assert "controller 2 at epoch 2" in out.cluster_row.message
 
 
 @pytest.mark.parametrize("event", ["failure", "isr", "delete", "imbalance"])
@@ -1131,13 +1135,13 @@ def test_stale_isr_change_is_audited_on_its_partition() -> None:
     cluster.create("t", [1, 2])
     cluster.controller_change()
     row = cluster.isr_change("t", 0, [1], controller_epoch=0).only_row
-    assert (row["topic"], row["partition"], row["error"]) == ("t", 0, "STALE_CONTROLLER_EPOCH")
+    assert (row.topic, row.partition, row.error) == ("t", 0, "STALE_CONTROLLER_EPOCH")
 
 
 def test_controller_change_at_the_current_epoch_is_a_no_op() -> None:
     cluster = cluster_with(1)
     out = cluster.controller_change(epoch=1)
-    assert out.only_row["outcome"] == "NO_OP"
+    assert out.only_row.outcome == "NO_OP"
 
 
 def test_higher_epoch_on_any_event_is_an_implicit_failover() -> None:
@@ -1148,11 +1152,13 @@ def test_higher_epoch_on_any_event_is_an_implicit_failover() -> None:
     out = cluster.failure(1)
     actions = [h.command.action for h in out.handled]
     # Failover first (re-examining every partition), then the event itself at the new epoch.
-    assert actions[:2] == [Action.CONTROLLER_FAILOVER, Action.CLUSTER]
-    assert "implicit" in out.audits[1]["message"]
+    assert actions[:2] == [Action.CONTROLLER_FAILOVER, Action.CONTROLLER_FAILOVER]
+    failover = out.audits[1]
+    assert (failover.partition, failover.action, failover.controller_epoch) == (None, "CONTROLLER_FAILOVER", 7)
+    assert failover.controller_id is None  # implicit: no ControllerChange named the new controller
     assert Action.BROKER_FAILURE in actions[2:]
-    assert {r["controller_epoch"] for r in out.audits} == {7}
-    assert all(d["controller_epoch"] == 7 for d in out.decisions)
+    assert {r.controller_epoch for r in out.audits} == {7}
+    assert all(d.controller_epoch == 7 for d in out.decisions)
     assert cluster.controller.cluster.controller_epoch == 7
     # The new controller forgot the shutting-down set: 2 counts as live again (it will retry its shutdown).
     assert cluster.controller.cluster.shutting_down == set()
@@ -1185,7 +1191,7 @@ def test_duplicate_isr_change_is_audited_on_its_partition() -> None:
     cluster.isr_change("t", 0, [1], event_id="isr-1")
     out = cluster.isr_change("t", 0, [1, 2], event_id="isr-1")
     row = out.only_row
-    assert (row["topic"], row["partition"], row["error"]) == ("t", 0, "DUPLICATE_EVENT")
+    assert (row.topic, row.partition, row.error) == ("t", 0, "DUPLICATE_EVENT")
     assert cluster.rec("t", 0).isr == (1,)
 
 
@@ -1229,7 +1235,7 @@ def test_admin_event_from_a_non_super_user_is_refused(event: str, principal: str
     out = admin_events(cluster)[event](principal=principal)
     row = out.only_row
     assert_rejected(row, "CLUSTER_AUTHORIZATION_FAILED")
-    assert row["partition"] is None
+    assert row.partition is None
     assert_unchanged(cluster, before)
     assert cluster.controller.cluster.topics == topics
 
@@ -1239,7 +1245,7 @@ def test_admin_event_from_a_super_user_is_applied(event: str) -> None:
     cluster = authorized_cluster()
     out = admin_events(cluster)[event](principal="User:ops")
     assert "CLUSTER_AUTHORIZATION_FAILED" not in out.errors
-    assert any(r["outcome"] == "ACCEPTED" for r in out.audits)
+    assert any(r.outcome == "ACCEPTED" for r in out.audits)
 
 
 def test_broker_and_controller_events_need_no_principal() -> None:
@@ -1251,8 +1257,8 @@ def test_broker_and_controller_events_need_no_principal() -> None:
 
 def test_without_super_users_any_principal_may_administer() -> None:
     cluster = cluster_with(1, 2)
-    assert cluster.create("t", [1, 2], principal="User:anyone").row("t", 0)["outcome"] == "ACCEPTED"
-    assert cluster.delete("t").row("t", 0)["outcome"] == "ACCEPTED"
+    assert cluster.create("t", [1, 2], principal="User:anyone").row("t", 0).outcome == "ACCEPTED"
+    assert cluster.delete("t").row("t", 0).outcome == "ACCEPTED"
 
 
 # =====================================================================================================
@@ -1265,7 +1271,7 @@ def test_partition_epoch_rises_with_every_decision_even_before_the_first_leader(
     decisions = cluster.reassign(("t", 0, [1, 2])).decisions
     decisions += cluster.startup(4).decisions  # a replica's broker appears: first election
     assert cluster.rec("t", 0).leader != -1
-    epochs = [d["partition_epoch"] for d in decisions]
+    epochs = [d.partition_epoch for d in decisions]
     assert epochs == sorted(set(epochs)), f"partition epochs {epochs} must strictly rise"
 
 
@@ -1305,8 +1311,8 @@ def test_completed_reassignment_without_new_leader_still_emits_a_decision() -> N
     assert cluster.rec("t", 0).replicas == (1,)
     decisions = out.decisions_for("t", 0)
     assert decisions, "the replicas changed from [1, 2] to [1] without a decision"
-    assert decisions[-1]["replicas"] == [1]
-    assert decisions[-1]["partition_epoch"] > before.partition_epoch
+    assert decisions[-1].replicas == (1,)
+    assert decisions[-1].partition_epoch > before.partition_epoch
 
 
 def test_isr_change_of_a_topic_being_deleted_does_not_resume_its_reassignment() -> None:
@@ -1316,8 +1322,8 @@ def test_isr_change_of_a_topic_being_deleted_does_not_resume_its_reassignment() 
     cluster.failure(2)  # the deletion will wait on broker 2
     cluster.delete("t")
     out = cluster.isr_change("t", 0, [1, 3])
-    assert out.only_row["error"] != "INVALID_TRANSITION", out.only_row
-    assert all(d["election"] is None for d in out.decisions)
+    assert out.only_row.error != "INVALID_TRANSITION", out.only_row
+    assert all(d.election is None for d in out.decisions)
 
 
 # =====================================================================================================
@@ -1402,7 +1408,7 @@ def _invalid_transition() -> set[str]:
                       controller_epoch=1, topic="t", partition=0, replicas=(1,), live_brokers=frozenset({1}))
     first = apply_command(None, command)
     again = apply_command(first.record, command)
-    return {a["error"] for a in (first.audit, again.audit) if a["error"]}
+    return {a.error for a in (first.audit, again.audit) if a.error}
 
 
 def _no_live_replica() -> set[str]:
@@ -1551,14 +1557,14 @@ def test_well_formed_events_parse_with_their_defaults() -> None:
     isr = parse_event(json.dumps(envelope("IsrChange", topic="t", partition=0, broker_id=1, broker_epoch=1,
                                           leader_epoch=0, partition_epoch=0, isr=[1])))
     assert isinstance(isr, ControllerEvent)
-    assert isr.fields["leader_recovery_state"] == "RECOVERED"
+    assert isr.leader_recovery_state == "RECOVERED"
     assert (isr.type, isr.event_id, isr.controller_epoch, isr.principal) == ("IsrChange", "e-1", 3, None)
     create = parse_event(json.dumps(envelope("CreateTopic", topic="t", assignment={"0": [1, 2]})).encode())
     assert isinstance(create, ControllerEvent)
-    assert create.fields["configs"] == {}
+    assert create.configs == {}
     elect = parse_event(json.dumps(envelope("ElectLeaders", election_type="UNCLEAN")))
     assert isinstance(elect, ControllerEvent)
-    assert elect.fields["partitions"] is None
+    assert elect.partitions is None
     imbalance = parse_event(json.dumps(envelope("LeaderImbalanceCheck", principal="User:ops")))
     assert isinstance(imbalance, ControllerEvent)
     assert imbalance.principal == "User:ops"
@@ -1570,7 +1576,7 @@ def test_kafka_refusals_are_not_malformed() -> None:
                      partitions=[{"topic": "t", "partition": 0, "replicas": [1, -1]}])
     parsed = parse_event(raw)
     assert isinstance(parsed, ControllerEvent)
-    assert parsed.fields["partitions"][0]["replicas"] == [1, -1]
+    assert parsed.partitions[0].replicas == (1, -1)
     create = parse_event(event_json("CreateTopic", event_id="c", controller_epoch=1, topic="t",
                                     assignment={"0": [-4]}))
     assert isinstance(create, ControllerEvent)
