@@ -129,7 +129,8 @@ def test_reassignment_story(replayed: dict[str, ReplayResult]) -> None:
                for d in final.values())
     assert {b for d in final.values() for b in d["replicas"]} == {2, 3, 4, 5}
     assert sum(1 for a in result.audit if a["election"] == "REASSIGN") == 4
-    moves = [a["replicas_after"] for a in result.audit if a["event_type"] == "ReassignPartitions" and a["partition"] == 9]
+    moves = [a["replicas_after"] for a in result.audit
+             if a["event_type"] == "ReassignPartitions" and a["partition"] == 9]
     # Towards [5, 2, 3], cancelled (back to the origin replicas, 5 gone), then towards [2, 3, 5].
     assert moves == [[5, 2, 3, 1], [2, 3, 1], [2, 3, 5, 1]]
 

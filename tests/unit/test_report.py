@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from markupsafe import escape
 
+from schemas.records import audit_sort_key
 from statemachine.controller import ControllerConfig
 from streaming.analysis.progress import Progress
-from schemas.records import audit_sort_key
 from streaming.analysis.report import build_report, write_report
 from streaming.analysis.timeline import Analysis, broker_event, reassignments
 from streaming.engine.local import ReplayResult, run_local, write_outputs
