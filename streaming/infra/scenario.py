@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from schemas.events import ControllerEvent, parse_event
+from schemas.records import parse_ts
 from statemachine.controller import Controller
 from statemachine.record import PartitionRecord
 
@@ -22,7 +23,9 @@ class ScenarioBuilder:
                  step_seconds: float = 1.0) -> None:
         self.events: list[dict[str, Any]] = []
         self.shadow = Controller()
-        self.clock = datetime.fromisoformat(start.replace("Z", "+00:00")).astimezone(UTC)
+        clock = parse_ts(start)
+        assert clock is not None, f"not an ISO-8601 time: {start}"
+        self.clock = clock
         self.step = timedelta(seconds=step_seconds)
         self.controller_epoch = controller_epoch
         self.broker_epochs: dict[int, int] = {}
