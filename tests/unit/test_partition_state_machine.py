@@ -14,7 +14,7 @@ from statemachine.partition import apply_command
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import PartitionState, ReplicaState
 
-from .eventlog import BROKER, EPOCH, OTHER, Cluster, command
+from .cluster import BROKER, EPOCH, OTHER, Cluster, command
 
 P = PartitionState
 R = ReplicaState

@@ -21,7 +21,7 @@ from statemachine.partition import apply_command
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import VALID_PREVIOUS_PARTITION_STATES, PartitionState, ReplicaState
 
-from .eventlog import TS, UNCLEAN
+from .cluster import TS, UNCLEAN
 
 TOPICS = ("a", "b", "c")
 SETTINGS = settings(max_examples=150, deadline=None, database=None,

@@ -11,7 +11,7 @@ from statemachine.partition import apply_command
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import PartitionState, ReplicaState
 
-from .eventlog import BROKER, OTHER, Cluster, command
+from .cluster import BROKER, OTHER, Cluster, command
 
 P = PartitionState
 R = ReplicaState

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.events import ControllerEvent, Malformed, parse_event
+from schemas.records import AuditRow
 from statemachine.controller import Controller, ControllerConfig, Handled
 from statemachine.record import Action, Command, PartitionRecord
 
@@ -202,3 +203,24 @@ class Cluster:
 
     def replica_states(self, topic: str, partition: int) -> dict[int, str]:
         return {b: str(s) for b, s in self.rec(topic, partition).replica_states.items()}
+
+
+# -- helpers of the event-level tests --------------------------------------------------------------------
+
+def cluster_with(*brokers: int, config: ControllerConfig | None = None) -> Cluster:
+    cluster = Cluster(config)
+    cluster.start(*brokers)
+    return cluster
+
+
+def assert_rejected(row: AuditRow, error: str) -> None:
+    assert row.outcome == "REJECTED", row
+    assert row.error == error, row
+
+
+def assert_unchanged(cluster: Cluster, before: dict[tuple[str, int], PartitionRecord]) -> None:
+    assert cluster.controller.partitions == before
+
+
+def snapshot(cluster: Cluster) -> dict[tuple[str, int], PartitionRecord]:
+    return dict(cluster.controller.partitions)
