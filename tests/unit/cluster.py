@@ -4,7 +4,6 @@ decisions and audit rows each event produced."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ from schemas.events import ControllerEvent, Malformed, parse_event
 from schemas.records import AuditRow
 from statemachine.controller import Controller, ControllerConfig, Handled
 from statemachine.record import Action, Command, PartitionRecord
+from streaming.infra.scenario import ScenarioBuilder
 
 TS = "2024-05-01T12:00:00Z"
 UNCLEAN = "unclean.leader.election.enable"
@@ -91,35 +91,34 @@ class Result:
         return self.audits[0]
 
 
-class Cluster:
-    """One shadow controller fed event by event. Broker epochs are tracked so that the convenience
-    methods send plausible ones unless a test passes its own."""
+class Cluster(ScenarioBuilder):
+    """The scenario builder as a test driver: a log that starts without a ControllerChange, at one instant,
+    each event's result returned. Broker epochs are tracked so that the convenience methods send plausible
+    ones unless a test passes its own."""
 
     def __init__(self, config: ControllerConfig | None = None, controller_epoch: int = 1) -> None:
-        self.controller = Controller(config)
-        self.controller_epoch = controller_epoch
-        self.offset = 0
-        self.broker_epochs: dict[int, int] = {}
-        self.log: list[str] = []
-        self._ids = itertools.count()
+        super().__init__(start=TS, controller_id=None, controller_epoch=controller_epoch, step_seconds=0,
+                         config=config)
+
+    @property
+    def controller(self) -> Controller:
+        return self.shadow
+
+    @property
+    def offset(self) -> int:
+        """The offset the next event gets."""
+        return len(self.events)
 
     # -- raw feeding -----------------------------------------------------------------------------
-    def next_id(self) -> str:
-        return f"evt-{next(self._ids)}"
-
-    def json(self, event_type: str, *, event_id: str | None = None, controller_epoch: int | None = None,
-             principal: str | None = None, **fields: Any) -> str:
-        return event_json(event_type, event_id=event_id or self.next_id(),
-                          controller_epoch=self.controller_epoch if controller_epoch is None else controller_epoch,
-                          principal=principal, **fields)
+    def json(self, event_type: str, *, principal: str | None = None, **kwargs: Any) -> str:
+        """The next event as a log line, not yet fed."""
+        fields = kwargs if principal is None else {"principal": principal, **kwargs}
+        return json.dumps(self.event(event_type, **fields))
 
     def feed(self, raw: str) -> Result:
         event = parse_event(raw)
         assert not isinstance(event, Malformed), event.reason
-        self.log.append(raw)
-        handled = self.controller.handle(event, self.offset)
-        self.offset += 1
-        return Result(event, handled)
+        return Result(event, self.append(json.loads(raw)))
 
     def send(self, event_type: str, **kwargs: Any) -> Result:
         return self.feed(self.json(event_type, **kwargs))

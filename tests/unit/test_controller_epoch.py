@@ -123,7 +123,7 @@ def test_duplicate_event_id_is_never_applied_twice() -> None:
     assert first.decisions
     before = snapshot(cluster)
     # Redelivery, and a different event reusing the id: both duplicates.
-    for raw in (cluster.log[-1], cluster.json("BrokerChange", event_id="dup", broker_id=2, change="FAILURE",
+    for raw in (cluster.lines()[-1], cluster.json("BrokerChange", event_id="dup", broker_id=2, change="FAILURE",
                                               broker_epoch=cluster.broker_epochs[2])):
         out = cluster.feed(raw)
         assert_rejected(out.only_row, "DUPLICATE_EVENT")
