@@ -162,8 +162,8 @@ class LeaderImbalanceCheck(Event):
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
                    | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
-ADMIN_EVENTS = frozenset({"CreateTopic", "CreatePartitions", "DeleteTopic", "ReassignPartitions", "ElectLeaders",
-                          "AlterTopicConfig"})
+# What an admin client issues (Kafka's super.users guard them).
+ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig)
 
 
 @dataclass(frozen=True)

@@ -193,7 +193,7 @@ class Controller:
                                 f"{cv.controller_epoch}")
             if event.controller_epoch > cv.controller_epoch:
                 self._failover(out)
-            if (self.config.super_users is not None and event.type in ADMIN_EVENTS
+            if (self.config.super_users is not None and isinstance(event, ADMIN_EVENTS)
                     and event.principal not in self.config.super_users):
                 raise Rejection(Error.CLUSTER_AUTHORIZATION_FAILED,
                                 f"principal {event.principal} may not issue {event.type}")

@@ -1,6 +1,6 @@
-"""A small driver for event-level tests: builds contract-shaped JSON events, feeds them through
-`parse_event` and `Controller.handle` like the replay engine does, and gives readable access to the
-decisions and audit rows each event produced."""
+"""The unit tests' one driver. `Cluster` (a `ScenarioBuilder`) builds contract-shaped JSON events, feeds them
+through `parse_event` and `Controller.handle` like the replay engine does, and gives typed access to the
+decisions and audit rows each event produced; `command` builds a command for direct `apply_command` tests."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.events import ControllerEvent, Malformed, parse_event
-from schemas.records import AuditRow
+from schemas.records import AuditRow, Decision
 from statemachine.controller import Controller, ControllerConfig, Handled
 from statemachine.record import Action, Command, PartitionRecord
 from streaming.infra.scenario import ScenarioBuilder
@@ -48,45 +48,45 @@ class Result:
     handled: list[Handled]
 
     @property
-    def audits(self) -> list[dict[str, Any]]:
+    def audits(self) -> list[AuditRow]:
         return [h.applied.audit for h in self.handled]
 
     @property
-    def decisions(self) -> list[dict[str, Any]]:
+    def decisions(self) -> list[Decision]:
         return [d for h in self.handled for d in h.applied.decisions]
 
     @property
     def errors(self) -> set[str]:
         return {a.error for a in self.audits if a.error is not None}
 
-    def decisions_for(self, topic: str, partition: int) -> list[dict[str, Any]]:
+    def decisions_for(self, topic: str, partition: int) -> list[Decision]:
         return [d for d in self.decisions if (d.topic, d.partition) == (topic, partition)]
 
-    def decision(self, topic: str, partition: int) -> dict[str, Any]:
+    def decision(self, topic: str, partition: int) -> Decision:
         found = self.decisions_for(topic, partition)
         assert len(found) == 1, f"expected one decision for {topic}-{partition}, got {found}"
         return found[0]
 
-    def rows(self, topic: str, partition: int) -> list[dict[str, Any]]:
+    def rows(self, topic: str, partition: int) -> list[AuditRow]:
         return [a for a in self.audits if (a.topic, a.partition) == (topic, partition)]
 
-    def row(self, topic: str, partition: int) -> dict[str, Any]:
+    def row(self, topic: str, partition: int) -> AuditRow:
         found = self.rows(topic, partition)
         assert len(found) == 1, f"expected one audit row for {topic}-{partition}, got {found}"
         return found[0]
 
     @property
-    def cluster_rows(self) -> list[dict[str, Any]]:
+    def cluster_rows(self) -> list[AuditRow]:
         return [a for a in self.audits if a.partition is None]
 
     @property
-    def cluster_row(self) -> dict[str, Any]:
+    def cluster_row(self) -> AuditRow:
         rows = self.cluster_rows
         assert len(rows) == 1, f"expected one cluster-level audit row, got {rows}"
         return rows[0]
 
     @property
-    def only_row(self) -> dict[str, Any]:
+    def only_row(self) -> AuditRow:
         assert len(self.audits) == 1, f"expected exactly one audit row, got {self.audits}"
         return self.audits[0]
 
