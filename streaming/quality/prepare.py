@@ -27,7 +27,7 @@ def prepare(audit: DataFrame, decisions: DataFrame | None = None, single_partiti
     queries run one task each.
 
     q_initialised: the incarnation has had a leader (a leader_after, or a non-empty isr_before) by this row;
-    q_seq: the row's physical position (the audit has no step column; rows of one partition and event are
+    q_seq: the row's physical position (the rules predate the audit's step column; rows of one partition and event are
     written in order by one task, so their position orders them); q_incarnation: per partition, the number of
     incarnation starts (from NonExistentPartition to another state) up to the row; q_live: a partition row
     inside an incarnation; q_prev_*: the previous q_live row's epochs in the same incarnation;
