@@ -97,11 +97,11 @@ def derived(name: str, cls: type, after: dict[str, tuple[Column, ...]] | None = 
     return TableSchema(name, tuple(columns))
 
 
-# A LeaderAndIsr decision (contract section 2), with the time the pipeline decided it.
+# A LeaderAndIsr decision (docs/contract.md, section 2), with the time the pipeline decided it.
 DECISION = derived("decision", Decision, {"event_ts": (Column("decided_at", TIMESTAMP),)})
 
-# One row per (event, partition) the state machine handled (contract section 3), with the micro-batch and
-# the time it was processed (the columns after processed_at are additions, schemas.records.AuditRow).
+# One row per (event, partition) the state machine handled (docs/contract.md, section 3), with the
+# micro-batch and the time it was processed (the columns after processed_at are additions, see AuditRow).
 AUDIT = derived("audit", AuditRow, {"step": (Column("batch_id", LONG),),
                                     "event_ts": (Column("processed_at", TIMESTAMP),)})
 

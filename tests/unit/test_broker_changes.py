@@ -1,6 +1,7 @@
 """BrokerChange: startup (and a bounce), failure, controlled shutdown, and their broker epochs.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Controller epochs: ControllerChange, explicit and implicit failover, fenced (zombie) events; duplicates and
 authorization.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 

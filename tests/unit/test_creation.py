@@ -1,7 +1,8 @@
 """Topic and partition creation (CreateTopic, CreatePartitions): the INITIAL election, a creation on dead brokers,
 refused assignments and names.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """DeleteTopic: replicas deleted, deletion waiting for dead brokers, the topic gone once every replica is.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 

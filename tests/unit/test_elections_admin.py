@@ -1,7 +1,8 @@
 """Admin-driven elections: ElectLeaders (preferred, unclean), AlterTopicConfig turning unclean election on, the
 periodic LeaderImbalanceCheck.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 

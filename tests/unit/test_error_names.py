@@ -1,6 +1,7 @@
 """Every error name of the contract shows up in some audit row.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 

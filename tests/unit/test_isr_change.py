@@ -1,6 +1,7 @@
 """IsrChange (AlterPartition) from a partition's leader, checked in Kafka's order.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_isr_change_retried_after_acceptance_is_a_no_op(isr_cluster: Cluster) ->
     assert isr_cluster.rec("t", 0).partition_epoch == 4
 
 
-# request overrides -> the error. Several cases break more than one rule: the first rule of SEMANTICS.md's
+# request overrides -> the error. Several cases break more than one rule: the first rule of docs/semantics.md's
 # order must win.
 ISR_ERRORS: dict[str, tuple[dict, str]] = {
     "unknown sender": ({"broker": 9, "broker_epoch": 10}, "STALE_BROKER_EPOCH"),

@@ -1,7 +1,8 @@
 """parse_event: bad input is Malformed with a reason, never an exception; well-formed events parse into their typed
 class.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """ReassignPartitions: start, completion when the ISR catches up, cancel, refusals; epochs across a reassignment of a
 partition that never had a leader.
 
-JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`)."""
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
 
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def test_reassignment_cancel_goes_back_to_the_origin() -> None:
 
 def test_reassignment_cancel_returns_to_the_origin_replicas_in_kafka_order() -> None:
     """Kafka's origin is RS minus AR, in RS order (target first): cancelling [1, 2, 3] -> [4, 5, 2] gives
-    back replicas 1, 2 and 3, ordered [2, 1, 3] (README, 'Behaviour where the contract is silent')."""
+    back replicas 1, 2 and 3, ordered [2, 1, 3] (docs/semantics.md, 'Behaviour where the interface is silent')."""
     cluster = cluster_with(1, 2, 3, 4, 5)
     cluster.create("t", [1, 2, 3])
     cluster.reassign(("t", 0, [4, 5, 2]))
