@@ -26,7 +26,6 @@ from streaming.analysis.words import and_list, duration, names, plural, pname
 # -- the summary in plain words ---------------------------------------------------------------------------
 
 
-
 def summarise(a: Analysis) -> list[str]:
     if not a.audit:
         return ["The audit table is empty: the log had no well-formed event."

@@ -273,8 +273,6 @@ def analyse(inputs: Inputs) -> Analysis:
     )
 
 
-
-
 Story = list[tuple[int, str]]  # (source_offset, sentence): the summary tells the log in its order
 
 
@@ -308,8 +306,6 @@ class Index:
         """'At T' or 'Between T1 and T2': when a run of rows happened."""
         first, last = self.at(rows[0]["source_offset"]), self.at(rows[-1]["source_offset"])
         return f"At {first}" if first == last else f"Between {first} and {last}"
-
-
 
 
 def reassignments(decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -22,7 +22,6 @@ def names(keys: Iterable[Key], limit: int = 8) -> str:
     return text + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
-
 class Clock:
     """Formats event times: HH:MM:SS when the whole log is one UTC day, else with the date."""
 
