@@ -15,6 +15,7 @@ from schemas.events import Malformed, parse_event
 from schemas.records import to_row
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import Controller, ControllerConfig
+from statemachine.errors import Outcome
 from streaming.io.delta import now_utc, write_decisions_jsonl, write_delta
 
 
@@ -28,7 +29,7 @@ class ReplayResult:
 
     @property
     def rejected(self) -> int:
-        return sum(1 for a in self.audit if a["outcome"] == "REJECTED")
+        return sum(1 for a in self.audit if a["outcome"] == Outcome.REJECTED)
 
 
 def run_local(records: Iterable[tuple[int, bytes]], config: ControllerConfig | None = None,
