@@ -123,7 +123,7 @@ def print_report(report: QualityReport, source: str, decisions: Path | None) -> 
         print(f"HTML results: {report.html_index}")
 
 
-def check(table: Path, since_batch: int | None = None, html: Path | None = None, master: str = "local[2]",
+def check(table: Path, since_batch: int | None = None, html: Path | None = None, master: str | None = None,
           spark_conf: dict[str, str] | None = None) -> int:
     """`isrflow check AUDIT_TABLE [--since-batch N] [--html DIR]`: 0 when every critical expectation holds,
     1 when one fails. A missing table is a UsageError."""
