@@ -62,6 +62,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_import_kraft(args: argparse.Namespace) -> int:
+    from streaming.jobs.kraft import import_kraft
+
+    print(import_kraft(args.path, args.out, args.observed).describe())
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from streaming.jobs.run import RunOptions, run
 
@@ -132,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("replay", help="replay an event log (JSONL file or folder, or kafka://HOST:PORT/TOPIC)")
+    p = sub.add_parser("replay", help="replay an event log (JSONL file or folder, kafka://HOST:PORT/TOPIC, or "
+                                      "kraft:PATH for a KRaft metadata log)")
     p.add_argument("source")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--engine", choices=("spark", "local"), default="spark")
@@ -146,6 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("import-kraft", help="a KRaft metadata log (__cluster_metadata-0 dir, segment or snapshot) "
+                                            "as a contract event log, decoded with Kafka's own dump tool")
+    p.add_argument("path", type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the events JSONL to write")
+    p.add_argument("--observed", type=Path, help="also write the controller's partition changes (JSONL)")
+    p.set_defaults(func=_cmd_import_kraft)
 
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
     p.add_argument("audit_table", type=Path)

@@ -25,7 +25,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
-from kafka.errors import KafkaError
+from kafka.errors import KafkaConnectionError, KafkaError, NoBrokersAvailable, NodeNotReadyError
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ElectionType, ElectLeadersRequest
 
 from streaming.engine import connectors
@@ -248,12 +248,22 @@ class KraftCluster:
         servers = ",".join(f"127.0.0.1:{b.port}" for b in live)
         return KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=15000)
 
-    def _call(self, fn: Any) -> Any:
-        admin = self.admin()
-        try:
-            return fn(admin)
-        finally:
-            admin.close()
+    def _call(self, fn: Any, attempts: int = 5) -> Any:
+        # The client picks any broker as its "controller" (KRaft brokers forward admin requests); right after a
+        # kill that broker may be the dead one: connect again.
+        for attempt in range(attempts):
+            try:
+                admin = self.admin()
+            except (NodeNotReadyError, KafkaConnectionError, NoBrokersAvailable):
+                if attempt + 1 == attempts:
+                    raise
+                time.sleep(1)
+                continue
+            try:
+                return fn(admin)
+            finally:
+                admin.close()
+        raise AssertionError("unreachable")
 
     def create_topic(self, name: str, assignment: dict[int, list[int]],
                      configs: dict[str, str] | None = None) -> None:
