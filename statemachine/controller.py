@@ -23,6 +23,7 @@ from schemas.events import ControllerEvent
 from statemachine.errors import Error, Outcome
 from statemachine.partition import apply_command
 from statemachine.record import Action, Applied, Command, PartitionRecord
+from statemachine.rules import ZK, Rules
 from statemachine.states import PartitionState
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
@@ -42,6 +43,8 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     # Kafka's super.users: when set, admin commands from any other principal are refused.
     super_users: frozenset[str] | None = None
+    # Which controller's rules: ZK (the design's, default) or KRAFT (Kafka 4.1), see statemachine.rules.
+    rules: Rules = ZK
 
 
 @dataclass
@@ -107,7 +110,7 @@ class _Fanout:
                           principal=ev.principal, live_brokers=live, shutting_down_brokers=shutting_down, **fields)
         partitions = self.controller.partitions
         key = None if command.partition is None else (command.topic, command.partition)
-        applied = apply_command(partitions.get(key) if key else None, command)
+        applied = apply_command(partitions.get(key) if key else None, command, self.controller.config.rules)
         if key is not None:
             if applied.record is None:
                 partitions.pop(key, None)

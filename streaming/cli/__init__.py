@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from statemachine.controller import ControllerConfig
+from statemachine.rules import rules_named
 from streaming.errors import UsageError
 
 Command = Callable[[argparse.Namespace], int]
@@ -31,6 +32,9 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--unclean-leader-election-enable", choices=("true", "false"), default="false")
     g.add_argument("--auto-leader-rebalance-enable", choices=("true", "false"), default="true")
     g.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
+    g.add_argument("--rules", choices=("zk", "kraft"), default="zk",
+                   help="whose decisions to reproduce: the ZooKeeper-era controller (default) or Kafka 4.1's KRaft "
+                        "controller (eligible leader replicas off)")
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
 
@@ -41,6 +45,7 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         auto_leader_rebalance_enable=args.auto_leader_rebalance_enable == "true",
         leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
         super_users=frozenset(s.strip() for s in args.super_users.split(",")) if args.super_users else None,
+        rules=rules_named(args.rules),
     )
 
 
