@@ -1,0 +1,70 @@
+"""The kraft rule set: where Kafka 4.1's controller decides differently, and zk unchanged beside it."""
+
+from __future__ import annotations
+
+from statemachine.controller import ControllerConfig
+from statemachine.rules import KRAFT, ZK, rules_named
+
+from .eventlog import Cluster
+
+
+def cluster(rules_name: str) -> Cluster:
+    c = Cluster(ControllerConfig(rules=rules_named(rules_name)))
+    c.start(1, 2, 3)
+    c.create("t", [1, 2, 3], [2, 3, 1])
+    c.create("two", [2, 3])
+    return c
+
+
+def epochs(d: dict) -> tuple[int, list[int], int, int]:
+    return d["leader"], sorted(d["isr"]), d["leader_epoch"], d["partition_epoch"]
+
+
+def test_follower_failure_bumps_the_leader_epoch_only_under_zk() -> None:
+    assert epochs(cluster("zk").failure(3).decision("t", 0)) == (1, [1, 2], 1, 1)
+    assert epochs(cluster("kraft").failure(3).decision("t", 0)) == (1, [1, 2], 0, 1)
+
+
+def test_leader_failure_is_one_record_with_one_leader_epoch_bump() -> None:
+    result = cluster("kraft").failure(1)
+    assert [epochs(d) for d in result.decisions_for("t", 0)] == [(2, [2, 3], 1, 1)]
+
+
+def test_controlled_shutdown_of_the_last_isr_member_leaves_the_partition_leaderless_under_kraft() -> None:
+    for name, expected in (("zk", []), ("kraft", [(-1, [2], 1, 2)])):
+        c = cluster(name)
+        c.failure(3)  # two-0 [2, 3]: ISR [2]
+        assert [epochs(d) for d in c.shutdown(2).decisions_for("two", 0)] == expected, name
+
+
+def test_controlled_shutdown_covers_single_replica_partitions_under_kraft() -> None:
+    for name, expected in (("zk", []), ("kraft", [(-1, [3], 1, 1)])):
+        c = cluster(name)
+        c.create("one", [3])
+        assert [epochs(d) for d in c.shutdown(3).decisions_for("one", 0)] == expected, name
+
+
+def test_reassignment_start_keeps_the_leader_epoch_and_completion_is_one_record() -> None:
+    c = cluster("kraft")
+    c.failure(3)
+    start = c.reassign(("two", 0, [2, 1])).decision("two", 0)  # adds 1; 3 (fenced) is removed once 1 catches up
+    assert (start["leader_epoch"], start["partition_epoch"], start["replicas"]) == (0, 2, [2, 1, 3])
+    done = c.isr_change("two", 0, [2, 1], broker=2).decision("two", 0)
+    assert (done["leader"], done["isr"], done["replicas"]) == (2, [2, 1], [2, 1])
+    # One record: the ISR growth and the completion; replica 3 left the replica set, so the leader epoch moves.
+    assert (done["leader_epoch"], done["partition_epoch"]) == (1, 3)
+    z = cluster("zk")
+    z.failure(3)
+    assert z.reassign(("two", 0, [2, 1])).decisions_for("two", 0)[0]["leader_epoch"] == 2
+
+
+def test_reassignment_onto_a_fenced_broker_is_accepted_only_under_kraft() -> None:
+    for name, error in (("zk", "INVALID_REPLICA_ASSIGNMENT"), ("kraft", None)):
+        c = cluster(name)
+        c.failure(1)
+        assert c.reassign(("two", 0, [2, 1])).row("two", 0)["error"] == error, name
+
+
+def test_the_default_rules_are_zk() -> None:
+    assert ControllerConfig().rules is ZK
+    assert rules_named("kraft") is KRAFT
