@@ -33,6 +33,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from streaming.analysis.agreement import agreement_section
 from streaming.io.delta import read_decisions_jsonl, read_delta
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -1195,6 +1196,9 @@ def write_report(out_dir: Path) -> Path:
     """Write `out_dir/report.html` from the replay outputs in `out_dir`; returns its path."""
     out_dir = Path(out_dir)
     html = render(build_report(out_dir))
+    section = agreement_section(out_dir)
+    if section is not None:  # a replay of a KRaft metadata log
+        html = html.replace("</main>", section + "\n</main>", 1)
     target = out_dir / "report.html"
     tmp = target.with_suffix(".html.tmp")
     tmp.write_text(html, encoding="utf-8")

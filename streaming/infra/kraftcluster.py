@@ -169,6 +169,10 @@ class KraftCluster:
         """The controller's copy of the metadata log (every node keeps a byte-identical one)."""
         return self.controller.log_dir / "__cluster_metadata-0"
 
+    def broker_metadata_dir(self, broker_id: int) -> Path:
+        """A broker's copy of the metadata log: the same records, with its own segments and snapshots."""
+        return self.brokers[broker_id].log_dir / "__cluster_metadata-0"
+
     @property
     def pids(self) -> list[int]:
         return [n.pid for n in (self.controller, *self.brokers.values()) if n.running and n.pid is not None]

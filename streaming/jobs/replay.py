@@ -89,6 +89,7 @@ def replay(options: ReplayOptions) -> str:
         path = Path(options.source)
         records, total, source, described = read_event_log(path), count_records(path), "file", str(path)
     layout.clear()
+    (layout.root / "agreement.jsonl").unlink(missing_ok=True)  # only a KRaft source writes a new one
     started = time.monotonic()
     with Progress(total) as progress:
         if options.engine == "local":
@@ -98,17 +99,17 @@ def replay(options: ReplayOptions) -> str:
 
             spark = build_spark("isrflow-replay", options.master, options.spark_conf)
             replay_spark(spark, records, layout.root, options.config, options.batch_size, source, progress)
+    agreement = ""
+    if imported is not None:
+        rate, rows, bad = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
+        agreement = (f"\n  {imported.summary.describe()}\n  agreement with the controller: {rate:.1%} of {rows} "
+                     f"observed decisions ({bad} disagreements) in {layout.root / 'agreement.jsonl'}")
     report = write_report(layout.root)
     audit = read_delta(layout.audit)
     quarantined = len(read_delta(layout.quarantine))
     with layout.decisions_jsonl.open() as fh:
         decisions = sum(1 for _ in fh)
     rejected = sum(1 for a in audit if a["outcome"] == "REJECTED")
-    agreement = ""
-    if imported is not None:
-        rate, rows, bad = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
-        agreement = (f"\n  {imported.summary.describe()}\n  agreement with the controller: {rate:.1%} of {rows} "
-                     f"observed decisions ({bad} disagreements) in {layout.root / 'agreement.jsonl'}")
     return (f"replayed {described} with the {options.engine} engine in {time.monotonic() - started:.1f}s: "
             f"{len(audit)} audit rows, {decisions} decisions, {rejected} rejections, {quarantined} quarantined\n"
             f"  {layout.decisions_jsonl}\n  {layout.audit} (Delta)\n  {layout.quarantine} (Delta)\n  {report}"

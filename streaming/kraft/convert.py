@@ -184,8 +184,8 @@ class Converter:
                 else:
                     pending.append(change)
                 continue
-            if r.type != "PARTITION_RECORD" and r.type != "CONFIG_RECORD":
-                self._finish_create()
+            if r.type not in ("PARTITION_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD"):
+                self._finish_create()  # a creation is TOPIC_RECORD [+ CONFIG, CLEAR_ELR] + PARTITION_RECORDs
             if r.type == "BROKER_REGISTRATION_CHANGE_RECORD" or r.type in ("FENCE_BROKER_RECORD",
                                                                              "UNFENCE_BROKER_RECORD"):
                 after = self._close(after)

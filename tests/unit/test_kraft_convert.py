@@ -214,3 +214,43 @@ def test_agreement_compares_isr_as_a_set_and_names_the_differing_fields() -> Non
     rows = agreement_rows(observed, ours)
     assert [(r["match"], r["differing"]) for r in rows] == [(True, []), (False, ["leader_epoch"])]
     assert agreement_rate(rows) == 0.5
+
+
+def _agreement_dir(tmp_path: Any, match: bool) -> Any:
+    import json
+
+    row = {"topic": "t", "partition": 0, "source_offset": 9, "cause": "BrokerChange", "cause_event_id": "kraft-9",
+           "match": match, "differing": [] if match else ["leader_epoch"],
+           "controller": {"leader": 2, "isr": [2], "leader_epoch": 1, "partition_epoch": 1,
+                          "leader_recovery_state": "RECOVERED"},
+           "isrflow": {"leader": 2, "isr": [2], "leader_epoch": 2, "partition_epoch": 1,
+                       "leader_recovery_state": "RECOVERED"}}
+    (tmp_path / "agreement.jsonl").write_text(json.dumps(row) + "\n")
+    (tmp_path / "observed.jsonl").write_text(json.dumps(
+        {"topic": "t", "partition": 0, "source_offset": 4, "cause": "CreateTopic", "leader": 1, "isr": [1, 2],
+         "leader_epoch": 0, "partition_epoch": 0}) + "\n")
+    return tmp_path
+
+
+def test_report_section_shows_the_rate_and_each_disagreement_with_both_sides(tmp_path: Any) -> None:
+    from streaming.analysis.agreement import agreement_section
+
+    assert agreement_section(tmp_path) is None  # not a KRaft replay
+    html = agreement_section(_agreement_dir(tmp_path, match=False))
+    assert html is not None
+    assert "isrflow vs the controller" in html and "0.0% of 1" in html
+    assert "<b>leader_epoch=1</b>" in html and "<b>leader_epoch=2</b>" in html
+    assert "@4 CreateTopic" in html  # the partition's recent changes at the controller
+
+
+def test_check_rule_fails_on_any_disagreement(tmp_path: Any) -> None:
+    from streaming.quality.agreement import agreement_result
+
+    audit = tmp_path / "audit"
+    assert agreement_result(audit) is None
+    _agreement_dir(tmp_path, match=False)
+    failed = agreement_result(audit)
+    assert failed is not None and failed.fails_check and failed.unexpected == 1
+    _agreement_dir(tmp_path, match=True)
+    passed = agreement_result(audit)
+    assert passed is not None and not passed.fails_check
