@@ -26,6 +26,7 @@ from streaming.kraft.metadatalog import plan, read_metadata_log
 # several segments"; broker 2 (never restarted) keeps defaults, so its copy holds the whole history from offset 0.
 FAST_ROLLING = {"metadata.log.segment.ms": "8000", "metadata.log.max.snapshot.interval.ms": "8000"}
 HISTORY_BROKER = 2
+pytestmark = pytest.mark.kraft_cluster
 
 
 def _scripted_cluster(tmp: Path, elr: bool) -> Iterator[dict[str, Path]]:
@@ -98,13 +99,21 @@ def test_the_zk_rules_disagree_where_kafka_4_changed_them(elr_off: dict[str, Pat
     assert "leader_epoch" in differing  # ZK bumps it on every leader/ISR write
 
 
-def test_spark_engine_gives_the_local_engines_decisions(elr_off: dict[str, Path], spark: Any,
-                                                         tmp_path: Path) -> None:
-    local = tmp_path / "local"
-    replay_kraft(elr_off["history"], local)
-    replay_spark(spark, local / "kraft" / "events.jsonl", tmp_path / "spark", ControllerConfig(rules=KRAFT))
-    assert histories(read_jsonl(tmp_path / "spark" / "decisions.jsonl")) == \
-        histories(read_jsonl(local / "decisions.jsonl"))
+@pytest.mark.spark
+def test_spark_engine_gives_the_real_controllers_decisions_on_a_small_case(elr_off: dict[str, Path], spark: Any,
+                                                                           tmp_path: Path) -> None:
+    """The imported log up to the first broker failure (creations, a reassignment, the failure) through the Spark
+    pipeline under the kraft rules: the same histories as the controller's up to there."""
+    summary = import_kraft(elr_off["history"], tmp_path / "all.jsonl", tmp_path / "observed.jsonl")
+    assert summary.events
+    all_events = read_jsonl(tmp_path / "all.jsonl")
+    end = next(i for i, e in enumerate(all_events) if e.get("change") == "FAILURE") + 1
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(json.dumps(e) + "\n" for e in all_events[:end]))
+    last_offset = int(all_events[end - 1]["event_id"].split("-")[1])
+    replay_spark(spark, small, tmp_path / "spark", ControllerConfig(rules=KRAFT))
+    expected = histories([o for o in read_jsonl(tmp_path / "observed.jsonl") if o["source_offset"] <= last_offset])
+    assert histories(read_jsonl(tmp_path / "spark" / "decisions.jsonl")) == expected
 
 
 def test_elr_on_disagrees_only_where_eligible_leader_replicas_decide(elr_on: dict[str, Path],
