@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from streaming.quality.suite import RuleResult
+from streaming.quality.results import RuleResult
 
 RULE = "isrflow_agrees_with_the_controller"
 
