@@ -27,14 +27,18 @@ def key_values(pairs: Sequence[str] | None, flag: str = "--conf") -> dict[str, s
     return out
 
 
+def _add_rules_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument("--rules", choices=("zk", "kraft"), default="zk",
+                   help="whose decisions to reproduce: the ZooKeeper-era controller (default) or Kafka 4.1's KRaft "
+                        "controller (eligible leader replicas off); see docs/kraft.md")
+
+
 def _add_controller_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster defaults (Kafka's names and defaults)")
     g.add_argument("--unclean-leader-election-enable", choices=("true", "false"), default="false")
     g.add_argument("--auto-leader-rebalance-enable", choices=("true", "false"), default="true")
     g.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
-    g.add_argument("--rules", choices=("zk", "kraft"), default="zk",
-                   help="whose decisions to reproduce: the ZooKeeper-era controller (default) or Kafka 4.1's KRaft "
-                        "controller (eligible leader replicas off)")
+    _add_rules_option(g)
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
 
@@ -88,7 +92,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from streaming.jobs.demo import demo
 
-    return demo(args.port, args.work_dir, args.master, _spark_conf(args))
+    return demo(args.port, args.work_dir, args.master, _spark_conf(args), args.rules)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -120,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the bundled incident scenario")
     p.add_argument("--port", type=int, default=9092, help="the local broker's port (default 9092)")
     p.add_argument("--work-dir", type=Path, default=Path("out/demo"), help="tables and checkpoints of the demo")
+    _add_rules_option(p)
     _add_spark_options(p)
     p.set_defaults(func=_cmd_demo)
 
