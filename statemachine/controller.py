@@ -403,6 +403,9 @@ class Controller:
         if not self.config.auto_leader_rebalance_enable:
             out.cluster("auto.leader.rebalance.enable=false: no check", Outcome.NO_OP)
             return
+        if self.config.rules.rebalance_batch is not None:
+            self._rebalance_every_partition(out, self.config.rules.rebalance_batch)
+            return
         threshold = self.config.leader_imbalance_per_broker_percentage / 100
         live = self.cluster.live_brokers
         by_preferred: dict[int, list[tuple[Key, PartitionRecord]]] = {}
@@ -423,6 +426,18 @@ class Controller:
         out.cluster("; ".join(reports) if reports else
                     f"no broker above leader.imbalance.per.broker.percentage="
                     f"{self.config.leader_imbalance_per_broker_percentage}")
+
+
+    def _rebalance_every_partition(self, out: _Fanout, batch: int) -> None:
+        """KRaft: a preferred election for every partition not led by its preferred replica, if that replica
+        can lead (live and in the ISR), at most `batch` per run."""
+        live = self.cluster.live_brokers
+        keys = [k for k, r in sorted(self.partitions.items())
+                if r.replicas and r.has_leader_and_isr and not r.queued_for_deletion and r.leader != r.replicas[0]
+                and r.replicas[0] in live and r.replicas[0] in r.isr][:batch]
+        for key in keys:
+            out.partition(Action.ELECT_PREFERRED, key)
+        out.cluster(f"{len(keys)} partition(s) not led by their preferred replica: preferred election(s)")
 
 
 def _names(keys: Iterable[Key], limit: int = 20) -> str:

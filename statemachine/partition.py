@@ -426,6 +426,13 @@ def _on_elect_preferred(s: _Step) -> None:
                Error.PREFERRED_LEADER_NOT_AVAILABLE,
                f"preferred replica {rec.replicas[0]} is not live or not in ISR {list(rec.isr)}"):
         return
+    if s.rules.preferred_falls_back and rec.leader not in s.command.live_brokers:
+        s.failed = None
+        if rec.state is P.ONLINE:
+            s.move(P.OFFLINE)
+        _bring_online(s, unclean_allowed=False)
+        if s.failed is None:
+            return
     raise Rejection(Error.PREFERRED_LEADER_NOT_AVAILABLE, s.notes[-1])
 
 

@@ -13,7 +13,9 @@ PartitionChangeBuilder / ReplicationControlManager with eligible.leader.replicas
 - a controlled shutdown covers every partition the broker leads, one replica or not; when no other ISR
   member can lead, the partition goes leaderless (leader -1) and keeps its last ISR member
   (ReplicationControlManager.handleBrokerInControlledShutdown);
-- a reassignment may add a fenced broker (it stays in progress until the broker catches up).
+- a reassignment may add a fenced broker (it stays in progress until the broker catches up);
+- a preferred election of a leaderless partition falls back to the first other valid replica;
+- the automatic rebalance elects every partition whose leader is not its preferred replica.
 """
 
 from __future__ import annotations
@@ -77,12 +79,20 @@ class Rules:
     # Whether a reassignment may add only live brokers (ZK). KRaft takes any registered broker, fenced ones
     # included; the shadow controller does not track fenced registrations, so it takes any id.
     reassign_to_live_brokers_only: bool
+    # Preferred election of a leaderless partition whose preferred replica cannot lead: ZK refuses
+    # (PREFERRED_LEADER_NOT_AVAILABLE); KRaft elects the first other valid replica (PartitionChangeBuilder
+    # electPreferredLeader).
+    preferred_falls_back: bool
+    # Automatic rebalance: ZK elects only where a broker's imbalance exceeds leader.imbalance.per.broker.percentage;
+    # KRaft elects every partition whose leader is not its preferred replica, at most `rebalance_batch` per run
+    # (ReplicationControlManager.maybeBalancePartitionLeaders). None = the ZK threshold.
+    rebalance_batch: int | None
 
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
-           reassign_to_live_brokers_only=True)
+           reassign_to_live_brokers_only=True, preferred_falls_back=False, rebalance_batch=None)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
-              reassign_to_live_brokers_only=False)
+              reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 
 

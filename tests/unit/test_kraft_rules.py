@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from statemachine.controller import ControllerConfig
+from statemachine.partition import apply_command
+from statemachine.record import Action, PartitionRecord
 from statemachine.rules import KRAFT, ZK, rules_named
+from statemachine.states import PartitionState, ReplicaState
 
-from .eventlog import Cluster
+from .eventlog import Cluster, command
 
 
 def cluster(rules_name: str) -> Cluster:
@@ -68,3 +71,30 @@ def test_reassignment_onto_a_fenced_broker_is_accepted_only_under_kraft() -> Non
 def test_the_default_rules_are_zk() -> None:
     assert ControllerConfig().rules is ZK
     assert rules_named("kraft") is KRAFT
+
+
+def test_preferred_election_of_a_leaderless_partition_falls_back_to_another_replica_under_kraft() -> None:
+    # t-0 [3, 1, 2]: its leader 1 is gone, not yet re-elected; the preferred replica 3 is not in the ISR.
+    rec = PartitionRecord("t", 0, state=PartitionState.ONLINE, replicas=(3, 1, 2), leader=1, leader_epoch=4,
+                          isr=(1, 2), partition_epoch=6,
+                          replica_states={b: ReplicaState.ONLINE for b in (1, 2, 3)})
+    elect = command(Action.ELECT_PREFERRED, live={2, 3})
+    assert apply_command(rec, elect, ZK).audit["error"] == "PREFERRED_LEADER_NOT_AVAILABLE"
+    applied = apply_command(rec, elect, KRAFT)
+    assert [(d["leader"], d["isr"], d["leader_epoch"], d["partition_epoch"]) for d in applied.decisions] == [
+        (2, [2], 5, 7)]
+
+
+def test_automatic_rebalance_elects_every_partition_off_its_preferred_replica_under_kraft() -> None:
+    for name, expected in (("zk", 0), ("kraft", 1)):
+        c = Cluster(ControllerConfig(rules=rules_named(name)))
+        c.start(1, 2)
+        c.create("t", *([1, 2] for _ in range(10)))
+        c.failure(1)
+        c.startup(1)
+        for p in range(10):
+            c.isr_change("t", p, [2, 1])
+        c.elect("PREFERRED", *(("t", p) for p in range(9)))
+        # Broker 1 leads 9 of its 10 preferred partitions: 10% is not above ZK's 10% threshold.
+        result = c.imbalance_check()
+        assert len([d for d in result.decisions if d["election"] == "PREFERRED"]) == expected, name
