@@ -78,6 +78,13 @@ def _cmd_import_kraft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bridge(args: argparse.Namespace) -> int:
+    from streaming.jobs.bridge import BridgeOptions, bridge
+
+    return bridge(BridgeOptions(args.metadata_dir, args.bootstrap_servers, args.events_topic, args.poll_seconds,
+                                1 if args.once else None))
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from streaming.jobs.run import RunOptions, run
 
@@ -171,6 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="the events JSONL to write")
     p.add_argument("--observed", type=Path, help="also write the controller's partition changes (JSONL)")
     p.set_defaults(func=_cmd_import_kraft)
+
+    p = sub.add_parser("bridge", help="follow a live KRaft node's metadata log and publish its new events to the "
+                                      "events topic (resumes after the last published metadata offset)")
+    p.add_argument("--metadata-dir", required=True, type=Path, help="the node's __cluster_metadata-0 directory")
+    p.add_argument("--bootstrap-servers", required=True)
+    p.add_argument("--events-topic", required=True)
+    p.add_argument("--poll-seconds", type=float, default=2.0)
+    p.add_argument("--once", action="store_true", help="publish what is new and exit")
+    p.set_defaults(func=_cmd_bridge)
 
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
     p.add_argument("audit_table", type=Path)

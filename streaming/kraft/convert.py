@@ -448,8 +448,13 @@ class Converter:
             self.features[d["name"]] = d.get("featureLevel", 0)
 
 
+def event_offset(event: dict[str, Any]) -> int:
+    """The metadata log offset an event was read at (its id is `kraft-<offset>[-<topic>]`)."""
+    return int(event["event_id"].split("-")[1])
+
+
 def convert(records: Iterable[MetadataRecord]) -> Converted:
     result = Converter().feed(records)
     # Operations are recognised at their last record (a FAILURE at its fence): put events in log order.
-    result.events.sort(key=lambda e: int(e["event_id"].split("-")[1]))
+    result.events.sort(key=event_offset)
     return result
