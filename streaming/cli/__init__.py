@@ -97,6 +97,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.kraft:
+        from streaming.jobs.kraftdemo import kraft_demo
+
+        return kraft_demo(args.work_dir.with_name(args.work_dir.name + "-kraft"))
     from streaming.jobs.demo import demo
 
     return demo(args.port, args.work_dir, args.master, _spark_conf(args), args.rules)
@@ -132,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=9092, help="the local broker's port (default 9092)")
     p.add_argument("--work-dir", type=Path, default=Path("out/demo"), help="tables and checkpoints of the demo")
     _add_rules_option(p)
+    p.add_argument("--kraft", action="store_true",
+                   help="instead: a real 3-broker KRaft cluster, a broker killed and one shut down, its metadata log "
+                        "bridged and replayed under the kraft rules, next to the real controller's decisions")
     _add_spark_options(p)
     p.set_defaults(func=_cmd_demo)
 
