@@ -204,6 +204,9 @@ class Controller:
             out.failover = "first"  # the log's first controller: nothing to take over from
             return
         out.failover = "takeover"
+        if not self.config.rules.reexamine_on_failover:
+            out.cluster(f"controller epoch {cv.controller_epoch}: the new controller keeps the replicated state")
+            return
         # A new controller knows nothing of the old one's shutting-down brokers (they retry).
         cv.shutting_down.clear()
         out.facts_changed()

@@ -15,7 +15,8 @@ PartitionChangeBuilder / ReplicationControlManager with eligible.leader.replicas
   (ReplicationControlManager.handleBrokerInControlledShutdown);
 - a reassignment may add a fenced broker (it stays in progress until the broker catches up);
 - a preferred election of a leaderless partition falls back to the first other valid replica;
-- the automatic rebalance elects every partition whose leader is not its preferred replica.
+- the automatic rebalance elects every partition whose leader is not its preferred replica;
+- a new controller (a new Raft epoch) takes over the replicated state as it is: no partition is re-examined.
 """
 
 from __future__ import annotations
@@ -87,12 +88,17 @@ class Rules:
     # KRaft elects every partition whose leader is not its preferred replica, at most `rebalance_batch` per run
     # (ReplicationControlManager.maybeBalancePartitionLeaders). None = the ZK threshold.
     rebalance_batch: int | None
+    # A new controller epoch: ZK's new controller re-examines every partition (onControllerFailover: offline
+    # replicas out of the ISR, elections); a new KRaft controller replays the same metadata log and writes nothing.
+    reexamine_on_failover: bool
 
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
-           reassign_to_live_brokers_only=True, preferred_falls_back=False, rebalance_batch=None)
+           reassign_to_live_brokers_only=True, preferred_falls_back=False, rebalance_batch=None,
+           reexamine_on_failover=True)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
-              reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000)
+              reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
+              reexamine_on_failover=False)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 
 

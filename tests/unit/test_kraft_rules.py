@@ -98,3 +98,12 @@ def test_automatic_rebalance_elects_every_partition_off_its_preferred_replica_un
         # Broker 1 leads 9 of its 10 preferred partitions: 10% is not above ZK's 10% threshold.
         result = c.imbalance_check()
         assert len([d for d in result.decisions if d["election"] == "PREFERRED"]) == expected, name
+
+
+def test_a_new_controller_epoch_reexamines_partitions_only_under_zk() -> None:
+    for name, rewritten in (("zk", True), ("kraft", False)):
+        c = cluster(name)
+        c.controller.cluster.broker_epochs.pop(1)  # broker 1 vanished while no controller was active
+        result = c.controller_change(controller_id=0, epoch=2)
+        assert bool(result.decisions_for("t", 0)) is rewritten, name
+        assert (c.rec("t", 0).leader == 1) is not rewritten, name
