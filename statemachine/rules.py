@@ -22,10 +22,10 @@ PartitionChangeBuilder / ReplicationControlManager with eligible.leader.replicas
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-Decision = dict[str, Any]
+from schemas.records import Decision
 
 
 def _every_write(before: Any, decisions: Sequence[Decision]) -> list[Decision]:
@@ -37,21 +37,19 @@ def _one_record_per_operation(before: Any, decisions: Sequence[Decision]) -> lis
     `before`; nothing when the partition ends where it started."""
     if not decisions:
         return []
-    last = dict(decisions[-1])
-    if last["is_new"] or any(d["is_new"] for d in decisions):
+    last = decisions[-1]
+    if any(d.is_new for d in decisions):
         return [last]  # creation: epochs start at 0 either way
-    fields = ("leader", "isr", "replicas", "adding_replicas", "removing_replicas", "leader_recovery_state")
-    was = {"leader": before.leader, "isr": list(before.isr), "replicas": list(before.replicas),
-           "adding_replicas": list(before.adding_replicas), "removing_replicas": list(before.removing_replicas),
-           "leader_recovery_state": before.leader_recovery_state}
-    if all(last[f] == was[f] for f in fields):
+    if (last.leader, tuple(last.isr), tuple(last.replicas), tuple(last.adding_replicas),
+            tuple(last.removing_replicas), str(last.leader_recovery_state)) == (
+            before.leader, tuple(before.isr), tuple(before.replicas), tuple(before.adding_replicas),
+            tuple(before.removing_replicas), str(before.leader_recovery_state)):
         return []
-    lost_replica = not set(before.replicas) <= set(last["replicas"])
-    last["leader_epoch"] = before.leader_epoch + (1 if last["leader"] != before.leader or lost_replica else 0)
-    last["partition_epoch"] = before.partition_epoch + 1
+    lost_replica = not set(before.replicas) <= set(last.replicas)
     # The election that happened in the operation, if any, names the decision.
-    last["election"] = next((d["election"] for d in reversed(decisions) if d["election"]), None)
-    return [last]
+    return [replace(last, leader_epoch=before.leader_epoch + (1 if last.leader != before.leader or lost_replica else 0),
+                    partition_epoch=before.partition_epoch + 1,
+                    election=next((d.election for d in reversed(decisions) if d.election), None))]
 
 
 def _zk_shutdown_fallback(leader: int, isr: Sequence[int], replicas: Sequence[int],

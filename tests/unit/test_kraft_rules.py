@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from schemas.records import Decision
 from statemachine.controller import ControllerConfig
 from statemachine.partition import apply_command
 from statemachine.record import Action, PartitionRecord
 from statemachine.rules import KRAFT, ZK, rules_named
 from statemachine.states import PartitionState, ReplicaState
 
-from .eventlog import Cluster, command
+from .cluster import Cluster, command
 
 
 def cluster(rules_name: str) -> Cluster:
@@ -19,8 +20,8 @@ def cluster(rules_name: str) -> Cluster:
     return c
 
 
-def epochs(d: dict) -> tuple[int, list[int], int, int]:
-    return d["leader"], sorted(d["isr"]), d["leader_epoch"], d["partition_epoch"]
+def epochs(d: Decision) -> tuple[int, list[int], int, int]:
+    return d.leader, sorted(d.isr), d.leader_epoch, d.partition_epoch
 
 
 def test_follower_failure_bumps_the_leader_epoch_only_under_zk() -> None:
@@ -51,21 +52,21 @@ def test_reassignment_start_keeps_the_leader_epoch_and_completion_is_one_record(
     c = cluster("kraft")
     c.failure(3)
     start = c.reassign(("two", 0, [2, 1])).decision("two", 0)  # adds 1; 3 (fenced) is removed once 1 catches up
-    assert (start["leader_epoch"], start["partition_epoch"], start["replicas"]) == (0, 2, [2, 1, 3])
+    assert (start.leader_epoch, start.partition_epoch, start.replicas) == (0, 2, (2, 1, 3))
     done = c.isr_change("two", 0, [2, 1], broker=2).decision("two", 0)
-    assert (done["leader"], done["isr"], done["replicas"]) == (2, [2, 1], [2, 1])
+    assert (done.leader, list(done.isr), list(done.replicas)) == (2, [2, 1], [2, 1])
     # One record: the ISR growth and the completion; replica 3 left the replica set, so the leader epoch moves.
-    assert (done["leader_epoch"], done["partition_epoch"]) == (1, 3)
+    assert (done.leader_epoch, done.partition_epoch) == (1, 3)
     z = cluster("zk")
     z.failure(3)
-    assert z.reassign(("two", 0, [2, 1])).decisions_for("two", 0)[0]["leader_epoch"] == 2
+    assert z.reassign(("two", 0, [2, 1])).decisions_for("two", 0)[0].leader_epoch == 2
 
 
 def test_reassignment_onto_a_fenced_broker_is_accepted_only_under_kraft() -> None:
     for name, error in (("zk", "INVALID_REPLICA_ASSIGNMENT"), ("kraft", None)):
         c = cluster(name)
         c.failure(1)
-        assert c.reassign(("two", 0, [2, 1])).row("two", 0)["error"] == error, name
+        assert c.reassign(("two", 0, [2, 1])).row("two", 0).error == error, name
 
 
 def test_the_default_rules_are_zk() -> None:
@@ -79,10 +80,9 @@ def test_preferred_election_of_a_leaderless_partition_falls_back_to_another_repl
                           isr=(1, 2), partition_epoch=6,
                           replica_states={b: ReplicaState.ONLINE for b in (1, 2, 3)})
     elect = command(Action.ELECT_PREFERRED, live={2, 3})
-    assert apply_command(rec, elect, ZK).audit["error"] == "PREFERRED_LEADER_NOT_AVAILABLE"
+    assert apply_command(rec, elect, ZK).audit.error == "PREFERRED_LEADER_NOT_AVAILABLE"
     applied = apply_command(rec, elect, KRAFT)
-    assert [(d["leader"], d["isr"], d["leader_epoch"], d["partition_epoch"]) for d in applied.decisions] == [
-        (2, [2], 5, 7)]
+    assert [epochs(d) for d in applied.decisions] == [(2, [2], 5, 7)]
 
 
 def test_automatic_rebalance_elects_every_partition_off_its_preferred_replica_under_kraft() -> None:
@@ -97,7 +97,7 @@ def test_automatic_rebalance_elects_every_partition_off_its_preferred_replica_un
         c.elect("PREFERRED", *(("t", p) for p in range(9)))
         # Broker 1 leads 9 of its 10 preferred partitions: 10% is not above ZK's 10% threshold.
         result = c.imbalance_check()
-        assert len([d for d in result.decisions if d["election"] == "PREFERRED"]) == expected, name
+        assert len([d for d in result.decisions if d.election == "PREFERRED"]) == expected, name
 
 
 def test_a_new_controller_epoch_reexamines_partitions_only_under_zk() -> None:
