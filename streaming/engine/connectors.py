@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ MAVEN_DIR = ROOT / "tools" / "maven"
 MAVEN_SETTINGS = MAVEN_DIR / "settings.xml"
 MARKER = ".fetched"
 JARS_ENV = "ISRFLOW_SPARK_JARS"
-
 IVY_ENV = "ISRFLOW_IVY_DIR"
 
 # The connectors of tools/maven/spark-connectors/pom.xml as Maven coordinates (a unit test keeps them equal).
@@ -94,6 +94,15 @@ def is_fetched(jar_set: JarSet) -> bool:
     marker = jar_set.dest / MARKER
     return marker.is_file() and marker.read_text().strip() == fingerprint(jar_set)
 
+
+
+def java_executable() -> str:
+    """The `java` that runs Kafka's classes: JAVA_HOME's, else the one on PATH (Kafka 4 needs Java 17+)."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java:
+        raise JarsError("java is not on PATH (and JAVA_HOME is unset); Kafka needs Java 17+.")
+    return java
 
 
 def jars_in(directory: Path) -> list[Path]:
