@@ -153,7 +153,8 @@ def _produce(bootstrap: str, topic: str, lines: list[bytes]) -> None:
     publish(bootstrap, topic, lines)
 
 
-def test_end_to_end_kafka_to_sink_topic_and_delta(spark: Any, kafka_broker: Any, tmp_path: Path) -> None:
+def test_end_to_end_kafka_to_sink_topic_and_delta(spark: Any, kafka_broker: Any, tmp_path: Path,
+                                                   capsys: Any) -> None:
     """Events produced with kafka-python -> `isrflow run` -> decisions consumed from the sink topic and audit
     read from Delta: equal to the local engine. A second run adds nothing (exactly once)."""
     from streaming.cli import main
@@ -179,6 +180,9 @@ def test_end_to_end_kafka_to_sink_topic_and_delta(spark: Any, kafka_broker: Any,
 
     assert main(args) == 0
     assert len(consume_decisions(bootstrap, "e2e-decisions")) == len(consumed)
+    # The checkpoint keeps its 2 state partitions: asking for 4 is refused before anything runs.
+    assert main([*args[:-1], "4"]) == 2
+    assert "was started with 2 state partitions" in capsys.readouterr().err
 
 
 def test_stop_mid_stream_and_restart_from_checkpoint(spark: Any, kafka_broker: Any, tmp_path: Path) -> None:
