@@ -137,8 +137,8 @@ class JarSource:
     conf: dict[str, str]
 
     def describe(self) -> str:
-        jars = self.conf.get("spark.jars")
-        return f"{self.name}: " + (jars.replace(",", "\n  ") if jars else self.conf["spark.jars.packages"])
+        parts = [*self.conf.get("spark.jars.packages", "").split(","), *self.conf.get("spark.jars", "").split(",")]
+        return f"{self.name}:\n  " + "\n  ".join(p for p in parts if p)
 
 
 def spark_jar_source(jars: Sequence[str] | None = None) -> JarSource:
