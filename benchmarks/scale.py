@@ -9,7 +9,8 @@ Two workloads, each timed on both cluster sizes:
 The cluster is streaming.infra.localspark (pyspark's own Master/Worker launcher) on this machine; the driver
 runs here too. `--state-partitions` (default 2) is the same for both sizes, so each size runs the same tasks.
 
-Run: .venv/bin/python benchmarks/scale.py [--partitions 10000] [--batch-size 100] [--skip-failover]
+Run: .venv/bin/python benchmarks/scale.py [--partitions 10000] [--batch-size 100] [--workers 1 2]
+     [--skip-replay] [--skip-failover]
 Not a test: numbers go to docs/performance.md with the command that produced them.
 """
 
@@ -50,23 +51,29 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--state-partitions", type=int, default=2)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="cluster sizes, in order")
+    parser.add_argument("--skip-replay", action="store_true")
     parser.add_argument("--skip-failover", action="store_true")
     args = parser.parse_args()
     events = sum(1 for line in LOG.read_text().splitlines() if line.strip())
     results: dict[int, dict[str, float]] = {}
-    for workers in (1, 2):
+    for workers in args.workers:
         with LocalSparkCluster(workers=workers, cores=1, memory="2g") as cluster:
             print(f"== {workers} worker(s), 1 core each: {cluster.url}", flush=True)
-            replay = replay_seconds(cluster.url, args.batch_size, args.state_partitions)
-            results[workers] = {"replay": replay}
-            print(f"replay of {events} events: {replay:.1f}s, {events / replay:.1f} events/s", flush=True)
+            results[workers] = {}
+            if not args.skip_replay:
+                replay = replay_seconds(cluster.url, args.batch_size, args.state_partitions)
+                results[workers]["replay"] = replay
+                print(f"replay of {events} events: {replay:.1f}s, {events / replay:.1f} events/s", flush=True)
             if not args.skip_failover:
                 figures = measure(args.partitions, cluster.url, executor_conf(args.state_partitions),
-                                  echo=lambda line: print(line, flush=True))
+                                  echo=lambda line: print(line, flush=True), floor=False)
                 results[workers]["failover"] = figures["end_to_end"]
-    for what, figure in results[1].items():
-        print(f"{what}: 1 worker {figure:.1f}s, 2 workers {results[2][what]:.1f}s, "
-              f"speed-up {figure / results[2][what]:.2f}x")
+    first, *others = args.workers
+    for what, figure in results[first].items():
+        for n in others:
+            print(f"{what}: {first} worker(s) {figure:.1f}s, {n} workers {results[n][what]:.1f}s, "
+                  f"speed-up {figure / results[n][what]:.2f}x")
     return 0
 
 
