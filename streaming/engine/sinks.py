@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from streaming.io.delta import decision_json, decision_sort_key
+from streaming.io.kafkaclient import KafkaSettings
 
 BATCH_HEADER = "isrflow.batch_id"
 QUERY_HEADER = "isrflow.query_id"
@@ -24,12 +25,12 @@ def decision_key(decision: Mapping[str, Any]) -> bytes:
 
 
 class DecisionPublisher:
-    def __init__(self, bootstrap_servers: str, topic: str, transactional_id: str) -> None:
+    def __init__(self, kafka: KafkaSettings | str, topic: str, transactional_id: str) -> None:
         from kafka import KafkaProducer
 
-        self.bootstrap_servers = bootstrap_servers
+        self.kafka = KafkaSettings.of(kafka)
         self.topic = topic
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap_servers, transactional_id=transactional_id,
+        self.producer = KafkaProducer(**self.kafka.python_kwargs(), transactional_id=transactional_id,
                                       enable_idempotence=True, acks="all")
         # Fences any older producer with the same id (a previous run of this query).
         self.producer.init_transactions()
@@ -37,7 +38,7 @@ class DecisionPublisher:
 
     def publish(self, query_id: str, batch_id: int, decisions: Sequence[Mapping[str, Any]]) -> int:
         if query_id not in self._last_batch:
-            self._last_batch[query_id] = last_committed_batch(self.bootstrap_servers, self.topic, query_id)
+            self._last_batch[query_id] = last_committed_batch(self.kafka, self.topic, query_id)
         if batch_id <= self._last_batch[query_id] or not decisions:
             return 0
         header = [(QUERY_HEADER, query_id.encode()), (BATCH_HEADER, str(batch_id).encode())]
@@ -56,11 +57,11 @@ class DecisionPublisher:
         self.producer.close()
 
 
-def last_committed_batch(bootstrap_servers: str, topic: str, query_id: str) -> int:
+def last_committed_batch(kafka: KafkaSettings | str, topic: str, query_id: str) -> int:
     """The highest batch id of `query_id` among the committed records at the tail of the topic (-1 if none)."""
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, isolation_level="read_committed",
+    consumer = KafkaConsumer(**KafkaSettings.of(kafka).python_kwargs(), isolation_level="read_committed",
                              enable_auto_commit=False, consumer_timeout_ms=2000)
     try:
         partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
