@@ -1,4 +1,4 @@
-"""Where the project's Java jars live once fetched (`.cache/jars/<set>/`, git-ignored), whether a set is
+"""Where the project's Java jars live once fetched (`.cache/jars/<set>-<fingerprint>/`, git-ignored), whether a set is
 complete, and the Spark conf that puts the connectors (Kafka source/sink, Delta) on the classpath.
 Fetching them with Maven is `streaming.infra.jars`.
 """
@@ -31,7 +31,8 @@ class JarSet:
 
     @property
     def dest(self) -> Path:
-        return JARS_DIR / self.name
+        # One folder per set of inputs: worktrees sharing the cache with another pom keep their own jars.
+        return JARS_DIR / f"{self.name}-{fingerprint(self)[:12]}"
 
 
 KAFKA_BROKER = JarSet("kafka-broker", MAVEN_DIR / "kafka-broker" / "pom.xml", drop_pyspark_bundled=False)
