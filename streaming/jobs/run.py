@@ -47,7 +47,7 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.engine.sources import kafka_events
     from streaming.io.eventlog import require_single_partition
     from streaming.io.layout import Checkpoints, Lake
-    from streaming.quality.suite import batch_check
+    from streaming.quality.runner import batch_check
 
     require_single_partition(kafka, options.events_topic)
     spark = build_spark("isrflow-run", options.master, options.spark_conf)
