@@ -4,7 +4,6 @@ holds the password."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from streaming.engine.local import run_local
 from streaming.infra.localkafka import BrokerSecurity, LocalKafkaBroker, create_topic, grant_isrflow_acls
 from streaming.io.delta import comparable, read_delta
 from streaming.io.kafkaclient import KafkaSettings
-from streaming.jobs.demo import bundled_scenario
+from streaming.jobs.demo import bundled_scenario, consume_decisions, publish
 
 pytestmark = [pytest.mark.kafka]
 
@@ -71,13 +70,7 @@ def test_run_and_replay_on_sasl_ssl_leak_no_secret(secured_broker: LocalKafkaBro
     create_topic(admin, "sec-events", 1)
     create_topic(admin, "sec-decisions", 1)
     grant_isrflow_acls(admin, USER, "sec-events", "sec-decisions")
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(**admin.python_kwargs(), acks="all")
-    for value in lines:
-        producer.send("sec-events", value=value)
-    producer.flush()
-    producer.close()
+    publish(admin, "sec-events", lines)
 
     secrets_dir = tmp_path / "secrets"
     secrets_dir.mkdir()
@@ -102,15 +95,8 @@ def test_run_and_replay_on_sasl_ssl_leak_no_secret(secured_broker: LocalKafkaBro
     expected = run_local(enumerate(lines))
     assert comparable(read_delta(out / "lake" / "decisions")) == comparable(expected.decisions)
     assert comparable(read_delta(out / "lake" / "audit")) == comparable(expected.audit)
-    # The sink topic as a downstream consumer with the same credentials reads it.
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer("sec-decisions", **KafkaSettings.load(secured_broker.bootstrap_servers,
-                                                                   replay_props).python_kwargs(),
-                             auto_offset_reset="earliest", isolation_level="read_committed",
-                             consumer_timeout_ms=3000)
-    consumed = [json.loads(r.value) for r in consumer]
-    consumer.close()
+    # The sink topic as a downstream consumer with the same credentials reads it (read_committed).
+    consumed = consume_decisions(KafkaSettings.load(secured_broker.bootstrap_servers, replay_props), "sec-decisions")
     assert comparable(consumed) == comparable(expected.decisions)
     assert f"{len(expected.decisions)} decisions" in replay.stdout
     assert list(spark_logs.iterdir()), "Spark wrote no event log"
