@@ -90,6 +90,10 @@ class DecisionPublisher:
                         f"{self.outage_timeout_s:.0f}s ({type(exc).__name__}: {exc}); nothing of it was "
                         "published. Restart `isrflow run` once Kafka is back: it resumes from its checkpoint."
                     ) from exc
+                if pause == 1.0:
+                    print(f"isrflow: Kafka at {self.kafka.bootstrap_servers} unreachable while publishing micro-batch "
+                          f"{batch_id} ({type(exc).__name__}); waiting for it up to {self.outage_timeout_s:.0f}s",
+                          flush=True)
                 time.sleep(pause)
                 pause = min(pause * 2, 10.0)
 
