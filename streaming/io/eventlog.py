@@ -58,8 +58,17 @@ class KafkaLog:
 def topic_partition_count(kafka: KafkaSettings | str, topic: str) -> int:
     """The topic's partition count; 0 if it does not exist."""
     from kafka import KafkaAdminClient
+    from kafka.errors import IncompatibleBrokerVersion, NoBrokersAvailable
 
-    admin = KafkaAdminClient(**KafkaSettings.of(kafka).python_kwargs())
+    kafka = KafkaSettings.of(kafka)
+    try:
+        admin = KafkaAdminClient(**kafka.python_kwargs())
+    except (NoBrokersAvailable, IncompatibleBrokerVersion) as exc:
+        # kafka-python reports a refused login or TLS handshake as one of these two, too.
+        protocol = kafka.properties.get("security.protocol", "PLAINTEXT")
+        raise UsageError(f"cannot reach Kafka at {kafka.bootstrap_servers} with security.protocol={protocol}: "
+                         f"no broker there, or it refused the connection's TLS or SASL login "
+                         f"({type(exc).__name__})") from None
     try:
         if topic not in admin.list_topics():
             return 0
