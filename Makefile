@@ -27,7 +27,7 @@ test: install jars
 	$(VENV)/bin/pytest -ra
 
 test-unit: install
-	$(VENV)/bin/pytest -ra tests/unit
+	$(VENV)/bin/pytest -ra tests/unit tests/analysis
 
 lint: install
 	$(VENV)/bin/ruff check .
