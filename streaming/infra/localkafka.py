@@ -332,13 +332,16 @@ class LocalKafkaBroker:
         self.stop()
 
 
-def create_topic(kafka: KafkaSettings | str, name: str, partitions: int = 1, timeout: float = 30) -> None:
-    """Create a topic (replication factor 1) and return once its metadata shows every partition."""
+def create_topic(kafka: KafkaSettings | str, name: str, partitions: int = 1, timeout: float = 30,
+                 configs: dict[str, str] | None = None) -> None:
+    """Create a topic (replication factor 1, topic `configs`) and return once its metadata shows every
+    partition."""
     settings = KafkaSettings.of(kafka)
     admin = KafkaAdminClient(**settings.python_kwargs())
     try:
         # Raises TopicAlreadyExistsError (and other broker errors) itself.
-        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
+                                      topic_configs=configs or {})])
         deadline = time.monotonic() + timeout
         while topic_partition_count(settings, name) != partitions:
             if time.monotonic() > deadline:
