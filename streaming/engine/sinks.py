@@ -122,25 +122,34 @@ class DecisionPublisher:
             self.producer.close()
 
 
-def last_committed_batch(kafka: KafkaSettings | str, topic: str, query_id: str) -> int:
-    """The highest batch id of `query_id` among the committed records at the tail of the topic (-1 if none)."""
+def last_committed_batch(kafka: KafkaSettings | str, topic: str, query_id: str, timeout_s: float = 60) -> int:
+    """The highest batch id of `query_id` among the committed records at the tail of the topic (-1 if none).
+    Reads up to the end offsets rather than until the topic goes quiet: a broker slow to answer (one just back
+    from an outage) must not hide the last commit, or its batch would be published twice."""
     from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaTimeoutError
 
     consumer = KafkaConsumer(**KafkaSettings.of(kafka).python_kwargs(), isolation_level="read_committed",
-                             enable_auto_commit=False, consumer_timeout_ms=2000)
+                             enable_auto_commit=False)
     try:
         partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
         if not partitions:
             return -1
         consumer.assign(partitions)
-        ends = consumer.end_offsets(partitions)
+        # With read_committed the end is the last stable offset: nothing past it is committed yet.
+        begins, ends = consumer.beginning_offsets(partitions), consumer.end_offsets(partitions)
         for tp in partitions:
-            consumer.seek(tp, max(0, ends[tp] - _TAIL))
+            consumer.seek(tp, max(begins[tp], ends[tp] - _TAIL))
         last = -1
-        for record in consumer:
-            headers = dict(record.headers or [])
-            if headers.get(QUERY_HEADER) == query_id.encode() and BATCH_HEADER in headers:
-                last = max(last, int(headers[BATCH_HEADER]))
+        deadline = time.monotonic() + timeout_s
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            if time.monotonic() > deadline:
+                raise KafkaTimeoutError(f"reading the tail of {topic} took over {timeout_s:.0f}s")
+            for records in consumer.poll(timeout_ms=1000).values():
+                for record in records:
+                    headers = dict(record.headers or [])
+                    if headers.get(QUERY_HEADER) == query_id.encode() and BATCH_HEADER in headers:
+                        last = max(last, int(headers[BATCH_HEADER]))
         return last
     finally:
         consumer.close()
