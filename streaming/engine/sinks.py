@@ -122,10 +122,11 @@ class DecisionPublisher:
             self.producer.close()
 
 
-def last_committed_batch(kafka: KafkaSettings | str, topic: str, query_id: str, timeout_s: float = 60) -> int:
-    """The highest batch id of `query_id` among the committed records at the tail of the topic (-1 if none).
-    Reads up to the end offsets rather than until the topic goes quiet: a broker slow to answer (one just back
-    from an outage) must not hide the last commit, or its batch would be published twice."""
+def last_committed_batch(kafka: KafkaSettings | str, topic: str, query_id: str, value_header: str = BATCH_HEADER,
+                         timeout_s: float = 60) -> int:
+    """The highest `value_header` (the batch id) of `query_id`'s committed records at the topic's tail (-1 if
+    none). Reads up to the end offsets rather than until the topic goes quiet: a broker slow to answer (one
+    just back from an outage) must not hide the last commit, or its batch would be published twice."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaTimeoutError
 
@@ -148,8 +149,8 @@ def last_committed_batch(kafka: KafkaSettings | str, topic: str, query_id: str, 
             for records in consumer.poll(timeout_ms=1000).values():
                 for record in records:
                     headers = dict(record.headers or [])
-                    if headers.get(QUERY_HEADER) == query_id.encode() and BATCH_HEADER in headers:
-                        last = max(last, int(headers[BATCH_HEADER]))
+                    if headers.get(QUERY_HEADER) == query_id.encode() and value_header in headers:
+                        last = max(last, int(headers[value_header]))
         return last
     finally:
         consumer.close()

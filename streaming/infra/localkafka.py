@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
-import os
 import secrets
 import shutil
 import signal
@@ -69,14 +68,6 @@ def _cluster_id() -> str:
             return text
 
 
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if not java:
-        raise RuntimeError("java is not on PATH (and JAVA_HOME is unset); Kafka needs Java 17+.")
-    return java
-
-
 SCRAM = "SCRAM-SHA-512"
 ADMIN = "admin"
 
@@ -96,7 +87,7 @@ class BrokerSecurity:
 
 
 def _keytool(*args: str) -> None:
-    keytool = shutil.which("keytool") or str(Path(_java()).parent / "keytool")
+    keytool = shutil.which("keytool") or str(Path(connectors.java_executable()).parent / "keytool")
     result = subprocess.run([keytool, *args], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"keytool {args[0]} failed: {result.stdout}{result.stderr}")
@@ -238,7 +229,7 @@ class LocalKafkaBroker:
 
     def _java_cmd(self, main_class: str, *args: str) -> list[str]:
         return [
-            _java(), *JVM_OPTS,
+            connectors.java_executable(), *JVM_OPTS,
             f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.data_dir}",
             "-cp", jars.kafka_broker_classpath(), main_class, *args,

@@ -119,8 +119,9 @@ def summarize(audit: list[dict[str, Any]], decisions: list[dict[str, Any]], quar
 
 
 def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str = "local[2]",
-         spark_conf: dict[str, str] | None = None) -> int:
+         spark_conf: dict[str, str] | None = None, rules: str = "zk") -> int:
     from statemachine.controller import ControllerConfig
+    from statemachine.rules import rules_named
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pipeline import progress_listener, start_pipeline
     from streaming.engine.session import build_spark
@@ -143,7 +144,7 @@ def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str = "loc
         spark.streams.addListener(progress_listener(counts))
         publisher = DecisionPublisher(bootstrap, DECISIONS_TOPIC, "isrflow-demo")
         pipeline = start_pipeline(spark, kafka_events(spark, bootstrap, EVENTS_TOPIC), lake,
-                                  Checkpoints(work / "checkpoints"), ControllerConfig(),
+                                  Checkpoints(work / "checkpoints"), ControllerConfig(rules=rules_named(rules)),
                                   {"processingTime": "2 seconds"}, publisher, counts)
         try:
             print(f"publishing the bundled incident ({len(records)} events) to {EVENTS_TOPIC} ...")
