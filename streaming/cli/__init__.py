@@ -72,12 +72,21 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
+def _add_kafka_client_options(p: argparse.ArgumentParser, option_help: str) -> None:
+    p.add_argument("--kafka-option", action="append", metavar="k=v", help=option_help)
+    p.add_argument("--kafka-option-file", type=Path, metavar="PATH",
+                   help="Kafka client properties in the syntax of Kafka's tools' --command-config "
+                        "(security.protocol=SASL_SSL, sasl.jaas.config=..., ssl.truststore.location=...); "
+                        "values may name environment variables as ${env:NAME}")
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     from streaming.jobs.replay import KafkaBounds, ReplayOptions, replay
 
     bounds = KafkaBounds(args.from_offset, args.to_offset, args.from_time, args.to_time)
     print(replay(ReplayOptions(args.source, args.out, args.engine, args.batch_size, bounds,
-                               _controller_config(args), args.master, _spark_conf(args))))
+                               _controller_config(args), args.master, _spark_conf(args),
+                               args.kafka_option_file, key_values(args.kafka_option, "--kafka-option"))))
     return 0
 
 
@@ -92,7 +101,8 @@ def _cmd_bridge(args: argparse.Namespace) -> int:
     from streaming.jobs.bridge import BridgeOptions, bridge
 
     return bridge(BridgeOptions(args.metadata_dir, args.bootstrap_servers, args.events_topic, args.poll_seconds,
-                                1 if args.once else None))
+                                1 if args.once else None, args.kafka_option_file,
+                                key_values(args.kafka_option, "--kafka-option")))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -102,7 +112,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         bootstrap_servers=args.bootstrap_servers, events_topic=args.events_topic,
         decisions_topic=args.decisions_topic, audit_table=args.audit_table, checkpoint_dir=args.checkpoint_dir,
         lake_dir=args.lake_dir, trigger=args.trigger,
-        kafka_options=key_values(args.kafka_option, "--kafka-option"), starting_offsets=args.starting_offsets,
+        kafka_options=key_values(args.kafka_option, "--kafka-option"), kafka_option_file=args.kafka_option_file,
+        starting_offsets=args.starting_offsets,
         quality=args.quality, config=_controller_config(args), master=args.master, spark_conf=_spark_conf(args),
         state_partitions=args.state_partitions))
 
@@ -175,8 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where bronze, commands, decisions and quarantine tables go (default: beside the audit table)")
     p.add_argument("--trigger", default="5 seconds",
                    help="processing-time interval, e.g. '5 seconds', or 'available-now' for one bounded run")
-    p.add_argument("--kafka-option", action="append", metavar="k=v",
-                   help="Kafka source option, e.g. maxOffsetsPerTrigger=1000 or kafka.security.protocol=SSL")
+    _add_kafka_client_options(p, "Kafka client property or Spark source option, e.g. "
+                                 "maxOffsetsPerTrigger=1000 or security.protocol=SASL_SSL (over the file's)")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--quality", action="store_true",
                    help="run the data-quality suite on each micro-batch's audit rows; results to a 'quality' "
@@ -200,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     bounds.add_argument("--to-offset", type=int, help="last offset (exclusive)")
     bounds.add_argument("--from", dest="from_time", metavar="ISO-8601", help="first record at or after this time")
     bounds.add_argument("--to", dest="to_time", metavar="ISO-8601", help="stop before the first record at this time")
+    _add_kafka_client_options(bounds, "Kafka client property of a kafka:// source, e.g. security.protocol=SASL_SSL")
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_replay)
@@ -222,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--events-topic", required=True)
     p.add_argument("--poll-seconds", type=float, default=2.0)
     p.add_argument("--once", action="store_true", help="publish what is new and exit")
+    _add_kafka_client_options(p, "Kafka client property, e.g. security.protocol=SASL_SSL (over the file's)")
     p.set_defaults(func=_cmd_bridge)
 
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")

@@ -1,4 +1,4 @@
-"""Where the project's Java jars live once fetched (`.cache/jars/<set>/`, git-ignored), whether a set is
+"""Where the project's Java jars live once fetched (`.cache/jars/<set>-<fingerprint>/`, git-ignored), whether a set is
 complete, and the Spark conf that puts the connectors (Kafka source/sink, Delta) on the classpath.
 Fetching them with Maven is `streaming.infra.jars`.
 
@@ -37,7 +37,7 @@ SPARK_PACKAGES = (
 # The pom's dependencyManagement pin: spark-sql-kafka asks for a token provider of its own version, which
 # Maven Central lacks, and Ivy cannot be told to prefer an older revision. So it is excluded from the
 # resolution above and resolved alone (`pinned_jar`).
-TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.1.0-preview1"
+TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.1.1"
 # What pyspark already ships (the pom route drops the same jars after the fetch), the pom's RoaringBitmap
 # exclusion, and the token provider.
 SPARK_PACKAGE_EXCLUDES = (
@@ -68,7 +68,8 @@ class JarSet:
 
     @property
     def dest(self) -> Path:
-        return JARS_DIR / self.name
+        # One folder per set of inputs: worktrees sharing the cache with another pom keep their own jars.
+        return JARS_DIR / f"{self.name}-{fingerprint(self)[:12]}"
 
 
 KAFKA_BROKER = JarSet("kafka-broker", MAVEN_DIR / "kafka-broker" / "pom.xml", drop_pyspark_bundled=False)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streaming.engine.sinks import QUERY_HEADER, last_committed_batch
+from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.kraft.convert import convert, event_offset
 from streaming.kraft.metadatalog import read_metadata_log
 
@@ -30,6 +31,13 @@ class BridgeOptions:
     events_topic: str
     poll_seconds: float = 2.0
     rounds: int | None = None  # None: until interrupted
+    # Kafka client properties (security): a properties file, then single options over it.
+    kafka_option_file: Path | None = None
+    kafka_options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kafka(self) -> KafkaSettings:
+        return KafkaSettings.load(self.bootstrap_servers, self.kafka_option_file, self.kafka_options)
 
 
 class KraftBridge:
@@ -37,10 +45,11 @@ class KraftBridge:
         from kafka import KafkaProducer
 
         self.options = options
-        self.producer = KafkaProducer(bootstrap_servers=options.bootstrap_servers, enable_idempotence=True,
+        kafka = options.kafka
+        self.producer = KafkaProducer(**kafka.python_kwargs(), enable_idempotence=True,
                                       acks="all", transactional_id=f"{BRIDGE_ID}-{options.events_topic}")
         self.producer.init_transactions()  # fences an older bridge on the same topic
-        self.last = last_committed_batch(options.bootstrap_servers, options.events_topic, BRIDGE_ID, OFFSET_HEADER)
+        self.last = last_committed_batch(kafka, options.events_topic, BRIDGE_ID, OFFSET_HEADER)
 
     def round(self) -> int:
         """Publish the events above the last published offset; returns how many went out."""
@@ -70,6 +79,11 @@ def _json(event: dict[str, Any]) -> bytes:
 
 def bridge(options: BridgeOptions) -> int:
     """Run rounds every `poll_seconds` (forever, or `rounds` times); Ctrl-C stops it cleanly."""
+    with secrets_scrubbed(options.kafka):
+        return _bridge(options)
+
+
+def _bridge(options: BridgeOptions) -> int:
     b = KraftBridge(options)
     print(f"isrflow bridge: {options.metadata_dir} -> {options.events_topic} from metadata offset {b.last + 1}",
           flush=True)

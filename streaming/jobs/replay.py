@@ -16,6 +16,7 @@ from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
 from streaming.io.delta import read_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
+from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.io.layout import ReplayOutput
 from streaming.jobs.kraft import PREFIX, ImportSummary, import_kraft, write_agreement
 
@@ -54,6 +55,9 @@ class ReplayOptions:
     config: ControllerConfig = field(default_factory=ControllerConfig)
     master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
+    # Client properties (security) for a kafka:// source: a properties file, then options over it.
+    kafka_option_file: Path | None = None
+    kafka_options: dict[str, str] = field(default_factory=dict)
 
 
 def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out: Path,
@@ -75,6 +79,12 @@ def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out
 
 def replay(options: ReplayOptions) -> str:
     """Replay `options.source` into `options.out`; returns the summary printed for the user."""
+    kafka = KafkaSettings.load("", options.kafka_option_file, options.kafka_options)
+    with secrets_scrubbed(kafka):
+        return _replay(options, kafka)
+
+
+def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
     imported = _import_kraft_source(options.source, layout.root) if options.source.startswith(PREFIX) else None
@@ -82,7 +92,7 @@ def replay(options: ReplayOptions) -> str:
         path = imported.events
         records, total, source, described = read_event_log(path), count_records(path), "file", options.source
     elif is_kafka_url(options.source):
-        log = open_kafka_log(options.source, b.from_offset, b.to_offset, b.from_time, b.to_time)
+        log = open_kafka_log(options.source, b.from_offset, b.to_offset, b.from_time, b.to_time, kafka)
         records: Iterable[tuple[int, bytes]] = read_kafka_log(log)
         total, source = log.total, "kafka"
         described = f"{options.source} offsets [{log.start}, {log.stop})"
