@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -29,6 +30,7 @@ class LocalSparkCluster:
 
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g", root: Path | None = None) -> None:
         self.worker_count, self.cores, self.memory = workers, cores, memory
+        self._owns_root = root is None  # its logs and work dirs go with it on stop()
         self.root = Path(root or tempfile.mkdtemp(prefix="isrflow-spark-cluster-")).resolve()
         self.port = free_port()
         self.master: subprocess.Popen[bytes] | None = None
@@ -95,6 +97,8 @@ class LocalSparkCluster:
         for process in [*self.workers, self.master]:
             self._kill(process)
         self.workers, self.master = [], None
+        if self._owns_root:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> LocalSparkCluster:
         return self.start()
