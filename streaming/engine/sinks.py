@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from streaming.engine.faults import crash_point
 from streaming.io.delta import decision_json, decision_sort_key
 
 BATCH_HEADER = "isrflow.batch_id"
@@ -45,7 +46,10 @@ class DecisionPublisher:
         try:
             for d in sorted(decisions, key=decision_sort_key):
                 self.producer.send(self.topic, key=decision_key(d), value=decision_json(d).encode(), headers=header)
+            self.producer.flush()
+            crash_point("kafka-transaction")
             self.producer.commit_transaction()
+            crash_point("kafka-committed")
         except Exception:
             self.producer.abort_transaction()
             raise
