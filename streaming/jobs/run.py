@@ -32,6 +32,7 @@ class RunOptions:
 
 def run(options: RunOptions) -> int:
     from streaming.engine.counts import BatchCounts
+    from streaming.engine.pairing import check_pairing
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
     from streaming.engine.session import build_spark
     from streaming.engine.sinks import DecisionPublisher
@@ -41,9 +42,10 @@ def run(options: RunOptions) -> int:
     from streaming.quality.suite import batch_check
 
     require_single_partition(options.bootstrap_servers, options.events_topic)
-    spark = build_spark("isrflow-run", options.master, options.spark_conf)
     lake = Lake.beside(options.audit_table.resolve(), options.lake_dir.resolve() if options.lake_dir else None)
     checkpoints = Checkpoints(Path(options.checkpoint_dir).resolve())
+    check_pairing(lake, checkpoints)
+    spark = build_spark("isrflow-run", options.master, options.spark_conf)
     trigger = parse_trigger(options.trigger)
     events = kafka_events(spark, options.bootstrap_servers, options.events_topic, options.starting_offsets,
                           options.kafka_options)
