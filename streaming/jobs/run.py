@@ -39,7 +39,7 @@ def run(options: RunOptions) -> int:
     from streaming.engine.sources import kafka_events
     from streaming.io.eventlog import require_single_partition
     from streaming.io.layout import Checkpoints, Lake
-    from streaming.quality.suite import batch_check
+    from streaming.quality.runner import batch_check
 
     require_single_partition(options.bootstrap_servers, options.events_topic)
     lake = Lake.beside(options.audit_table.resolve(), options.lake_dir.resolve() if options.lake_dir else None)
