@@ -26,7 +26,7 @@ def test_the_campaign_log_is_long_and_varied() -> None:
     import json
 
     log = campaign_log()
-    types = {json.loads(line).get("type") for line in log}
+    types = {json.loads(line).get("type") for line in log[:-1]}  # the last one is the truncated record
     assert len(log) >= 5000
     assert {"BrokerChange", "IsrChange", "ReassignPartitions", "ElectLeaders", "ControllerChange",
             "LeaderImbalanceCheck"} <= types

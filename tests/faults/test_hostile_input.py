@@ -146,7 +146,7 @@ def mutate(rng: random.Random, raw: bytes) -> bytes:
     return bytes(data)
 
 
-def test_byte_level_mutations_of_valid_events() -> None:
+def test_byte_level_mutations_of_valid_events(capsys: Any) -> None:
     rng = random.Random(SEED)
     fuzz = Fuzz()
     seeds = [line.encode() for line in VALID]
@@ -155,7 +155,8 @@ def test_byte_level_mutations_of_valid_events() -> None:
         for _ in range(rng.choice((1, 1, 1, 2, 3))):
             raw = mutate(rng, raw)
         fuzz.feed(raw)
-    print(f"\n[hostile] {fuzz.inputs} mutated records: {fuzz.malformed} quarantined, {fuzz.accepted} accepted")
+    with capsys.disabled():
+        print(f"\n[hostile] {fuzz.inputs} mutated records: {fuzz.malformed} quarantined, {fuzz.accepted} accepted")
     # Both paths exercised: mostly quarantine, and enough accepted events to reach the state machine.
     assert fuzz.malformed > fuzz.inputs // 2 and fuzz.accepted > fuzz.inputs // 50
 
@@ -247,8 +248,9 @@ def test_hypothesis_arbitrary_bytes_and_text(raw: bytes | str) -> None:
 FUZZ = Fuzz()
 
 
-def test_hostile_input_count() -> None:
+def test_hostile_input_count(capsys: Any) -> None:
     """Runs after the tests above (file order): the figure docs/reliability.md quotes."""
-    print(f"\n[hostile] {COUNT['hypothesis']} Hypothesis examples through parse + controller: "
-          f"{FUZZ.malformed} quarantined, {FUZZ.accepted} accepted; mutated records: {INPUTS}")
+    with capsys.disabled():
+        print(f"\n[hostile] {COUNT['hypothesis']} Hypothesis examples through parse + controller: "
+              f"{FUZZ.malformed} quarantined, {FUZZ.accepted} accepted; mutated records: {INPUTS}")
     assert COUNT["hypothesis"] >= 2 * EXAMPLES * 0.9
