@@ -33,7 +33,7 @@ faults: install jars
 		$(VENV)/bin/pytest -ra -s tests/faults
 
 test-unit: install
-	$(VENV)/bin/pytest -ra tests/unit
+	$(VENV)/bin/pytest -ra tests/unit tests/analysis
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from schemas.events import LeaderRecoveryState
+from schemas.records import AuditRow, Decision
 from statemachine.errors import Error, Outcome
 from statemachine.states import PartitionState, ReplicaState
 
 NO_LEADER = -1
-RECOVERED = "RECOVERED"
-RECOVERING = "RECOVERING"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class PartitionRecord:
     leader_epoch: int = 0
     isr: tuple[int, ...] = ()
     partition_epoch: int = 0
-    leader_recovery_state: str = RECOVERED
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
     replica_states: Mapping[int, ReplicaState] = field(default_factory=dict)
     # A cancel can leave AR and RR empty while the controller still waits for the ISR to catch up.
     reassignment_in_progress: bool = False
@@ -57,7 +57,7 @@ class PartitionRecord:
             "replicas": list(self.replicas), "adding_replicas": list(self.adding_replicas),
             "removing_replicas": list(self.removing_replicas), "leader": self.leader,
             "leader_epoch": self.leader_epoch, "isr": list(self.isr), "partition_epoch": self.partition_epoch,
-            "leader_recovery_state": self.leader_recovery_state,
+            "leader_recovery_state": str(self.leader_recovery_state),
             "replica_states": {b: str(s) for b, s in self.replica_states.items()},
             "reassignment_in_progress": self.reassignment_in_progress,
             "queued_for_deletion": self.queued_for_deletion,
@@ -65,9 +65,6 @@ class PartitionRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> PartitionRecord:
-        replica_states = row["replica_states"]
-        # Arrow hands a map back as a list of (key, value) pairs.
-        items = replica_states.items() if isinstance(replica_states, Mapping) else replica_states
         return cls(
             topic=row["topic"], partition=int(row["partition"]), state=PartitionState(row["state"]),
             replicas=tuple(int(r) for r in row["replicas"]),
@@ -75,8 +72,8 @@ class PartitionRecord:
             removing_replicas=tuple(int(r) for r in row["removing_replicas"]),
             leader=int(row["leader"]), leader_epoch=int(row["leader_epoch"]),
             isr=tuple(int(r) for r in row["isr"]), partition_epoch=int(row["partition_epoch"]),
-            leader_recovery_state=row["leader_recovery_state"],
-            replica_states={int(b): ReplicaState(s) for b, s in items},
+            leader_recovery_state=LeaderRecoveryState(row["leader_recovery_state"]),
+            replica_states={int(b): ReplicaState(s) for b, s in row["replica_states"].items()},
             reassignment_in_progress=bool(row["reassignment_in_progress"]),
             queued_for_deletion=bool(row["queued_for_deletion"]),
         )
@@ -124,7 +121,7 @@ class Command:
     isr: tuple[int, ...] | None = None
     leader_epoch: int | None = None
     partition_epoch: int | None = None
-    leader_recovery_state: str | None = None
+    leader_recovery_state: LeaderRecoveryState | None = None
     # Registered and not shutting down.
     live_brokers: frozenset[int] = frozenset()
     shutting_down_brokers: frozenset[int] = frozenset()
@@ -133,6 +130,14 @@ class Command:
     outcome: Outcome | None = None
     error: Error | None = None
     message: str | None = None
+    # Facts of the event the audit keeps: a BrokerChange's kind, the sender's or broker's epoch, the active
+    # controller (None when a failover did not name it), the epoch the event carried, an AlterTopicConfig's
+    # changes.
+    broker_change: str | None = None
+    broker_epoch: int | None = None
+    controller_id: int | None = None
+    event_controller_epoch: int | None = None
+    configs: Mapping[str, str | None] | None = None
 
     @property
     def live_or_shutting_down(self) -> frozenset[int]:
@@ -156,6 +161,9 @@ class Command:
             "outcome": None if self.outcome is None else str(self.outcome),
             "error": None if self.error is None else str(self.error),
             "message": self.message,
+            "broker_change": self.broker_change, "broker_epoch": self.broker_epoch,
+            "controller_id": self.controller_id, "event_controller_epoch": self.event_controller_epoch,
+            "configs": None if self.configs is None else dict(self.configs),
         }
 
     @classmethod
@@ -164,7 +172,7 @@ class Command:
             return None if value is None else tuple(int(v) for v in value)
 
         def opt_int(value: Any) -> int | None:
-            return None if value is None or value != value else int(value)  # NaN from pandas
+            return None if value is None else int(value)
 
         return cls(
             action=Action(row["action"]), event_id=row["event_id"], event_type=row["event_type"],
@@ -173,13 +181,18 @@ class Command:
             event_ts=row["event_ts"], principal=row["principal"], broker_id=opt_int(row["broker_id"]),
             replicas=ints(row["replicas"]),
             isr=ints(row["isr"]), leader_epoch=opt_int(row["leader_epoch"]),
-            partition_epoch=opt_int(row["partition_epoch"]), leader_recovery_state=row["leader_recovery_state"],
+            partition_epoch=opt_int(row["partition_epoch"]),
+            leader_recovery_state=None if row["leader_recovery_state"] is None
+            else LeaderRecoveryState(row["leader_recovery_state"]),
             live_brokers=frozenset(int(b) for b in row["live_brokers"]),
             shutting_down_brokers=frozenset(int(b) for b in row["shutting_down_brokers"]),
             unclean_allowed=bool(row["unclean_allowed"]),
             outcome=None if row["outcome"] is None else Outcome(row["outcome"]),
             error=None if row["error"] is None else Error(row["error"]),
-            message=row["message"],
+            message=row["message"], broker_change=row["broker_change"], broker_epoch=opt_int(row["broker_epoch"]),
+            controller_id=opt_int(row["controller_id"]),
+            event_controller_epoch=opt_int(row["event_controller_epoch"]),
+            configs=None if row["configs"] is None else dict(row["configs"]),
         )
 
 
@@ -189,5 +202,5 @@ class Applied:
     LeaderAndIsr decisions in order, and the one audit row."""
 
     record: PartitionRecord | None
-    decisions: list[dict[str, Any]]
-    audit: dict[str, Any]
+    decisions: list[Decision]
+    audit: AuditRow

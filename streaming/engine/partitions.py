@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from schemas.records import to_row
 from schemas.tables import AUDIT, COMMAND, DECISION, OPERATOR_OUTPUT, PARTITION_STATE, TableSchema
 from statemachine.partition import apply_command
 from statemachine.record import Command, PartitionRecord
@@ -30,12 +31,28 @@ _STATE_COLUMNS = PARTITION_STATE.names
 _OUTPUT_COLUMNS = OPERATOR_OUTPUT.names
 
 
+_MAP_COLUMNS = frozenset(c.name for c in (*COMMAND.columns, *PARTITION_STATE.columns) if c.type.startswith("map<"))
+
+
+def _row(columns: list[str], values: Any) -> dict[str, Any]:
+    """A row as Arrow and pandas hand it over, as the core reads it: a missing int comes as NaN, a map as a
+    list of (key, value) pairs."""
+    row: dict[str, Any] = {}
+    for c, v in zip(columns, values, strict=True):
+        if isinstance(v, float) and v != v:
+            v = None
+        elif c in _MAP_COLUMNS and v is not None:
+            v = dict(v)
+        row[c] = v
+    return row
+
+
 def _commands(frame: pd.DataFrame) -> Iterator[Command]:
     """Commands of one group in log order. Column arrays, not iterrows: this runs per group per batch."""
     frame = frame.sort_values(["source_offset", "step"], kind="stable")
     columns = [frame[c].to_numpy(dtype=object) for c in _COMMAND_COLUMNS]
     for values in zip(*columns, strict=True):
-        yield Command.from_row(dict(zip(_COMMAND_COLUMNS, values, strict=True)))
+        yield Command.from_row(_row(_COMMAND_COLUMNS, values))
 
 
 def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
@@ -47,13 +64,13 @@ def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame
     partition_key = key[1] is not None
     record = None
     if partition_key and state.exists:
-        record = PartitionRecord.from_row(dict(zip(_STATE_COLUMNS, state.get, strict=True)))
+        record = PartitionRecord.from_row(_row(_STATE_COLUMNS, state.get))
     out: list[dict[str, Any]] = []
     for command in _commands(frame):
         applied = apply_command(record, command)
         record = applied.record
-        out.append({"kind": "audit", **applied.audit})
-        out.extend({"kind": "decision", **d} for d in applied.decisions)
+        out.append({"kind": "audit", **to_row(applied.audit)})
+        out.extend({"kind": "decision", **to_row(d)} for d in applied.decisions)
     if partition_key:
         if record is None:
             if state.exists:

@@ -15,6 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from schemas.events import BrokerChange, ControllerChange, LeaderImbalanceCheck
+from statemachine.elections import Election
+from statemachine.errors import Outcome
 from streaming.io.delta import read_delta
 
 EVENTS_TOPIC = "isrflow-events"
@@ -76,12 +79,13 @@ def summarize(audit: list[dict[str, Any]], decisions: list[dict[str, Any]], quar
 
     lines = ["What the controller decided:"]
     for row in sorted((a for a in audit if a["partition"] is None), key=lambda a: a["source_offset"]):
-        if row["event_type"] in ("BrokerChange", "ControllerChange", "LeaderImbalanceCheck") or row["error"]:
+        if row["event_type"] in (BrokerChange.type, ControllerChange.type, LeaderImbalanceCheck.type) or row["error"]:
             tag = f" [{row['error']}]" if row["error"] else ""
             lines.append(f"  {row['event_ts'] or '':<24} {row['message']}{tag}")
     elections = Counter(d["election"] for d in decisions if d["election"])
-    rejected = Counter(a["error"] for a in audit if a["outcome"] == "REJECTED")
-    unclean = sorted({f"{d['topic']}-{d['partition']}" for d in decisions if d["election"] == "OFFLINE_UNCLEAN"})
+    rejected = Counter(a["error"] for a in audit if a["outcome"] == Outcome.REJECTED)
+    unclean = sorted({f"{d['topic']}-{d['partition']}" for d in decisions
+                      if d["election"] == Election.OFFLINE_UNCLEAN})
     lines.append(f"{len(decisions)} decisions on the sink topic; elections: "
                  + ", ".join(f"{k} {v}" for k, v in sorted(elections.items())))
     lines.append("rejected: " + (", ".join(f"{k} {v}" for k, v in sorted(rejected.items())) or "none")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import ControllerConfig
+from statemachine.errors import Outcome
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
@@ -84,7 +85,7 @@ def replay(options: ReplayOptions) -> str:
     quarantined = len(read_delta(layout.quarantine))
     with layout.decisions_jsonl.open() as fh:
         decisions = sum(1 for _ in fh)
-    rejected = sum(1 for a in audit if a["outcome"] == "REJECTED")
+    rejected = sum(1 for a in audit if a["outcome"] == Outcome.REJECTED)
     return (f"replayed {described} with the {options.engine} engine in {time.monotonic() - started:.1f}s: "
             f"{len(audit)} audit rows, {decisions} decisions, {rejected} rejections, {quarantined} quarantined\n"
             f"  {layout.decisions_jsonl}\n  {layout.audit} (Delta)\n  {layout.quarantine} (Delta)\n  {report}")
