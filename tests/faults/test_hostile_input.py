@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schemas.events import EVENT_TYPES, Malformed, parse_event
+from schemas.records import to_row
 from schemas.tables import AUDIT, DECISION
 from statemachine.controller import Controller
 from streaming.infra.scenario import incident_scenario
@@ -69,8 +70,8 @@ class Fuzz:
         self.accepted += 1
         partitions = dict(self.controller.partitions)
         handled = self.controller.handle(event, self.inputs)
-        audit = [{**h.applied.audit, "batch_id": 0} for h in handled]
-        decisions = [d for h in handled for d in h.applied.decisions]
+        audit = [{**to_row(h.applied.audit), "batch_id": 0} for h in handled]
+        decisions = [to_row(d) for h in handled for d in h.applied.decisions]
         # The Delta/Kafka boundary: int32/int64 columns, UTF-8 strings; a bad value here would fail a
         # whole micro-batch's write instead of one record's quarantine.
         arrow_table(audit, AUDIT)
