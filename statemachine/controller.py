@@ -38,6 +38,7 @@ from schemas.events import (
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.partition import apply_command
 from statemachine.record import Action, Applied, Command, PartitionRecord
+from statemachine.rules import ZK, Rules
 from statemachine.states import PartitionState
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
@@ -55,6 +56,8 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     # Kafka's super.users: when set, admin commands from any other principal are refused.
     super_users: frozenset[str] | None = None
+    # Which controller's rules: ZK (the design's, default) or KRAFT (Kafka 4.1), see statemachine.rules.
+    rules: Rules = ZK
 
 
 @dataclass
@@ -118,7 +121,7 @@ class _Fanout:
                           event_controller_epoch=ev.controller_epoch, **fields)
         partitions = self.controller.partitions
         key = None if command.partition is None else (command.topic, command.partition)
-        applied = apply_command(partitions.get(key) if key else None, command)
+        applied = apply_command(partitions.get(key) if key else None, command, self.controller.config.rules)
         if key is not None:
             if applied.record is None:
                 partitions.pop(key, None)
@@ -238,6 +241,9 @@ class Controller:
             out.failover = "first"  # the log's first controller: nothing to take over from
             return
         out.failover = "takeover"
+        if not self.config.rules.reexamine_on_failover:
+            out.cluster(f"controller epoch {cv.controller_epoch}: the new controller keeps the replicated state")
+            return
         # A new controller knows nothing of the old one's shutting-down brokers (they retry).
         cv.shutting_down.clear()
         out.facts_changed()
@@ -439,6 +445,9 @@ class Controller:
         if not self.config.auto_leader_rebalance_enable:
             out.cluster("auto.leader.rebalance.enable=false: no check", Outcome.NO_OP)
             return
+        if self.config.rules.rebalance_batch is not None:
+            self._rebalance_every_partition(out, self.config.rules.rebalance_batch)
+            return
         threshold = self.config.leader_imbalance_per_broker_percentage / 100
         live = self.cluster.live_brokers
         by_preferred: dict[int, list[tuple[Key, PartitionRecord]]] = {}
@@ -459,6 +468,18 @@ class Controller:
         out.cluster("; ".join(reports) if reports else
                     f"no broker above leader.imbalance.per.broker.percentage="
                     f"{self.config.leader_imbalance_per_broker_percentage}")
+
+
+    def _rebalance_every_partition(self, out: _Fanout, batch: int) -> None:
+        """KRaft: a preferred election for every partition not led by its preferred replica, if that replica
+        can lead (live and in the ISR), at most `batch` per run."""
+        live = self.cluster.live_brokers
+        keys = [k for k, r in sorted(self.partitions.items())
+                if r.replicas and r.has_leader_and_isr and not r.queued_for_deletion and r.leader != r.replicas[0]
+                and r.replicas[0] in live and r.replicas[0] in r.isr][:batch]
+        for key in keys:
+            out.partition(Action.ELECT_PREFERRED, key)
+        out.cluster(f"{len(keys)} partition(s) not led by their preferred replica: preferred election(s)")
 
 
 def _names(keys: Iterable[Key], limit: int = 20) -> str:

@@ -17,6 +17,7 @@ from statemachine import elections
 from statemachine.elections import Elected
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
+from statemachine.rules import ZK, Rules
 from statemachine.states import (
     IllegalTransition,
     PartitionState,
@@ -32,9 +33,10 @@ R = ReplicaState
 class _Step:
     """The effect of one command on one partition, built up as the controller would apply it."""
 
-    def __init__(self, before: PartitionRecord, command: Command) -> None:
+    def __init__(self, before: PartitionRecord, command: Command, rules: Rules = ZK) -> None:
         self.before = before
         self.command = command
+        self.rules = rules
         self.record = before
         self.decisions: list[Decision] = []
         self.election: str | None = None
@@ -103,6 +105,13 @@ class _Step:
 
     # -- result ---------------------------------------------------------------------------------
     def finish(self) -> Applied:
+        if self.decisions:
+            # The rule set decides what the operation's writes publish; the record keeps the published epochs.
+            self.decisions = self.rules.decisions(self.before, self.decisions)
+            last = self.decisions[-1] if self.decisions else None
+            self.record = replace(
+                self.record, leader_epoch=last.leader_epoch if last else self.before.leader_epoch,
+                partition_epoch=last.partition_epoch if last else self.before.partition_epoch)
         changed = self.record != self.before
         if changed:
             outcome, error = Outcome.ACCEPTED, None
@@ -374,14 +383,21 @@ def _on_controlled_shutdown(s: _Step) -> None:
     assert broker is not None
     _require_partition(s)
     rec = s.record
-    if len(rec.replicas) <= 1 or not rec.has_leader_and_isr or rec.queued_for_deletion:
+    single = len(rec.replicas) <= 1 and s.rules.shutdown_skips_single_replica
+    if single or not rec.has_leader_and_isr or rec.queued_for_deletion:
         s.note("nothing to move: single replica, no leader yet, or being deleted")
         return
     if rec.leader == broker:
-        s.elect(elections.controlled_shutdown(rec.replicas, rec.isr, cmd.live_or_shutting_down,
-                                              cmd.shutting_down_brokers),
-                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                f"no other live ISR member of {list(rec.isr)}: broker {broker} still leads")
+        if s.elect(elections.controlled_shutdown(rec.replicas, rec.isr, cmd.live_or_shutting_down,
+                                                 cmd.shutting_down_brokers),
+                   Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                   f"no other live ISR member of {list(rec.isr)}: broker {broker} still leads"):
+            return
+        fallback = s.rules.shutdown_fallback(rec.leader, rec.isr, rec.replicas, broker)
+        if fallback is not None:
+            s.move(P.OFFLINE)
+            s.write(fallback[0], fallback[1], (r for r in rec.replicas if r != broker and r in cmd.live_brokers))
+            s.note(f"{s.rules.name} rules: broker {broker} gives up leadership with nobody to take over")
     elif broker in rec.replica_states:
         _offline_replica(s, broker)
 
@@ -401,7 +417,7 @@ def _on_reassign(s: _Step) -> None:
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                         f"target {list(target)} must be non-empty, without duplicates or negative ids")
     dead = [r for r in target if r not in rec.origin_replicas and r not in s.command.live_brokers]
-    if dead:
+    if dead and s.rules.reassign_to_live_brokers_only:
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"target adds brokers that are not live: {dead}")
     _start_reassignment(s, target)
 
@@ -417,6 +433,13 @@ def _on_elect_preferred(s: _Step) -> None:
                Error.PREFERRED_LEADER_NOT_AVAILABLE,
                f"preferred replica {rec.replicas[0]} is not live or not in ISR {list(rec.isr)}"):
         return
+    if s.rules.preferred_falls_back and rec.leader not in s.command.live_brokers:
+        s.failed = None
+        if rec.state is P.ONLINE:
+            s.move(P.OFFLINE)
+        _bring_online(s, unclean_allowed=False)
+        if s.failed is None:
+            return
     raise Rejection(Error.PREFERRED_LEADER_NOT_AVAILABLE, s.notes[-1])
 
 
@@ -490,14 +513,14 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
 }
 
 
-def apply_command(record: PartitionRecord | None, command: Command) -> Applied:
-    """Apply one command to one partition (None = the partition does not exist)."""
+def apply_command(record: PartitionRecord | None, command: Command, rules: Rules = ZK) -> Applied:
+    """Apply one command to one partition (None = the partition does not exist) under `rules`."""
     if command.partition is None:
         # An event's cluster-level verdict, reached before fan-out: no partition, no state.
         return Applied(record, [], _audit(command, command.outcome or Outcome.ACCEPTED, command.error,
                                           command.message))
     assert command.topic is not None
-    step = _Step(record or PartitionRecord(command.topic, command.partition), command)
+    step = _Step(record or PartitionRecord(command.topic, command.partition), command, rules)
     try:
         _HANDLERS[command.action](step)
     except Rejection as rejected:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from statemachine.controller import ControllerConfig
+from statemachine.rules import rules_named
 from streaming.errors import UsageError
 
 Command = Callable[[argparse.Namespace], int]
@@ -26,11 +27,18 @@ def key_values(pairs: Sequence[str] | None, flag: str = "--conf") -> dict[str, s
     return out
 
 
+def _add_rules_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument("--rules", choices=("zk", "kraft"), default="zk",
+                   help="whose decisions to reproduce: the ZooKeeper-era controller (default) or Kafka 4.1's KRaft "
+                        "controller (eligible leader replicas off); see docs/kraft.md")
+
+
 def _add_controller_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster defaults (Kafka's names and defaults)")
     g.add_argument("--unclean-leader-election-enable", choices=("true", "false"), default="false")
     g.add_argument("--auto-leader-rebalance-enable", choices=("true", "false"), default="true")
     g.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
+    _add_rules_option(g)
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
 
@@ -41,6 +49,7 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         auto_leader_rebalance_enable=args.auto_leader_rebalance_enable == "true",
         leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
         super_users=frozenset(s.strip() for s in args.super_users.split(",")) if args.super_users else None,
+        rules=rules_named(args.rules),
     )
 
 
@@ -53,13 +62,37 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return key_values(args.conf, "--conf")
 
 
+def _add_kafka_client_options(p: argparse.ArgumentParser, option_help: str) -> None:
+    p.add_argument("--kafka-option", action="append", metavar="k=v", help=option_help)
+    p.add_argument("--kafka-option-file", type=Path, metavar="PATH",
+                   help="Kafka client properties in the syntax of Kafka's tools' --command-config "
+                        "(security.protocol=SASL_SSL, sasl.jaas.config=..., ssl.truststore.location=...); "
+                        "values may name environment variables as ${env:NAME}")
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     from streaming.jobs.replay import KafkaBounds, ReplayOptions, replay
 
     bounds = KafkaBounds(args.from_offset, args.to_offset, args.from_time, args.to_time)
     print(replay(ReplayOptions(args.source, args.out, args.engine, args.batch_size, bounds,
-                               _controller_config(args), args.master, _spark_conf(args))))
+                               _controller_config(args), args.master, _spark_conf(args),
+                               args.kafka_option_file, key_values(args.kafka_option, "--kafka-option"))))
     return 0
+
+
+def _cmd_import_kraft(args: argparse.Namespace) -> int:
+    from streaming.jobs.kraft import import_kraft
+
+    print(import_kraft(args.path, args.out, args.observed).describe())
+    return 0
+
+
+def _cmd_bridge(args: argparse.Namespace) -> int:
+    from streaming.jobs.bridge import BridgeOptions, bridge
+
+    return bridge(BridgeOptions(args.metadata_dir, args.bootstrap_servers, args.events_topic, args.poll_seconds,
+                                1 if args.once else None, args.kafka_option_file,
+                                key_values(args.kafka_option, "--kafka-option")))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -69,14 +102,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         bootstrap_servers=args.bootstrap_servers, events_topic=args.events_topic,
         decisions_topic=args.decisions_topic, audit_table=args.audit_table, checkpoint_dir=args.checkpoint_dir,
         lake_dir=args.lake_dir, trigger=args.trigger,
-        kafka_options=key_values(args.kafka_option, "--kafka-option"), starting_offsets=args.starting_offsets,
+        kafka_options=key_values(args.kafka_option, "--kafka-option"), kafka_option_file=args.kafka_option_file,
+        starting_offsets=args.starting_offsets,
         quality=args.quality, config=_controller_config(args), master=args.master, spark_conf=_spark_conf(args)))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.kraft:
+        from streaming.jobs.kraftdemo import kraft_demo
+
+        return kraft_demo(args.work_dir.with_name(args.work_dir.name + "-kraft"))
     from streaming.jobs.demo import demo
 
-    return demo(args.port, args.work_dir, args.master, _spark_conf(args))
+    return demo(args.port, args.work_dir, args.master, _spark_conf(args), args.rules)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -108,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the bundled incident scenario")
     p.add_argument("--port", type=int, default=9092, help="the local broker's port (default 9092)")
     p.add_argument("--work-dir", type=Path, default=Path("out/demo"), help="tables and checkpoints of the demo")
+    _add_rules_option(p)
+    p.add_argument("--kraft", action="store_true",
+                   help="instead: a real 3-broker KRaft cluster, a broker killed and one shut down, its metadata log "
+                        "bridged and replayed under the kraft rules, next to the real controller's decisions")
     _add_spark_options(p)
     p.set_defaults(func=_cmd_demo)
 
@@ -122,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where bronze, commands, decisions and quarantine tables go (default: beside the audit table)")
     p.add_argument("--trigger", default="5 seconds",
                    help="processing-time interval, e.g. '5 seconds', or 'available-now' for one bounded run")
-    p.add_argument("--kafka-option", action="append", metavar="k=v",
-                   help="Kafka source option, e.g. maxOffsetsPerTrigger=1000 or kafka.security.protocol=SSL")
+    _add_kafka_client_options(p, "Kafka client property or Spark source option, e.g. "
+                                 "maxOffsetsPerTrigger=1000 or security.protocol=SASL_SSL (over the file's)")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--quality", action="store_true",
                    help="run the data-quality suite on each micro-batch's audit rows; results to a 'quality' "
@@ -132,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("replay", help="replay an event log (JSONL file or folder, or kafka://HOST:PORT/TOPIC)")
+    p = sub.add_parser("replay", help="replay an event log (JSONL file or folder, kafka://HOST:PORT/TOPIC, or "
+                                      "kraft:PATH for a KRaft metadata log)")
     p.add_argument("source")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--engine", choices=("spark", "local"), default="spark")
@@ -143,9 +186,27 @@ def build_parser() -> argparse.ArgumentParser:
     bounds.add_argument("--to-offset", type=int, help="last offset (exclusive)")
     bounds.add_argument("--from", dest="from_time", metavar="ISO-8601", help="first record at or after this time")
     bounds.add_argument("--to", dest="to_time", metavar="ISO-8601", help="stop before the first record at this time")
+    _add_kafka_client_options(bounds, "Kafka client property of a kafka:// source, e.g. security.protocol=SASL_SSL")
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("import-kraft", help="a KRaft metadata log (__cluster_metadata-0 dir, segment or snapshot) "
+                                            "as a contract event log, decoded with Kafka's own dump tool")
+    p.add_argument("path", type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the events JSONL to write")
+    p.add_argument("--observed", type=Path, help="also write the controller's partition changes (JSONL)")
+    p.set_defaults(func=_cmd_import_kraft)
+
+    p = sub.add_parser("bridge", help="follow a live KRaft node's metadata log and publish its new events to the "
+                                      "events topic (resumes after the last published metadata offset)")
+    p.add_argument("--metadata-dir", required=True, type=Path, help="the node's __cluster_metadata-0 directory")
+    p.add_argument("--bootstrap-servers", required=True)
+    p.add_argument("--events-topic", required=True)
+    p.add_argument("--poll-seconds", type=float, default=2.0)
+    p.add_argument("--once", action="store_true", help="publish what is new and exit")
+    _add_kafka_client_options(p, "Kafka client property, e.g. security.protocol=SASL_SSL (over the file's)")
+    p.set_defaults(func=_cmd_bridge)
 
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
     p.add_argument("audit_table", type=Path)

@@ -1,4 +1,4 @@
-"""Where the project's Java jars live once fetched (`.cache/jars/<set>/`, git-ignored), whether a set is
+"""Where the project's Java jars live once fetched (`.cache/jars/<set>-<fingerprint>/`, git-ignored), whether a set is
 complete, and the Spark conf that puts the connectors (Kafka source/sink, Delta) on the classpath.
 Fetching them with Maven is `streaming.infra.jars`.
 """
@@ -6,6 +6,8 @@ Fetching them with Maven is `streaming.infra.jars`.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +33,8 @@ class JarSet:
 
     @property
     def dest(self) -> Path:
-        return JARS_DIR / self.name
+        # One folder per set of inputs: worktrees sharing the cache with another pom keep their own jars.
+        return JARS_DIR / f"{self.name}-{fingerprint(self)[:12]}"
 
 
 KAFKA_BROKER = JarSet("kafka-broker", MAVEN_DIR / "kafka-broker" / "pom.xml", drop_pyspark_bundled=False)
@@ -57,6 +60,15 @@ def is_fetched(jar_set: JarSet) -> bool:
     marker = jar_set.dest / MARKER
     return marker.is_file() and marker.read_text().strip() == fingerprint(jar_set)
 
+
+
+def java_executable() -> str:
+    """The `java` that runs Kafka's classes: JAVA_HOME's, else the one on PATH (Kafka 4 needs Java 17+)."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java:
+        raise JarsError("java is not on PATH (and JAVA_HOME is unset); Kafka needs Java 17+.")
+    return java
 
 
 def jars_in(directory: Path) -> list[Path]:

@@ -5,6 +5,7 @@ to Delta (idempotent per batch), decisions to the sink topic (one Kafka transact
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from schemas.records import to_row
 from schemas.tables import AUDIT, COMMAND, DECISION, OPERATOR_OUTPUT, PARTITION_STATE, TableSchema
 from statemachine.partition import apply_command
 from statemachine.record import Command, PartitionRecord
+from statemachine.rules import ZK, Rules
 from streaming.engine.counts import BatchCounts
 from streaming.engine.faults import crash_point
 from streaming.io.layout import Checkpoints, Lake
@@ -56,7 +58,7 @@ def _commands(frame: pd.DataFrame) -> Iterator[Command]:
 
 
 def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
-                             state: Any) -> Iterator[pd.DataFrame]:
+                             state: Any, rules: Rules = ZK) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one TopicPartition's commands of this micro-batch, applied in log
     order to the record kept in the state store. Emits audit rows and decisions in one frame."""
     frames = list(frames)
@@ -67,7 +69,7 @@ def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame
         record = PartitionRecord.from_row(_row(_STATE_COLUMNS, state.get))
     out: list[dict[str, Any]] = []
     for command in _commands(frame):
-        applied = apply_command(record, command)
+        applied = apply_command(record, command, rules)
         record = applied.record
         out.append({"kind": "audit", **to_row(applied.audit)})
         out.extend({"kind": "decision", **to_row(d)} for d in applied.decisions)
@@ -142,7 +144,8 @@ def _ensure_delta(spark: Any, path: Path, schema: TableSchema) -> None:
 
 def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, trigger: dict[str, Any],
                             publisher: Any | None = None, counts: BatchCounts | None = None,
-                            one_sequencer_batch_per_trigger: bool = False, check: BatchCheck | None = None) -> Any:
+                            one_sequencer_batch_per_trigger: bool = False, check: BatchCheck | None = None,
+                            rules: Rules = ZK) -> Any:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     _ensure_delta(spark, lake.commands, COMMAND)
@@ -151,7 +154,7 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
         reader = reader.option("maxFilesPerTrigger", 1)
     commands = reader.load(str(lake.commands))
     outputs = commands.groupBy("topic", "partition").applyInPandasWithState(
-        apply_partition_commands,
+        functools.partial(apply_partition_commands, rules=rules),
         outputStructType=OPERATOR_OUTPUT.to_spark(),
         stateStructType=PARTITION_STATE.to_spark(),
         outputMode="append",

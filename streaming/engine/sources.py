@@ -8,15 +8,16 @@ from typing import Any
 
 from schemas.tables import BINARY, LONG, Column, TableSchema
 from streaming.io.delta import arrow_table
+from streaming.io.kafkaclient import KafkaSettings
 
 
-def kafka_events(spark: Any, bootstrap_servers: str, topic: str, starting_offsets: str = "earliest",
+def kafka_events(spark: Any, kafka: KafkaSettings | str, topic: str, starting_offsets: str = "earliest",
                  options: dict[str, str] | None = None) -> Any:
-    """The events topic as (source_offset, value); checked by `streaming.eventlog.require_single_partition`."""
-    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
-              .option("subscribe", topic).option("startingOffsets", starting_offsets)
-              .option("failOnDataLoss", "true"))
-    for key, value in (options or {}).items():
+    """The events topic as (source_offset, value); checked by `streaming.io.eventlog.require_single_partition`.
+    `options` are Spark source options (maxOffsetsPerTrigger, ...); security comes with `kafka`."""
+    reader = (spark.readStream.format("kafka").option("subscribe", topic)
+              .option("startingOffsets", starting_offsets).option("failOnDataLoss", "true"))
+    for key, value in {**KafkaSettings.of(kafka).spark_options(), **(options or {})}.items():
         reader = reader.option(key, value)
     return reader.load().selectExpr("offset AS source_offset", "value")
 

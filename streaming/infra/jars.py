@@ -1,6 +1,6 @@
 """Java dependencies, fetched from Maven Central with Maven and cached under `.cache/` (git-ignored).
 
-Two sets, each resolved from a pom under `tools/maven/` and copied flat into `.cache/jars/<set>/`:
+Two sets, each resolved from a pom under `tools/maven/` and copied flat into `.cache/jars/<set>-<fingerprint>/`:
 - `kafka-broker`: the KRaft Kafka broker and its log4j2 backend, run by `streaming.infra.localkafka`.
 - `spark`: Spark's Kafka connector and Delta Lake, minus every jar pyspark already ships (scala, jackson,
   hadoop, slf4j, ...), so the session's classpath holds one copy of each library; passed as `spark.jars`.
@@ -64,7 +64,7 @@ def _run_maven(jar_set: JarSet, out_dir: Path) -> None:
 
 
 def fetch_set(jar_set: JarSet) -> None:
-    """Resolve one set into `.cache/jars/<name>/` unless it is already there for the same inputs."""
+    """Resolve one set into `.cache/jars/<name>-<fingerprint>/` unless it is already there for the same inputs."""
     if is_fetched(jar_set):
         print(f"{jar_set.name}: cached, {len(jars_in(jar_set.dest))} jars in {jar_set.dest}")
         return

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from schemas.records import parse_ts
 from streaming.errors import UsageError
+from streaming.io.kafkaclient import KafkaSettings
 
 
 def event_log_files(path: Path) -> list[Path]:
@@ -44,7 +45,7 @@ def read_event_log(path: Path) -> Iterator[tuple[int, bytes]]:
 class KafkaLog:
     """`kafka://HOST:PORT/TOPIC`, bounded at the moment it is opened: offsets [start, stop)."""
 
-    bootstrap_servers: str
+    kafka: KafkaSettings
     topic: str
     start: int
     stop: int
@@ -54,11 +55,20 @@ class KafkaLog:
         return max(0, self.stop - self.start)
 
 
-def topic_partition_count(bootstrap_servers: str, topic: str) -> int:
+def topic_partition_count(kafka: KafkaSettings | str, topic: str) -> int:
     """The topic's partition count; 0 if it does not exist."""
     from kafka import KafkaAdminClient
+    from kafka.errors import IncompatibleBrokerVersion, NoBrokersAvailable
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    kafka = KafkaSettings.of(kafka)
+    try:
+        admin = KafkaAdminClient(**kafka.python_kwargs())
+    except (NoBrokersAvailable, IncompatibleBrokerVersion) as exc:
+        # kafka-python reports a refused login or TLS handshake as one of these two, too.
+        protocol = kafka.properties.get("security.protocol", "PLAINTEXT")
+        raise UsageError(f"cannot reach Kafka at {kafka.bootstrap_servers} with security.protocol={protocol}: "
+                         f"no broker there, or it refused the connection's TLS or SASL login "
+                         f"({type(exc).__name__})") from None
     try:
         if topic not in admin.list_topics():
             return 0
@@ -68,11 +78,12 @@ def topic_partition_count(bootstrap_servers: str, topic: str) -> int:
         admin.close()
 
 
-def require_single_partition(bootstrap_servers: str, topic: str) -> None:
+def require_single_partition(kafka: KafkaSettings | str, topic: str) -> None:
     """Only a single partition gives the controller's events a total order, as `__cluster_metadata` has."""
-    partitions = topic_partition_count(bootstrap_servers, topic)
+    kafka = KafkaSettings.of(kafka)
+    partitions = topic_partition_count(kafka, topic)
     if partitions == 0:
-        raise UsageError(f"events topic '{topic}' does not exist on {bootstrap_servers}")
+        raise UsageError(f"events topic '{topic}' does not exist on {kafka.bootstrap_servers}")
     if partitions != 1:
         raise UsageError(f"events topic '{topic}' has {partitions} partitions; isrflow needs exactly one, "
                          "because only a single partition gives the controller's events a total order")
@@ -90,18 +101,21 @@ def _millis(iso: str) -> int:
 
 
 def open_kafka_log(url: str, from_offset: int | None = None, to_offset: int | None = None,
-                   from_time: str | None = None, to_time: str | None = None) -> KafkaLog:
+                   from_time: str | None = None, to_time: str | None = None,
+                   kafka: KafkaSettings | None = None) -> KafkaLog:
     """Resolve the bounds: offsets as given (`to` exclusive), or the first offsets at or after the times
-    (ISO-8601), and never past the end the topic has now, so the replay is bounded."""
+    (ISO-8601), and never past the end the topic has now, so the replay is bounded. `kafka` carries the
+    client properties (security); the URL's HOST:PORT is the bootstrap server."""
     from kafka import KafkaConsumer, TopicPartition
 
     rest = url[len("kafka://"):]
     bootstrap, _, topic = rest.partition("/")
     if not bootstrap or not topic:
         raise UsageError(f"expected kafka://HOST:PORT/TOPIC, got {url}")
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    settings = (kafka or KafkaSettings(bootstrap)).with_bootstrap(bootstrap)
+    consumer = KafkaConsumer(**settings.python_kwargs(), enable_auto_commit=False)
     try:
-        require_single_partition(bootstrap, topic)
+        require_single_partition(settings, topic)
         tp = TopicPartition(topic, 0)
         begin, end = consumer.beginning_offsets([tp])[tp], consumer.end_offsets([tp])[tp]
 
@@ -113,7 +127,7 @@ def open_kafka_log(url: str, from_offset: int | None = None, to_offset: int | No
 
         start = max(begin, from_offset if from_offset is not None else (at(from_time) or begin))
         stop = min(end, to_offset if to_offset is not None else (at(to_time) or end))
-        return KafkaLog(bootstrap, topic, start, max(start, stop))
+        return KafkaLog(settings, topic, start, max(start, stop))
     finally:
         consumer.close()
 
@@ -123,7 +137,7 @@ def read_kafka_log(log: KafkaLog) -> Iterator[tuple[int, bytes]]:
 
     if log.total == 0:
         return
-    consumer = KafkaConsumer(bootstrap_servers=log.bootstrap_servers, enable_auto_commit=False,
+    consumer = KafkaConsumer(**log.kafka.python_kwargs(), enable_auto_commit=False,
                              isolation_level="read_committed")
     tp = TopicPartition(log.topic, 0)
     try:

@@ -19,6 +19,7 @@ from schemas.events import BrokerChange, ControllerChange, LeaderImbalanceCheck
 from statemachine.elections import Election
 from statemachine.errors import Outcome
 from streaming.io.delta import read_delta
+from streaming.io.kafkaclient import KafkaSettings
 
 EVENTS_TOPIC = "isrflow-events"
 DECISIONS_TOPIC = "isrflow-decisions"
@@ -29,10 +30,10 @@ def bundled_scenario() -> list[bytes]:
     return [line.encode() for line in text.splitlines() if line.strip()]
 
 
-def publish(bootstrap: str, topic: str, records: Sequence[bytes]) -> None:
+def publish(kafka: KafkaSettings | str, topic: str, records: Sequence[bytes]) -> None:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True)
+    producer = KafkaProducer(**KafkaSettings.of(kafka).python_kwargs(), acks="all", enable_idempotence=True)
     try:
         for value in records:
             producer.send(topic, value=value)
@@ -41,13 +42,13 @@ def publish(bootstrap: str, topic: str, records: Sequence[bytes]) -> None:
         producer.close()
 
 
-def consume_decisions(bootstrap: str, topic: str, idle_ms: int = 3000) -> list[dict[str, Any]]:
+def consume_decisions(kafka: KafkaSettings | str, topic: str, idle_ms: int = 3000) -> list[dict[str, Any]]:
     """Every committed decision on the sink topic, as a downstream consumer sees them."""
     import json
 
     from kafka import KafkaConsumer
 
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+    consumer = KafkaConsumer(topic, **KafkaSettings.of(kafka).python_kwargs(), auto_offset_reset="earliest",
                              isolation_level="read_committed", enable_auto_commit=False,
                              consumer_timeout_ms=idle_ms)
     try:
@@ -118,8 +119,9 @@ def summarize(audit: list[dict[str, Any]], decisions: list[dict[str, Any]], quar
 
 
 def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str = "local[2]",
-         spark_conf: dict[str, str] | None = None) -> int:
+         spark_conf: dict[str, str] | None = None, rules: str = "zk") -> int:
     from statemachine.controller import ControllerConfig
+    from statemachine.rules import rules_named
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pipeline import progress_listener, start_pipeline
     from streaming.engine.session import build_spark
@@ -142,7 +144,7 @@ def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str = "loc
         spark.streams.addListener(progress_listener(counts))
         publisher = DecisionPublisher(bootstrap, DECISIONS_TOPIC, "isrflow-demo")
         pipeline = start_pipeline(spark, kafka_events(spark, bootstrap, EVENTS_TOPIC), lake,
-                                  Checkpoints(work / "checkpoints"), ControllerConfig(),
+                                  Checkpoints(work / "checkpoints"), ControllerConfig(rules=rules_named(rules)),
                                   {"processingTime": "2 seconds"}, publisher, counts)
         try:
             print(f"publishing the bundled incident ({len(records)} events) to {EVENTS_TOPIC} ...")

@@ -16,7 +16,23 @@ from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
 from streaming.io.delta import read_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
+from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.io.layout import ReplayOutput
+from streaming.jobs.kraft import PREFIX, ImportSummary, import_kraft, write_agreement
+
+
+@dataclass(frozen=True)
+class _KraftImport:
+    events: Path
+    observed: Path
+    summary: ImportSummary
+
+
+def _import_kraft_source(source: str, out: Path) -> _KraftImport:
+    """`kraft:PATH`: the metadata log converted into `out/kraft/events.jsonl`, observed into `out/observed.jsonl`."""
+    events, observed = out / "kraft" / "events.jsonl", out / "observed.jsonl"
+    summary = import_kraft(Path(source[len(PREFIX):]), events, observed)
+    return _KraftImport(events, observed, summary)
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,9 @@ class ReplayOptions:
     config: ControllerConfig = field(default_factory=ControllerConfig)
     master: str = "local[2]"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    # Client properties (security) for a kafka:// source: a properties file, then options over it.
+    kafka_option_file: Path | None = None
+    kafka_options: dict[str, str] = field(default_factory=dict)
 
 
 def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out: Path,
@@ -60,10 +79,20 @@ def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out
 
 def replay(options: ReplayOptions) -> str:
     """Replay `options.source` into `options.out`; returns the summary printed for the user."""
+    kafka = KafkaSettings.load("", options.kafka_option_file, options.kafka_options)
+    with secrets_scrubbed(kafka):
+        return _replay(options, kafka)
+
+
+def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
-    if is_kafka_url(options.source):
-        log = open_kafka_log(options.source, b.from_offset, b.to_offset, b.from_time, b.to_time)
+    imported = _import_kraft_source(options.source, layout.root) if options.source.startswith(PREFIX) else None
+    if imported is not None:
+        path = imported.events
+        records, total, source, described = read_event_log(path), count_records(path), "file", options.source
+    elif is_kafka_url(options.source):
+        log = open_kafka_log(options.source, b.from_offset, b.to_offset, b.from_time, b.to_time, kafka)
         records: Iterable[tuple[int, bytes]] = read_kafka_log(log)
         total, source = log.total, "kafka"
         described = f"{options.source} offsets [{log.start}, {log.stop})"
@@ -71,6 +100,7 @@ def replay(options: ReplayOptions) -> str:
         path = Path(options.source)
         records, total, source, described = read_event_log(path), count_records(path), "file", str(path)
     layout.clear()
+    (layout.root / "agreement.jsonl").unlink(missing_ok=True)  # only a KRaft source writes a new one
     started = time.monotonic()
     with Progress(total) as progress:
         if options.engine == "local":
@@ -80,6 +110,11 @@ def replay(options: ReplayOptions) -> str:
 
             spark = build_spark("isrflow-replay", options.master, options.spark_conf)
             replay_spark(spark, records, layout.root, options.config, options.batch_size, source, progress)
+    agreement = ""
+    if imported is not None:
+        rate, rows, bad = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
+        agreement = (f"\n  {imported.summary.describe()}\n  agreement with the controller: {rate:.1%} of {rows} "
+                     f"observed decisions ({bad} disagreements) in {layout.root / 'agreement.jsonl'}")
     report = write_report(layout.root)
     audit = read_delta(layout.audit)
     quarantined = len(read_delta(layout.quarantine))
@@ -88,4 +123,5 @@ def replay(options: ReplayOptions) -> str:
     rejected = sum(1 for a in audit if a["outcome"] == Outcome.REJECTED)
     return (f"replayed {described} with the {options.engine} engine in {time.monotonic() - started:.1f}s: "
             f"{len(audit)} audit rows, {decisions} decisions, {rejected} rejections, {quarantined} quarantined\n"
-            f"  {layout.decisions_jsonl}\n  {layout.audit} (Delta)\n  {layout.quarantine} (Delta)\n  {report}")
+            f"  {layout.decisions_jsonl}\n  {layout.audit} (Delta)\n  {layout.quarantine} (Delta)\n  {report}"
+            f"{agreement}")

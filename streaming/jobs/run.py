@@ -10,6 +10,7 @@ from pathlib import Path
 
 from statemachine.controller import ControllerConfig
 from streaming.engine.pipeline import Pipeline
+from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,9 @@ class RunOptions:
     # Where bronze, commands, decisions and quarantine go (default: beside the audit table).
     lake_dir: Path | None = None
     trigger: str = "5 seconds"
+    # Kafka client properties and Spark source options (--kafka-option), over those of kafka_option_file.
     kafka_options: dict[str, str] = field(default_factory=dict)
+    kafka_option_file: Path | None = None
     starting_offsets: str = "earliest"
     quality: bool = False
     config: ControllerConfig = field(default_factory=ControllerConfig)
@@ -31,6 +34,12 @@ class RunOptions:
 
 
 def run(options: RunOptions) -> int:
+    kafka = KafkaSettings.load(options.bootstrap_servers, options.kafka_option_file, options.kafka_options)
+    with secrets_scrubbed(kafka):
+        return _run(options, kafka)
+
+
+def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pairing import check_pairing
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
@@ -41,17 +50,16 @@ def run(options: RunOptions) -> int:
     from streaming.io.layout import Checkpoints, Lake
     from streaming.quality.runner import batch_check
 
-    require_single_partition(options.bootstrap_servers, options.events_topic)
+    require_single_partition(kafka, options.events_topic)
     lake = Lake.beside(options.audit_table.resolve(), options.lake_dir.resolve() if options.lake_dir else None)
     checkpoints = Checkpoints(Path(options.checkpoint_dir).resolve())
     check_pairing(lake, checkpoints)
     spark = build_spark("isrflow-run", options.master, options.spark_conf)
     trigger = parse_trigger(options.trigger)
-    events = kafka_events(spark, options.bootstrap_servers, options.events_topic, options.starting_offsets,
-                          options.kafka_options)
+    events = kafka_events(spark, kafka, options.events_topic, options.starting_offsets)
     # One transactional id per checkpoint root: a restarted run fences its previous incarnation.
     transactional_id = "isrflow-" + hashlib.sha1(str(checkpoints.root).encode()).hexdigest()[:16]
-    publisher = DecisionPublisher(options.bootstrap_servers, options.decisions_topic, transactional_id)
+    publisher = DecisionPublisher(kafka, options.decisions_topic, transactional_id)
     counts = BatchCounts()
     spark.streams.addListener(progress_listener(counts))
     check = batch_check(lake.quality) if options.quality else None
@@ -63,12 +71,12 @@ def run(options: RunOptions) -> int:
             return 0
         pipeline = start_pipeline(spark, events, lake, checkpoints, options.config, trigger, publisher, counts,
                                   check=check)
-        return wait_until_stopped(pipeline)
+        return wait_until_stopped(pipeline, kafka)
     finally:
         publisher.close()
 
 
-def wait_until_stopped(pipeline: Pipeline) -> int:
+def wait_until_stopped(pipeline: Pipeline, kafka: KafkaSettings) -> int:
     """Block until SIGTERM/Ctrl-C (then stop after the current batches) or until a query fails."""
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -80,7 +88,8 @@ def wait_until_stopped(pipeline: Pipeline) -> int:
               "isrflow run: a query stopped")
         pipeline.stop_gracefully()
         for query in failed:
-            print(f"isrflow run: query {query.name} failed: {query.exception()}")
+            reason = str(query.exception())
+            print(f"isrflow run: query {query.name} failed: {kafka.scrub(reason)}")
         return 1 if failed else 0
     finally:
         for sig, handler in previous.items():

@@ -23,7 +23,9 @@ def events_topic(kafka_broker: Any) -> str:
     """The bundled scenario on a one-partition topic, record i stamped BASE_MS + i seconds."""
     from kafka import KafkaProducer
 
-    create_topic(kafka_broker.bootstrap_servers, "replay-events", 1)
+    # Records stamped in the past: without this, time retention (7 days) deletes them once the broker's
+    # retention check runs (every 5 minutes), and a long test session sees an empty topic.
+    create_topic(kafka_broker.bootstrap_servers, "replay-events", 1, configs={"retention.ms": "-1"})
     producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers, acks="all")
     for i, value in enumerate(bundled_scenario()):
         producer.send("replay-events", value=value, timestamp_ms=BASE_MS + i * 1000)
