@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install jars demo test test-unit lint bench clean
+.PHONY: install jars demo test test-unit faults lint bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,6 +25,12 @@ test: install jars
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -ra
+
+# The long fault-injection campaign (docs/reliability.md): tests/faults with 100 crash/restart trials of
+# `isrflow run` and 1,000,000 hostile records (make test runs 10 and 10,000).
+faults: install jars
+	ISRFLOW_FAULT_TRIALS=100 ISRFLOW_FUZZ_INPUTS=1000000 ISRFLOW_FUZZ_EXAMPLES=20000 \
+		$(VENV)/bin/pytest -ra -s tests/faults
 
 test-unit: install
 	$(VENV)/bin/pytest -ra tests/unit tests/analysis

@@ -175,25 +175,49 @@ class _Invalid(Exception):
     pass
 
 
-def _non_negative_int(value: Any, name: str) -> int:
+# Kafka's ids and epochs are int32 (broker epochs int64), and so are the tables' columns: a larger value
+# must stop here, not fail the Delta write of a whole micro-batch later.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def _non_negative_int(value: Any, name: str, maximum: int = INT32_MAX) -> int:
     # bool is an int in Python; a JSON true is not a broker id.
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Invalid(f"field '{name}' must be an integer, got {type(value).__name__}")
     if value < 0:
-        raise _Invalid(f"field '{name}' must be >= 0, got {value}")
+        raise _Invalid(f"field '{name}' must be >= 0, got {_short(value)}")
+    if value > maximum:
+        raise _Invalid(f"field '{name}' must be <= {maximum}, got {_short(value)}")
     return value
+
+
+def _long(value: Any, name: str) -> int:
+    return _non_negative_int(value, name, INT64_MAX)
+
+
+def _short(value: Any) -> str:
+    """A value for a quarantine reason: never the whole of a huge one."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    text = str(value)
+    return text if len(text) <= 80 else text[:80] + "..."
 
 
 def _string(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise _Invalid(f"field '{name}' must be a string, got {type(value).__name__}")
+    try:  # a JSON escape can make a lone surrogate, which no UTF-8 writer (Kafka, Parquet) accepts
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Invalid(f"field '{name}' is not valid unicode: {exc.reason}") from None
     return value
 
 
 def _one_of(value: Any, name: str, allowed: tuple[str, ...]) -> str:
     _string(value, name)
     if value not in allowed:
-        raise _Invalid(f"field '{name}' must be one of {', '.join(allowed)}, got '{value}'")
+        raise _Invalid(f"field '{name}' must be one of {', '.join(allowed)}, got '{_short(value)}'")
     return value
 
 
@@ -204,9 +228,10 @@ def _int_list(value: Any, name: str) -> tuple[int, ...]:
 
 
 def _broker_list(value: Any, name: str) -> tuple[int, ...]:
-    """A replica list as written by an admin tool: integers, any sign (a negative id is a Kafka
+    """A replica list as written by an admin tool: int32 integers, any sign (a negative id is a Kafka
     refusal, INVALID_REPLICA_ASSIGNMENT, not unreadable input)."""
-    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int)
+                                          or not -INT32_MAX - 1 <= v <= INT32_MAX for v in value):
         raise _Invalid(f"field '{name}' must be a list of integer broker ids")
     return tuple(value)
 
@@ -216,8 +241,10 @@ def _assignment(value: Any, name: str) -> dict[str, tuple[int, ...]]:
         raise _Invalid(f"field '{name}' must be an object of partition id -> replica list")
     out: dict[str, tuple[int, ...]] = {}
     for key, replicas in value.items():
-        if not key.isdigit():
-            raise _Invalid(f"field '{name}' has a partition id that is not a non-negative integer: '{key}'")
+        # ASCII digits only: str.isdigit() also accepts '²', which int() refuses.
+        if not (key.isascii() and key.isdigit() and int(key) <= INT32_MAX):
+            raise _Invalid(f"field '{name}' has a partition id that is not a non-negative integer: "
+                           f"'{_short(key.encode('utf-8', 'backslashreplace').decode())}'")
         out[str(int(key))] = _broker_list(replicas, name)
     return out
 
@@ -226,9 +253,12 @@ def _configs(value: Any, name: str, allow_null: bool) -> dict[str, str | None]:
     if not isinstance(value, dict):
         raise _Invalid(f"field '{name}' must be an object of config name -> value")
     for key, v in value.items():
+        _string(key, f"{name} name")
         if v is None and allow_null:
             continue
-        if not isinstance(v, str):
+        if isinstance(v, str):
+            _string(v, f"{name}.{key}")
+        else:
             raise _Invalid(f"field '{name}' value for '{key}' must be a string{' or null' if allow_null else ''}")
     return dict(value)
 
@@ -266,13 +296,13 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "BrokerChange": {
         "broker_id": _non_negative_int,
         "change": lambda v, n: BrokerChangeKind(_one_of(v, n, tuple(BrokerChangeKind))),
-        "broker_epoch": _non_negative_int,
+        "broker_epoch": _long,
     },
     "IsrChange": {
         "topic": _string,
         "partition": _non_negative_int,
         "broker_id": _non_negative_int,
-        "broker_epoch": _non_negative_int,
+        "broker_epoch": _long,
         "leader_epoch": _non_negative_int,
         "partition_epoch": _non_negative_int,
         "isr": _int_list,
@@ -297,16 +327,31 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
 
 EVENT_TYPES = tuple(_FIELDS)
 
+# Kafka's default max.message.bytes is 1 MiB; the largest real event (a CreateTopic of thousands of
+# partitions) is far below this, and a record this big would otherwise be parsed on the driver.
+MAX_RECORD_BYTES = 4 * 1024 * 1024
+
+
+def _no_constant(name: str) -> Any:
+    raise _Invalid(f"not JSON: {name} is not a number in JSON")
+
 
 def parse_event(raw: bytes | str | None) -> ControllerEvent | Malformed:
     """Read one record of the event log. Bad input comes back as `Malformed(reason)`, never raised."""
     if raw is None:
         return Malformed("empty record (null value)")
+    if len(raw) > MAX_RECORD_BYTES:
+        return Malformed(f"record of {len(raw)} bytes is larger than {MAX_RECORD_BYTES}")
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes | bytearray) else raw
-        obj = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return Malformed(f"not JSON: {exc}")
+        # NaN and Infinity: Python's json reads them, JSON has no such numbers.
+        obj = json.loads(text, parse_constant=_no_constant)
+    except _Invalid as exc:
+        return Malformed(str(exc))
+    except (UnicodeDecodeError, ValueError) as exc:  # ValueError: JSONDecodeError, ints beyond 4300 digits
+        return Malformed(f"not JSON: {_short(exc)}")
+    except RecursionError:
+        return Malformed("not JSON: nested too deeply")
     if not isinstance(obj, dict):
         return Malformed(f"not a JSON object: {type(obj).__name__}")
     try:
@@ -318,7 +363,7 @@ def parse_event(raw: bytes | str | None) -> ControllerEvent | Malformed:
 def _validate(obj: Mapping[str, Any]) -> ControllerEvent:
     event_type = _string(_required(obj, "type"), "type")
     if event_type not in _FIELDS:
-        raise _Invalid(f"unknown event type '{event_type}' (known: {', '.join(EVENT_TYPES)})")
+        raise _Invalid(f"unknown event type '{_short(event_type)}' (known: {', '.join(EVENT_TYPES)})")
     event_id = _string(_required(obj, "event_id"), "event_id")
     if not event_id:
         raise _Invalid("field 'event_id' must not be empty")

@@ -91,7 +91,7 @@ class AuditRow:
     event_ts: str | None
     action: str | None = None
     broker_change: str | None = None
-    broker_epoch: int | None = None
+    broker_epoch: Long | None = None  # int64 in Kafka: a KRaft broker epoch is a log offset
     controller_id: int | None = None
     event_controller_epoch: int | None = None
     configs: dict[str, str | None] | None = None

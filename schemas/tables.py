@@ -161,7 +161,7 @@ COMMAND = TableSchema(
         ("error", STRING),
         ("message", STRING),
         ("broker_change", STRING),
-        ("broker_epoch", INT),
+        ("broker_epoch", LONG),  # int64 in Kafka: a KRaft broker epoch is a log offset
         ("controller_id", INT),
         ("event_controller_epoch", INT),
         ("configs", STRING_STRING_MAP),

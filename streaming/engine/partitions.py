@@ -18,6 +18,7 @@ from statemachine.partition import apply_command
 from statemachine.record import Command, PartitionRecord
 from statemachine.rules import ZK, Rules
 from streaming.engine.counts import BatchCounts
+from streaming.engine.faults import crash_point
 from streaming.io.layout import Checkpoints, Lake
 
 # Runs after each partition batch's Delta writes (`run --quality`): (spark, audit rows, batch id) -> a
@@ -116,6 +117,7 @@ class PartitionSink:
                                   (decisions, self.lake.decisions, "isrflow-decisions")):
                 (df.write.format("delta").mode("append").option("txnAppId", app).option("txnVersion", batch_id)
                  .save(str(path)))
+                crash_point("between-delta-commits" if app == "isrflow-audit" else "delta-committed")
             quality = None if self.check is None else self.check(batch_df.sparkSession, audit, batch_id)
             published = 0
             if self.publisher is not None:

@@ -13,6 +13,7 @@ from schemas.events import Malformed, parse_event
 from schemas.tables import COMMAND, EVENT, QUARANTINE, TableSchema
 from statemachine.controller import Controller, ControllerConfig
 from streaming.engine.counts import BatchCounts
+from streaming.engine.faults import crash_point
 from streaming.io.delta import arrow_table
 from streaming.io.layout import Checkpoints, Lake
 
@@ -59,6 +60,7 @@ class Sequencer:
     def _save(self, controller: Controller, batch_id: int) -> None:
         tmp = self.state_dir / f"{batch_id}.pickle.tmp"
         tmp.write_bytes(controller.snapshot())
+        crash_point("sequencer-state-write")
         tmp.replace(self.state_dir / f"{batch_id}.pickle")
         for old in self.state_dir.glob("*.pickle"):
             if int(old.stem) < batch_id - 2:  # keep a few for re-runs of recent batches
@@ -87,6 +89,7 @@ class Sequencer:
         _append_idempotent(self.spark, quarantine, QUARANTINE, self.lake.quarantine, "isrflow-quarantine",
                            batch_id)
         _append_idempotent(self.spark, commands, COMMAND, self.lake.commands, "isrflow-commands", batch_id)
+        crash_point("sequencer-committed")
         self._save(controller, batch_id)
         if self.counts is not None:
             self.counts.sequencer[batch_id] = {"events": len(rows), "quarantined": len(quarantine),

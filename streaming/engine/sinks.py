@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from streaming.engine.faults import crash_point
 from streaming.io.delta import decision_json, decision_sort_key
 from streaming.io.kafkaclient import KafkaSettings
 
@@ -107,7 +108,10 @@ class DecisionPublisher:
         try:
             for d in sorted(decisions, key=decision_sort_key):
                 self.producer.send(self.topic, key=decision_key(d), value=decision_json(d).encode(), headers=header)
+            self.producer.flush()
+            crash_point("kafka-transaction")
             self.producer.commit_transaction()
+            crash_point("kafka-committed")
         except Exception as exc:
             # Cut off from the broker, an abort would wait for it too: the next producer's init_transactions
             # aborts the transaction instead.

@@ -43,6 +43,7 @@ def run(options: RunOptions) -> int:
 
 def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.engine.counts import BatchCounts
+    from streaming.engine.pairing import check_pairing
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
     from streaming.engine.session import SHUFFLE_PARTITIONS, build_spark, default_master, state_partitions_conf
     from streaming.engine.sinks import DecisionPublisher
@@ -52,7 +53,9 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.quality.runner import batch_check
 
     require_single_partition(kafka, options.events_topic)
+    lake = Lake.beside(options.audit_table.resolve(), options.lake_dir.resolve() if options.lake_dir else None)
     checkpoints = Checkpoints(Path(options.checkpoint_dir).resolve())
+    check_pairing(lake, checkpoints)
     requested = options.state_partitions
     if requested is None and SHUFFLE_PARTITIONS in options.spark_conf:
         requested = int(options.spark_conf[SHUFFLE_PARTITIONS])
@@ -61,7 +64,6 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     # A local master is one machine: its small settings stay, but never the state partitions.
     master = options.master or default_master()
     spark = build_spark("isrflow-run", master, conf, small_machine=bool(master and master.startswith("local")))
-    lake = Lake.beside(options.audit_table.resolve(), options.lake_dir.resolve() if options.lake_dir else None)
     trigger = parse_trigger(options.trigger)
     events = kafka_events(spark, kafka, options.events_topic, options.starting_offsets)
     # One transactional id per checkpoint root: a restarted run fences its previous incarnation.

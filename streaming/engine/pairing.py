@@ -1,0 +1,105 @@
+"""A checkpoint belongs to one set of tables. At the first start `run` writes the same pipeline id into a
+marker in the checkpoint root and one in the audit table's folder; every later start compares them.
+
+Resuming with the wrong pair would go wrong silently: a checkpoint resumes mid-log, so another (or an
+empty) audit table would miss the history before it; and a new checkpoint on tables that have data
+restarts its batch ids at 0, which the tables' idempotent writes (txnAppId + txnVersion) would skip
+without a word, while the sink topic would get every decision again. Both are refused with a UsageError
+that says what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from streaming.errors import UsageError
+from streaming.io.layout import Checkpoints, Lake
+
+MARKER = "_isrflow_pipeline.json"  # in the audit table's folder: Delta ignores files starting with '_'
+CHECKPOINT_MARKER = "pipeline.json"
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        marker = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} is unreadable ({exc}): restore it from a backup") from exc
+    if not isinstance(marker, dict) or not isinstance(marker.get("pipeline_id"), str):
+        raise UsageError(f"{path} is not an isrflow pipeline marker: restore it from a backup")
+    return marker
+
+
+def _write(path: Path, marker: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(marker, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def _has_progress(query: Path) -> bool:
+    return any((query / "offsets").glob("[0-9]*"))
+
+
+def _has_data(*tables: Path) -> bool:
+    return any((table / "_delta_log").is_dir() for table in tables)
+
+
+def check_pairing(lake: Lake, checkpoints: Checkpoints) -> str:
+    """The pipeline id shared by this checkpoint and these tables (paired on the first start); a
+    UsageError naming the fix when they do not belong together."""
+    lake_marker, ckpt_marker = _read(lake.audit / MARKER), _read(checkpoints.root / CHECKPOINT_MARKER)
+    sequencer_progress = _has_progress(checkpoints.sequencer)
+    partitions_progress = _has_progress(checkpoints.partitions)
+    # `commands` is left out: every start creates it empty before the first batch.
+    sequencer_data, partitions_data = _has_data(lake.bronze, lake.quarantine), _has_data(lake.audit, lake.decisions)
+    progress, data = sequencer_progress or partitions_progress, sequencer_data or partitions_data
+    checkpoint_lost = (sequencer_data and not sequencer_progress) or (partitions_data and not partitions_progress)
+
+    def mismatch(detail: str) -> UsageError:
+        return UsageError(f"checkpoint {checkpoints.root} and audit table {lake.audit} do not belong together "
+                          f"({detail}): pass the --checkpoint-dir and --audit-table of one pipeline")
+
+    tables = ", ".join(str(t) for t in (lake.audit, lake.bronze, lake.commands, lake.decisions, lake.quarantine))
+    deleted = UsageError(
+        f"audit table {lake.audit} has data but checkpoint {checkpoints.root} is missing or incomplete (deleted?): "
+        f"a new checkpoint would process the events topic again into the same tables. Restore the checkpoint "
+        f"directory, or move the tables ({tables}) "
+        f"aside to rebuild them from the start (docs/reliability.md)")
+    history = UsageError(
+        f"checkpoint {checkpoints.root} has progress but audit table {lake.audit} has no data: the run would "
+        f"resume mid-log and the tables would miss the history before it. Pass the audit table this checkpoint "
+        f"was used with{' (' + str(ckpt_marker.get('audit_table')) + ')' if ckpt_marker else ''}, or a new "
+        f"--checkpoint-dir to process the events topic from the start")
+
+    if lake_marker and ckpt_marker:
+        if lake_marker["pipeline_id"] != ckpt_marker["pipeline_id"]:
+            raise mismatch(f"the checkpoint was paired with {ckpt_marker.get('audit_table')}, the audit table "
+                           f"with {lake_marker.get('checkpoint_dir')}")
+        if checkpoint_lost:
+            raise deleted
+        return str(lake_marker["pipeline_id"])
+    if lake_marker:
+        if progress:
+            raise mismatch(f"the audit table was paired with {lake_marker.get('checkpoint_dir')}")
+        if data:
+            raise deleted
+    elif ckpt_marker:
+        if data:
+            raise mismatch(f"the checkpoint was paired with {ckpt_marker.get('audit_table')}")
+        if progress:
+            raise history
+    elif checkpoint_lost:
+        raise deleted
+    elif progress and not data:
+        raise history
+    # A first start, one that crashed before both markers were written, or a pipeline older than the
+    # markers (progress and data, nothing to compare): pair them now.
+    pipeline_id = str((lake_marker or ckpt_marker or {}).get("pipeline_id") or uuid.uuid4())
+    _write(lake.audit / MARKER, {"pipeline_id": pipeline_id, "checkpoint_dir": str(checkpoints.root)})
+    _write(checkpoints.root / CHECKPOINT_MARKER, {"pipeline_id": pipeline_id, "audit_table": str(lake.audit)})
+    return pipeline_id
