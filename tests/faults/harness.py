@@ -74,7 +74,8 @@ class Campaign:
             [sys.executable, "-m", "streaming", "run", "--bootstrap-servers", self.bootstrap,
              "--events-topic", self.events_topic, "--decisions-topic", self.decisions_topic,
              "--audit-table", str(self.lake.audit), "--checkpoint-dir", str(self.checkpoints.root),
-             "--trigger", "1 second", "--kafka-option", f"maxOffsetsPerTrigger={self.max_offsets}"],
+             "--trigger", "1 second", "--state-partitions", "2",
+             "--kafka-option", f"maxOffsetsPerTrigger={self.max_offsets}"],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         log.close()
         self.processes.append(process)

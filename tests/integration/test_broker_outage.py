@@ -67,7 +67,7 @@ def test_broker_outage_mid_run(tmp_path: Path, processes: list[subprocess.Popen[
         args = [sys.executable, "-m", "streaming", "run", "--bootstrap-servers", bootstrap,
                 "--events-topic", "outage-events", "--decisions-topic", "outage-decisions",
                 "--audit-table", str(lake / "audit"), "--checkpoint-dir", str(tmp_path / "ckpt"),
-                "--trigger", "1 second", "--kafka-option", "maxOffsetsPerTrigger=20"]
+                "--trigger", "1 second", "--kafka-option", "maxOffsetsPerTrigger=20", "--state-partitions", "2"]
 
         with log.open("ab") as out:
             run = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)

@@ -84,7 +84,7 @@ def test_run_and_replay_on_sasl_ssl_leak_no_secret(secured_broker: LocalKafkaBro
     spark_logs.mkdir(parents=True)
     run = isrflow("run", "--bootstrap-servers", secured_broker.bootstrap_servers, "--events-topic", "sec-events",
                   "--decisions-topic", "sec-decisions", "--audit-table", str(out / "lake" / "audit"),
-                  "--checkpoint-dir", str(out / "ckpt"), "--trigger", "available-now",
+                  "--checkpoint-dir", str(out / "ckpt"), "--trigger", "available-now", "--state-partitions", "2",
                   "--kafka-option-file", str(run_props), "--kafka-option", "maxOffsetsPerTrigger=20",
                   "--conf", f"spark.local.dir={out / 'spark-local'}",
                   "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={spark_logs}",
