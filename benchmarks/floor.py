@@ -1,0 +1,120 @@
+"""Benchmark: the per-group price of applyInPandasWithState, ours next to the minimal no-op floor.
+
+The same silver commands (a cluster of N partitions, then the failure of the broker that leads them all,
+one micro-batch each) go through three stateful operators keyed by (topic, partition), each in its own
+query with the `noop` sink, in the same run and the same session:
+- floor: the minimal no-op; rows are the key plus one binary column; reads its frames, emits nothing;
+- echo:  the floor plus what any real operator must do per group: store one binary state, emit one row;
+- ours:  `apply_partition_commands` (decode, apply_command, state, packed audit rows and decisions).
+Reported: the failure batch's duration, ms per group, and ours / floor.
+
+Run: .venv/bin/python benchmarks/floor.py [--partitions 10000] [--repeat 2] [--state-store rocksdb|hdfs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from harness import cluster_log, load, silver_rows
+
+from schemas.tables import COMMAND, PACKED_OUTPUT, PARTITION_STATE
+from streaming.engine.partitions import apply_partition_commands
+from streaming.engine.session import build_spark
+from streaming.io.delta import arrow_table
+
+STATE_STORES = {
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+
+
+def floor(key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any) -> Iterator[pd.DataFrame]:
+    for _ in frames:
+        pass
+    yield from ()
+
+
+def echo(key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any) -> Iterator[pd.DataFrame]:
+    last = b""
+    for frame in frames:
+        last = frame["command"].iat[-1]
+    if key[1] is not None:
+        state.update((last,))
+    yield pd.DataFrame({"out": [last.decode()]}, dtype=object)
+
+
+OPERATORS = {"floor": floor, "echo": echo, "ours": apply_partition_commands}
+
+
+def stage(spark: Any, path: Path, batches: list[list[dict[str, Any]]]) -> None:
+    """Silver as the sequencer writes it: one Delta commit (one file) per micro-batch."""
+    for rows in batches:
+        (spark.createDataFrame(arrow_table(rows, COMMAND)).coalesce(1).write.format("delta").mode("append")
+         .save(str(path)))
+
+
+def run(spark: Any, silver: Path, name: str, work: Path) -> dict[str, Any]:
+    """One query over the staged micro-batches; the last batch's progress."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    checkpoint = work / f"ckpt-{name}"
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    query = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(str(silver))
+             .select("topic", "partition", "command").groupBy("topic", "partition")
+             .applyInPandasWithState(OPERATORS[name], PACKED_OUTPUT.to_spark(), PARTITION_STATE.to_spark(),
+                                     "append", GroupStateTimeout.NoTimeout)
+             .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return query.recentProgress[-1]
+
+
+def measure(spark: Any, partitions: int, repeat: int, tail: str = "failure") -> dict[str, Any]:
+    setup, tail_events = cluster_log(partitions, tail)
+    work = Path(tempfile.mkdtemp(prefix="isrflow-floor-"))
+    from statemachine.controller import Controller
+
+    controller = Controller()
+    first = silver_rows(setup, 0, controller)
+    last = silver_rows(tail_events, len(setup), controller)
+    groups = len({(r["topic"], r["partition"]) for r in last})
+    stage(spark, work / "silver", [first, last])
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for name in OPERATORS:
+            seconds = run(spark, work / "silver", name, work)["batchDuration"] / 1000
+            best[name] = min(best.get(name, seconds), seconds)
+    shutil.rmtree(work, ignore_errors=True)
+    return {"groups": groups, "seconds": best}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each operator; the fastest counts")
+    parser.add_argument("--state-store", choices=sorted(STATE_STORES), default=None,
+                        help="state store provider (default: the session's)")
+    args = parser.parse_args()
+    conf = {} if args.state_store is None else {"spark.sql.streaming.stateStore.providerClass":
+                                                STATE_STORES[args.state_store]}
+    spark = build_spark("isrflow-floor", conf=conf)
+    before = load()
+    result = measure(spark, args.partitions, args.repeat)
+    spark.stop()
+    groups, s = result["groups"], result["seconds"]
+    print(f"partitions {args.partitions}, groups in the failure batch {groups}, load {before} -> {load()}, "
+          f"state store {args.state_store or 'session default'}")
+    for name, seconds in s.items():
+        print(f"  {name:5s} {seconds:6.2f}s  {seconds / groups * 1000:.3f} ms/group  "
+              f"{seconds / s['floor']:.2f}x floor")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
