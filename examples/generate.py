@@ -1,4 +1,4 @@
-"""Builds the example event logs in this folder with `streaming.scenario.ScenarioBuilder`.
+"""Builds the example event logs in this folder with `streaming.infra.scenario.ScenarioBuilder`.
 
     .venv/bin/python examples/generate.py          # (re)write every examples/*.jsonl
     .venv/bin/python examples/generate.py --check  # exit 1 when a committed file differs from this script

@@ -1,4 +1,4 @@
-"""The controller event log's records (contract section 1): parsing and validation.
+"""The controller event log's records (docs/contract.md, section 1): parsing and validation.
 
 `parse_event` never raises on bad input: it returns either a `ControllerEvent` or a `Malformed` with a
 reason, which the caller quarantines with the record's offset. Only the shape is checked here; whether

@@ -81,7 +81,7 @@ def _cols(*spec: tuple[str, str] | tuple[str, str, bool]) -> tuple[Column, ...]:
     return tuple(Column(*s) for s in spec)
 
 
-# A LeaderAndIsr decision (contract section 2). `event_ts` is an addition: the source event's `ts`.
+# A LeaderAndIsr decision (docs/contract.md, section 2). `event_ts` is an addition: the source event's `ts`.
 DECISION = TableSchema(
     "decision",
     _cols(
@@ -107,7 +107,7 @@ DECISION = TableSchema(
     ),
 )
 
-# One row per (event, partition) the state machine handled (contract section 3); cluster-level rows
+# One row per (event, partition) the state machine handled (docs/contract.md, section 3); cluster-level rows
 # have a null partition (and a null topic unless the event names one). Additions to the contract:
 # step (orders two rows of one event for one partition: an implicit failover, a bounce), replicas_after,
 # leader_recovery_state_after, broker_id (the broker a BrokerChange names, the sender of an IsrChange),

@@ -84,7 +84,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from streaming.quality.suite import check
+    from streaming.quality.runner import check
 
     return check(args.audit_table, args.since_batch, args.html, args.master, _spark_conf(args))
 

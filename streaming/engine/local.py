@@ -52,7 +52,7 @@ def run_local(records: Iterable[tuple[int, bytes]], config: ControllerConfig | N
 
 
 def write_outputs(result: ReplayResult, out_dir: Path) -> None:
-    """DIR/decisions.jsonl, DIR/audit and DIR/quarantine (Delta), as the contract lists."""
+    """DIR/decisions.jsonl, DIR/audit and DIR/quarantine (Delta), as docs/contract.md lists."""
     stamp = now_utc()
     out_dir.mkdir(parents=True, exist_ok=True)
     write_decisions_jsonl(out_dir / "decisions.jsonl", ({**d, "decided_at": stamp} for d in result.decisions))

@@ -37,7 +37,7 @@ def _json_default(value: Any) -> Any:
 
 
 def decision_json(decision: Mapping[str, Any]) -> str:
-    """The decision's JSON value, columns in contract order (Kafka record value and JSONL line)."""
+    """The decision's JSON value, columns in docs/contract.md's order (Kafka record value and JSONL line)."""
     return json.dumps({c: decision.get(c) for c in DECISION.names}, default=_json_default, separators=(",", ":"))
 
 

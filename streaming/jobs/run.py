@@ -38,7 +38,7 @@ def run(options: RunOptions) -> int:
     from streaming.engine.sources import kafka_events
     from streaming.io.eventlog import require_single_partition
     from streaming.io.layout import Checkpoints, Lake
-    from streaming.quality.suite import batch_check
+    from streaming.quality.runner import batch_check
 
     require_single_partition(options.bootstrap_servers, options.events_topic)
     spark = build_spark("isrflow-run", options.master, options.spark_conf)

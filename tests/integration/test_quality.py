@@ -156,7 +156,7 @@ VIOLATIONS: dict[str, tuple[Callable[[Rows, Rows], None], TableSchema]] = {
 
 
 def test_every_critical_expectation_has_a_violation_test() -> None:
-    from streaming.quality.suite import RULES
+    from streaming.quality.rules import RULES
 
     critical = {r.name for r in RULES if r.severity == "critical"}
     assert critical == set(VIOLATIONS)
@@ -168,7 +168,8 @@ def test_clean_audit_passes_with_the_unclean_election_as_a_warning(
         spark: Any) -> None:
     from great_expectations.data_context import EphemeralDataContext
 
-    from streaming.quality import suite as quality
+    from streaming.quality.gx import gx_runtime
+    from streaming.quality.rules import SUITE_NAME, rule_names
 
     cwd = tmp_path / "cwd"
     cwd.mkdir()
@@ -179,12 +180,12 @@ def test_clean_audit_passes_with_the_unclean_election_as_a_warning(
     assert code == 0, out
     assert lists == {"failed": [], "warnings": ["no_unclean_election"]}
     assert "ev-000022 payments-0 @22" in out  # the unclean election's row, as an example
-    assert f"passed: {len(quality.rule_names()) - 1} of {len(quality.rule_names())}" in out
+    assert f"passed: {len(rule_names()) - 1} of {len(rule_names())}" in out
     assert list(cwd.iterdir()) == []
     assert not (REPO / "gx").exists() and not (REPO / "great_expectations").exists()
-    assert isinstance(quality._gx(spark).context, EphemeralDataContext)
+    assert isinstance(gx_runtime(spark).context, EphemeralDataContext)
     index = html / "index.html"
-    assert index.is_file() and quality.SUITE_NAME in index.read_text(encoding="utf-8")
+    assert index.is_file() and SUITE_NAME in index.read_text(encoding="utf-8")
     pages = list((html / "validations").rglob("*.html"))
     assert pages and "no_unclean_election" in pages[0].read_text(encoding="utf-8")
 
@@ -215,7 +216,7 @@ def test_unclean_election_is_only_a_warning(clean_audit: Rows, clean_decisions: 
 
 def test_without_decisions_the_audit_only_variant_runs(clean_audit: Rows, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from streaming.quality.suite import REPLICAS, rule_names
+    from streaming.quality.rules import REPLICAS, rule_names
 
     code, out, lists = run_check(capsys, str(write_copy(tmp_path / "clean", clean_audit, None)))
     assert (code, lists) == (0, {"failed": [], "warnings": ["no_unclean_election"]}), out
@@ -256,7 +257,8 @@ def test_missing_table_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_quality_on_batch_appends_one_row_per_expectation_idempotently(
         spark: Any, clean_dir: Path, clean_audit: Rows, tmp_path: Path) -> None:
-    from streaming.quality.suite import REPLICAS, quality_on_batch, rule_names
+    from streaming.quality.rules import REPLICAS, rule_names
+    from streaming.quality.runner import quality_on_batch
 
     results = tmp_path / "quality"
     summaries: list[tuple[int, dict[str, int]]] = []

@@ -1,6 +1,6 @@
 """The five election algorithms, case by case as Kafka's PartitionLeaderElectionAlgorithmsTest checks them
 (assignment / ISR / live brokers -> leader), plus what our decisions also carry: the new ISR, the
-LeaderAndIsr recipients and the leader recovery state of an unclean election (SEMANTICS.md, Elections)."""
+LeaderAndIsr recipients and the leader recovery state of an unclean election (docs/semantics.md, Elections)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The incident report (streaming/report.py) against the audit it is computed from, on every example replayed
-with the local engine; and the replay progress reporter (streaming/progress.py)."""
+"""The incident report (streaming/analysis/report.py) against the audit it is computed from, on every example replayed
+with the local engine; and the replay progress reporter (streaming/analysis/progress.py)."""
 
 from __future__ import annotations
 

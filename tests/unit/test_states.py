@@ -1,4 +1,4 @@
-"""The valid-previous-states tables, exactly as SEMANTICS.md lists them: every (from, to) pair of partition
+"""The valid-previous-states tables, exactly as docs/semantics.md lists them: every (from, to) pair of partition
 states and of replica states is checked, the valid ones pass, every other one raises IllegalTransition."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from statemachine.states import (
     check_replica_transition,
 )
 
-# Written out by name from SEMANTICS.md, independently of the code's enum members.
+# Written out by name from docs/semantics.md, independently of the code's enum members.
 SPEC_PARTITION: dict[str, set[str]] = {
     "NewPartition": {"NonExistentPartition"},
     "OnlinePartition": {"NewPartition", "OnlinePartition", "OfflinePartition"},

@@ -1,4 +1,4 @@
-"""Event-level scenarios for every trigger of SEMANTICS.md: JSON events in (through `parse_event`), the
+"""Event-level scenarios for every trigger of docs/semantics.md: JSON events in (through `parse_event`), the
 controller's LeaderAndIsr decisions and audit rows out (through `Controller.handle`)."""
 
 from __future__ import annotations
@@ -508,7 +508,7 @@ def test_isr_change_retried_after_acceptance_is_a_no_op(isr_cluster: Cluster) ->
     assert isr_cluster.rec("t", 0).partition_epoch == 4
 
 
-# request overrides -> the error. Several cases break more than one rule: the first rule of SEMANTICS.md's
+# request overrides -> the error. Several cases break more than one rule: the first rule of docs/semantics.md's
 # order must win.
 ISR_ERRORS: dict[str, tuple[dict, str]] = {
     "unknown sender": ({"broker": 9, "broker_epoch": 10}, "STALE_BROKER_EPOCH"),
@@ -690,7 +690,7 @@ def test_reassignment_cancel_goes_back_to_the_origin() -> None:
 
 def test_reassignment_cancel_returns_to_the_origin_replicas_in_kafka_order() -> None:
     """Kafka's origin is RS minus AR, in RS order (target first): cancelling [1, 2, 3] -> [4, 5, 2] gives
-    back replicas 1, 2 and 3, ordered [2, 1, 3] (README, 'Behaviour where the contract is silent')."""
+    back replicas 1, 2 and 3, ordered [2, 1, 3] (docs/semantics.md, 'Behaviour where the interface is silent')."""
     cluster = cluster_with(1, 2, 3, 4, 5)
     cluster.create("t", [1, 2, 3])
     cluster.reassign(("t", 0, [4, 5, 2]))
