@@ -2,7 +2,8 @@
 
 Used wherever a record leaves the process: the state store (one binary column per partition), the silver
 command column, the operator's packed output, the sequencer's snapshots. Names, not positions: a field
-added with a default reads old JSON; an unknown name is ignored. Enums travel as their values, tuples and
+added with a default reads old JSON; an unknown name is ignored; a None that is the field's default is left
+out. Enums travel as their values, tuples and
 sets as lists (sets sorted), mappings as JSON objects (keys as text, converted back from the type hint).
 """
 
@@ -48,8 +49,18 @@ def _encoder(tp: Any) -> Convert:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
-        fields = [(f.name, encoder(hints[f.name])) for f in dataclasses.fields(tp)]
-        return lambda v: {name: enc(getattr(v, name)) for name, enc in fields}
+        # A None that is also the field's default is left out: smaller rows, and decoding restores it.
+        fields = [(f.name, encoder(hints[f.name]), f.default is None) for f in dataclasses.fields(tp)]
+
+        def encode(v: Any) -> dict[str, Any]:
+            out = {}
+            for name, enc, skip_none in fields:
+                value = getattr(v, name)
+                if value is not None or not skip_none:
+                    out[name] = enc(value)
+            return out
+
+        return encode
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return lambda v: v.value
     if origin in (tuple, list) or tp in (tuple, list):
