@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -128,20 +129,35 @@ class PartitionSink:
             packed = [json.loads(r["out"]) for r in decided.select("out").collect()]
             clock.lap("operator")  # the stateful operator runs here, in the first action on `rows`
             decisions = decided.withColumn("decided_at", F.current_timestamp()).select(*DECISION.names)
-            writes = [(audit, self.lake.audit, "isrflow-audit")]
+
+            def append(df: Any, path: Path, app: str) -> Callable[[], None]:
+                return lambda: (df.write.format("delta").mode("append").option("txnAppId", app)
+                                .option("txnVersion", batch_id).save(str(path)))
+
+            writes = {"audit": append(audit, self.lake.audit, "isrflow-audit")}
             if packed or not (self.lake.decisions / "_delta_log").exists():  # no empty commits
-                writes.append((decisions, self.lake.decisions, "isrflow-decisions"))
-            for df, path, app in writes:
-                (df.write.format("delta").mode("append").option("txnAppId", app).option("txnVersion", batch_id)
-                 .save(str(path)))
-                clock.lap(path.name)
-            quality = None if self.check is None else self.check(rows.sparkSession, audit, batch_id)
-            published = 0
-            if self.publisher is not None:
-                decided_at = datetime.now(UTC)
-                published = self.publisher.publish(self.query_id(), batch_id,
-                                                   [{**d, "decided_at": decided_at} for d in packed])
-                clock.lap("kafka")
+                writes["decisions"] = append(decisions, self.lake.decisions, "isrflow-decisions")
+            # The Delta commits (two tables) and the Kafka transaction's sends at once; the transaction
+            # commits only after the Delta commits, so a decision read from the sink topic is in Delta too.
+            # Each is idempotent per batch id: a re-run after a failure redoes only what had not committed.
+            with ThreadPoolExecutor(max_workers=len(writes)) as pool:
+                pending = [pool.submit(clock.timed, name, write) for name, write in writes.items()]
+
+                def delta_committed() -> None:
+                    for future in pending:
+                        future.result()
+
+                published = 0
+                if self.publisher is not None:
+                    publisher, query_id, decided_at = self.publisher, self.query_id(), datetime.now(UTC)
+                    published = clock.timed("kafka", lambda: publisher.publish(
+                        query_id, batch_id, [{**d, "decided_at": decided_at} for d in packed], delta_committed))
+                delta_committed()
+            clock.lap(" | ".join([*writes, "kafka"] if self.publisher is not None else writes))
+            quality = None
+            if self.check is not None:
+                quality = self.check(rows.sparkSession, audit, batch_id)
+                clock.lap("quality")
             if self.counts is not None:
                 summary = rows.groupBy("kind", "outcome").count().collect()
                 self.counts.partitions[batch_id] = {
@@ -151,7 +167,9 @@ class PartitionSink:
                     "published": published,
                     "quality": quality,
                     "steps": clock.laps,
+                    "within": clock.within,
                 }
+                clock.lap("counts")
         finally:
             rows.unpersist()
 

@@ -165,21 +165,25 @@ class Sequencer:
                 if c.partition is not None:
                     touched.add((c.topic, c.partition))
         clock.lap("core")
-        _append_idempotent(self.spark, bronze, EVENT, self.lake.bronze, "isrflow-bronze", batch_id)
-        _append_idempotent(self.spark, quarantine, QUARANTINE, self.lake.quarantine, "isrflow-quarantine",
-                           batch_id)
-        clock.lap("bronze")
-        _append_idempotent(self.spark, commands, COMMAND, self.lake.commands, "isrflow-commands", batch_id)
-        clock.lap("silver")
-        self._changed_since_whole = self.state.save(controller, batch_id, touched, self._last_offset,
-                                                    self._changed_since_whole)
-        clock.lap("state")
+        spark, lake = self.spark, self.lake
+        # Different tables and a local file, each idempotent per batch id: written at once.
+        saved = clock.together({
+            "bronze": lambda: _append_idempotent(spark, bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
+            "quarantine": lambda: _append_idempotent(spark, quarantine, QUARANTINE, lake.quarantine,
+                                                     "isrflow-quarantine", batch_id),
+            "silver": lambda: _append_idempotent(spark, commands, COMMAND, lake.commands, "isrflow-commands",
+                                                 batch_id),
+            "state": lambda: self.state.save(controller, batch_id, touched, self._last_offset,
+                                             self._changed_since_whole),
+        })
+        self._changed_since_whole = saved["state"]
         self._controller, self._controller_batch = controller, batch_id
         if rows:
             self._last_offset = max(self._last_offset, int(rows[-1]["source_offset"]))
         if self.counts is not None:
             self.counts.sequencer[batch_id] = {"events": len(rows), "quarantined": len(quarantine),
-                                               "commands": len(commands), "steps": clock.laps}
+                                               "commands": len(commands), "steps": clock.laps,
+                                               "within": clock.within}
         if self.progress is not None:
             self.progress.advance(len(rows))
 

@@ -9,7 +9,7 @@ committed, so a batch that Spark re-runs after a crash is not published twice. C
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from streaming.io.delta import decision_json, decision_sort_key
@@ -35,7 +35,10 @@ class DecisionPublisher:
         self.producer.init_transactions()
         self._last_batch: dict[str, int] = {}
 
-    def publish(self, query_id: str, batch_id: int, decisions: Sequence[Mapping[str, Any]]) -> int:
+    def publish(self, query_id: str, batch_id: int, decisions: Sequence[Mapping[str, Any]],
+                before_commit: Callable[[], None] | None = None) -> int:
+        """One transaction with the batch's decisions; `before_commit` (the batch's other writes) must
+        return before it commits, and aborts it by raising."""
         if query_id not in self._last_batch:
             self._last_batch[query_id] = last_committed_batch(self.bootstrap_servers, self.topic, query_id)
         if batch_id <= self._last_batch[query_id] or not decisions:
@@ -45,6 +48,8 @@ class DecisionPublisher:
         try:
             for d in sorted(decisions, key=decision_sort_key):
                 self.producer.send(self.topic, key=decision_key(d), value=decision_json(d).encode(), headers=header)
+            if before_commit is not None:
+                before_commit()
             self.producer.commit_transaction()
         except Exception:
             self.producer.abort_transaction()
