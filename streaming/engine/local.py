@@ -6,9 +6,7 @@ same `Controller.handle` and `apply_command`, and writes the same tables.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from typing import Any
 from schemas.events import Malformed, parse_event
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import Controller, ControllerConfig
+from streaming.engine.collector import young_collection_only
 from streaming.io.delta import now_utc, write_decisions_jsonl, write_delta
 
 
@@ -37,22 +36,9 @@ def run_local(records: Iterable[tuple[int, bytes]], config: ControllerConfig | N
     """Apply every record in log order; malformed ones are quarantined and change nothing."""
     controller = Controller(config)
     result = ReplayResult()
-    with _young_collection_only():
+    with young_collection_only():
         _replay(controller, result, records, source, progress)
     return result
-
-
-@contextmanager
-def _young_collection_only() -> Iterator[None]:
-    """The outputs pile up millions of small objects without reference cycles; the collector's passes over
-    the older generations cost a quarter of a long replay (measured, benchmarks/replay_throughput.py). Only
-    young objects are collected meanwhile, so short-lived cycles (a caught exception's frames) still go."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(50_000, 1_000_000, 1_000_000)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
 
 
 def _replay(controller: Controller, result: ReplayResult, records: Iterable[tuple[int, bytes]], source: str,

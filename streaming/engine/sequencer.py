@@ -14,6 +14,7 @@ from schemas.events import Malformed, parse_event
 from schemas.tables import COMMAND, EVENT, QUARANTINE, TableSchema
 from statemachine.controller import Controller, ControllerConfig, SnapshotError
 from streaming.engine.counts import BatchCounts, Stopwatch
+from streaming.engine.collector import young_collection_only
 from streaming.engine.partitions import pack_command
 from streaming.io.delta import arrow_table
 from streaming.io.layout import Checkpoints, Lake
@@ -137,16 +138,10 @@ class Sequencer:
         self._last_offset = max(controller.cluster.seen_event_ids.values(), default=-1)
         return controller
 
-    def __call__(self, batch_df: Any, batch_id: int) -> None:
-        clock = Stopwatch()
-        rows = batch_df.select("source_offset", "value").orderBy("source_offset").collect()
-        clock.lap("read")
-        controller = self._controller_before(batch_id)
-        clock.lap("restore")
-        bronze: list[dict[str, Any]] = []
-        quarantine: list[dict[str, Any]] = []
-        commands: list[dict[str, Any]] = []
-        touched: set[tuple[str, int]] = set()
+    def _sequence(self, controller: Controller, rows: list[Any], batch_id: int, bronze: list[dict[str, Any]],
+                  quarantine: list[dict[str, Any]], commands: list[dict[str, Any]],
+                  touched: set[tuple[str, int]]) -> None:
+        """The batch's events in log order through the controller: bronze, quarantine and silver rows."""
         for row in rows:
             offset, raw = int(row["source_offset"]), row["value"]
             event = parse_event(None if raw is None else bytes(raw))
@@ -164,6 +159,19 @@ class Sequencer:
                                  "step": c.step, "action": str(c.action), "command": pack_command(c)})
                 if c.partition is not None:
                     touched.add((c.topic, c.partition))
+
+    def __call__(self, batch_df: Any, batch_id: int) -> None:
+        clock = Stopwatch()
+        rows = batch_df.select("source_offset", "value").orderBy("source_offset").collect()
+        clock.lap("read")
+        controller = self._controller_before(batch_id)
+        clock.lap("restore")
+        bronze: list[dict[str, Any]] = []
+        quarantine: list[dict[str, Any]] = []
+        commands: list[dict[str, Any]] = []
+        touched: set[tuple[str, int]] = set()
+        with young_collection_only():
+            self._sequence(controller, rows, batch_id, bronze, quarantine, commands, touched)
         clock.lap("core")
         spark, lake = self.spark, self.lake
         # Different tables and a local file, each idempotent per batch id: written at once.
