@@ -13,8 +13,8 @@ from typing import Any
 from schemas.events import Malformed, parse_event
 from schemas.tables import COMMAND, EVENT, QUARANTINE, TableSchema
 from statemachine.controller import Controller, ControllerConfig, SnapshotError
-from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.collector import young_collection_only
+from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.partitions import pack_command
 from streaming.io.delta import arrow_table
 from streaming.io.layout import Checkpoints, Lake
