@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -125,6 +126,7 @@ def main() -> int:
         part = progress.batches("isrflow-partitions")[before[1]]
         floors = floor_bench.measure(spark, args.partitions, 1, tail)
         spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
 
     seq_start, part_start = iso_seconds(seq["timestamp"]), iso_seconds(part["timestamp"])
     seq_end, part_end = seq_start + seq["batchDuration"] / 1000, part_start + part["batchDuration"] / 1000
