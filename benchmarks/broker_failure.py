@@ -145,9 +145,12 @@ def main() -> int:
     for what, seconds in rows:
         print(f"  {what:58s} {seconds:7.2f}s")
     print(f"end to end (append -> last decision on the sink topic): {end_to_end:.2f}s")
+    cpu = floors["cpu"]
     print(f"floor (minimal no-op applyInPandasWithState, same {floors['groups']} groups, one micro-batch): "
           f"{floor_s:.2f}s; echo {floors['seconds']['echo']:.2f}s; our operator alone "
-          f"{floors['seconds']['ours']:.2f}s ({floors['seconds']['ours'] / floor_s:.2f}x floor)")
+          f"{floors['seconds']['ours']:.2f}s ({floors['seconds']['ours'] / floor_s:.2f}x floor); CPU (JVM + "
+          f"workers) floor {cpu['floor']:.2f}s, echo {cpu['echo']:.2f}s, ours {cpu['ours']:.2f}s "
+          f"({cpu['ours'] / cpu['floor']:.2f}x)")
     print(f"ratio end to end / floor: {end_to_end / floor_s:.2f}x")
     return 0
 

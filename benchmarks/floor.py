@@ -6,7 +6,8 @@ query with the `noop` sink, in the same run and the same session:
 - floor: the minimal no-op; rows are the key plus one binary column; reads its frames, emits nothing;
 - echo:  the floor plus what any real operator must do per group: store one binary state, emit one row;
 - ours:  `apply_partition_commands` (decode, apply_command, state, packed audit rows and decisions).
-Reported: the failure batch's duration, ms per group, and ours / floor.
+Reported: the failure batch's wall seconds and the CPU seconds the JVM and the Python workers spent in it
+(steadier than wall time on a shared machine), per group, and each against the floor.
 
 Run: .venv/bin/python benchmarks/floor.py [--partitions 10000] [--repeat 2] [--state-store rocksdb|hdfs]
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from harness import cluster_log, load, silver_rows
+from harness import cluster_log, cpu_seconds, load, pids, silver_rows, wait_for
 
 from schemas.tables import COMMAND, PACKED_OUTPUT, PARTITION_STATE
 from streaming.engine.partitions import apply_partition_commands
@@ -59,12 +60,16 @@ def stage(spark: Any, path: Path, batches: list[list[dict[str, Any]]]) -> None:
          .save(str(path)))
 
 
-def run(spark: Any, silver: Path, name: str, work: Path) -> dict[str, Any]:
-    """One query over the staged micro-batches; the last batch's progress."""
+def run(spark: Any, silver: Path, name: str, work: Path) -> tuple[float, float]:
+    """One query over the staged micro-batches: the last batch's wall seconds, and the CPU seconds the
+    JVM and the Python workers spent in it."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     checkpoint = work / f"ckpt-{name}"
     shutil.rmtree(checkpoint, ignore_errors=True)
+    jvm = pids()[1]
+    cpu: list[float] = []
+    spark.streams.addListener(listener := batch_cpu_listener(jvm, cpu))
     query = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(str(silver))
              .select("topic", "partition", "command").groupBy("topic", "partition")
              .applyInPandasWithState(OPERATORS[name], PACKED_OUTPUT.to_spark(), PARTITION_STATE.to_spark(),
@@ -72,7 +77,29 @@ def run(spark: Any, silver: Path, name: str, work: Path) -> dict[str, Any]:
              .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
     query.awaitTermination()
-    return query.recentProgress[-1]
+    wait_for(lambda: len(cpu) >= 3, 30, "progress events")  # the listener bus is asynchronous
+    spark.streams.removeListener(listener)
+    return query.recentProgress[-1]["batchDuration"] / 1000, cpu[-1] - cpu[-2]
+
+
+def batch_cpu_listener(jvm: int, marks: list[float]) -> Any:
+    """Marks the CPU seconds of the JVM and its workers at each batch's end (and at the query's start)."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class Listener(StreamingQueryListener):
+        def onQueryStarted(self, event: Any) -> None:
+            marks.append(cpu_seconds(jvm))
+
+        def onQueryProgress(self, event: Any) -> None:
+            marks.append(cpu_seconds(jvm))
+
+        def onQueryIdle(self, event: Any) -> None:
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:
+            pass
+
+    return Listener()
 
 
 def measure(spark: Any, partitions: int, repeat: int, tail: str = "failure") -> dict[str, Any]:
@@ -86,12 +113,14 @@ def measure(spark: Any, partitions: int, repeat: int, tail: str = "failure") -> 
     groups = len({(r["topic"], r["partition"]) for r in last})
     stage(spark, work / "silver", [first, last])
     best: dict[str, float] = {}
+    best_cpu: dict[str, float] = {}
     for _ in range(repeat):
         for name in OPERATORS:
-            seconds = run(spark, work / "silver", name, work)["batchDuration"] / 1000
+            seconds, cpu = run(spark, work / "silver", name, work)
             best[name] = min(best.get(name, seconds), seconds)
+            best_cpu[name] = min(best_cpu.get(name, cpu), cpu)
     shutil.rmtree(work, ignore_errors=True)
-    return {"groups": groups, "seconds": best}
+    return {"groups": groups, "seconds": best, "cpu": best_cpu}
 
 
 def main() -> int:
@@ -107,12 +136,13 @@ def main() -> int:
     before = load()
     result = measure(spark, args.partitions, args.repeat)
     spark.stop()
-    groups, s = result["groups"], result["seconds"]
+    groups, s, cpu = result["groups"], result["seconds"], result["cpu"]
     print(f"partitions {args.partitions}, groups in the failure batch {groups}, load {before} -> {load()}, "
           f"state store {args.state_store or 'session default'}")
     for name, seconds in s.items():
-        print(f"  {name:5s} {seconds:6.2f}s  {seconds / groups * 1000:.3f} ms/group  "
-              f"{seconds / s['floor']:.2f}x floor")
+        print(f"  {name:5s} wall {seconds:6.2f}s  {seconds / groups * 1000:.3f} ms/group  "
+              f"{seconds / s['floor']:.2f}x floor | CPU (JVM + Python workers) {cpu[name]:6.2f}s  "
+              f"{cpu[name] / groups * 1000:.3f} ms/group  {cpu[name] / cpu['floor']:.2f}x floor")
     return 0
 
 

@@ -145,9 +145,9 @@ def wait_for(predicate: Any, timeout: float, what: str) -> None:
 
 
 def pids() -> tuple[int, int]:
-    """This (driver) process and its JVM."""
+    """This (driver) process and its Spark JVM (not a Kafka broker's)."""
     me = os.getpid()
-    jvm = next((p for p, cmd in descendants(me) if "java" in cmd.split(" ")[0]), 0)
+    jvm = next((p for p, cmd in descendants(me) if "SparkSubmit" in cmd), 0)
     return me, jvm
 
 
@@ -165,3 +165,16 @@ def isr_churn(partitions: int, events: int) -> Any:
                  "topic": f"topic-{topic:03d}", "partition": partition, "broker_id": 1, "broker_epoch": 101,
                  "leader_epoch": 0, "partition_epoch": round_, "isr": [1, 2] if round_ % 2 == 0 else [1, 2, 3]}
         yield len(setup) + k, json.dumps(event, separators=(",", ":")).encode()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system, with reaped children) of `pid` and every process below it: less
+    sensitive than wall time to other work on a shared machine."""
+    total = 0.0
+    for p in [pid, *(child for child, _ in descendants(pid))]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return total / os.sysconf("SC_CLK_TCK")
