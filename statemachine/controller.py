@@ -13,10 +13,11 @@ complete. The Spark sequencer keeps those commands; the local engine keeps the a
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schemas import codec
@@ -180,9 +181,13 @@ class Controller:
         the whole controller. With `keys`: a change set, to `restore` on top of the state it followed: the
         cluster view, the records of `keys` (removed ones listed), the event ids seen after `seen_after`."""
         full = keys is None
-        cluster = codec.encoder(ClusterView)(self.cluster)
-        if not full:
-            cluster["seen_event_ids"] = {e: o for e, o in self.cluster.seen_event_ids.items() if o > seen_after}
+        seen = self.cluster.seen_event_ids
+        cluster = codec.encoder(ClusterView)(replace(self.cluster, seen_event_ids={}))
+        if full:
+            cluster["seen_event_ids"] = dict(seen)
+        else:  # the ids are in log order: the newest ones are at the end
+            recent = list(itertools.takewhile(lambda item: item[1] > seen_after, reversed(seen.items())))
+            cluster["seen_event_ids"] = dict(reversed(recent))
         record = codec.encoder(PartitionRecord)
         chosen = sorted(self.partitions) if keys is None else sorted(set(keys))
         body = {"format": SNAPSHOT_FORMAT, "version": SNAPSHOT_VERSION, "full": full, "cluster": cluster,

@@ -40,11 +40,16 @@ class SequencerState:
     `<batch>.changes.json` holds what that batch changed (the cluster view, the partition records it
     touched, the event ids it saw); `<batch>.whole.json` the whole controller, written once the changes
     since the previous whole add up to as many records as the cluster has (so the bytes written stay
-    proportional to the work, not to the cluster). State before batch b = the newest whole older than b,
-    then each change set after it up to b - 1."""
+    proportional to the work, not to the cluster), or once `max_changes` change sets follow it (so a
+    restart reads a bounded number of files). State before batch b = the newest whole older than b, then
+    each change set after it up to b - 1."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, max_changes: int = 1000) -> None:
         self.directory = directory
+        self.max_changes = max_changes
+        # Since the newest whole snapshot: records changed, change sets written.
+        self._records = 0
+        self._change_sets = 0
 
     def _files(self, before: int) -> list[tuple[int, bool, Path]]:
         """(batch, whole?, path) of the files older than `before`, by batch."""
@@ -62,13 +67,14 @@ class SequencerState:
             f"restore the missing or damaged files from a backup, or start over with a new checkpoint "
             f"directory and new output tables (the log is replayed from its first offset).")
 
-    def load(self, controller: Controller, batch_id: int) -> int:
-        """Restore into `controller` the state before `batch_id`; returns the number of records changed
-        since the newest whole snapshot. Never silently starts from empty state after batch 0."""
+    def load(self, controller: Controller, batch_id: int) -> None:
+        """Restore into `controller` the state before `batch_id`. Never silently starts from empty state
+        after batch 0."""
+        self._records = self._change_sets = 0
         if any(self.directory.glob("*.pickle")):
             raise self._fail(batch_id, "its state was saved by an older isrflow (pickle), which is no longer read")
         if batch_id == 0:
-            return 0
+            return
         files = self._files(batch_id)
         if not files or files[-1][0] != batch_id - 1:
             raise self._fail(batch_id, f"the state after batch {batch_id - 1} is missing")
@@ -78,36 +84,38 @@ class SequencerState:
         chain = files[wholes[-1]:]
         if [n for n, _, _ in chain] != list(range(chain[0][0], batch_id)):
             raise self._fail(batch_id, f"change sets missing between batches {chain[0][0]} and {batch_id - 1}")
-        changed = 0
         for _, whole, path in chain:
             try:
                 applied = controller.restore(path.read_bytes())
             except SnapshotError as e:
                 raise self._fail(batch_id, f"{path.name}: {e}") from e
-            changed += 0 if whole else applied
-        return changed
+            if not whole:
+                self._records += applied
+                self._change_sets += 1
 
-    def save(self, controller: Controller, batch_id: int, touched: set[tuple[str, int]], seen_after: int,
-             changed_since_whole: int) -> int:
-        """Write batch `batch_id`'s state; returns the records changed since the newest whole snapshot."""
-        changed = changed_since_whole + len(touched)
-        whole = batch_id == 0 or changed >= len(controller.partitions)
+    def save(self, controller: Controller, batch_id: int, touched: set[tuple[str, int]], seen_after: int) -> None:
+        """Write batch `batch_id`'s state: what it changed (`touched` partitions, event ids seen after the
+        offset `seen_after`), or the whole controller."""
+        self._records += len(touched)
+        self._change_sets += 1
+        whole = (batch_id == 0 or self._records >= len(controller.partitions)
+                 or self._change_sets > self.max_changes)
         data = controller.snapshot() if whole else controller.snapshot(touched, seen_after)
         self.directory.mkdir(parents=True, exist_ok=True)
-        for stale in self.directory.glob(f"{batch_id}.*.json"):  # an earlier attempt of this batch
-            stale.unlink()
+        for kind in ("whole", "changes"):  # an earlier attempt of this batch
+            (self.directory / f"{batch_id}.{kind}.json").unlink(missing_ok=True)
         name = f"{batch_id}.{'whole' if whole else 'changes'}.json"
         tmp = self.directory / f"{name}.tmp"
         tmp.write_bytes(data)
         tmp.replace(self.directory / name)
         if not whole:
-            return changed
+            return
+        self._records = self._change_sets = 0
         # Keep the previous whole snapshot and its change sets: a re-run of this batch restores from them.
         older = [n for n, w, _ in self._files(batch_id) if w]
         if older:
             for _, _, path in self._files(older[-1]):
                 path.unlink()
-        return 0
 
 
 class Sequencer:
@@ -125,7 +133,6 @@ class Sequencer:
         self.counts = counts
         self._controller: Controller | None = None
         self._controller_batch = -1  # the batch id whose result `_controller` holds
-        self._changed_since_whole = 0
         self._last_offset = -1  # the newest offset `_controller` has seen
 
     def _controller_before(self, batch_id: int) -> Controller:
@@ -134,7 +141,7 @@ class Sequencer:
         if self._controller is not None and self._controller_batch == batch_id - 1:
             return self._controller
         controller = Controller(self.config)
-        self._changed_since_whole = self.state.load(controller, batch_id)
+        self.state.load(controller, batch_id)
         self._last_offset = max(controller.cluster.seen_event_ids.values(), default=-1)
         return controller
 
@@ -175,16 +182,14 @@ class Sequencer:
         clock.lap("core")
         spark, lake = self.spark, self.lake
         # Different tables and a local file, each idempotent per batch id: written at once.
-        saved = clock.together({
+        clock.together({
             "bronze": lambda: _append_idempotent(spark, bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
             "quarantine": lambda: _append_idempotent(spark, quarantine, QUARANTINE, lake.quarantine,
                                                      "isrflow-quarantine", batch_id),
             "silver": lambda: _append_idempotent(spark, commands, COMMAND, lake.commands, "isrflow-commands",
                                                  batch_id),
-            "state": lambda: self.state.save(controller, batch_id, touched, self._last_offset,
-                                             self._changed_since_whole),
+            "state": lambda: self.state.save(controller, batch_id, touched, self._last_offset),
         })
-        self._changed_since_whole = saved["state"]
         self._controller, self._controller_batch = controller, batch_id
         if rows:
             self._last_offset = max(self._last_offset, int(rows[-1]["source_offset"]))

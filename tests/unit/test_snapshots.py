@@ -82,11 +82,11 @@ def batches(log: list[bytes], size: int) -> list[list[tuple[int, bytes]]]:
 
 def run_batches(state: SequencerState, log: list[bytes], size: int, upto: int | None = None) -> Controller:
     """What the Spark sequencer does per micro-batch: restore, handle, save."""
-    controller, changed, last = Controller(), 0, -1
+    controller, last = Controller(), -1
     for batch_id, batch in enumerate(batches(log, size)[:upto]):
         touched = {(h.command.topic, h.command.partition) for offset, raw in batch
                    for h in controller.handle(parse_event(raw), offset) if h.command.partition is not None}
-        changed = state.save(controller, batch_id, touched, last, changed)
+        state.save(controller, batch_id, touched, last)
         last = batch[-1][0]
     return controller
 
@@ -127,6 +127,12 @@ def test_whole_snapshots_are_written_as_changes_add_up_and_old_files_go(tmp_path
     expected = Controller()
     handle_all(expected, log)
     assert resumed.partitions == expected.partitions
+
+
+def test_a_whole_snapshot_also_bounds_the_change_sets_to_read(tmp_path: Path) -> None:
+    state = SequencerState(tmp_path, max_changes=5)
+    run_batches(state, isr_log(), 1)
+    assert len(list(tmp_path.glob("*.changes.json"))) <= 2 * 6
 
 
 def test_missing_state_is_an_error_naming_the_fix(tmp_path: Path) -> None:
