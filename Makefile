@@ -27,7 +27,7 @@ test: install jars
 	$(VENV)/bin/pytest -ra
 
 test-unit: install
-	$(VENV)/bin/pytest -ra tests/unit
+	$(VENV)/bin/pytest -ra tests/unit tests/analysis
 
 # The performance benchmarks of docs/performance.md, one after the other (long: run on an idle machine).
 bench: install jars

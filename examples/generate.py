@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent
 if str(ROOT.parent) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT.parent))
 
+from schemas.events import LeaderRecoveryState  # noqa: E402
 from streaming.infra.scenario import ScenarioBuilder, round_robin_assignment  # noqa: E402
 
 
@@ -85,7 +86,7 @@ def double_failure_unclean() -> ScenarioBuilder:
            principal="User:ops")
     b.wait(2)
     for (topic, partition), rec in sorted(b.shadow.partitions.items()):
-        if topic == "payments" and rec.leader_recovery_state == "RECOVERING":
+        if topic == "payments" and rec.leader_recovery_state is LeaderRecoveryState.RECOVERING:
             b.alter_isr(topic, partition, rec.isr, recovered=True)
     b.wait(30)
     b.emit("AlterTopicConfig", topic="payments", configs={"unclean.leader.election.enable": None},

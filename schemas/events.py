@@ -8,30 +8,162 @@ Kafka's controller would accept the event is the state machine's business.
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
-BROKER_CHANGES = ("STARTUP", "FAILURE", "CONTROLLED_SHUTDOWN")
-ELECTION_TYPES = ("PREFERRED", "UNCLEAN")
-LEADER_RECOVERY_STATES = ("RECOVERED", "RECOVERING")
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any, ClassVar
 
 
-@dataclass(frozen=True)
-class ControllerEvent:
-    type: str
+class BrokerChangeKind(StrEnum):
+    STARTUP = "STARTUP"
+    FAILURE = "FAILURE"
+    CONTROLLED_SHUTDOWN = "CONTROLLED_SHUTDOWN"
+
+
+class ElectionType(StrEnum):
+    PREFERRED = "PREFERRED"
+    UNCLEAN = "UNCLEAN"
+
+
+class LeaderRecoveryState(StrEnum):
+    """KIP-704: an unclean leader is RECOVERING until it reports its log recovered."""
+
+    RECOVERED = "RECOVERED"
+    RECOVERING = "RECOVERING"
+
+
+# -- the events: one class per type, each with the envelope ---------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class PartitionRef:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """A ReassignPartitions entry: the target replicas, or None to cancel."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """The envelope every event carries."""
+
+    type: ClassVar[str]
     event_id: str
     controller_epoch: int
-    ts: str | None
-    principal: str | None
-    fields: Mapping[str, Any] = field(default_factory=dict)
+    ts: str | None = None
+    principal: str | None = None
 
     def to_json(self) -> str:
-        body = {"type": self.type, "event_id": self.event_id, "ts": self.ts,
-                "controller_epoch": self.controller_epoch, **self.fields}
+        """The canonical JSON the bronze table keeps: sorted keys, no spaces, every field of the type."""
+        body = {"type": self.type, "event_id": self.event_id, "ts": self.ts, "controller_epoch": self.controller_epoch}
+        for f in fields(self):
+            if f.name not in _ENVELOPE:
+                body[f.name] = _plain(getattr(self, f.name))
         if self.principal is not None:
             body["principal"] = self.principal
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+_ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, PartitionRef | Move):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerChange(Event):
+    type: ClassVar[str] = "BrokerChange"
+    broker_id: int
+    change: BrokerChangeKind
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IsrChange(Event):
+    """An AlterPartition request from the partition's leader."""
+
+    type: ClassVar[str] = "IsrChange"
+    topic: str
+    partition: int
+    broker_id: int
+    broker_epoch: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTopic(Event):
+    type: ClassVar[str] = "CreateTopic"
+    topic: str
+    assignment: Mapping[str, tuple[int, ...]]  # partition id -> replicas, as the admin tool wrote them
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatePartitions(Event):
+    type: ClassVar[str] = "CreatePartitions"
+    topic: str
+    assignment: Mapping[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteTopic(Event):
+    type: ClassVar[str] = "DeleteTopic"
+    topic: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignPartitions(Event):
+    type: ClassVar[str] = "ReassignPartitions"
+    partitions: tuple[Move, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElectLeaders(Event):
+    type: ClassVar[str] = "ElectLeaders"
+    election_type: ElectionType
+    partitions: tuple[PartitionRef, ...] | None = None  # None: every partition
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterTopicConfig(Event):
+    type: ClassVar[str] = "AlterTopicConfig"
+    topic: str
+    configs: Mapping[str, str | None]  # None: back to the cluster default
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerChange(Event):
+    type: ClassVar[str] = "ControllerChange"
+    controller_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderImbalanceCheck(Event):
+    type: ClassVar[str] = "LeaderImbalanceCheck"
+
+
+ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
+                   | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck)
+_CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
+# What an admin client issues (Kafka's super.users guard them).
+ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig)
 
 
 @dataclass(frozen=True)
@@ -65,24 +197,24 @@ def _one_of(value: Any, name: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _int_list(value: Any, name: str) -> list[int]:
+def _int_list(value: Any, name: str) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise _Invalid(f"field '{name}' must be a list of integers")
-    return [_non_negative_int(v, name) for v in value]
+    return tuple(_non_negative_int(v, name) for v in value)
 
 
-def _broker_list(value: Any, name: str) -> list[int]:
+def _broker_list(value: Any, name: str) -> tuple[int, ...]:
     """A replica list as written by an admin tool: integers, any sign (a negative id is a Kafka
     refusal, INVALID_REPLICA_ASSIGNMENT, not unreadable input)."""
     if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
         raise _Invalid(f"field '{name}' must be a list of integer broker ids")
-    return list(value)
+    return tuple(value)
 
 
-def _assignment(value: Any, name: str) -> dict[str, list[int]]:
+def _assignment(value: Any, name: str) -> dict[str, tuple[int, ...]]:
     if not isinstance(value, dict):
         raise _Invalid(f"field '{name}' must be an object of partition id -> replica list")
-    out: dict[str, list[int]] = {}
+    out: dict[str, tuple[int, ...]] = {}
     for key, replicas in value.items():
         if not key.isdigit():
             raise _Invalid(f"field '{name}' has a partition id that is not a non-negative integer: '{key}'")
@@ -101,21 +233,22 @@ def _configs(value: Any, name: str, allow_null: bool) -> dict[str, str | None]:
     return dict(value)
 
 
-def _partition_refs(value: Any, name: str, with_replicas: bool) -> list[dict[str, Any]]:
+def _partition_refs(value: Any, name: str, with_replicas: bool) -> tuple[PartitionRef | Move, ...]:
     if not isinstance(value, list):
         raise _Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
-    refs = []
+    refs: list[PartitionRef | Move] = []
     for item in value:
         if not isinstance(item, dict):
             raise _Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
-        ref: dict[str, Any] = {"topic": _string(_required(item, "topic", name), f"{name}.topic"),
-                               "partition": _non_negative_int(_required(item, "partition", name),
-                                                              f"{name}.partition")}
+        topic = _string(_required(item, "topic", name), f"{name}.topic")
+        partition = _non_negative_int(_required(item, "partition", name), f"{name}.partition")
         if with_replicas:
             replicas = _required(item, "replicas", name)
-            ref["replicas"] = None if replicas is None else _broker_list(replicas, f"{name}.replicas")
-        refs.append(ref)
-    return refs
+            refs.append(Move(topic, partition,
+                             None if replicas is None else _broker_list(replicas, f"{name}.replicas")))
+        else:
+            refs.append(PartitionRef(topic, partition))
+    return tuple(refs)
 
 
 _MISSING = object()
@@ -132,7 +265,7 @@ def _required(obj: Mapping[str, Any], key: str, where: str = "event") -> Any:
 _FIELDS: dict[str, dict[str, Any]] = {
     "BrokerChange": {
         "broker_id": _non_negative_int,
-        "change": lambda v, n: _one_of(v, n, BROKER_CHANGES),
+        "change": lambda v, n: BrokerChangeKind(_one_of(v, n, tuple(BrokerChangeKind))),
         "broker_epoch": _non_negative_int,
     },
     "IsrChange": {
@@ -148,7 +281,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "CreatePartitions": {"topic": _string, "assignment": _assignment},
     "DeleteTopic": {"topic": _string},
     "ReassignPartitions": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=True)},
-    "ElectLeaders": {"election_type": lambda v, n: _one_of(v, n, ELECTION_TYPES)},
+    "ElectLeaders": {"election_type": lambda v, n: ElectionType(_one_of(v, n, tuple(ElectionType)))},
     "AlterTopicConfig": {"topic": _string, "configs": lambda v, n: _configs(v, n, allow_null=True)},
     "ControllerChange": {"controller_id": _non_negative_int},
     "LeaderImbalanceCheck": {},
@@ -156,7 +289,8 @@ _FIELDS: dict[str, dict[str, Any]] = {
 
 # Optional fields: name -> (validator, default).
 _OPTIONAL: dict[str, dict[str, Any]] = {
-    "IsrChange": {"leader_recovery_state": (lambda v, n: _one_of(v, n, LEADER_RECOVERY_STATES), "RECOVERED")},
+    "IsrChange": {"leader_recovery_state": (lambda v, n: LeaderRecoveryState(_one_of(v, n, tuple(LeaderRecoveryState))),
+                                            LeaderRecoveryState.RECOVERED)},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
 }
@@ -198,4 +332,5 @@ def _validate(obj: Mapping[str, Any]) -> ControllerEvent:
         fields[name] = validate(_required(obj, name), name)
     for name, (validate, default) in _OPTIONAL.get(event_type, {}).items():
         fields[name] = validate(obj[name], name) if name in obj else default
-    return ControllerEvent(event_type, event_id, controller_epoch, ts, principal, fields)
+    return _CLASSES[event_type](event_id=event_id, controller_epoch=controller_epoch, ts=ts, principal=principal,
+                                **fields)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.records import AuditRow, Decision, field_types
+
 # The column types we use, in Spark's DDL words.
 STRING = "string"
 INT = "int"
@@ -19,6 +21,7 @@ TIMESTAMP = "timestamp"
 BINARY = "binary"
 INT_ARRAY = "array<int>"
 INT_STRING_MAP = "map<int,string>"
+STRING_STRING_MAP = "map<string,string>"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class TableSchema:
                 BINARY: T.BinaryType(),
                 INT_ARRAY: T.ArrayType(T.IntegerType()),
                 INT_STRING_MAP: T.MapType(T.IntegerType(), T.StringType()),
+                STRING_STRING_MAP: T.MapType(T.StringType(), T.StringType()),
             }[t]
 
         return T.StructType([T.StructField(c.name, spark_type(c.type), c.nullable) for c in self.columns])
@@ -69,6 +73,7 @@ class TableSchema:
                 BINARY: pa.binary(),
                 INT_ARRAY: pa.list_(pa.int32()),
                 INT_STRING_MAP: pa.map_(pa.int32(), pa.string()),
+                STRING_STRING_MAP: pa.map_(pa.string(), pa.string()),
             }[t]
 
         return pa.schema([pa.field(c.name, arrow_type(c.type), c.nullable) for c in self.columns])
@@ -81,71 +86,24 @@ def _cols(*spec: tuple[str, str] | tuple[str, str, bool]) -> tuple[Column, ...]:
     return tuple(Column(*s) for s in spec)
 
 
-# A LeaderAndIsr decision (docs/contract.md, section 2). `event_ts` is an addition: the source event's `ts`.
-DECISION = TableSchema(
-    "decision",
-    _cols(
-        ("topic", STRING, False),
-        ("partition", INT, False),
-        ("controller_epoch", INT, False),
-        ("leader", INT, False),
-        ("leader_epoch", INT, False),
-        ("isr", INT_ARRAY, False),
-        ("partition_epoch", INT, False),
-        ("replicas", INT_ARRAY, False),
-        ("adding_replicas", INT_ARRAY, False),
-        ("removing_replicas", INT_ARRAY, False),
-        ("leader_recovery_state", STRING, False),
-        ("is_new", BOOL, False),
-        ("recipients", INT_ARRAY, False),
-        ("election", STRING),
-        ("cause", STRING, False),
-        ("cause_event_id", STRING, False),
-        ("source_offset", LONG, False),
-        ("event_ts", STRING),
-        ("decided_at", TIMESTAMP),
-    ),
-)
+def derived(name: str, cls: type, after: dict[str, tuple[Column, ...]] | None = None) -> TableSchema:
+    """A record class's table: one column per field (type and nullability from its type hints), with the
+    table-only columns `after` inserted after the named field."""
+    after = after or {}
+    columns: list[Column] = []
+    for field_name, ft in field_types(cls).items():
+        columns.append(Column(field_name, ft.ddl, ft.nullable))
+        columns.extend(after.get(field_name, ()))
+    return TableSchema(name, tuple(columns))
 
-# One row per (event, partition) the state machine handled (docs/contract.md, section 3); cluster-level rows
-# have a null partition (and a null topic unless the event names one). Additions to the contract:
-# step (orders two rows of one event for one partition: an implicit failover, a bounce), replicas_after,
-# leader_recovery_state_after, broker_id (the broker a BrokerChange names, the sender of an IsrChange),
-# principal (who issued an admin command), event_ts (the event's `ts`).
-AUDIT = TableSchema(
-    "audit",
-    _cols(
-        ("event_id", STRING, False),
-        ("event_type", STRING, False),
-        ("source_offset", LONG, False),
-        ("step", INT),
-        ("batch_id", LONG),
-        ("topic", STRING),
-        ("partition", INT),
-        ("controller_epoch", INT),
-        ("from_state", STRING),
-        ("to_state", STRING),
-        ("outcome", STRING, False),
-        ("error", STRING),
-        ("message", STRING),
-        ("leader_before", INT),
-        ("leader_after", INT),
-        ("leader_epoch_before", INT),
-        ("leader_epoch_after", INT),
-        ("isr_before", INT_ARRAY),
-        ("isr_after", INT_ARRAY),
-        ("partition_epoch_before", INT),
-        ("partition_epoch_after", INT),
-        ("election", STRING),
-        ("replica_states", INT_STRING_MAP),
-        ("replicas_after", INT_ARRAY),
-        ("leader_recovery_state_after", STRING),
-        ("broker_id", INT),
-        ("principal", STRING),
-        ("event_ts", STRING),
-        ("processed_at", TIMESTAMP),
-    ),
-)
+
+# A LeaderAndIsr decision (docs/contract.md, section 2), with the time the pipeline decided it.
+DECISION = derived("decision", Decision, {"event_ts": (Column("decided_at", TIMESTAMP),)})
+
+# One row per (event, partition) the state machine handled (docs/contract.md, section 3), with the
+# micro-batch and the time it was processed (the columns after processed_at are additions, see AuditRow).
+AUDIT = derived("audit", AuditRow, {"step": (Column("batch_id", LONG),),
+                                    "event_ts": (Column("processed_at", TIMESTAMP),)})
 
 # A record that could not be read as an event: kept whole, with where it came from and why.
 QUARANTINE = TableSchema(

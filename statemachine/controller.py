@@ -16,20 +16,34 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schemas import codec
-from schemas.events import ControllerEvent
-from statemachine.errors import Error, Outcome
+from schemas.events import (
+    ADMIN_EVENTS,
+    AlterTopicConfig,
+    BrokerChange,
+    BrokerChangeKind,
+    ControllerChange,
+    ControllerEvent,
+    CreatePartitions,
+    CreateTopic,
+    DeleteTopic,
+    ElectionType,
+    ElectLeaders,
+    IsrChange,
+    LeaderImbalanceCheck,
+    ReassignPartitions,
+)
+from statemachine.errors import Error, Outcome, Rejection
 from statemachine.partition import apply_command
 from statemachine.record import Action, Applied, Command, PartitionRecord
+from statemachine.rules import ZK, Rules
 from statemachine.states import PartitionState
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
-ADMIN_EVENTS = frozenset(
-    {"CreateTopic", "CreatePartitions", "DeleteTopic", "ReassignPartitions", "ElectLeaders", "AlterTopicConfig"})
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 Key = tuple[str, int]
@@ -44,6 +58,8 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     # Kafka's super.users: when set, admin commands from any other principal are refused.
     super_users: frozenset[str] | None = None
+    # Which controller's rules: ZK (the design's, default) or KRAFT (Kafka 4.1), see statemachine.rules.
+    rules: Rules = ZK
     # An event_id applied at offset o makes any event with the same id at an offset up to o + this
     # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
     duplicate_window: int = 100_000
@@ -98,12 +114,6 @@ class Handled:
     applied: Applied
 
 
-class _Rejected(Exception):
-    def __init__(self, error: Error, message: str) -> None:
-        super().__init__(message)
-        self.error, self.message = error, message
-
-
 class _Fanout:
     """Collects one event's commands, applying each to the controller's partition records at once."""
 
@@ -114,7 +124,7 @@ class _Fanout:
         self.handled: list[Handled] = []
         # "first": the log's first controller epoch was adopted; "takeover": a failover ran.
         self.failover: str | None = None
-        self._steps: dict[Key, int] = {}
+        self._steps: dict[Key | None, int] = {}  # None: the event's cluster-level rows
         self._facts: tuple[frozenset[int], frozenset[int]] | None = None
 
     def facts_changed(self) -> None:
@@ -130,13 +140,17 @@ class _Fanout:
         """Build the command (the event's envelope, the cluster facts as they stand now, `fields`) and apply
         it at once to the controller's own record of the partition."""
         live, shutting_down = self._cluster_facts()
-        ev = self.event
+        ev, cv = self.event, self.controller.cluster
         command = Command(action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
-                          controller_epoch=self.controller.cluster.controller_epoch, event_ts=ev.ts,
-                          principal=ev.principal, live_brokers=live, shutting_down_brokers=shutting_down, **fields)
+                          controller_epoch=cv.controller_epoch, event_ts=ev.ts, principal=ev.principal,
+                          live_brokers=live, shutting_down_brokers=shutting_down,
+                          broker_change=ev.change if isinstance(ev, BrokerChange) else None,
+                          broker_epoch=ev.broker_epoch if isinstance(ev, BrokerChange | IsrChange) else None,
+                          controller_id=None if cv.controller_id < 0 else cv.controller_id,
+                          event_controller_epoch=ev.controller_epoch, **fields)
         partitions = self.controller.partitions
         key = None if command.partition is None else (command.topic, command.partition)
-        applied = apply_command(partitions.get(key) if key else None, command)
+        applied = apply_command(partitions.get(key) if key else None, command, self.controller.config.rules)
         if key is not None:
             if applied.record is None:
                 partitions.pop(key, None)
@@ -152,17 +166,20 @@ class _Fanout:
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
                    else unclean_allowed, **fields)
 
-    def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None) -> None:
-        fields = self.event.fields
-        self._emit(Action.CLUSTER, topic=fields.get("topic"), broker_id=fields.get("broker_id"), outcome=outcome,
-                   error=error, message=message)
+    def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
+                action: Action = Action.CLUSTER, **fields: Any) -> None:
+        """The event's cluster-level row (no partition); its step orders it among the event's other ones."""
+        ev = self.event
+        step = self._steps.get(None, 0)
+        self._steps[None] = step + 1
+        self._emit(action, topic=getattr(ev, "topic", None), broker_id=getattr(ev, "broker_id", None), step=step,
+                   outcome=outcome, error=error, message=message, **fields)
 
     def reject(self, error: Error, message: str) -> None:
         """Refused before fan-out: on the partition's own row when the event names exactly one."""
         ev = self.event
-        if ev.type == "IsrChange":
-            self.partition(Action.REJECT, (ev.fields["topic"], ev.fields["partition"]),
-                           error=error, message=message)
+        if isinstance(ev, IsrChange):
+            self.partition(Action.REJECT, (ev.topic, ev.partition), error=error, message=message)
         else:
             self.cluster(message, Outcome.REJECTED, error)
 
@@ -236,17 +253,17 @@ class Controller:
         try:
             self._check_duplicate(event.event_id, source_offset)
             if event.controller_epoch < cv.controller_epoch:
-                raise _Rejected(Error.STALE_CONTROLLER_EPOCH,
+                raise Rejection(Error.STALE_CONTROLLER_EPOCH,
                                 f"controller epoch {event.controller_epoch} is older than the active "
                                 f"{cv.controller_epoch}")
             if event.controller_epoch > cv.controller_epoch:
                 self._failover(out)
-            if (self.config.super_users is not None and event.type in ADMIN_EVENTS
+            if (self.config.super_users is not None and isinstance(event, ADMIN_EVENTS)
                     and event.principal not in self.config.super_users):
-                raise _Rejected(Error.CLUSTER_AUTHORIZATION_FAILED,
+                raise Rejection(Error.CLUSTER_AUTHORIZATION_FAILED,
                                 f"principal {event.principal} may not issue {event.type}")
-            _HANDLERS[event.type](self, out)
-        except _Rejected as rejected:
+            self._dispatch(event, out)
+        except Rejection as rejected:
             out.reject(rejected.error, rejected.message)
         if not out.handled:
             out.cluster("nothing to do", Outcome.NO_OP)
@@ -257,24 +274,50 @@ class Controller:
         seen, window = self.cluster.seen_event_ids, self.config.duplicate_window
         applied_at = seen.get(event_id)
         if applied_at is not None and offset - applied_at <= window:
-            raise _Rejected(Error.DUPLICATE_EVENT, f"event_id {event_id} was already applied at offset "
-                                                   f"{applied_at}")
+            raise Rejection(Error.DUPLICATE_EVENT, f"event_id {event_id} was already applied at offset "
+                                                  f"{applied_at}")
         seen.pop(event_id, None)
         seen[event_id] = offset
         # Forget ids beyond the window, in one pass once the oldest is a whole window behind (amortised O(1)).
         if offset - next(iter(seen.values())) > 2 * window:
             self.cluster.seen_event_ids = {e: o for e, o in seen.items() if offset - o <= window}
 
+    def _dispatch(self, event: ControllerEvent, out: _Fanout) -> None:
+        match event:
+            case BrokerChange():
+                self._on_broker_change(event, out)
+            case IsrChange():
+                self._on_isr_change(event, out)
+            case CreateTopic():
+                self._on_create_topic(event, out)
+            case CreatePartitions():
+                self._on_create_partitions(event, out)
+            case DeleteTopic():
+                self._on_delete_topic(event, out)
+            case ReassignPartitions():
+                self._on_reassign_partitions(event, out)
+            case ElectLeaders():
+                self._on_elect_leaders(event, out)
+            case AlterTopicConfig():
+                self._on_alter_topic_config(event, out)
+            case ControllerChange():
+                self._on_controller_change(out)
+            case LeaderImbalanceCheck():
+                self._on_leader_imbalance_check(out)
+
     # -- controller epoch ------------------------------------------------------------------------------
     def _failover(self, out: _Fanout) -> None:
         cv, ev = self.cluster, out.event
         first = cv.controller_epoch < 0
         cv.controller_epoch = ev.controller_epoch
-        cv.controller_id = ev.fields["controller_id"] if ev.type == "ControllerChange" else -1
+        cv.controller_id = ev.controller_id if isinstance(ev, ControllerChange) else -1
         if first:
             out.failover = "first"  # the log's first controller: nothing to take over from
             return
         out.failover = "takeover"
+        if not self.config.rules.reexamine_on_failover:
+            out.cluster(f"controller epoch {cv.controller_epoch}: the new controller keeps the replicated state")
+            return
         # A new controller knows nothing of the old one's shutting-down brokers (they retry).
         cv.shutting_down.clear()
         out.facts_changed()
@@ -282,7 +325,7 @@ class Controller:
             out.partition(Action.CONTROLLER_FAILOVER, key)
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
         out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
-                    f"{len(self.partitions)} partition(s) re-examined")
+                    f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)
 
     def _on_controller_change(self, out: _Fanout) -> None:
         cv = self.cluster
@@ -293,17 +336,20 @@ class Controller:
                         f"(controller {cv.controller_id})", Outcome.NO_OP)
 
     # -- brokers ---------------------------------------------------------------------------------------
-    def _on_broker_change(self, out: _Fanout) -> None:
-        f = out.event.fields
-        broker, epoch = f["broker_id"], f["broker_epoch"]
-        {"STARTUP": self._broker_startup, "FAILURE": self._broker_failure,
-         "CONTROLLED_SHUTDOWN": self._controlled_shutdown}[f["change"]](out, broker, epoch)
+    def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:
+        match ev.change:
+            case BrokerChangeKind.STARTUP:
+                self._broker_startup(out, ev.broker_id, ev.broker_epoch)
+            case BrokerChangeKind.FAILURE:
+                self._broker_failure(out, ev.broker_id, ev.broker_epoch)
+            case BrokerChangeKind.CONTROLLED_SHUTDOWN:
+                self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
 
     def _broker_startup(self, out: _Fanout, broker: int, epoch: int) -> None:
         cv = self.cluster
         last = cv.last_broker_epochs.get(broker)
         if last is not None and epoch <= last:
-            raise _Rejected(Error.STALE_BROKER_EPOCH,
+            raise Rejection(Error.STALE_BROKER_EPOCH,
                             f"broker {broker} registration epoch {epoch} is not newer than {last}")
         cv.last_broker_epochs[broker] = epoch
         hosted = self.partitions_on(broker)
@@ -328,9 +374,9 @@ class Controller:
     def _broker_failure(self, out: _Fanout, broker: int, epoch: int) -> None:
         registered = self.cluster.broker_epochs.get(broker)
         if registered is None:
-            raise _Rejected(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
+            raise Rejection(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
         if epoch < registered:
-            raise _Rejected(Error.STALE_BROKER_EPOCH,
+            raise Rejection(Error.STALE_BROKER_EPOCH,
                             f"failure of broker {broker} epoch {epoch}, but epoch {registered} is registered")
         self._unregister(out, broker)
         hosted = self.partitions_on(broker)
@@ -349,10 +395,10 @@ class Controller:
     def _controlled_shutdown(self, out: _Fanout, broker: int, epoch: int) -> None:
         registered = self.cluster.broker_epochs.get(broker)
         if registered is not None and epoch < registered:
-            raise _Rejected(Error.STALE_BROKER_EPOCH,
+            raise Rejection(Error.STALE_BROKER_EPOCH,
                             f"controlled shutdown of broker {broker} epoch {epoch}, but {registered} is registered")
         if registered is None:
-            raise _Rejected(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
+            raise Rejection(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
         self.cluster.shutting_down.add(broker)
         out.facts_changed()
         hosted = self.partitions_on(broker)
@@ -362,57 +408,60 @@ class Controller:
         out.cluster(f"broker {broker} shutting down; still leads {len(still_led)} partition(s): "
                     + _names(still_led))
 
-    def _on_isr_change(self, out: _Fanout) -> None:
-        f = out.event.fields
-        registered = self.cluster.broker_epochs.get(f["broker_id"])
-        if registered is None or registered != f["broker_epoch"]:
-            raise _Rejected(Error.STALE_BROKER_EPOCH,
-                            f"sender broker {f['broker_id']} epoch {f['broker_epoch']} is not the registered "
-                            f"{registered}")
-        out.partition(Action.ISR_CHANGE, (f["topic"], f["partition"]), broker_id=f["broker_id"],
-                      isr=tuple(f["isr"]), leader_epoch=f["leader_epoch"], partition_epoch=f["partition_epoch"],
-                      leader_recovery_state=f["leader_recovery_state"])
+    def _on_isr_change(self, ev: IsrChange, out: _Fanout) -> None:
+        registered = self.cluster.broker_epochs.get(ev.broker_id)
+        if registered is None or registered != ev.broker_epoch:
+            raise Rejection(Error.STALE_BROKER_EPOCH,
+                            f"sender broker {ev.broker_id} epoch {ev.broker_epoch} is not the registered {registered}")
+        out.partition(Action.ISR_CHANGE, (ev.topic, ev.partition), broker_id=ev.broker_id, isr=ev.isr,
+                      leader_epoch=ev.leader_epoch, partition_epoch=ev.partition_epoch,
+                      leader_recovery_state=ev.leader_recovery_state)
 
     # -- topics ----------------------------------------------------------------------------------------
-    def _on_create_topic(self, out: _Fanout) -> None:
-        f, cv = out.event.fields, self.cluster
-        topic = f["topic"]
+    def _on_create_topic(self, ev: CreateTopic, out: _Fanout) -> None:
+        cv, topic = self.cluster, ev.topic
         if not _LEGAL_TOPIC.fullmatch(topic) or topic in (".", ".."):
-            raise _Rejected(Error.INVALID_TOPIC_EXCEPTION, f"illegal topic name '{topic}'")
+            raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"illegal topic name '{topic}'")
         if topic in cv.topics:
-            raise _Rejected(Error.TOPIC_ALREADY_EXISTS, f"topic {topic} already exists"
+            raise Rejection(Error.TOPIC_ALREADY_EXISTS, f"topic {topic} already exists"
                             + (" (queued for deletion)" if topic in cv.topics_queued_for_deletion else ""))
-        if not f["assignment"]:
-            raise _Rejected(Error.INVALID_PARTITIONS, "a topic needs at least one partition")
-        assignment = _checked_assignment(f["assignment"], 0, None, Error.INVALID_REPLICA_ASSIGNMENT)
-        _check_configs(f["configs"])
+        if not ev.assignment:
+            raise Rejection(Error.INVALID_PARTITIONS, "a topic needs at least one partition")
+        assignment = _checked_assignment(ev.assignment, 0, None, Error.INVALID_REPLICA_ASSIGNMENT)
+        _check_configs(ev.configs)
         cv.topics[topic] = len(assignment)
-        if f["configs"]:
-            cv.topic_configs[topic] = dict(f["configs"])
-        for p, replicas in enumerate(assignment):
-            out.partition(Action.CREATE, (topic, p), replicas=replicas)
+        if ev.configs:
+            cv.topic_configs[topic] = dict(ev.configs)
+        self._create(out, topic, 0, assignment)
 
-    def _on_create_partitions(self, out: _Fanout) -> None:
-        f, cv = out.event.fields, self.cluster
-        topic = f["topic"]
+    def _create(self, out: _Fanout, topic: str, first: int, assignment: list[tuple[int, ...]]) -> None:
+        """onNewPartitionCreation per new partition. One whose replicas are all on dead brokers stays New:
+        its failed New -> Online change is a second, rejected step (NO_LIVE_REPLICA), as Kafka logs it."""
+        for i, replicas in enumerate(assignment):
+            key = (topic, first + i)
+            out.partition(Action.CREATE, key, replicas=replicas)
+            if self.partitions[key].state is PartitionState.NEW:
+                out.partition(Action.TRY_ELECTION, key)
+
+    def _on_create_partitions(self, ev: CreatePartitions, out: _Fanout) -> None:
+        cv, topic = self.cluster, ev.topic
         if topic not in cv.topics:
-            raise _Rejected(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
+            raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
         if topic in cv.topics_queued_for_deletion:
-            raise _Rejected(Error.INVALID_TOPIC_EXCEPTION, f"topic {topic} is queued for deletion")
-        if not f["assignment"]:
-            raise _Rejected(Error.INVALID_PARTITIONS, "no partitions to add")
+            raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"topic {topic} is queued for deletion")
+        if not ev.assignment:
+            raise Rejection(Error.INVALID_PARTITIONS, "no partitions to add")
         count = cv.topics[topic]
         first = self.partitions.get((topic, 0))
         rf = len(first.target_replicas) if first else None
-        assignment = _checked_assignment(f["assignment"], count, rf, Error.INVALID_PARTITIONS)
+        assignment = _checked_assignment(ev.assignment, count, rf, Error.INVALID_PARTITIONS)
         cv.topics[topic] = count + len(assignment)
-        for i, replicas in enumerate(assignment):
-            out.partition(Action.CREATE, (topic, count + i), replicas=replicas)
+        self._create(out, topic, count, assignment)
 
-    def _on_delete_topic(self, out: _Fanout) -> None:
-        topic, cv = out.event.fields["topic"], self.cluster
+    def _on_delete_topic(self, ev: DeleteTopic, out: _Fanout) -> None:
+        topic, cv = ev.topic, self.cluster
         if topic not in cv.topics:
-            raise _Rejected(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
+            raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
         if topic in cv.topics_queued_for_deletion:
             out.cluster(f"topic {topic} is already queued for deletion", Outcome.NO_OP)
             return
@@ -429,40 +478,36 @@ class Controller:
                 cv.topic_configs.pop(topic, None)
                 cv.topics_queued_for_deletion.discard(topic)
 
-    def _on_alter_topic_config(self, out: _Fanout) -> None:
-        f, cv = out.event.fields, self.cluster
-        topic = f["topic"]
+    def _on_alter_topic_config(self, ev: AlterTopicConfig, out: _Fanout) -> None:
+        cv, topic = self.cluster, ev.topic
         if topic not in cv.topics:
-            raise _Rejected(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
-        _check_configs(f["configs"])
+            raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
+        _check_configs(ev.configs)
         was_unclean = self.unclean_allowed(topic)
         configs = cv.topic_configs.setdefault(topic, {})
-        for name, value in f["configs"].items():
+        for name, value in ev.configs.items():
             if value is None:
                 configs.pop(name, None)
             else:
                 configs[name] = value
         if not configs:
             del cv.topic_configs[topic]
-        out.cluster(f"topic {topic} configs: " + ", ".join(f"{k}={v}" for k, v in sorted(f["configs"].items(),
-                                                                                           key=str)))
+        out.cluster(f"topic {topic} configs: " + ", ".join(f"{k}={v}" for k, v in sorted(ev.configs.items(),
+                                                                                           key=str)),
+                    configs=ev.configs)
         if self.unclean_allowed(topic) and not was_unclean and topic not in cv.topics_queued_for_deletion:
             for key in self.partitions_of(topic):
                 if self.partitions[key].state in (PartitionState.NEW, PartitionState.OFFLINE):
                     out.partition(Action.TRY_ELECTION, key)
 
     # -- admin elections and reassignments -------------------------------------------------------------
-    def _on_reassign_partitions(self, out: _Fanout) -> None:
-        for ref in out.event.fields["partitions"]:
-            target = ref["replicas"]
-            out.partition(Action.REASSIGN, (ref["topic"], ref["partition"]),
-                          replicas=None if target is None else tuple(target))
+    def _on_reassign_partitions(self, ev: ReassignPartitions, out: _Fanout) -> None:
+        for move in ev.partitions:
+            out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas)
 
-    def _on_elect_leaders(self, out: _Fanout) -> None:
-        f = out.event.fields
-        refs = f["partitions"]
-        keys = sorted(self.partitions) if refs is None else [(r["topic"], r["partition"]) for r in refs]
-        unclean = f["election_type"] == "UNCLEAN"
+    def _on_elect_leaders(self, ev: ElectLeaders, out: _Fanout) -> None:
+        keys = sorted(self.partitions) if ev.partitions is None else [(r.topic, r.partition) for r in ev.partitions]
+        unclean = ev.election_type is ElectionType.UNCLEAN
         for key in keys:
             if unclean:
                 out.partition(Action.ELECT_UNCLEAN, key, unclean_allowed=True)
@@ -473,6 +518,9 @@ class Controller:
         """checkAndTriggerAutoLeaderRebalance, on the partition records as of this event."""
         if not self.config.auto_leader_rebalance_enable:
             out.cluster("auto.leader.rebalance.enable=false: no check", Outcome.NO_OP)
+            return
+        if self.config.rules.rebalance_batch is not None:
+            self._rebalance_every_partition(out, self.config.rules.rebalance_batch)
             return
         threshold = self.config.leader_imbalance_per_broker_percentage / 100
         live = self.cluster.live_brokers
@@ -496,45 +544,43 @@ class Controller:
                     f"{self.config.leader_imbalance_per_broker_percentage}")
 
 
+    def _rebalance_every_partition(self, out: _Fanout, batch: int) -> None:
+        """KRaft: a preferred election for every partition not led by its preferred replica, if that replica
+        can lead (live and in the ISR), at most `batch` per run."""
+        live = self.cluster.live_brokers
+        keys = [k for k, r in sorted(self.partitions.items())
+                if r.replicas and r.has_leader_and_isr and not r.queued_for_deletion and r.leader != r.replicas[0]
+                and r.replicas[0] in live and r.replicas[0] in r.isr][:batch]
+        for key in keys:
+            out.partition(Action.ELECT_PREFERRED, key)
+        out.cluster(f"{len(keys)} partition(s) not led by their preferred replica: preferred election(s)")
+
+
 def _names(keys: Iterable[Key], limit: int = 20) -> str:
     keys = list(keys)
     text = ", ".join(f"{t}-{p}" for t, p in keys[:limit])
     return text + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "") if keys else "none"
 
 
-def _checked_assignment(assignment: dict[str, list[int]], first_id: int, replication_factor: int | None,
+def _checked_assignment(assignment: Mapping[str, tuple[int, ...]], first_id: int, replication_factor: int | None,
                         id_error: Error) -> list[tuple[int, ...]]:
     """Partition ids must continue from `first_id` without gaps; replica lists must be non-empty, distinct,
     non-negative, and all of one size."""
     ids = sorted(int(k) for k in assignment)
     if ids != list(range(first_id, first_id + len(ids))):
-        raise _Rejected(id_error, f"partition ids {ids} must be consecutive from {first_id}")
+        raise Rejection(id_error, f"partition ids {ids} must be consecutive from {first_id}")
     lists = [tuple(assignment[str(i)]) for i in ids]
     for i, replicas in zip(ids, lists, strict=True):
         if not replicas or len(set(replicas)) != len(replicas) or any(r < 0 for r in replicas):
-            raise _Rejected(Error.INVALID_REPLICA_ASSIGNMENT,
+            raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                             f"partition {i}: replicas {list(replicas)} must be non-empty, distinct and >= 0")
     sizes = {len(r) for r in lists} | ({replication_factor} if replication_factor else set())
     if len(sizes) > 1:
-        raise _Rejected(Error.INVALID_REPLICA_ASSIGNMENT, f"inconsistent replication factors {sorted(sizes)}")
+        raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"inconsistent replication factors {sorted(sizes)}")
     return lists
 
 
-def _check_configs(configs: dict[str, str | None]) -> None:
+def _check_configs(configs: Mapping[str, str | None]) -> None:
     value = configs.get(UNCLEAN_CONFIG)
     if value is not None and value.lower() not in ("true", "false"):
-        raise _Rejected(Error.INVALID_REQUEST, f"{UNCLEAN_CONFIG} must be true or false, got '{value}'")
-
-
-_HANDLERS = {
-    "BrokerChange": Controller._on_broker_change,
-    "IsrChange": Controller._on_isr_change,
-    "CreateTopic": Controller._on_create_topic,
-    "CreatePartitions": Controller._on_create_partitions,
-    "DeleteTopic": Controller._on_delete_topic,
-    "ReassignPartitions": Controller._on_reassign_partitions,
-    "ElectLeaders": Controller._on_elect_leaders,
-    "AlterTopicConfig": Controller._on_alter_topic_config,
-    "ControllerChange": Controller._on_controller_change,
-    "LeaderImbalanceCheck": Controller._on_leader_imbalance_check,
-}
+        raise Rejection(Error.INVALID_REQUEST, f"{UNCLEAN_CONFIG} must be true or false, got '{value}'")

@@ -8,6 +8,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from schemas.events import LeaderRecoveryState
+
 
 class Election(StrEnum):
     INITIAL = "INITIAL"
@@ -25,7 +27,7 @@ class Elected:
     isr: tuple[int, ...]
     recipients: tuple[int, ...]
     # An unclean leader starts RECOVERING (KIP-704); None keeps the partition's recovery state.
-    leader_recovery_state: str | None = None
+    leader_recovery_state: LeaderRecoveryState | None = None
 
 
 def initial(replicas: Sequence[int], live: Collection[int]) -> Elected | None:
@@ -46,7 +48,7 @@ def offline(replicas: Sequence[int], isr: Sequence[int], live: Collection[int],
     if unclean_allowed and live_replicas:
         # The new leader was not in sync: its log may miss acknowledged writes.
         return Elected(Election.OFFLINE_UNCLEAN, live_replicas[0], (live_replicas[0],), live_replicas,
-                       "RECOVERING")
+                       LeaderRecoveryState.RECOVERING)
     return None
 
 

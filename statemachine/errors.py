@@ -32,3 +32,12 @@ class Outcome(StrEnum):
     ACCEPTED = "ACCEPTED"
     REJECTED = "REJECTED"
     NO_OP = "NO_OP"
+
+
+class Rejection(Exception):
+    """Kafka's controller would refuse this: audited with `error` and the reason, nothing applied."""
+
+    def __init__(self, error: Error, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message

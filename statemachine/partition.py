@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
 
+from schemas.events import LeaderRecoveryState
+from schemas.records import AuditRow, Decision
 from statemachine import elections
 from statemachine.elections import Elected
-from statemachine.errors import Error, Outcome
-from statemachine.record import NO_LEADER, RECOVERED, RECOVERING, Action, Applied, Command, PartitionRecord
+from statemachine.errors import Error, Outcome, Rejection
+from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
+from statemachine.rules import ZK, Rules
 from statemachine.states import (
     IllegalTransition,
     PartitionState,
@@ -28,23 +30,15 @@ P = PartitionState
 R = ReplicaState
 
 
-class Rejection(Exception):
-    """Kafka's controller would refuse this command: audited with `error`, nothing applied."""
-
-    def __init__(self, error: Error, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
 class _Step:
     """The effect of one command on one partition, built up as the controller would apply it."""
 
-    def __init__(self, before: PartitionRecord, command: Command) -> None:
+    def __init__(self, before: PartitionRecord, command: Command, rules: Rules = ZK) -> None:
         self.before = before
         self.command = command
+        self.rules = rules
         self.record = before
-        self.decisions: list[dict[str, Any]] = []
+        self.decisions: list[Decision] = []
         self.election: str | None = None
         self.notes: list[str] = []
         # An election this command needed and could not run (the error if nothing else changed).
@@ -67,7 +61,8 @@ class _Step:
 
     # -- writes ---------------------------------------------------------------------------------
     def write(self, leader: int, isr: Iterable[int], recipients: Iterable[int], *,
-              election: Elected | None = None, leader_recovery_state: str | None = None,
+              election: Elected | None = None,
+              leader_recovery_state: LeaderRecoveryState | None = None,
               is_new: bool = False, bump_leader_epoch: bool = True, initial: bool = False) -> None:
         """A controller write of leader/ISR: leader_epoch + 1 (not for a leader's own ISR change)
         and partition_epoch + 1, except the very first write, which starts both at 0."""
@@ -82,18 +77,16 @@ class _Step:
             self.election = str(election.election)
         self.decisions.append(self._decision(tuple(recipients), election, is_new))
 
-    def _decision(self, recipients: tuple[int, ...], election: Elected | None, is_new: bool) -> dict[str, Any]:
+    def _decision(self, recipients: tuple[int, ...], election: Elected | None, is_new: bool) -> Decision:
         rec, cmd = self.record, self.command
-        return {
-            "topic": rec.topic, "partition": rec.partition, "controller_epoch": cmd.controller_epoch,
-            "leader": rec.leader, "leader_epoch": rec.leader_epoch, "isr": list(rec.isr),
-            "partition_epoch": rec.partition_epoch, "replicas": list(rec.replicas),
-            "adding_replicas": list(rec.adding_replicas), "removing_replicas": list(rec.removing_replicas),
-            "leader_recovery_state": rec.leader_recovery_state, "is_new": is_new,
-            "recipients": list(recipients), "election": None if election is None else str(election.election),
-            "cause": cmd.event_type, "cause_event_id": cmd.event_id, "source_offset": cmd.source_offset,
-            "event_ts": cmd.event_ts,
-        }
+        return Decision(
+            topic=rec.topic, partition=rec.partition, controller_epoch=cmd.controller_epoch, leader=rec.leader,
+            leader_epoch=rec.leader_epoch, isr=rec.isr, partition_epoch=rec.partition_epoch, replicas=rec.replicas,
+            adding_replicas=rec.adding_replicas, removing_replicas=rec.removing_replicas,
+            leader_recovery_state=rec.leader_recovery_state, is_new=is_new, recipients=recipients,
+            election=None if election is None else election.election, cause=cmd.event_type,
+            cause_event_id=cmd.event_id, source_offset=cmd.source_offset, event_ts=cmd.event_ts,
+        )
 
     def elect(self, elected: Elected | None, failure: Error, why: str) -> bool:
         """Apply an election's result, or note that it failed (leader, ISR and state stay as they were)."""
@@ -112,6 +105,13 @@ class _Step:
 
     # -- result ---------------------------------------------------------------------------------
     def finish(self) -> Applied:
+        if self.decisions:
+            # The rule set decides what the operation's writes publish; the record keeps the published epochs.
+            self.decisions = self.rules.decisions(self.before, self.decisions)
+            last = self.decisions[-1] if self.decisions else None
+            self.record = replace(
+                self.record, leader_epoch=last.leader_epoch if last else self.before.leader_epoch,
+                partition_epoch=last.partition_epoch if last else self.before.partition_epoch)
         changed = self.record != self.before
         if changed:
             outcome, error = Outcome.ACCEPTED, None
@@ -127,24 +127,36 @@ class _Step:
         return self._result(self.before, Outcome.REJECTED, error, message)
 
     def _result(self, record: PartitionRecord, outcome: Outcome, error: Error | None, message: str) -> Applied:
-        before, cmd = self.before, self.command
-        audit = {
-            "event_id": cmd.event_id, "event_type": cmd.event_type, "source_offset": cmd.source_offset,
-            "step": cmd.step, "topic": before.topic, "partition": before.partition,
-            "controller_epoch": cmd.controller_epoch,
-            "from_state": str(before.state), "to_state": str(record.state), "outcome": str(outcome),
-            "error": None if error is None else str(error), "message": message or None,
-            "leader_before": before.leader, "leader_after": record.leader,
-            "leader_epoch_before": before.leader_epoch, "leader_epoch_after": record.leader_epoch,
-            "isr_before": list(before.isr), "isr_after": list(record.isr),
-            "partition_epoch_before": before.partition_epoch, "partition_epoch_after": record.partition_epoch,
-            "election": self.election if outcome is Outcome.ACCEPTED else None,
-            "replica_states": {b: str(s) for b, s in sorted(record.replica_states.items())},
-            "replicas_after": list(record.replicas), "leader_recovery_state_after": record.leader_recovery_state,
-            "broker_id": cmd.broker_id, "principal": cmd.principal, "event_ts": cmd.event_ts,
-        }
+        before = self.before
+        audit = _audit(
+            self.command, outcome, error, message or None, topic=before.topic, partition=before.partition,
+            from_state=before.state, to_state=record.state, leader_before=before.leader, leader_after=record.leader,
+            leader_epoch_before=before.leader_epoch, leader_epoch_after=record.leader_epoch,
+            isr_before=before.isr, isr_after=record.isr, partition_epoch_before=before.partition_epoch,
+            partition_epoch_after=record.partition_epoch,
+            election=self.election if outcome is Outcome.ACCEPTED else None,
+            replica_states=dict(sorted(record.replica_states.items())), replicas_after=record.replicas,
+            leader_recovery_state_after=record.leader_recovery_state)
         kept = None if record.state is P.NON_EXISTENT else record
         return Applied(kept, self.decisions if outcome is Outcome.ACCEPTED else [], audit)
+
+
+def _audit(cmd: Command, outcome: Outcome, error: Error | None, message: str | None, **partition_facts: object
+           ) -> AuditRow:
+    """The audit row of a command: the event's facts from the command, the partition's from the caller (none
+    on a cluster-level row)."""
+    facts: dict[str, object] = {
+        "topic": cmd.topic, "partition": None, "from_state": None, "to_state": None, "leader_before": None,
+        "leader_after": None, "leader_epoch_before": None, "leader_epoch_after": None, "isr_before": None,
+        "isr_after": None, "partition_epoch_before": None, "partition_epoch_after": None, "election": None,
+        "replica_states": None, "replicas_after": None, "leader_recovery_state_after": None, **partition_facts}
+    return AuditRow(
+        event_id=cmd.event_id, event_type=cmd.event_type, source_offset=cmd.source_offset, step=cmd.step,
+        controller_epoch=cmd.controller_epoch, outcome=outcome, error=error, message=message,
+        broker_id=cmd.broker_id, principal=cmd.principal, event_ts=cmd.event_ts, action=cmd.action,
+        broker_change=cmd.broker_change, broker_epoch=cmd.broker_epoch, controller_id=cmd.controller_id,
+        event_controller_epoch=cmd.event_controller_epoch,
+        configs=None if cmd.configs is None else dict(sorted(cmd.configs.items())), **facts)
 
 
 # -- shared steps ---------------------------------------------------------------------------------
@@ -274,13 +286,16 @@ def _elect_if_leaderless(s: _Step) -> None:
 # -- triggers -------------------------------------------------------------------------------------
 
 def _on_create(s: _Step) -> None:
-    """onNewPartitionCreation: New, replicas NewReplica, INITIAL election, replicas online."""
+    """onNewPartitionCreation: New, replicas NewReplica, INITIAL election, replicas online. With no live
+    replica the New -> Online change fails: the controller audits that as a step of its own (TRY_ELECTION),
+    so this step only records the creation."""
     replicas = s.command.replicas or ()
     s.move(P.NEW)
     s.record = replace(s.record, replicas=replicas)
     for broker in replicas:
         s.move_replica(broker, R.NEW)
-    _bring_online(s, unclean_allowed=False)
+    if any(r in s.command.live_brokers for r in replicas):
+        _bring_online(s, unclean_allowed=False)
     for broker in replicas:
         s.move_replica(broker, R.ONLINE)
 
@@ -299,7 +314,7 @@ def _on_isr_change(s: _Step) -> None:
     if cmd.leader_epoch < rec.leader_epoch:
         raise Rejection(Error.FENCED_LEADER_EPOCH,
                         f"leader epoch {cmd.leader_epoch} is older than {rec.leader_epoch}")
-    recovery = cmd.leader_recovery_state or RECOVERED
+    recovery = cmd.leader_recovery_state or LeaderRecoveryState.RECOVERED
     if (cmd.broker_id == rec.leader and cmd.isr == rec.isr and recovery == rec.leader_recovery_state
             and cmd.partition_epoch <= rec.partition_epoch):
         s.note("ISR already as requested")
@@ -307,9 +322,10 @@ def _on_isr_change(s: _Step) -> None:
     if cmd.partition_epoch < rec.partition_epoch:
         raise Rejection(Error.INVALID_UPDATE_VERSION,
                         f"partition epoch {cmd.partition_epoch} is older than {rec.partition_epoch}")
-    if recovery == RECOVERING and len(cmd.isr) > 1:
+    if recovery is LeaderRecoveryState.RECOVERING and len(cmd.isr) > 1:
         raise Rejection(Error.INVALID_REQUEST, "a RECOVERING leader must be alone in the ISR")
-    if rec.leader_recovery_state == RECOVERED and recovery == RECOVERING:
+    if (rec.leader_recovery_state is LeaderRecoveryState.RECOVERED
+            and recovery is LeaderRecoveryState.RECOVERING):
         raise Rejection(Error.INVALID_REQUEST, "leader recovery state cannot go from RECOVERED to RECOVERING")
     # KRaft's further checks, which keep the invariants a consumer relies on.
     if cmd.broker_id != rec.leader:
@@ -367,14 +383,21 @@ def _on_controlled_shutdown(s: _Step) -> None:
     assert broker is not None
     _require_partition(s)
     rec = s.record
-    if len(rec.replicas) <= 1 or not rec.has_leader_and_isr or rec.queued_for_deletion:
+    single = len(rec.replicas) <= 1 and s.rules.shutdown_skips_single_replica
+    if single or not rec.has_leader_and_isr or rec.queued_for_deletion:
         s.note("nothing to move: single replica, no leader yet, or being deleted")
         return
     if rec.leader == broker:
-        s.elect(elections.controlled_shutdown(rec.replicas, rec.isr, cmd.live_or_shutting_down,
-                                              cmd.shutting_down_brokers),
-                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                f"no other live ISR member of {list(rec.isr)}: broker {broker} still leads")
+        if s.elect(elections.controlled_shutdown(rec.replicas, rec.isr, cmd.live_or_shutting_down,
+                                                 cmd.shutting_down_brokers),
+                   Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                   f"no other live ISR member of {list(rec.isr)}: broker {broker} still leads"):
+            return
+        fallback = s.rules.shutdown_fallback(rec.leader, rec.isr, rec.replicas, broker)
+        if fallback is not None:
+            s.move(P.OFFLINE)
+            s.write(fallback[0], fallback[1], (r for r in rec.replicas if r != broker and r in cmd.live_brokers))
+            s.note(f"{s.rules.name} rules: broker {broker} gives up leadership with nobody to take over")
     elif broker in rec.replica_states:
         _offline_replica(s, broker)
 
@@ -394,7 +417,7 @@ def _on_reassign(s: _Step) -> None:
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                         f"target {list(target)} must be non-empty, without duplicates or negative ids")
     dead = [r for r in target if r not in rec.origin_replicas and r not in s.command.live_brokers]
-    if dead:
+    if dead and s.rules.reassign_to_live_brokers_only:
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"target adds brokers that are not live: {dead}")
     _start_reassignment(s, target)
 
@@ -410,6 +433,13 @@ def _on_elect_preferred(s: _Step) -> None:
                Error.PREFERRED_LEADER_NOT_AVAILABLE,
                f"preferred replica {rec.replicas[0]} is not live or not in ISR {list(rec.isr)}"):
         return
+    if s.rules.preferred_falls_back and rec.leader not in s.command.live_brokers:
+        s.failed = None
+        if rec.state is P.ONLINE:
+            s.move(P.OFFLINE)
+        _bring_online(s, unclean_allowed=False)
+        if s.failed is None:
+            return
     raise Rejection(Error.PREFERRED_LEADER_NOT_AVAILABLE, s.notes[-1])
 
 
@@ -483,26 +513,14 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
 }
 
 
-def cluster_audit(command: Command) -> dict[str, Any]:
-    """The audit row of an event's cluster-level verdict (no partition, no state)."""
-    return {
-        "event_id": command.event_id, "event_type": command.event_type, "source_offset": command.source_offset,
-        "step": command.step, "topic": command.topic, "partition": None, "controller_epoch": command.controller_epoch,
-        "from_state": None, "to_state": None, "outcome": str(command.outcome or Outcome.ACCEPTED),
-        "error": None if command.error is None else str(command.error), "message": command.message,
-        "leader_before": None, "leader_after": None, "leader_epoch_before": None, "leader_epoch_after": None,
-        "isr_before": None, "isr_after": None, "partition_epoch_before": None, "partition_epoch_after": None,
-        "election": None, "replica_states": None, "replicas_after": None, "leader_recovery_state_after": None,
-        "broker_id": command.broker_id, "principal": command.principal, "event_ts": command.event_ts,
-    }
-
-
-def apply_command(record: PartitionRecord | None, command: Command) -> Applied:
-    """Apply one command to one partition (None = the partition does not exist)."""
-    if command.action is Action.CLUSTER:
-        return Applied(record, [], cluster_audit(command))
-    assert command.topic is not None and command.partition is not None
-    step = _Step(record or PartitionRecord(command.topic, command.partition), command)
+def apply_command(record: PartitionRecord | None, command: Command, rules: Rules = ZK) -> Applied:
+    """Apply one command to one partition (None = the partition does not exist) under `rules`."""
+    if command.partition is None:
+        # An event's cluster-level verdict, reached before fan-out: no partition, no state.
+        return Applied(record, [], _audit(command, command.outcome or Outcome.ACCEPTED, command.error,
+                                          command.message))
+    assert command.topic is not None
+    step = _Step(record or PartitionRecord(command.topic, command.partition), command, rules)
     try:
         _HANDLERS[command.action](step)
     except Rejection as rejected:

@@ -18,10 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schemas.events import BrokerChangeKind
+from schemas.records import audit_sort_key
+from statemachine.elections import Election
+from statemachine.errors import Outcome
+from statemachine.record import NO_LEADER, Action
+from statemachine.states import PartitionState, ReplicaState
 from streaming.errors import UsageError
 from streaming.io.delta import read_decisions_jsonl, read_delta, scan_delta
-
-NO_LEADER = -1
 
 
 class PartitionNotFound(UsageError):
@@ -113,14 +117,6 @@ def _ranges(ids: Sequence[int]) -> str:
 
 # -- the timeline ----------------------------------------------------------------------------------------
 
-def _order(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    def n(v: Any) -> int:
-        return -1 if v is None else int(v)
-
-    return (row["source_offset"], row.get("partition") is not None, n(row.get("partition_epoch_before")),
-            n(row.get("partition_epoch_after")), n(row.get("leader_epoch_before")), n(row.get("leader_epoch_after")))
-
-
 def _ts(value: str | None) -> str:
     if not value:
         return "(no ts)"
@@ -141,7 +137,7 @@ def _replica_changes(before: Mapping[int, str] | None, after: Mapping[int, str] 
     for broker in sorted(set(before) | set(after)):
         b, a = before.get(broker), after.get(broker)
         if b != a:
-            parts.append(f"{broker}: {b or 'NonExistentReplica'} -> {a or 'NonExistentReplica'}")
+            parts.append(f"{broker}: {b or ReplicaState.NON_EXISTENT} -> {a or ReplicaState.NON_EXISTENT}")
     return ", ".join(parts)
 
 
@@ -197,18 +193,29 @@ def _headline(row: Mapping[str, Any], width: int, context: str | None = None) ->
             + (f"  by {row['principal']}" if row.get("principal") else ""))
 
 
+_CHANGE_WORDS = {BrokerChangeKind.STARTUP: "started", BrokerChangeKind.FAILURE: "failed",
+                 BrokerChangeKind.CONTROLLED_SHUTDOWN: "shutting down"}
+
+
 def _cluster_context(context: Sequence[Mapping[str, Any]], offset: int) -> str | None:
-    for r in context:
-        if r["source_offset"] == offset and r.get("topic") is None and r.get("message"):
-            # "broker 3 failed; hosted 8 partition(s); ..." -> its first clause is the event in words.
-            return r["message"].split(";")[0]
+    """The event in words, from its cluster-level rows' columns: a failover, else a broker change."""
+    rows = [r for r in context if r["source_offset"] == offset and r.get("partition") is None]
+    for r in rows:
+        if r.get("action") == Action.CONTROLLER_FAILOVER:
+            who = "a new controller" if r.get("controller_id") is None else f"controller {r['controller_id']}"
+            return f"controller failover: {who} at epoch {r.get('controller_epoch')}"
+    for r in rows:
+        if r.get("broker_change") is not None and r.get("broker_id") is not None:
+            text = f"broker {r['broker_id']} {_CHANGE_WORDS[r['broker_change']]}"
+            return text + (f" with epoch {r['broker_epoch']}" if r["broker_change"] == BrokerChangeKind.STARTUP
+                           else "")
     return None
 
 
 def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]],
                     context: Sequence[Mapping[str, Any]], decisions: Sequence[Mapping[str, Any]]) -> str:
-    rows = sorted(rows, key=_order)
-    context = sorted(context, key=_order)
+    rows = sorted(rows, key=audit_sort_key)
+    context = sorted(context, key=audit_sort_key)
     decisions = sorted(decisions, key=lambda d: (d["source_offset"], d["partition_epoch"]))
     per_row = _assign(rows, decisions)
     topic_rows = [r for r in context if r.get("topic") == topic]
@@ -217,7 +224,7 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
 
     last = rows[-1]
     elections = [r for r in rows if r.get("election")]
-    rejected = [r for r in rows if r["outcome"] == "REJECTED"]
+    rejected = [r for r in rows if r["outcome"] == Outcome.REJECTED]
     out.append(f"{topic}-{partition}: {_n(len({r['source_offset'] for r in rows}), 'event')}, offsets "
                f"{rows[0]['source_offset']} to {last['source_offset']} ({_ts(rows[0].get('event_ts'))} to "
                f"{_ts(last.get('event_ts'))} UTC); {_n(len(elections), 'election')}, {len(rejected)} rejected, "
@@ -225,12 +232,12 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
                                                        else " (no decisions file found: decisions not shown)"))
     now = (f"now: {last['to_state']}, leader {last['leader_after']}, ISR {_list(last['isr_after'])}, "
            f"leader epoch {last['leader_epoch_after']}, partition epoch {last['partition_epoch_after']}")
-    if last["to_state"] == "NonExistentPartition":
-        now = f"now: deleted (NonExistentPartition since offset {last['source_offset']})"
+    if last["to_state"] == PartitionState.NON_EXISTENT:
+        now = f"now: deleted ({PartitionState.NON_EXISTENT} since offset {last['source_offset']})"
     elif last.get("replicas_after") is not None:
         now += f", replicas {_list(last['replicas_after'])}, recovery {last.get('leader_recovery_state_after')}"
     out.append(now)
-    unclean = [r for r in elections if r["election"] == "OFFLINE_UNCLEAN"]
+    unclean = [r for r in elections if r["election"] == Election.OFFLINE_UNCLEAN]
     if unclean:
         out.append("WARNING: unclean election at offset " + ", ".join(str(r["source_offset"]) for r in unclean)
                    + ": the new leader was not in the ISR, data loss possible")
@@ -241,10 +248,10 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
     for row, own in zip(rows, per_row, strict=True):
         lines = [_headline(row, width, _cluster_context(context, row["source_offset"]))]
         recovery = row.get("leader_recovery_state_after")
-        if row["outcome"] == "REJECTED":
+        if row["outcome"] == Outcome.REJECTED:
             lines.append(f"  rejected   {row.get('error')}: {row.get('message') or ''}".rstrip())
             lines.append(f"  unchanged  {_snapshot(row)}")
-        elif row["outcome"] == "NO_OP" and not _replica_changes(previous_states, row.get("replica_states")):
+        elif row["outcome"] == Outcome.NO_OP and not _replica_changes(previous_states, row.get("replica_states")):
             lines.append(f"  no change  {_snapshot(row)}")
             if row.get("message"):
                 lines.append(f"  note       {row['message']}")
@@ -253,7 +260,7 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
             leader = f"  leader     {_change(row['leader_before'], row['leader_after'])}"
             if row.get("election"):
                 leader += f"  elected by {row['election']}"
-                if row["election"] == "OFFLINE_UNCLEAN":
+                if row["election"] == Election.OFFLINE_UNCLEAN:
                     leader += " (unclean: the leader was not in the ISR, data loss possible)"
             elif row["leader_after"] == NO_LEADER and row["leader_before"] != NO_LEADER:
                 leader += "  (no leader: offline)"
@@ -274,12 +281,12 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
                 lines.append(f"  note       {row['message']}")
         for d in own:
             lines.append(f"  decision   {_decision_text(d)}")
-        if row["outcome"] != "REJECTED":
+        if row["outcome"] != Outcome.REJECTED:
             previous_states, previous_recovery = row.get("replica_states"), recovery
-        entries.append((_order(row), "\n".join(lines)))
+        entries.append((audit_sort_key(row), "\n".join(lines)))
     for r in topic_rows:
-        entries.append((_order(r), f"{_headline(r, width, f'topic {topic}')}\n  note       {r.get('message') or ''}"
-                        .rstrip()))
+        note = f"{_headline(r, width, f'topic {topic}')}\n  note       {r.get('message') or ''}"
+        entries.append((audit_sort_key(r), note.rstrip()))
     entries.sort(key=lambda e: e[0])
     out.append("")
     out.extend(text + "\n" for _, text in entries)

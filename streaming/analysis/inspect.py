@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from schemas.events import LeaderRecoveryState
+from statemachine.states import PartitionState
 from streaming.errors import UsageError
 
 QUERY = "partitions"
@@ -98,10 +100,11 @@ def render_table(rows: Sequence[Mapping[str, Any]], title: str) -> Any:
         leader = str(r["leader"]) if r["leader"] >= 0 else "[red]-1[/red]"
         replica_states = " ".join(f"{b}:{_short(s)}" for b, s in sorted((r.get("replica_states") or {}).items()))
         recovery = r["leader_recovery_state"]
-        table.add_row(r["topic"], str(r["partition"]), state if r["state"] != "OfflinePartition" else f"[red]{state}",
+        offline = r["state"] == PartitionState.OFFLINE
+        table.add_row(r["topic"], str(r["partition"]), f"[red]{state}" if offline else state,
                       leader, str(r["leader_epoch"]), _ints(r["isr"]), str(r["partition_epoch"]), _ints(r["replicas"]),
                       _ints(r["adding_replicas"]), _ints(r["removing_replicas"]),
-                      recovery if recovery == "RECOVERED" else f"[yellow]{recovery}", replica_states)
+                      recovery if recovery == LeaderRecoveryState.RECOVERED else f"[yellow]{recovery}", replica_states)
     return table
 
 

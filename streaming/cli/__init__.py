@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from statemachine.controller import ControllerConfig
+from statemachine.rules import rules_named
 from streaming.errors import UsageError
 
 Command = Callable[[argparse.Namespace], int]
@@ -26,11 +27,18 @@ def key_values(pairs: Sequence[str] | None, flag: str = "--conf") -> dict[str, s
     return out
 
 
+def _add_rules_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument("--rules", choices=("zk", "kraft"), default="zk",
+                   help="whose decisions to reproduce: the ZooKeeper-era controller (default) or Kafka 4.1's KRaft "
+                        "controller (eligible leader replicas off); see docs/kraft.md")
+
+
 def _add_controller_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster defaults (Kafka's names and defaults)")
     g.add_argument("--unclean-leader-election-enable", choices=("true", "false"), default="false")
     g.add_argument("--auto-leader-rebalance-enable", choices=("true", "false"), default="true")
     g.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
+    _add_rules_option(g)
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
     g.add_argument("--duplicate-window", type=int, default=ControllerConfig.duplicate_window, metavar="OFFSETS",
@@ -45,6 +53,7 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
         super_users=frozenset(s.strip() for s in args.super_users.split(",")) if args.super_users else None,
         duplicate_window=args.duplicate_window,
+        rules=rules_named(args.rules),
     )
 
 
@@ -66,6 +75,20 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_import_kraft(args: argparse.Namespace) -> int:
+    from streaming.jobs.kraft import import_kraft
+
+    print(import_kraft(args.path, args.out, args.observed).describe())
+    return 0
+
+
+def _cmd_bridge(args: argparse.Namespace) -> int:
+    from streaming.jobs.bridge import BridgeOptions, bridge
+
+    return bridge(BridgeOptions(args.metadata_dir, args.bootstrap_servers, args.events_topic, args.poll_seconds,
+                                1 if args.once else None))
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from streaming.jobs.run import RunOptions, run
 
@@ -78,9 +101,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.kraft:
+        from streaming.jobs.kraftdemo import kraft_demo
+
+        return kraft_demo(args.work_dir.with_name(args.work_dir.name + "-kraft"))
     from streaming.jobs.demo import demo
 
-    return demo(args.port, args.work_dir, args.master, _spark_conf(args))
+    return demo(args.port, args.work_dir, args.master, _spark_conf(args), args.rules)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -112,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the bundled incident scenario")
     p.add_argument("--port", type=int, default=9092, help="the local broker's port (default 9092)")
     p.add_argument("--work-dir", type=Path, default=Path("out/demo"), help="tables and checkpoints of the demo")
+    _add_rules_option(p)
+    p.add_argument("--kraft", action="store_true",
+                   help="instead: a real 3-broker KRaft cluster, a broker killed and one shut down, its metadata log "
+                        "bridged and replayed under the kraft rules, next to the real controller's decisions")
     _add_spark_options(p)
     p.set_defaults(func=_cmd_demo)
 
@@ -136,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("replay", help="replay an event log (JSONL file or folder, or kafka://HOST:PORT/TOPIC)")
+    p = sub.add_parser("replay", help="replay an event log (JSONL file or folder, kafka://HOST:PORT/TOPIC, or "
+                                      "kraft:PATH for a KRaft metadata log)")
     p.add_argument("source")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--engine", choices=("spark", "local"), default="spark")
@@ -150,6 +182,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("import-kraft", help="a KRaft metadata log (__cluster_metadata-0 dir, segment or snapshot) "
+                                            "as a contract event log, decoded with Kafka's own dump tool")
+    p.add_argument("path", type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the events JSONL to write")
+    p.add_argument("--observed", type=Path, help="also write the controller's partition changes (JSONL)")
+    p.set_defaults(func=_cmd_import_kraft)
+
+    p = sub.add_parser("bridge", help="follow a live KRaft node's metadata log and publish its new events to the "
+                                      "events topic (resumes after the last published metadata offset)")
+    p.add_argument("--metadata-dir", required=True, type=Path, help="the node's __cluster_metadata-0 directory")
+    p.add_argument("--bootstrap-servers", required=True)
+    p.add_argument("--events-topic", required=True)
+    p.add_argument("--poll-seconds", type=float, default=2.0)
+    p.add_argument("--once", action="store_true", help="publish what is new and exit")
+    p.set_defaults(func=_cmd_bridge)
 
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
     p.add_argument("audit_table", type=Path)

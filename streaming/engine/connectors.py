@@ -6,6 +6,8 @@ Fetching them with Maven is `streaming.infra.jars`.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +59,15 @@ def is_fetched(jar_set: JarSet) -> bool:
     marker = jar_set.dest / MARKER
     return marker.is_file() and marker.read_text().strip() == fingerprint(jar_set)
 
+
+
+def java_executable() -> str:
+    """The `java` that runs Kafka's classes: JAVA_HOME's, else the one on PATH (Kafka 4 needs Java 17+)."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java:
+        raise JarsError("java is not on PATH (and JAVA_HOME is unset); Kafka needs Java 17+.")
+    return java
 
 
 def jars_in(directory: Path) -> list[Path]:

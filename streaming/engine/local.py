@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from schemas.events import Malformed, parse_event
+from schemas.records import to_row
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import Controller, ControllerConfig
+from statemachine.errors import Outcome
 from streaming.engine.collector import young_collection_only
 from streaming.io.delta import now_utc, write_decisions_jsonl, write_delta
 
@@ -28,7 +30,7 @@ class ReplayResult:
 
     @property
     def rejected(self) -> int:
-        return sum(1 for a in self.audit if a["outcome"] == "REJECTED")
+        return sum(1 for a in self.audit if a["outcome"] == Outcome.REJECTED)
 
 
 def run_local(records: Iterable[tuple[int, bytes]], config: ControllerConfig | None = None,
@@ -52,8 +54,8 @@ def _replay(controller: Controller, result: ReplayResult, records: Iterable[tupl
                                       "error": event.reason, "batch_id": 0})
         else:
             for handled in controller.handle(event, offset):
-                result.decisions.extend(handled.applied.decisions)
-                result.audit.append({**handled.applied.audit, "batch_id": 0})
+                result.decisions.extend(to_row(d) for d in handled.applied.decisions)
+                result.audit.append({**to_row(handled.applied.audit), "batch_id": 0})
         if progress is not None:
             progress(offset)
 

@@ -5,6 +5,7 @@ to Delta (idempotent per batch), decisions to the sink topic (one Kafka transact
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,9 +16,11 @@ import numpy as np
 import pandas as pd
 
 from schemas import codec
+from schemas.records import to_row
 from schemas.tables import AUDIT, COMMAND, DECISION, OPERATOR_OUTPUT, PACKED_OUTPUT, PARTITION_STATE, TableSchema
 from statemachine.partition import apply_command
 from statemachine.record import Command, PartitionRecord
+from statemachine.rules import ZK, Rules
 from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.io.layout import Checkpoints, Lake
 
@@ -43,9 +46,8 @@ def pack_command(command: Command) -> bytes:
 
 
 def _packed(kind: str, row: Any) -> str:
-    # A dict row goes to json as it is (its str enums and int keys are JSON already); a record, by its fields.
-    data = row if isinstance(row, dict) else codec.encoder(type(row))(row)
-    return json.dumps({"kind": kind, **data}, separators=(",", ":"), default=codec.encode_any)
+    """An audit row or a decision as the tables have it (schemas.records.to_row), as one JSON object."""
+    return json.dumps({"kind": kind, **to_row(row)}, separators=(",", ":"))
 
 
 _OUT = pd.Index(PACKED_OUTPUT.names)
@@ -57,7 +59,7 @@ def _frame(out: list[str]) -> pd.DataFrame:
 
 
 def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
-                             state: Any) -> Iterator[pd.DataFrame]:
+                             state: Any, rules: Rules = ZK) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one TopicPartition's commands of this micro-batch, applied in log
     order to the record kept in the state store. Emits audit rows and decisions, packed, in one frame."""
     commands = [_decode_command(json.loads(p)) for frame in frames for p in frame["command"]]
@@ -68,7 +70,7 @@ def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame
         record = _decode_record(json.loads(state.get[0]))
     out: list[str] = []
     for command in commands:
-        applied = apply_command(record, command)
+        applied = apply_command(record, command, rules)
         record = applied.record
         out.append(_packed("audit", applied.audit))
         out.extend(_packed("decision", d) for d in applied.decisions)
@@ -182,7 +184,8 @@ def _ensure_delta(spark: Any, path: Path, schema: TableSchema) -> None:
 
 def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, trigger: dict[str, Any],
                             publisher: Any | None = None, counts: BatchCounts | None = None,
-                            one_sequencer_batch_per_trigger: bool = False, check: BatchCheck | None = None) -> Any:
+                            one_sequencer_batch_per_trigger: bool = False, check: BatchCheck | None = None,
+                            rules: Rules = ZK) -> Any:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     _ensure_delta(spark, lake.commands, COMMAND)
@@ -191,7 +194,7 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
         reader = reader.option("maxFilesPerTrigger", 1)
     commands = reader.load(str(lake.commands)).select("topic", "partition", "command")
     outputs = commands.groupBy("topic", "partition").applyInPandasWithState(
-        apply_partition_commands,
+        functools.partial(apply_partition_commands, rules=rules),
         outputStructType=PACKED_OUTPUT.to_spark(),
         stateStructType=PARTITION_STATE.to_spark(),
         outputMode="append",

@@ -50,7 +50,8 @@ def start_pipeline(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints
                    trigger: dict[str, Any], publisher: Any | None = None, counts: BatchCounts | None = None,
                    source: str = "kafka", check: BatchCheck | None = None) -> Pipeline:
     sequencer = start_sequencer(spark, events, lake, checkpoints, config, source, trigger, counts)
-    partitions = start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts, check=check)
+    partitions = start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts, check=check,
+                                         rules=config.rules)
     return Pipeline(sequencer, partitions)
 
 
@@ -63,7 +64,7 @@ def run_bounded(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, c
     start_sequencer(spark, events, lake, checkpoints, config, source, AVAILABLE_NOW, counts,
                     progress).awaitTermination()
     start_partition_machine(spark, lake, checkpoints, AVAILABLE_NOW, publisher, counts,
-                            one_sequencer_batch_per_trigger, check).awaitTermination()
+                            one_sequencer_batch_per_trigger, check, config.rules).awaitTermination()
 
 
 def replay_spark(spark: Any, records: Iterable[tuple[int, bytes]], lake: Lake, checkpoints: Checkpoints,

@@ -61,8 +61,8 @@ class DecisionPublisher:
         self.producer.close()
 
 
-def last_committed_batch(bootstrap_servers: str, topic: str, query_id: str) -> int:
-    """The highest batch id of `query_id` among the committed records at the tail of the topic (-1 if none)."""
+def last_committed_batch(bootstrap_servers: str, topic: str, query_id: str, value_header: str = BATCH_HEADER) -> int:
+    """The highest `value_header` (the batch id) of `query_id`'s committed records at the topic's tail (-1 if none)."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, isolation_level="read_committed",
@@ -78,8 +78,8 @@ def last_committed_batch(bootstrap_servers: str, topic: str, query_id: str) -> i
         last = -1
         for record in consumer:
             headers = dict(record.headers or [])
-            if headers.get(QUERY_HEADER) == query_id.encode() and BATCH_HEADER in headers:
-                last = max(last, int(headers[BATCH_HEADER]))
+            if headers.get(QUERY_HEADER) == query_id.encode() and value_header in headers:
+                last = max(last, int(headers[value_header]))
         return last
     finally:
         consumer.close()

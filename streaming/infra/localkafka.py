@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
-import os
 import shutil
 import signal
 import socket
@@ -58,14 +57,6 @@ def _cluster_id() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not text.startswith("-"):
             return text
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if not java:
-        raise RuntimeError("java is not on PATH (and JAVA_HOME is unset); Kafka needs Java 17+.")
-    return java
 
 
 class LocalKafkaBroker:
@@ -119,7 +110,7 @@ class LocalKafkaBroker:
 
     def _java_cmd(self, main_class: str, *args: str) -> list[str]:
         return [
-            _java(), *JVM_OPTS,
+            connectors.java_executable(), *JVM_OPTS,
             f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.data_dir}",
             "-cp", jars.kafka_broker_classpath(), main_class, *args,

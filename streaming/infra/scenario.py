@@ -1,45 +1,60 @@
 """Building realistic controller event logs: the demo's bundled incident, the examples, the benchmarks.
 
 A `ScenarioBuilder` writes events the way a real cluster would produce them: IsrChange requests carry
-the leader's current epochs, which the builder reads from a shadow `Controller` it feeds as it goes.
+the leader's current epochs, which the builder reads from a shadow `Controller` it feeds as it goes. What
+the shadow controller did with the last event is kept in `handled` (the unit tests' driver reads it).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from schemas.events import ControllerEvent, parse_event
-from statemachine.controller import Controller
+from schemas.events import LeaderRecoveryState, Malformed, parse_event
+from schemas.records import parse_ts
+from statemachine.controller import Controller, ControllerConfig, Handled
 from statemachine.record import PartitionRecord
 
 
 class ScenarioBuilder:
-    def __init__(self, start: str = "2026-11-20T12:00:00Z", controller_id: int = 1, controller_epoch: int = 1,
-                 step_seconds: float = 1.0) -> None:
+    def __init__(self, start: str = "2026-11-20T12:00:00Z", controller_id: int | None = 1, controller_epoch: int = 1,
+                 step_seconds: float = 1.0, config: ControllerConfig | None = None) -> None:
         self.events: list[dict[str, Any]] = []
-        self.shadow = Controller()
-        self.clock = datetime.fromisoformat(start.replace("Z", "+00:00")).astimezone(UTC)
+        self.shadow = Controller(config)
+        self.handled: list[Handled] = []
+        clock = parse_ts(start)
+        assert clock is not None, f"not an ISO-8601 time: {start}"
+        self.clock = clock
         self.step = timedelta(seconds=step_seconds)
         self.controller_epoch = controller_epoch
         self.broker_epochs: dict[int, int] = {}
         self._next_broker_epoch = 100
-        self.emit("ControllerChange", controller_id=controller_id)
+        if controller_id is not None:  # None: the log starts without naming its controller
+            self.emit("ControllerChange", controller_id=controller_id)
 
     # -- raw emission ------------------------------------------------------------------------------
-    def emit(self, type_: str, *, controller_epoch: int | None = None, advance: bool = True,
-             event_id: str | None = None, **fields: Any) -> dict[str, Any]:
-        event = {"type": type_, "event_id": event_id or f"ev-{len(self.events):06d}",
-                 "ts": self.clock.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
-                 "controller_epoch": self.controller_epoch if controller_epoch is None else controller_epoch,
-                 **fields}
+    def event(self, type_: str, *, controller_epoch: int | None = None, event_id: str | None = None,
+              **fields: Any) -> dict[str, Any]:
+        """The next event's JSON object, with the envelope filled in (not yet in the log)."""
+        return {"type": type_, "event_id": event_id or f"ev-{len(self.events):06d}",
+                "ts": self.clock.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+                "controller_epoch": self.controller_epoch if controller_epoch is None else controller_epoch,
+                **fields}
+
+    def append(self, event: dict[str, Any]) -> list[Handled]:
+        """Put one event into the log as given and apply it to the shadow controller."""
         self.events.append(event)
         parsed = parse_event(json.dumps(event))
-        if isinstance(parsed, ControllerEvent):
-            self.shadow.handle(parsed, len(self.events) - 1)
+        self.handled = [] if isinstance(parsed, Malformed) else self.shadow.handle(parsed, len(self.events) - 1)
+        return self.handled
+
+    def emit(self, type_: str, *, controller_epoch: int | None = None, advance: bool = True,
+             event_id: str | None = None, **fields: Any) -> dict[str, Any]:
+        event = self.event(type_, controller_epoch=controller_epoch, event_id=event_id, **fields)
+        self.append(event)
         if advance:
             self.clock += self.step
         return event
@@ -72,8 +87,9 @@ class ScenarioBuilder:
         """The leader's AlterPartition, with the epochs it currently holds."""
         rec = self.record(topic, partition)
         fields: dict[str, Any] = {}
-        if recovered or rec.leader_recovery_state == "RECOVERING":
-            fields["leader_recovery_state"] = "RECOVERED" if recovered else "RECOVERING"
+        if recovered or rec.leader_recovery_state is LeaderRecoveryState.RECOVERING:
+            state = LeaderRecoveryState.RECOVERED if recovered else LeaderRecoveryState.RECOVERING
+            fields["leader_recovery_state"] = str(state)
         self.emit("IsrChange", topic=topic, partition=partition, broker_id=rec.leader,
                   broker_epoch=self.broker_epochs[rec.leader], leader_epoch=rec.leader_epoch,
                   partition_epoch=rec.partition_epoch, isr=list(isr), **fields)
@@ -83,7 +99,7 @@ class ScenarioBuilder:
         for (topic, partition), rec in sorted(self.shadow.partitions.items()):
             if (broker in rec.replicas and broker not in rec.isr and rec.leader >= 0
                     and rec.leader in self.shadow.cluster.live_brokers):
-                if rec.leader_recovery_state == "RECOVERING":
+                if rec.leader_recovery_state is LeaderRecoveryState.RECOVERING:
                     # An unclean leader first finishes recovery alone, then admits followers.
                     self.alter_isr(topic, partition, rec.isr, recovered=True)
                     rec = self.record(topic, partition)

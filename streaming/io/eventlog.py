@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
+from schemas.records import parse_ts
 from streaming.errors import UsageError
 
 
@@ -83,9 +83,9 @@ def is_kafka_url(source: str) -> bool:
 
 
 def _millis(iso: str) -> int:
-    instant = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    if instant.tzinfo is None:
-        instant = instant.replace(tzinfo=UTC)
+    instant = parse_ts(iso)
+    if instant is None:
+        raise ValueError(f"not an ISO-8601 time: {iso!r}")
     return int(instant.timestamp() * 1000)
 
 

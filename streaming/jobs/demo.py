@@ -15,6 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from schemas.events import BrokerChange, ControllerChange, LeaderImbalanceCheck
+from statemachine.elections import Election
+from statemachine.errors import Outcome
 from streaming.io.delta import read_delta
 
 EVENTS_TOPIC = "isrflow-events"
@@ -76,12 +79,13 @@ def summarize(audit: list[dict[str, Any]], decisions: list[dict[str, Any]], quar
 
     lines = ["What the controller decided:"]
     for row in sorted((a for a in audit if a["partition"] is None), key=lambda a: a["source_offset"]):
-        if row["event_type"] in ("BrokerChange", "ControllerChange", "LeaderImbalanceCheck") or row["error"]:
+        if row["event_type"] in (BrokerChange.type, ControllerChange.type, LeaderImbalanceCheck.type) or row["error"]:
             tag = f" [{row['error']}]" if row["error"] else ""
             lines.append(f"  {row['event_ts'] or '':<24} {row['message']}{tag}")
     elections = Counter(d["election"] for d in decisions if d["election"])
-    rejected = Counter(a["error"] for a in audit if a["outcome"] == "REJECTED")
-    unclean = sorted({f"{d['topic']}-{d['partition']}" for d in decisions if d["election"] == "OFFLINE_UNCLEAN"})
+    rejected = Counter(a["error"] for a in audit if a["outcome"] == Outcome.REJECTED)
+    unclean = sorted({f"{d['topic']}-{d['partition']}" for d in decisions
+                      if d["election"] == Election.OFFLINE_UNCLEAN})
     lines.append(f"{len(decisions)} decisions on the sink topic; elections: "
                  + ", ".join(f"{k} {v}" for k, v in sorted(elections.items())))
     lines.append("rejected: " + (", ".join(f"{k} {v}" for k, v in sorted(rejected.items())) or "none")
@@ -114,8 +118,9 @@ def summarize(audit: list[dict[str, Any]], decisions: list[dict[str, Any]], quar
 
 
 def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str = "local[2]",
-         spark_conf: dict[str, str] | None = None) -> int:
+         spark_conf: dict[str, str] | None = None, rules: str = "zk") -> int:
     from statemachine.controller import ControllerConfig
+    from statemachine.rules import rules_named
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pipeline import progress_listener, start_pipeline
     from streaming.engine.session import build_spark
@@ -138,7 +143,7 @@ def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str = "loc
         spark.streams.addListener(progress_listener(counts))
         publisher = DecisionPublisher(bootstrap, DECISIONS_TOPIC, "isrflow-demo")
         pipeline = start_pipeline(spark, kafka_events(spark, bootstrap, EVENTS_TOPIC), lake,
-                                  Checkpoints(work / "checkpoints"), ControllerConfig(),
+                                  Checkpoints(work / "checkpoints"), ControllerConfig(rules=rules_named(rules)),
                                   {"processingTime": "2 seconds"}, publisher, counts)
         try:
             print(f"publishing the bundled incident ({len(records)} events) to {EVENTS_TOPIC} ...")

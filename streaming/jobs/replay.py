@@ -10,12 +10,28 @@ from pathlib import Path
 
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import ControllerConfig
+from statemachine.errors import Outcome
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
 from streaming.io.delta import read_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
 from streaming.io.layout import ReplayOutput
+from streaming.jobs.kraft import PREFIX, ImportSummary, import_kraft, write_agreement
+
+
+@dataclass(frozen=True)
+class _KraftImport:
+    events: Path
+    observed: Path
+    summary: ImportSummary
+
+
+def _import_kraft_source(source: str, out: Path) -> _KraftImport:
+    """`kraft:PATH`: the metadata log converted into `out/kraft/events.jsonl`, observed into `out/observed.jsonl`."""
+    events, observed = out / "kraft" / "events.jsonl", out / "observed.jsonl"
+    summary = import_kraft(Path(source[len(PREFIX):]), events, observed)
+    return _KraftImport(events, observed, summary)
 
 
 @dataclass(frozen=True)
@@ -61,7 +77,11 @@ def replay(options: ReplayOptions) -> str:
     """Replay `options.source` into `options.out`; returns the summary printed for the user."""
     layout = ReplayOutput(options.out)
     b = options.bounds
-    if is_kafka_url(options.source):
+    imported = _import_kraft_source(options.source, layout.root) if options.source.startswith(PREFIX) else None
+    if imported is not None:
+        path = imported.events
+        records, total, source, described = read_event_log(path), count_records(path), "file", options.source
+    elif is_kafka_url(options.source):
         log = open_kafka_log(options.source, b.from_offset, b.to_offset, b.from_time, b.to_time)
         records: Iterable[tuple[int, bytes]] = read_kafka_log(log)
         total, source = log.total, "kafka"
@@ -70,6 +90,7 @@ def replay(options: ReplayOptions) -> str:
         path = Path(options.source)
         records, total, source, described = read_event_log(path), count_records(path), "file", str(path)
     layout.clear()
+    (layout.root / "agreement.jsonl").unlink(missing_ok=True)  # only a KRaft source writes a new one
     started = time.monotonic()
     with Progress(total) as progress:
         if options.engine == "local":
@@ -79,12 +100,18 @@ def replay(options: ReplayOptions) -> str:
 
             spark = build_spark("isrflow-replay", options.master, options.spark_conf)
             replay_spark(spark, records, layout.root, options.config, options.batch_size, source, progress)
+    agreement = ""
+    if imported is not None:
+        rate, rows, bad = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
+        agreement = (f"\n  {imported.summary.describe()}\n  agreement with the controller: {rate:.1%} of {rows} "
+                     f"observed decisions ({bad} disagreements) in {layout.root / 'agreement.jsonl'}")
     report = write_report(layout.root)
     audit = read_delta(layout.audit)
     quarantined = len(read_delta(layout.quarantine))
     with layout.decisions_jsonl.open() as fh:
         decisions = sum(1 for _ in fh)
-    rejected = sum(1 for a in audit if a["outcome"] == "REJECTED")
+    rejected = sum(1 for a in audit if a["outcome"] == Outcome.REJECTED)
     return (f"replayed {described} with the {options.engine} engine in {time.monotonic() - started:.1f}s: "
             f"{len(audit)} audit rows, {decisions} decisions, {rejected} rejections, {quarantined} quarantined\n"
-            f"  {layout.decisions_jsonl}\n  {layout.audit} (Delta)\n  {layout.quarantine} (Delta)\n  {report}")
+            f"  {layout.decisions_jsonl}\n  {layout.audit} (Delta)\n  {layout.quarantine} (Delta)\n  {report}"
+            f"{agreement}")

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from statemachine.errors import Error
+from statemachine.record import NO_LEADER
 from statemachine.states import PartitionState
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 NON_EXISTENT = PartitionState.NON_EXISTENT.value
-NO_LEADER = -1
 # The decision columns the rules read.
 DECISION_COLUMNS = ("topic", "partition", "source_offset", "partition_epoch", "leader", "leader_epoch", "isr",
                     "replicas", "election", "is_new", "cause_event_id")

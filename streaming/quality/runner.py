@@ -140,6 +140,11 @@ def check(table: Path, since_batch: int | None = None, html: Path | None = None,
     decisions_path = find_decisions(table)
     decisions = read_decisions(spark, decisions_path) if decisions_path is not None else None
     report = run_suite(spark, audit, decisions, html)
+    from streaming.quality.agreement import agreement_result  # a KRaft replay's extra rule
+
+    kraft = agreement_result(table)
+    if kraft is not None:
+        report.results.append(kraft)
     source = str(table) + (f" (batches >= {since_batch})" if since_batch is not None else "")
     print_report(report, source, decisions_path)
     return report.exit_code

@@ -14,7 +14,7 @@ from statemachine.partition import apply_command
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import PartitionState, ReplicaState
 
-from .eventlog import BROKER, EPOCH, OTHER, Cluster, command
+from .cluster import BROKER, EPOCH, OTHER, Cluster, command
 
 P = PartitionState
 R = ReplicaState
@@ -47,9 +47,10 @@ def test_nonexistent_to_new_partition() -> None:
     assert applied.record.isr == ()
     assert (applied.record.leader_epoch, applied.record.partition_epoch) == (0, 0)
     assert applied.decisions == []  # no leader: no LeaderAndIsr
-    assert applied.audit["from_state"] == "NonExistentPartition"
-    assert applied.audit["to_state"] == "NewPartition"
-    assert "NO_LIVE_REPLICA" in applied.audit["message"]
+    assert applied.audit.from_state == "NonExistentPartition"
+    assert applied.audit.to_state == "NewPartition"
+    # No live replica: the failed New -> Online change is the controller's next step (TRY_ELECTION), not this one.
+    assert (applied.audit.outcome, applied.audit.error) == ("ACCEPTED", None)
 
 
 @pytest.mark.parametrize("action", [Action.TRY_ELECTION, Action.BROKER_STARTUP, Action.ELECT_PREFERRED,
@@ -58,18 +59,18 @@ def test_invalid_nonexistent_to_online_partition(action: Action) -> None:
     applied = apply_command(None, command(action, live={BROKER}, broker_id=BROKER, unclean_allowed=True))
     assert applied.record is None
     assert applied.decisions == []
-    assert applied.audit["outcome"] == "REJECTED"
-    assert applied.audit["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
-    assert (applied.audit["from_state"], applied.audit["to_state"]) == ("NonExistentPartition",) * 2
+    assert applied.audit.outcome == "REJECTED"
+    assert applied.audit.error == "UNKNOWN_TOPIC_OR_PARTITION"
+    assert (applied.audit.from_state, applied.audit.to_state) == ("NonExistentPartition",) * 2
 
 
 @pytest.mark.parametrize("action", [Action.BROKER_FAILURE, Action.DELETE, Action.CONTROLLED_SHUTDOWN])
 def test_invalid_nonexistent_to_offline_partition(action: Action) -> None:
     applied = apply_command(None, command(action, broker_id=BROKER))
     assert applied.record is None
-    assert applied.audit["outcome"] == "REJECTED"
-    assert applied.audit["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
-    assert applied.audit["to_state"] == "NonExistentPartition"
+    assert applied.audit.outcome == "REJECTED"
+    assert applied.audit.error == "UNKNOWN_TOPIC_OR_PARTITION"
+    assert applied.audit.to_state == "NonExistentPartition"
 
 
 # -- NewPartition --------------------------------------------------------------------------------------
@@ -83,24 +84,24 @@ def test_new_to_online_partition() -> None:
     assert (after.leader, after.isr) == (BROKER, (BROKER,))
     assert (after.leader_epoch, after.partition_epoch) == (0, 0)
     [decision] = applied.decisions
-    assert decision["recipients"] == [BROKER]
-    assert decision["is_new"] is True
-    assert decision["election"] == "INITIAL"
-    assert decision["controller_epoch"] == EPOCH
-    assert decision["replicas"] == [BROKER]
-    assert applied.audit["from_state"] == "NewPartition"
-    assert applied.audit["to_state"] == "OnlinePartition"
-    assert applied.audit["election"] == "INITIAL"
+    assert decision.recipients == (BROKER,)
+    assert decision.is_new is True
+    assert decision.election == "INITIAL"
+    assert decision.controller_epoch == EPOCH
+    assert decision.replicas == (BROKER,)
+    assert applied.audit.from_state == "NewPartition"
+    assert applied.audit.to_state == "OnlinePartition"
+    assert applied.audit.election == "INITIAL"
 
 
 def test_creation_with_a_live_replica_goes_straight_to_online() -> None:
     applied = apply_command(None, command(Action.CREATE, replicas=(BROKER, OTHER), live={BROKER, OTHER}))
     assert applied.record is not None
     assert applied.record.state is P.ONLINE
-    assert applied.audit["from_state"] == "NonExistentPartition"
-    assert applied.audit["to_state"] == "OnlinePartition"
+    assert applied.audit.from_state == "NonExistentPartition"
+    assert applied.audit.to_state == "OnlinePartition"
     [decision] = applied.decisions
-    assert (decision["leader"], decision["isr"], decision["recipients"]) == (BROKER, [BROKER, OTHER], [BROKER, OTHER])
+    assert (decision.leader, decision.isr, decision.recipients) == (BROKER, (BROKER, OTHER), (BROKER, OTHER))
 
 
 def test_new_partition_stays_new_when_no_replica_is_live() -> None:
@@ -108,9 +109,9 @@ def test_new_partition_stays_new_when_no_replica_is_live() -> None:
     applied = apply_command(before, command(Action.TRY_ELECTION, live={9}))
     assert applied.record == before
     assert applied.decisions == []
-    assert applied.audit["outcome"] == "REJECTED"
-    assert applied.audit["error"] == "NO_LIVE_REPLICA"
-    assert applied.audit["to_state"] == "NewPartition"
+    assert applied.audit.outcome == "REJECTED"
+    assert applied.audit.error == "NO_LIVE_REPLICA"
+    assert applied.audit.to_state == "NewPartition"
 
 
 def test_new_to_offline_partition() -> None:
@@ -120,8 +121,8 @@ def test_new_to_offline_partition() -> None:
     assert applied.record is not None
     assert applied.record.state is P.OFFLINE
     assert applied.record.queued_for_deletion
-    assert applied.audit["from_state"] == "NewPartition"
-    assert applied.audit["to_state"] == "OfflinePartition"
+    assert applied.audit.from_state == "NewPartition"
+    assert applied.audit.to_state == "OfflinePartition"
     assert applied.decisions == []
 
 
@@ -136,9 +137,9 @@ def test_online_to_online_partition_preferred_election() -> None:
     assert (after.leader, after.isr) == (BROKER, (BROKER, OTHER))
     assert (after.leader_epoch, after.partition_epoch) == (4, 6)
     [decision] = applied.decisions
-    assert decision["recipients"] == [BROKER, OTHER]
-    assert decision["is_new"] is False
-    assert decision["election"] == "PREFERRED"
+    assert decision.recipients == (BROKER, OTHER)
+    assert decision.is_new is False
+    assert decision.election == "PREFERRED"
 
 
 def test_online_to_online_partition_for_controlled_shutdown() -> None:
@@ -151,10 +152,10 @@ def test_online_to_online_partition_for_controlled_shutdown() -> None:
     assert (after.leader, after.isr) == (OTHER, (OTHER,))
     [decision] = applied.decisions
     # The LeaderAndIsr goes to both brokers, including the shutting-down one.
-    assert decision["recipients"] == [BROKER, OTHER]
-    assert decision["is_new"] is False
-    assert decision["election"] == "CONTROLLED_SHUTDOWN"
-    assert (decision["leader_epoch"], decision["partition_epoch"]) == (4, 6)
+    assert decision.recipients == (BROKER, OTHER)
+    assert decision.is_new is False
+    assert decision.election == "CONTROLLED_SHUTDOWN"
+    assert (decision.leader_epoch, decision.partition_epoch) == (4, 6)
 
 
 def test_online_to_offline_partition() -> None:
@@ -166,8 +167,8 @@ def test_online_to_offline_partition() -> None:
     assert after.leader == -1
     assert after.isr == (BROKER,)  # the last ISR member stays
     assert (after.leader_epoch, after.partition_epoch) == (4, 6)
-    assert applied.audit["from_state"] == "OnlinePartition"
-    assert applied.audit["to_state"] == "OfflinePartition"
+    assert applied.audit.from_state == "OnlinePartition"
+    assert applied.audit.to_state == "OfflinePartition"
     assert after.replica_states[BROKER] is R.OFFLINE
 
 
@@ -178,11 +179,11 @@ def test_invalid_transition_to_new_partition_is_rejected_with_state_unchanged(st
     applied = apply_command(before, command(Action.CREATE, replicas=(OTHER,), live={BROKER, OTHER}))
     assert applied.record is before
     assert applied.decisions == []
-    assert applied.audit["outcome"] == "REJECTED"
-    assert applied.audit["error"] == "INVALID_TRANSITION"
-    assert applied.audit["from_state"] == applied.audit["to_state"] == str(state)
-    assert applied.audit["leader_after"] == leader
-    assert "NewPartition" in applied.audit["message"]
+    assert applied.audit.outcome == "REJECTED"
+    assert applied.audit.error == "INVALID_TRANSITION"
+    assert applied.audit.from_state == applied.audit.to_state == str(state)
+    assert applied.audit.leader_after == leader
+    assert applied.audit.message  # the refused transition in words
 
 
 # -- OfflinePartition ----------------------------------------------------------------------------------
@@ -196,10 +197,10 @@ def test_offline_to_online_partition() -> None:
     assert (after.leader, after.isr) == (BROKER, (BROKER,))
     assert (after.leader_epoch, after.partition_epoch) == (4, 6)
     [decision] = applied.decisions
-    assert decision["recipients"] == [BROKER]
-    assert decision["is_new"] is False
-    assert decision["election"] == "OFFLINE"
-    assert decision["leader_recovery_state"] == "RECOVERED"
+    assert decision.recipients == (BROKER,)
+    assert decision.is_new is False
+    assert decision.election == "OFFLINE"
+    assert decision.leader_recovery_state == "RECOVERED"
 
 
 @pytest.mark.parametrize("action", [Action.TRY_ELECTION, Action.ELECT_UNCLEAN])
@@ -215,11 +216,11 @@ def test_offline_to_unclean_online_partition(action: Action) -> None:
     assert (after.leader, after.isr) == (BROKER, (BROKER,))
     assert after.leader_recovery_state == "RECOVERING"
     [decision] = applied.decisions
-    assert decision["recipients"] == [BROKER]
-    assert decision["election"] == "OFFLINE_UNCLEAN"
-    assert decision["leader_recovery_state"] == "RECOVERING"
-    assert decision["replicas"] == [leader, BROKER]
-    assert decision["is_new"] is False
+    assert decision.recipients == (BROKER,)
+    assert decision.election == "OFFLINE_UNCLEAN"
+    assert decision.leader_recovery_state == "RECOVERING"
+    assert decision.replicas == (leader, BROKER)
+    assert decision.is_new is False
 
 
 def test_offline_partition_stays_offline_when_unclean_is_disabled() -> None:
@@ -229,9 +230,9 @@ def test_offline_partition_stays_offline_when_unclean_is_disabled() -> None:
     applied = apply_command(before, command(Action.TRY_ELECTION, live={BROKER}, unclean_allowed=False))
     assert applied.record == before
     assert applied.decisions == []
-    assert applied.audit["outcome"] == "REJECTED"
-    assert applied.audit["error"] == "ELIGIBLE_LEADERS_NOT_AVAILABLE"
-    assert applied.audit["to_state"] == "OfflinePartition"
+    assert applied.audit.outcome == "REJECTED"
+    assert applied.audit.error == "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+    assert applied.audit.to_state == "OfflinePartition"
 
 
 def test_offline_to_nonexistent_partition() -> None:
@@ -239,10 +240,10 @@ def test_offline_to_nonexistent_partition() -> None:
     applied = apply_command(before, command(Action.DELETE, live={BROKER}))
     assert applied.record is None
     assert applied.decisions == []
-    assert applied.audit["outcome"] == "ACCEPTED"
-    assert applied.audit["from_state"] == "OfflinePartition"
-    assert applied.audit["to_state"] == "NonExistentPartition"
-    assert applied.audit["replica_states"] == {}
+    assert applied.audit.outcome == "ACCEPTED"
+    assert applied.audit.from_state == "OfflinePartition"
+    assert applied.audit.to_state == "NonExistentPartition"
+    assert applied.audit.replica_states == {}
 
 
 # -- several partitions: through the controller -----------------------------------------------------------
@@ -257,7 +258,7 @@ def test_offline_partitions_count_follows_the_broker() -> None:
     cluster.create("test", [BROKER], [BROKER], [BROKER], [BROKER])
     failed = cluster.failure(BROKER)
     assert offline_partitions(cluster) == [("test", p) for p in range(4)]
-    assert "4 offline" in failed.cluster_row["message"]
+    assert [r.to_state for r in failed.audits if r.partition is not None] == ["OfflinePartition"] * 4
     assert all(cluster.rec("test", p).leader == -1 for p in range(4))
     cluster.startup(BROKER)
     assert offline_partitions(cluster) == []
@@ -279,7 +280,7 @@ def test_partitions_of_a_topic_being_deleted_are_never_elected() -> None:
     back = cluster.startup(OTHER)
     assert back.decisions == []
     assert cluster.controller.partitions == {}
-    assert [r["to_state"] for r in back.audits if r["partition"] is not None] == ["NonExistentPartition"] * 2
+    assert [r.to_state for r in back.audits if r.partition is not None] == ["NonExistentPartition"] * 2
 
 
 def test_deleting_offline_partitions_removes_them() -> None:

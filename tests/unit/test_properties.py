@@ -21,7 +21,7 @@ from statemachine.partition import apply_command
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import VALID_PREVIOUS_PARTITION_STATES, PartitionState, ReplicaState
 
-from .eventlog import TS, UNCLEAN
+from .cluster import TS, UNCLEAN
 
 TOPICS = ("a", "b", "c")
 SETTINGS = settings(max_examples=150, deadline=None, database=None,
@@ -281,9 +281,9 @@ REACHABLE = _reachability()
 
 def _published(rec: PartitionRecord) -> dict[str, Any]:
     """What the decisions topic tells about a partition."""
-    return {"leader": rec.leader, "isr": list(rec.isr), "leader_epoch": rec.leader_epoch,
-            "partition_epoch": rec.partition_epoch, "replicas": list(rec.replicas),
-            "adding_replicas": list(rec.adding_replicas), "removing_replicas": list(rec.removing_replicas),
+    return {"leader": rec.leader, "isr": rec.isr, "leader_epoch": rec.leader_epoch,
+            "partition_epoch": rec.partition_epoch, "replicas": rec.replicas,
+            "adding_replicas": rec.adding_replicas, "removing_replicas": rec.removing_replicas,
             "leader_recovery_state": rec.leader_recovery_state}
 
 
@@ -316,25 +316,25 @@ class Invariants:
             else:
                 self.shadow[key] = again.record
         # 2. Audit rows.
-        assert audit["outcome"] in ("ACCEPTED", "REJECTED", "NO_OP")
-        if audit["outcome"] == "REJECTED":
-            assert audit["error"] in set(Error), audit
+        assert audit.outcome in ("ACCEPTED", "REJECTED", "NO_OP")
+        if audit.outcome == "REJECTED":
+            assert audit.error in set(Error), audit
         else:
-            assert audit["error"] is None, audit
-        assert audit["controller_epoch"] == cmd.controller_epoch
+            assert audit.error is None, audit
+        assert audit.controller_epoch == cmd.controller_epoch
         if key is None:
-            assert audit["from_state"] is None and audit["to_state"] is None
+            assert audit.from_state is None and audit.to_state is None
             return
-        if audit["outcome"] == "ACCEPTED":
-            assert (audit["from_state"], audit["to_state"]) in REACHABLE, audit
+        if audit.outcome == "ACCEPTED":
+            assert (audit.from_state, audit.to_state) in REACHABLE, audit
         else:
             # Nothing applied: the record, and so every before/after pair, is unchanged.
             assert applied.record == before, audit
             assert applied.decisions == []
-            assert audit["from_state"] == audit["to_state"], audit
+            assert audit.from_state == audit.to_state, audit
             for name in ("leader", "leader_epoch", "isr", "partition_epoch"):
-                assert audit[f"{name}_before"] == audit[f"{name}_after"], (name, audit)
-        if audit["from_state"] == str(PartitionState.NON_EXISTENT) and audit["outcome"] == "ACCEPTED":
+                assert getattr(audit, f"{name}_before") == getattr(audit, f"{name}_after"), (name, audit)
+        if audit.from_state == str(PartitionState.NON_EXISTENT) and audit.outcome == "ACCEPTED":
             # A new incarnation of the partition (creation, or recreation after a deletion).
             self.epochs.pop(key, None)
             self.had_leader.discard(key)
@@ -345,27 +345,27 @@ class Invariants:
             now = _published(applied.record)
             if applied.decisions:
                 last = applied.decisions[-1]
-                assert {k: last[k] for k in now} == now, (last, applied.record)
+                assert {k: getattr(last, k) for k in now} == now, (last, applied.record)
             elif before is not None and before.has_leader_and_isr:
                 # (A partition that never had a leader has no LeaderAndIsr yet: its INITIAL election will
                 # publish everything.)
                 assert _published(before) == now, f"changed without a decision: {before} -> {applied.record}"
         for d in applied.decisions:
-            assert (d["topic"], d["partition"]) == key
-            assert d["controller_epoch"] == controller.cluster.controller_epoch
-            assert d["leader"] == -1 or d["leader"] in d["isr"], d
-            if d["leader"] != -1:
-                assert d["isr"], d
-            assert d["election"] is None or d["leader"] != -1
+            assert (d.topic, d.partition) == key
+            assert d.controller_epoch == controller.cluster.controller_epoch
+            assert d.leader == -1 or d.leader in d.isr, d
+            if d.leader != -1:
+                assert d.isr, d
+            assert d.election is None or d.leader != -1
             previous = self.last_decision.get(key)
             if previous is not None:
-                assert d["partition_epoch"] > previous[1], (previous, d)
-                assert d["leader_epoch"] >= previous[0], (previous, d)
-            self.last_decision[key] = (d["leader_epoch"], d["partition_epoch"])
+                assert d.partition_epoch > previous[1], (previous, d)
+                assert d.leader_epoch >= previous[0], (previous, d)
+            self.last_decision[key] = (d.leader_epoch, d.partition_epoch)
             if before is not None and before.queued_for_deletion:
                 # No elections and no controller writes for a topic being deleted (its leader's own ISR change
                 # is still accepted, as Kafka's AlterPartition handling does).
-                assert cmd.action is Action.ISR_CHANGE and d["election"] is None, d
+                assert cmd.action is Action.ISR_CHANGE and d.election is None, d
 
     def _check_records(self, controller: Controller) -> None:
         cv = controller.cluster
@@ -489,19 +489,24 @@ def test_the_generator_reaches_the_interesting_paths() -> None:
     @settings(SETTINGS, max_examples=100, derandomize=True)
     @given(st.data(), configs)
     def collect(data: st.DataObject, config: ControllerConfig) -> None:
+        reassigning: set[tuple[str, int]] = set()
         for h in build_log(data, config, check=False)[1]:
             seen_actions.add(h.command.action)
             audit = h.applied.audit
-            if audit["outcome"] == "ACCEPTED" and h.command.action is Action.ISR_CHANGE:
+            if audit.outcome == "ACCEPTED" and h.command.action is Action.ISR_CHANGE:
                 seen.add("accepted isr change")
-            if audit["message"] and "reassignment completed" in audit["message"]:
+            key, record = (audit.topic, audit.partition), h.applied.record
+            if record is not None and record.reassignment_in_progress:
+                reassigning.add(key)
+            elif key in reassigning and record is not None and h.command.action is not Action.REASSIGN:
+                reassigning.discard(key)
                 seen.add("reassignment completed")
-            if audit["to_state"] == "NonExistentPartition" and audit["outcome"] == "ACCEPTED":
+            if audit.to_state == "NonExistentPartition" and audit.outcome == "ACCEPTED":
                 seen.add("deletion completed")
-            if audit["election"]:
-                seen.add(audit["election"])
-            if audit["error"]:
-                seen.add(audit["error"])
+            if audit.election:
+                seen.add(audit.election)
+            if audit.error:
+                seen.add(audit.error)
 
     collect()
     assert seen_actions == set(Action), set(Action) - seen_actions

@@ -1,17 +1,18 @@
-"""A small driver for event-level tests: builds contract-shaped JSON events, feeds them through
-`parse_event` and `Controller.handle` like the replay engine does, and gives readable access to the
-decisions and audit rows each event produced."""
+"""The unit tests' one driver. `Cluster` (a `ScenarioBuilder`) builds contract-shaped JSON events, feeds them
+through `parse_event` and `Controller.handle` like the replay engine does, and gives typed access to the
+decisions and audit rows each event produced; `command` builds a command for direct `apply_command` tests."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from schemas.events import ControllerEvent, Malformed, parse_event
+from schemas.records import AuditRow, Decision
 from statemachine.controller import Controller, ControllerConfig, Handled
 from statemachine.record import Action, Command, PartitionRecord
+from streaming.infra.scenario import ScenarioBuilder
 
 TS = "2024-05-01T12:00:00Z"
 UNCLEAN = "unclean.leader.election.enable"
@@ -47,78 +48,77 @@ class Result:
     handled: list[Handled]
 
     @property
-    def audits(self) -> list[dict[str, Any]]:
+    def audits(self) -> list[AuditRow]:
         return [h.applied.audit for h in self.handled]
 
     @property
-    def decisions(self) -> list[dict[str, Any]]:
+    def decisions(self) -> list[Decision]:
         return [d for h in self.handled for d in h.applied.decisions]
 
     @property
     def errors(self) -> set[str]:
-        return {a["error"] for a in self.audits if a["error"] is not None}
+        return {a.error for a in self.audits if a.error is not None}
 
-    def decisions_for(self, topic: str, partition: int) -> list[dict[str, Any]]:
-        return [d for d in self.decisions if (d["topic"], d["partition"]) == (topic, partition)]
+    def decisions_for(self, topic: str, partition: int) -> list[Decision]:
+        return [d for d in self.decisions if (d.topic, d.partition) == (topic, partition)]
 
-    def decision(self, topic: str, partition: int) -> dict[str, Any]:
+    def decision(self, topic: str, partition: int) -> Decision:
         found = self.decisions_for(topic, partition)
         assert len(found) == 1, f"expected one decision for {topic}-{partition}, got {found}"
         return found[0]
 
-    def rows(self, topic: str, partition: int) -> list[dict[str, Any]]:
-        return [a for a in self.audits if (a["topic"], a["partition"]) == (topic, partition)]
+    def rows(self, topic: str, partition: int) -> list[AuditRow]:
+        return [a for a in self.audits if (a.topic, a.partition) == (topic, partition)]
 
-    def row(self, topic: str, partition: int) -> dict[str, Any]:
+    def row(self, topic: str, partition: int) -> AuditRow:
         found = self.rows(topic, partition)
         assert len(found) == 1, f"expected one audit row for {topic}-{partition}, got {found}"
         return found[0]
 
     @property
-    def cluster_rows(self) -> list[dict[str, Any]]:
-        return [a for a in self.audits if a["partition"] is None]
+    def cluster_rows(self) -> list[AuditRow]:
+        return [a for a in self.audits if a.partition is None]
 
     @property
-    def cluster_row(self) -> dict[str, Any]:
+    def cluster_row(self) -> AuditRow:
         rows = self.cluster_rows
         assert len(rows) == 1, f"expected one cluster-level audit row, got {rows}"
         return rows[0]
 
     @property
-    def only_row(self) -> dict[str, Any]:
+    def only_row(self) -> AuditRow:
         assert len(self.audits) == 1, f"expected exactly one audit row, got {self.audits}"
         return self.audits[0]
 
 
-class Cluster:
-    """One shadow controller fed event by event. Broker epochs are tracked so that the convenience
-    methods send plausible ones unless a test passes its own."""
+class Cluster(ScenarioBuilder):
+    """The scenario builder as a test driver: a log that starts without a ControllerChange, at one instant,
+    each event's result returned. Broker epochs are tracked so that the convenience methods send plausible
+    ones unless a test passes its own."""
 
     def __init__(self, config: ControllerConfig | None = None, controller_epoch: int = 1) -> None:
-        self.controller = Controller(config)
-        self.controller_epoch = controller_epoch
-        self.offset = 0
-        self.broker_epochs: dict[int, int] = {}
-        self.log: list[str] = []
-        self._ids = itertools.count()
+        super().__init__(start=TS, controller_id=None, controller_epoch=controller_epoch, step_seconds=0,
+                         config=config)
+
+    @property
+    def controller(self) -> Controller:
+        return self.shadow
+
+    @property
+    def offset(self) -> int:
+        """The offset the next event gets."""
+        return len(self.events)
 
     # -- raw feeding -----------------------------------------------------------------------------
-    def next_id(self) -> str:
-        return f"evt-{next(self._ids)}"
-
-    def json(self, event_type: str, *, event_id: str | None = None, controller_epoch: int | None = None,
-             principal: str | None = None, **fields: Any) -> str:
-        return event_json(event_type, event_id=event_id or self.next_id(),
-                          controller_epoch=self.controller_epoch if controller_epoch is None else controller_epoch,
-                          principal=principal, **fields)
+    def json(self, event_type: str, *, principal: str | None = None, **kwargs: Any) -> str:
+        """The next event as a log line, not yet fed."""
+        fields = kwargs if principal is None else {"principal": principal, **kwargs}
+        return json.dumps(self.event(event_type, **fields))
 
     def feed(self, raw: str) -> Result:
         event = parse_event(raw)
         assert not isinstance(event, Malformed), event.reason
-        self.log.append(raw)
-        handled = self.controller.handle(event, self.offset)
-        self.offset += 1
-        return Result(event, handled)
+        return Result(event, self.append(json.loads(raw)))
 
     def send(self, event_type: str, **kwargs: Any) -> Result:
         return self.feed(self.json(event_type, **kwargs))
@@ -133,7 +133,7 @@ class Cluster:
     def start(self, *brokers: int) -> None:
         for broker in brokers:
             out = self.startup(broker)
-            assert out.cluster_row["outcome"] == "ACCEPTED", out.cluster_row
+            assert out.cluster_row.outcome == "ACCEPTED", out.cluster_row
 
     def failure(self, broker: int, epoch: int | None = None, **kw: Any) -> Result:
         epoch = self.broker_epochs.get(broker, 0) if epoch is None else epoch
@@ -202,3 +202,24 @@ class Cluster:
 
     def replica_states(self, topic: str, partition: int) -> dict[int, str]:
         return {b: str(s) for b, s in self.rec(topic, partition).replica_states.items()}
+
+
+# -- helpers of the event-level tests --------------------------------------------------------------------
+
+def cluster_with(*brokers: int, config: ControllerConfig | None = None) -> Cluster:
+    cluster = Cluster(config)
+    cluster.start(*brokers)
+    return cluster
+
+
+def assert_rejected(row: AuditRow, error: str) -> None:
+    assert row.outcome == "REJECTED", row
+    assert row.error == error, row
+
+
+def assert_unchanged(cluster: Cluster, before: dict[tuple[str, int], PartitionRecord]) -> None:
+    assert cluster.controller.partitions == before
+
+
+def snapshot(cluster: Cluster) -> dict[tuple[str, int], PartitionRecord]:
+    return dict(cluster.controller.partitions)

@@ -1,5 +1,6 @@
-"""The incident report (streaming/analysis/report.py) against the audit it is computed from, on every example replayed
-with the local engine; and the replay progress reporter (streaming/analysis/progress.py)."""
+"""The incident report (streaming/analysis: timeline, summary, tables, plots, page) against the audit it is
+computed from, on every example replayed with the local engine; and the replay progress reporter
+(streaming/analysis/progress.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from typing import Any
 import pytest
 from markupsafe import escape
 
+from schemas.records import audit_sort_key
 from statemachine.controller import ControllerConfig
 from streaming.analysis.progress import Progress
-from streaming.analysis.report import Analysis, audit_sort_key, broker_event, build_report, reassignments, write_report
+from streaming.analysis.report import build_report, write_report
+from streaming.analysis.timeline import Analysis, broker_event, reassignments
 from streaming.engine.local import ReplayResult, run_local, write_outputs
 from streaming.io.delta import read_decisions_jsonl, read_delta
 from streaming.io.eventlog import read_event_log
@@ -136,14 +139,18 @@ def test_under_replicated_from_the_audit_alone(replays: dict[str, tuple[Path, An
 
 def test_broker_events_name_the_broker_id_column() -> None:
     row = {"event_type": "BrokerChange", "outcome": "ACCEPTED", "partition": None, "source_offset": 7,
-           "event_id": "ev-7", "broker_id": 3, "message": "broker 3 started with epoch 106; hosts 8 partition(s)"}
+           "event_id": "ev-7", "action": "CLUSTER", "broker_id": 3, "broker_change": "STARTUP", "broker_epoch": 106,
+           "message": "any words"}
     started = broker_event(row, None)
     assert started is not None and (started.broker, started.change, started.epoch) == (3, "STARTUP", 106)
-    failed = broker_event({**row, "broker_id": 4, "message": "broker 4 failed; hosted 0 partition(s)"}, None)
-    assert failed is not None and (failed.broker, failed.change, failed.epoch) == (4, "FAILURE", None)
-    assert broker_event({**row, "message": "broker 3 shutting down; ..."}, None).change == "CONTROLLED_SHUTDOWN"
+    failed = broker_event({**row, "broker_id": 4, "broker_change": "FAILURE", "broker_epoch": 7}, None)
+    assert failed is not None and (failed.broker, failed.change, failed.epoch) == (4, "FAILURE", 7)
+    shutdown = broker_event({**row, "broker_change": "CONTROLLED_SHUTDOWN", "message": None}, None)
+    assert shutdown is not None and shutdown.change == "CONTROLLED_SHUTDOWN"
     assert broker_event({**row, "broker_id": None}, None) is None  # no broker column: not a broker change
     assert broker_event({**row, "outcome": "REJECTED"}, None) is None
+    # The failover row an implicit failover adds to a BrokerChange event is not the broker change.
+    assert broker_event({**row, "action": "CONTROLLER_FAILOVER"}, None) is None
 
 
 def test_principals_and_recovery_in_the_tables(replays: dict[str, tuple[Path, Analysis, str]]) -> None:

@@ -1,0 +1,195 @@
+"""The records the controller emits, each defined once as a frozen dataclass: a LeaderAndIsr `Decision` and an
+`AuditRow`. Their table schemas (schemas.tables DECISION and AUDIT, hence the Spark StructType and the Arrow
+schema) are derived from the fields and type hints here, and one generic `to_row` / `from_row` converts any of
+them to and from a plain row (lists for tuples, plain strings for enum values).
+
+Values of engine-specific shapes (NaN for a missing int, a map as a list of pairs) are the engine adapter's
+business: `from_row` takes plain Python values.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from enum import Enum
+from functools import cache
+from typing import Annotated, Any, TypeVar
+
+# A 64-bit integer column (log offsets); a bare `int` is a 32-bit one, as in Kafka's schemas.
+Long = Annotated[int, "long"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A LeaderAndIsr decision: the partition's leader and ISR after one controller write, and who gets it.
+    `event_ts` (the source event's `ts`) is an addition to Kafka's fields."""
+
+    topic: str
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    leader_recovery_state: str
+    is_new: bool
+    recipients: tuple[int, ...]
+    election: str | None
+    cause: str
+    cause_event_id: str
+    source_offset: Long
+    event_ts: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    """One row per (event, partition) the controller handled; an event's cluster-level verdict has a null
+    partition (and a null topic unless the event names one).
+
+    Beyond the per-transition facts: `step` orders two rows of one event for one partition (an implicit
+    failover, a bounce, a failed creation election); `action` is what the controller did for the partition
+    (CONTROLLER_FAILOVER on a failover's rows, CLUSTER on an event's own cluster-level verdict);
+    `broker_change` and `broker_epoch` are a BrokerChange's kind and epoch (an IsrChange's sender epoch);
+    `controller_id` is the active controller when the row was decided (null when a failover did not name
+    it); `event_controller_epoch` is the epoch the event itself carried (older than `controller_epoch` on a
+    fenced event); `configs` are an AlterTopicConfig's changes (null: back to the cluster default)."""
+
+    event_id: str
+    event_type: str
+    source_offset: Long
+    step: int | None
+    topic: str | None
+    partition: int | None
+    controller_epoch: int | None
+    from_state: str | None
+    to_state: str | None
+    outcome: str
+    error: str | None
+    message: str | None
+    leader_before: int | None
+    leader_after: int | None
+    leader_epoch_before: int | None
+    leader_epoch_after: int | None
+    isr_before: tuple[int, ...] | None
+    isr_after: tuple[int, ...] | None
+    partition_epoch_before: int | None
+    partition_epoch_after: int | None
+    election: str | None
+    replica_states: dict[int, str] | None
+    replicas_after: tuple[int, ...] | None
+    leader_recovery_state_after: str | None
+    broker_id: int | None
+    principal: str | None
+    event_ts: str | None
+    action: str | None = None
+    broker_change: str | None = None
+    broker_epoch: int | None = None
+    controller_id: int | None = None
+    event_controller_epoch: int | None = None
+    configs: dict[str, str | None] | None = None
+
+
+# -- derived row conversion ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FieldType:
+    """A field's column type in Spark's DDL words, and whether it may be null."""
+
+    ddl: str
+    nullable: bool
+    kind: str  # "scalar", "tuple" or "map": how to convert a value to and from a row
+
+
+_SCALARS: dict[Any, str] = {str: "string", int: "int", bool: "boolean", bytes: "binary"}
+
+
+def _field_type(hint: Any) -> FieldType:
+    nullable = False
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        nullable = True
+        (hint,) = [a for a in args if a is not type(None)]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        return FieldType(args[1], nullable, "scalar")
+    if origin is tuple:
+        return FieldType(f"array<{_SCALARS[args[0]]}>", nullable, "tuple")
+    if origin is dict:
+        value = args[1]
+        if typing.get_origin(value) in (typing.Union, types.UnionType):
+            (value,) = [a for a in typing.get_args(value) if a is not type(None)]
+        return FieldType(f"map<{_SCALARS[args[0]]},{_SCALARS[value]}>", nullable, "map")
+    return FieldType(_SCALARS[hint], nullable, "scalar")
+
+
+@cache
+def field_types(cls: type) -> dict[str, FieldType]:
+    """Each field of a record class, in order, with its column type (from the type hints)."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return {f.name: _field_type(hints[f.name]) for f in fields(cls)}
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+def to_row(record: Any) -> dict[str, Any]:
+    """A record as a plain row: tuples as lists, maps as dicts, enum members as their values."""
+    row: dict[str, Any] = {}
+    for name, ft in field_types(type(record)).items():
+        value = getattr(record, name)
+        if value is None:
+            row[name] = None
+        elif ft.kind == "tuple":
+            row[name] = [_plain(v) for v in value]
+        elif ft.kind == "map":
+            row[name] = {_plain(k): _plain(v) for k, v in value.items()}
+        else:
+            row[name] = _plain(value)
+    return row
+
+
+def from_row(cls: type[T], row: Mapping[str, Any]) -> T:
+    """A record from a plain row (extra columns, such as a table's batch_id, are ignored)."""
+    values: dict[str, Any] = {}
+    for name, ft in field_types(cls).items():
+        value = row.get(name)
+        if value is not None and ft.kind == "tuple":
+            value = tuple(value)
+        elif value is not None and ft.kind == "map":
+            value = dict(value)
+        values[name] = value
+    return cls(**values)
+
+
+# -- one vocabulary for reading the audit ---------------------------------------------------------------
+
+def _int(value: Any) -> int:
+    return -1 if value is None else int(value)
+
+
+def audit_sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Log order: by offset; an event's cluster-level row first, then its partitions by name; several rows of
+    one event for one partition (an implicit failover, a bounce) by their `step`."""
+    partition = row.get("partition")
+    return (row["source_offset"], partition is not None, row.get("topic") or "", _int(partition),
+            _int(row.get("step")))
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """An event's ISO-8601 `ts` as a UTC datetime (a naive one is taken as UTC); None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)

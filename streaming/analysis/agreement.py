@@ -1,0 +1,55 @@
+"""The report's "isrflow vs the controller" section, for a replay of a KRaft metadata log: the agreement rate
+and every disagreement with both sides and the partition's recent changes at the controller."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from streaming.kraft.agreement import COMPARED, agreement_rate
+
+RECENT = 3
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    with path.open() as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _side(values: Mapping[str, Any] | None, differing: list[str]) -> str:
+    if values is None:
+        return "<em>no decision</em>"
+    return "<br>".join((f"<b>{f}={escape(str(values.get(f)))}</b>" if f in differing
+                        else f"{f}={escape(str(values.get(f)))}") for f in COMPARED)
+
+
+def agreement_section(out_dir: Path) -> str | None:
+    """The section's HTML, or None when the replay had no KRaft source (no agreement.jsonl)."""
+    path = Path(out_dir) / "agreement.jsonl"
+    if not path.exists():
+        return None
+    rows = _rows(path)
+    observed_path = Path(out_dir) / "observed.jsonl"
+    observed = _rows(observed_path) if observed_path.exists() else []
+    bad = [r for r in rows if not r["match"]]
+    parts = ['<h2 id="agreement">isrflow vs the controller</h2>',
+             f"<p>{agreement_rate(rows):.1%} of {len(rows)} decisions the real controller wrote "
+             f"(elections and ISR shrinks) are reproduced exactly (leader, ISR, leader epoch, partition epoch, "
+             f"recovery state); {len(bad)} disagree.</p>"]
+    if bad:
+        parts.append("<table><tr><th>partition</th><th>metadata offset</th><th>cause</th><th>controller</th>"
+                     "<th>isrflow</th><th>recent changes at the controller</th></tr>")
+        for r in bad:
+            recent = [o for o in observed if (o["topic"], o["partition"]) == (r["topic"], r["partition"])
+                      and o["source_offset"] < r["source_offset"]][-RECENT:]
+            history = "<br>".join(escape(f"@{o['source_offset']} {o['cause']}: leader {o['leader']} isr {o['isr']} "
+                                         f"epochs {o['leader_epoch']}/{o['partition_epoch']}") for o in recent)
+            parts.append(f"<tr><td>{escape(r['topic'])}-{r['partition']}</td><td>{r['source_offset']}</td>"
+                         f"<td>{escape(str(r['cause']))} {escape(str(r['cause_event_id']))}</td>"
+                         f"<td>{_side(r['controller'], r['differing'])}</td>"
+                         f"<td>{_side(r['isrflow'], r['differing'])}</td><td>{history}</td></tr>")
+        parts.append("</table>")
+    return "\n".join(parts)

@@ -1,0 +1,71 @@
+"""The report's HTML page (jinja2, templates/report.html): the summary, the cards, the plots embedded as base64
+PNG and the tables, with no external resource."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from streaming.analysis.plots import plot_elections, plot_health, plot_leaders
+from streaming.analysis.tables import (
+    broker_table,
+    leader_change_table,
+    quarantine_table,
+    rejection_table,
+    unclean_table,
+)
+from streaming.analysis.timeline import Analysis, Index, key_of
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def build_context(a: Analysis) -> dict[str, Any]:
+    s = Index(a)
+    peak, at = a.offline_peak
+    upeak, _ = a.under_replicated_peak
+    rejected = rejection_table(s)
+    return {
+        "source": a.inputs.source,
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "summary": a.summary,
+        "cards": [
+            ("events", a.events), ("partitions", len({(r["topic"], r["partition"]) for r in a.audit
+                                                   if r.get("partition") is not None})),
+            ("decisions", len(a.decisions)), ("went offline", len(a.ever_offline)),
+            ("offline at peak", peak), ("under-replicated at peak", upeak),
+            ("unclean elections", len(a.unclean)), ("leader changes", len(a.leader_changes)),
+            ("rejected rows", len(a.rejected)), ("quarantined", len(a.inputs.quarantine)),
+        ],
+        "alert": bool(a.unclean or a.offline_at_end),
+        "plots": [
+            {"id": "plot-health", "title": "Offline and under-replicated partitions", "png": plot_health(a),
+             "caption": "Offline: the partition exists and has no leader. Under-replicated: it has a leader and "
+                        "an ISR smaller than its (target) replica set. Dashed lines mark broker failures, "
+                        "dotted ones controlled shutdowns, dash-dotted ones broker startups."},
+            {"id": "plot-leaders", "title": "Leader changes per broker", "png": plot_leaders(a),
+             "caption": "Top: leader changes, coloured by the broker that became leader (the first election of "
+                        "a new partition is not counted). Bottom: how many partitions each broker leads."},
+            {"id": "plot-elections", "title": "Elections by strategy", "png": plot_elections(a),
+             "caption": "Every election the controller ran, by Kafka's strategy: INITIAL (new partition), OFFLINE, "
+                        "OFFLINE_UNCLEAN (leader outside the ISR: data loss possible), CONTROLLED_SHUTDOWN, "
+                        "REASSIGN, PREFERRED."},
+        ],
+        "unclean": unclean_table(s),
+        "rejected": rejected,
+        "rejected_total": sum(r["rows"] for r in rejected),
+        "leader_changes": leader_change_table(a),
+        "leader_changes_total": len({key_of(r) for r in a.leader_changes}),
+        "quarantine": quarantine_table(a),
+        "quarantine_total": len(a.inputs.quarantine),
+        "brokers": broker_table(a),
+        "offline_peak_time": s.clock(at.time, at.offset) if at is not None and peak else None,
+    }
+
+
+def render(a: Analysis) -> str:
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html").render(**build_context(a))

@@ -1,0 +1,336 @@
+"""Facts derived from a replay's audit (and decisions, when present): the cluster after each event (offline and
+under-replicated partitions, leaders per broker), broker changes, leader changes, elections, unclean elections,
+rejections and reassignments. Everything here reads audit columns, never message text.
+
+Definitions:
+- time is the events' `ts` (`event_ts` in the audit), made monotonic along the log: the log's order decides,
+  so an event that carries an older `ts` than one before it (a redelivery) is drawn at the later time;
+- a partition is *offline* while it exists and has no leader (leader -1);
+- a partition is *under-replicated* while it has a leader and its ISR is smaller than its replica set
+  (the audit's `replicas_after`; during a reassignment the target replicas, as Kafka counts it, when the
+  decisions name the removing replicas);
+- a *leader change* is a partition getting a leader other than the one it had, not counting the first
+  election of a new partition.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from schemas.events import (
+    BrokerChange,
+    BrokerChangeKind,
+)
+from schemas.records import audit_sort_key, parse_ts
+from statemachine.elections import Election
+from statemachine.errors import Outcome
+from statemachine.record import NO_LEADER, Action
+from statemachine.states import PartitionState
+from streaming.analysis.words import Clock, Key
+from streaming.io.delta import read_decisions_jsonl, read_delta
+
+NON_EXISTENT = PartitionState.NON_EXISTENT
+# Kafka's election strategies in the order the report lists them.
+ELECTION_ORDER = (Election.INITIAL, Election.OFFLINE, Election.OFFLINE_UNCLEAN, Election.CONTROLLED_SHUTDOWN,
+                  Election.REASSIGN, Election.PREFERRED)
+
+# -- reading -----------------------------------------------------------------------------------------
+
+@dataclass
+class Inputs:
+    audit: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    quarantine: list[dict[str, Any]]
+    source: str = ""
+
+
+def read_inputs(out_dir: Path) -> Inputs:
+    """The replay's outputs; a missing decisions file or quarantine table counts as empty."""
+    if not (out_dir / "audit" / "_delta_log").is_dir():
+        raise FileNotFoundError(f"no audit table (Delta) in {out_dir / 'audit'}")
+    audit = read_delta(out_dir / "audit")
+    decisions_path = out_dir / "decisions.jsonl"
+    decisions = read_decisions_jsonl(decisions_path) if decisions_path.exists() else []
+    quarantine_path = out_dir / "quarantine"
+    quarantine = read_delta(quarantine_path) if (quarantine_path / "_delta_log").is_dir() else []
+    return Inputs(audit, decisions, quarantine, str(out_dir))
+
+
+def as_int(value: Any) -> int:
+    return -1 if value is None else int(value)
+
+
+def key_of(row: Mapping[str, Any]) -> Key:
+    return row["topic"], int(row["partition"])
+
+
+# -- cluster-level events ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BrokerEvent:
+    offset: int
+    time: datetime | None
+    broker: int
+    change: BrokerChangeKind
+    epoch: int | None  # the broker epoch the change named
+    event_id: str
+
+
+def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent | None:
+    """The broker change an accepted BrokerChange verdict row describes (its `broker_id`, `broker_change` and
+    `broker_epoch` columns); None for any other row."""
+    if (row.get("event_type") != BrokerChange.type or row.get("outcome") != Outcome.ACCEPTED
+            or row.get("partition") is not None or row.get("action") != Action.CLUSTER
+            or row.get("broker_id") is None or row.get("broker_change") is None):
+        return None
+    return BrokerEvent(row["source_offset"], time, int(row["broker_id"]), BrokerChangeKind(row["broker_change"]),
+                       row.get("broker_epoch"), row["event_id"])
+
+
+# -- the analysis ------------------------------------------------------------------------------------------
+
+@dataclass
+class _Partition:
+    state: str = NON_EXISTENT
+    leader: int = NO_LEADER
+    isr: tuple[int, ...] = ()
+    replicas: tuple[int, ...] = ()  # the audit's replicas_after
+    removing: tuple[int, ...] = ()  # a reassignment's removing replicas, from the decisions when present
+
+    @property
+    def offline(self) -> bool:
+        return self.state != NON_EXISTENT and self.leader == NO_LEADER
+
+    @property
+    def under_replicated(self) -> bool:
+        if self.leader == NO_LEADER or self.state == NON_EXISTENT:
+            return False
+        return len(self.isr) < len([r for r in self.replicas if r not in self.removing])
+
+
+@dataclass
+class Point:
+    """The cluster after one event of the log."""
+
+    offset: int
+    time: datetime | None
+    offline: int
+    under_replicated: int
+    leaders: dict[int, int]  # broker -> partitions it leads
+
+
+@dataclass
+class Analysis:
+    inputs: Inputs
+    audit: list[dict[str, Any]]  # in log order (audit_sort_key)
+    decisions: list[dict[str, Any]]
+    times: dict[int, datetime | None]  # source_offset -> monotonic event time
+    points: list[Point]
+    broker_events: list[BrokerEvent]
+    partitions: dict[Key, _Partition]  # as the log leaves them
+    topics: set[str]
+    brokers: set[int]
+    ever_offline: set[Key]
+    ever_under_replicated: set[Key]
+    leader_changes: list[dict[str, Any]]  # audit rows that gave a partition a different leader
+    elections: list[dict[str, Any]]  # audit rows with an election
+    unclean: list[dict[str, Any]]
+    rejected: list[dict[str, Any]]
+    summary: list[str] = field(default_factory=list)
+
+    @property
+    def events(self) -> int:
+        return len({r["source_offset"] for r in self.audit})
+
+    def _peak(self, attr: str) -> tuple[int, Point | None]:
+        best = max(self.points, key=lambda p: getattr(p, attr), default=None)
+        return (getattr(best, attr) if best else 0), best
+
+    @property
+    def offline_peak(self) -> tuple[int, Point | None]:
+        return self._peak("offline")
+
+    @property
+    def under_replicated_peak(self) -> tuple[int, Point | None]:
+        return self._peak("under_replicated")
+
+    @property
+    def offline_at_end(self) -> list[Key]:
+        return sorted(k for k, p in self.partitions.items() if p.offline)
+
+    @property
+    def under_replicated_at_end(self) -> list[Key]:
+        return sorted(k for k, p in self.partitions.items() if p.under_replicated)
+
+    def rejected_by_error(self) -> dict[str, int]:
+        """Rejected audit rows per error name (the audit's own count)."""
+        return dict(Counter(r.get("error") or "(none)" for r in self.rejected).most_common())
+
+    def time_of(self, offset: int) -> datetime | None:
+        return self.times.get(offset)
+
+    @cached_property
+    def first_partition_offset(self) -> int | None:
+        return min((r["source_offset"] for r in self.audit if r.get("partition") is not None), default=None)
+
+    def cluster_coming_up(self, e: BrokerEvent) -> bool:
+        """A broker registering before any partition exists."""
+        first = self.first_partition_offset
+        return e.change is BrokerChangeKind.STARTUP and (first is None or e.offset < first)
+
+
+def _monotonic_times(audit: Sequence[Mapping[str, Any]]) -> dict[int, datetime | None]:
+    """Each offset's event time, never earlier than the one before it (log order decides)."""
+    raw: dict[int, datetime | None] = {}
+    for row in audit:
+        offset = row["source_offset"]
+        if offset not in raw or raw[offset] is None:
+            raw[offset] = parse_ts(row.get("event_ts"))
+    times: dict[int, datetime | None] = {}
+    latest: datetime | None = None
+    for offset in sorted(raw):
+        t = raw[offset]
+        if t is not None and (latest is None or t > latest):
+            latest = t
+        times[offset] = latest
+    return times
+
+
+def analyse(inputs: Inputs) -> Analysis:
+    audit = sorted(inputs.audit, key=audit_sort_key)
+    decisions = sorted(inputs.decisions, key=lambda d: (d["source_offset"], d["topic"], d["partition"],
+                                                        d["partition_epoch"]))
+    times = _monotonic_times(audit)
+    removing_at: dict[int, dict[Key, tuple[int, ...]]] = defaultdict(dict)  # the last decision's, per event
+    for d in decisions:
+        removing_at[d["source_offset"]][key_of(d)] = tuple(d.get("removing_replicas") or ())
+
+    parts: dict[Key, _Partition] = {}
+    offline: set[Key] = set()
+    urp: set[Key] = set()
+    leaders: Counter[int] = Counter()
+    points: list[Point] = []
+    ever_offline: set[Key] = set()
+    ever_urp: set[Key] = set()
+    broker_events: list[BrokerEvent] = []
+    brokers: set[int] = set()
+    topics: set[str] = set()
+
+    def update(key: Key, **changes: Any) -> None:
+        """Change a partition (a deleted one leaves `parts`), keeping the counts and sets in step."""
+        p = parts.setdefault(key, _Partition())
+        if p.leader != NO_LEADER:
+            leaders[p.leader] -= 1
+        vars(p).update(changes)
+        if p.state == NON_EXISTENT:
+            del parts[key]
+        elif p.leader != NO_LEADER:
+            leaders[p.leader] += 1
+        for flag, bucket, ever in ((p.offline, offline, ever_offline), (p.under_replicated, urp, ever_urp)):
+            if flag:
+                bucket.add(key)
+                ever.add(key)
+            else:
+                bucket.discard(key)
+
+    for offset, rows in groupby(audit, key=lambda r: r["source_offset"]):
+        for row in rows:
+            if row.get("partition") is None:
+                be = broker_event(row, times.get(offset))
+                if be is not None:
+                    broker_events.append(be)
+                    brokers.add(be.broker)
+            elif row.get("outcome") != Outcome.REJECTED and row.get("to_state") is not None:
+                topics.add(row["topic"])
+                update(key_of(row), state=row["to_state"], leader=as_int(row.get("leader_after")),
+                       isr=tuple(row.get("isr_after") or ()), replicas=tuple(row.get("replicas_after") or ()))
+                brokers.update(*(row.get(c) or () for c in ("replicas_after", "isr_after", "replica_states")))
+        for key, removing in removing_at.get(offset, {}).items():
+            if key in parts:
+                update(key, removing=removing)
+        points.append(Point(offset, times.get(offset), len(offline), len(urp),
+                            {b: n for b, n in leaders.items() if n > 0}))
+
+    part_rows = [r for r in audit if r.get("partition") is not None]
+    leader_changes = [r for r in part_rows if r.get("outcome") == Outcome.ACCEPTED
+                      and as_int(r.get("leader_after")) != NO_LEADER
+                      and as_int(r.get("leader_after")) != as_int(r.get("leader_before"))
+                      and r.get("from_state") != NON_EXISTENT]
+    elections = [r for r in part_rows if r.get("election")]
+    return Analysis(
+        inputs=inputs, audit=audit, decisions=decisions, times=times, points=points,
+        broker_events=broker_events, partitions=parts, topics=topics, brokers=brokers,
+        ever_offline=ever_offline, ever_under_replicated=ever_urp, leader_changes=leader_changes,
+        elections=elections, unclean=[r for r in elections if r["election"] == Election.OFFLINE_UNCLEAN],
+        rejected=[r for r in audit if r.get("outcome") == Outcome.REJECTED],
+    )
+
+
+Story = list[tuple[int, str]]  # (source_offset, sentence): the summary tells the log in its order
+
+
+class Index:
+    """The audit indexed once, per partition and per offset, with the clock that names event times."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.clock = Clock(a.times.values())
+        self.by_part: dict[Key, list[Mapping[str, Any]]] = defaultdict(list)
+        self.rows_at: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+        self.cluster_rows: list[Mapping[str, Any]] = []
+        for r in a.audit:
+            if r.get("partition") is None:
+                self.cluster_rows.append(r)
+            else:
+                self.by_part[key_of(r)].append(r)
+                self.rows_at[r["source_offset"]].append(r)
+        self.position = {id(r): i for rows in self.by_part.values() for i, r in enumerate(rows)}
+
+    def at(self, offset: int) -> str:
+        return self.clock(self.a.time_of(offset), offset)
+
+    def after(self, row: Mapping[str, Any], accepts: Any) -> Mapping[str, Any] | None:
+        """The partition's first accepted row after `row` that `accepts`."""
+        rows = self.by_part[key_of(row)]
+        return next((r for r in rows[self.position[id(row)] + 1:]
+                     if r.get("outcome") == Outcome.ACCEPTED and accepts(r)), None)
+
+    def span(self, rows: Sequence[Mapping[str, Any]]) -> str:
+        """'At T' or 'Between T1 and T2': when a run of rows happened."""
+        first, last = self.at(rows[0]["source_offset"]), self.at(rows[-1]["source_offset"])
+        return f"At {first}" if first == last else f"Between {first} and {last}"
+
+
+def reassignments(decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Reassignments seen in the decisions: started when adding/removing replicas appear, finished when they
+    are gone again; cancelled when the replica set went back to the one it started from."""
+    out: list[dict[str, Any]] = []
+    open_: dict[Key, dict[str, Any]] = {}
+    last_replicas: dict[Key, list[int]] = {}
+    for d in decisions:
+        key = (d["topic"], int(d["partition"]))
+        adding, removing = d.get("adding_replicas") or [], d.get("removing_replicas") or []
+        if adding or removing:
+            target = [r for r in d["replicas"] if r not in removing]
+            if key not in open_:
+                origin = [r for r in d["replicas"] if r not in adding]
+                open_[key] = {"partition": key, "from": last_replicas.get(key, origin), "target": target,
+                              "started": d["source_offset"], "completed": None, "to": None, "cancelled": False}
+            open_[key]["target"] = target
+        elif key in open_:
+            item = open_.pop(key)
+            item.update(to=list(d["replicas"]), completed=d["source_offset"],
+                        cancelled=set(d["replicas"]) == set(item["from"]))
+            out.append(item)
+        last_replicas[key] = list(d["replicas"])
+    out.extend(open_.values())
+    return sorted(out, key=lambda i: (i["started"], i["partition"]))
+
+

@@ -1,0 +1,358 @@
+"""A real multi-node KRaft cluster on 127.0.0.1: one controller process and N broker processes, from the
+project's Kafka jars, with fast session timeouts so failures show in seconds. For tests and the demo.
+
+    with KraftCluster(brokers=3, elr=False) as cluster:
+        cluster.create_topic("t", {0: [1, 2, 3]})
+        cluster.kill(2)            # kill -9: fenced when its session times out
+        cluster.restart(2)
+        cluster.metadata_dir       # the controller's __cluster_metadata-0
+
+Every process is started by this object and stopped by its pid (`stop()`, also at exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
+from kafka.errors import KafkaConnectionError, KafkaError, NoBrokersAvailable, NodeNotReadyError
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ElectionType, ElectLeadersRequest
+
+from streaming.engine import connectors
+from streaming.infra import jars
+from streaming.infra.localkafka import _LOG4J2, _cluster_id, free_port
+
+DATA_ROOT = connectors.CACHE / "kraft-clusters"
+JVM_OPTS = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+CONTROLLER_ID = 100
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGKILL when the process that started it dies, even by a signal that
+    skips atexit and fixture teardown (a killed test run leaves no JVM behind)."""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: stop() and atexit still stop the nodes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class KraftNode:
+    """One Kafka process (a controller or a broker) with its own config, log dir and log file."""
+
+    def __init__(self, node_id: int, root: Path, settings: dict[str, str], port: int = 0) -> None:
+        self.node_id = node_id
+        self.port = port  # the client port (brokers only)
+        self.dir = root / f"node-{node_id}"
+        self.settings = settings
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def config(self) -> Path:
+        return self.dir / "server.properties"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.dir / "logs"
+
+    def java_cmd(self, main_class: str, *args: str) -> list[str]:
+        return [connectors.java_executable(), *JVM_OPTS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+                f"-Dkafka.logs.dir={self.dir}", "-cp", jars.kafka_broker_classpath(), main_class, *args]
+
+    def format(self, cluster_id: str, extra: list[str]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        settings = {**self.settings, "log.dirs": str(self.log_dir)}
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        (self.dir / "log4j2.properties").write_text(_LOG4J2)
+        fmt = subprocess.run(self.java_cmd("kafka.tools.StorageTool", "format", "-t", cluster_id,
+                                           "-c", str(self.config), *extra),
+                             capture_output=True, text=True, check=False)
+        if fmt.returncode != 0:
+            raise RuntimeError(f"formatting node {self.node_id} failed:\n{fmt.stdout}{fmt.stderr}")
+
+    def start(self) -> None:
+        if self.running:
+            raise RuntimeError(f"node {self.node_id} is already running (pid {self.pid})")
+        with open(self.dir / "kafka.out", "ab") as out:
+            self.proc = subprocess.Popen(self.java_cmd("kafka.Kafka", str(self.config)),
+                                         stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                         preexec_fn=_die_with_parent)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int, timeout: float = 30) -> None:
+        """Send `sig` to this node's pid and wait for it to exit (SIGKILL after `timeout`)."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        os.kill(proc.pid, sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def log_tail(self, lines: int = 30) -> str:
+        out = []
+        for name in ("kafka.out", "server.log"):
+            path = self.dir / name
+            if path.exists():
+                out += path.read_text(errors="replace").splitlines()[-lines:]
+        return "\n".join(out)
+
+
+class KraftCluster:
+    """One controller + `brokers` broker processes (ids 1..N). `elr` sets eligible.leader.replicas.version
+    at format time (Kafka 4.1 turns it on for new clusters; off reproduces the pre-KIP-966 rules)."""
+
+    def __init__(self, brokers: int = 3, elr: bool = False, root: str | Path | None = None,
+                 extra_controller_config: dict[str, str] | None = None) -> None:
+        self._owns_dir = root is None
+        if root is None:
+            DATA_ROOT.mkdir(parents=True, exist_ok=True)
+            root = tempfile.mkdtemp(dir=DATA_ROOT, prefix="cluster-")
+        self.root = Path(root).resolve()
+        self.elr = elr
+        controller_port = free_port()
+        quorum = f"127.0.0.1:{controller_port}"
+        common = {
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.bootstrap.servers": quorum,
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "num.partitions": "1",
+            "default.replication.factor": "1",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # The automatic rebalance would write elections at times a test cannot control.
+            "auto.leader.rebalance.enable": "false",
+        }
+        self.controller = KraftNode(CONTROLLER_ID, self.root, {
+            **common,
+            "process.roles": "controller",
+            "node.id": str(CONTROLLER_ID),
+            "listeners": f"CONTROLLER://{quorum}",
+            "broker.session.timeout.ms": "4000",
+            **(extra_controller_config or {}),
+        })
+        self.brokers: dict[int, KraftNode] = {}
+        for broker_id in range(1, brokers + 1):
+            port = free_port()
+            self.brokers[broker_id] = KraftNode(broker_id, self.root, {
+                **common,
+                "process.roles": "broker",
+                "node.id": str(broker_id),
+                "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "broker.heartbeat.interval.ms": "1000",
+                # A follower leaves the ISR within seconds when its broker dies, as the test expects.
+                "replica.lag.time.max.ms": "4000",
+            }, port)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers.values())
+
+    @property
+    def metadata_dir(self) -> Path:
+        """The controller's copy of the metadata log (every node keeps a byte-identical one)."""
+        return self.controller.log_dir / "__cluster_metadata-0"
+
+    def broker_metadata_dir(self, broker_id: int) -> Path:
+        """A broker's copy of the metadata log: the same records, with its own segments and snapshots."""
+        return self.brokers[broker_id].log_dir / "__cluster_metadata-0"
+
+    @property
+    def pids(self) -> list[int]:
+        return [n.pid for n in (self.controller, *self.brokers.values()) if n.running and n.pid is not None]
+
+    def start(self, timeout: float = 90) -> KraftCluster:
+        cluster_id = _cluster_id()
+        feature = ["-f", f"eligible.leader.replicas.version={1 if self.elr else 0}"]
+        self.controller.format(cluster_id, ["--standalone", *feature])
+        for b in self.brokers.values():
+            b.format(cluster_id, feature)
+        atexit.register(self.stop)
+        try:
+            self.controller.start()
+            for b in self.brokers.values():
+                b.start()
+            self.wait_for_brokers(set(self.brokers), timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    # ---- broker lifecycle -------------------------------------------------------------------------
+
+    def kill(self, broker_id: int) -> None:
+        """kill -9: no controlled shutdown; the controller fences it when its session times out."""
+        self.brokers[broker_id].signal(signal.SIGKILL)
+
+    def terminate(self, broker_id: int, timeout: float = 60) -> None:
+        """SIGTERM: Kafka's controlled shutdown; returns once the process has exited."""
+        self.brokers[broker_id].signal(signal.SIGTERM, timeout)
+
+    def restart(self, broker_id: int, timeout: float = 60) -> None:
+        """Start a stopped broker again and wait until the cluster lists it (unfenced)."""
+        self.brokers[broker_id].start()
+        self.wait_for_brokers({broker_id}, timeout)
+
+    def wait_fenced(self, broker_id: int, timeout: float = 30) -> None:
+        """Wait until the cluster no longer lists `broker_id` (fenced or shut down)."""
+        self._wait(lambda live: broker_id not in live, timeout, f"broker {broker_id} still listed")
+
+    def wait_for_brokers(self, ids: set[int], timeout: float = 60) -> None:
+        self._wait(lambda live: ids <= live, timeout, f"brokers {sorted(ids)} not all registered")
+
+    def _wait(self, ok: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            for node in (self.controller, *self.brokers.values()):
+                if node.proc is not None and node.proc.poll() not in (None, 0, 143, 137, -9, -15):
+                    raise RuntimeError(f"node {node.node_id} exited {node.proc.returncode}:\n{node.log_tail()}")
+            if ok(self.live_brokers()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} after {timeout}s:\n{self.controller.log_tail()}")
+            time.sleep(0.3)
+
+    def live_brokers(self) -> set[int]:
+        """Broker ids the cluster lists as available (registered and unfenced), asked of a running broker."""
+        for b in self.brokers.values():
+            if not b.running:
+                continue
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{b.port}", request_timeout_ms=3000)
+            except (KafkaError, OSError):
+                continue
+            try:
+                return {int(n["node_id"]) for n in admin.describe_cluster()["brokers"]}
+            except KafkaError:
+                continue
+            finally:
+                admin.close()
+        return set()
+
+    # ---- admin operations (Kafka's Admin API through kafka-python) --------------------------------
+
+    def admin(self) -> KafkaAdminClient:
+        live = [b for b in self.brokers.values() if b.running]
+        servers = ",".join(f"127.0.0.1:{b.port}" for b in live)
+        return KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=15000)
+
+    def _call(self, fn: Any, attempts: int = 5) -> Any:
+        # The client picks any broker as its "controller" (KRaft brokers forward admin requests); right after a
+        # kill that broker may be the dead one: connect again.
+        for attempt in range(attempts):
+            try:
+                admin = self.admin()
+            except (NodeNotReadyError, KafkaConnectionError, NoBrokersAvailable):
+                if attempt + 1 == attempts:
+                    raise
+                time.sleep(1)
+                continue
+            try:
+                return fn(admin)
+            finally:
+                admin.close()
+        raise AssertionError("unreachable")
+
+    def create_topic(self, name: str, assignment: dict[int, list[int]],
+                     configs: dict[str, str] | None = None) -> None:
+        self._call(lambda a: a.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment,
+                                                       topic_configs=configs or {})]))
+
+    def create_partitions(self, name: str, total: int, new_assignments: list[list[int]]) -> None:
+        self._call(lambda a: a.create_partitions({name: NewPartitions(total, new_assignments)}))
+
+    def delete_topic(self, name: str) -> None:
+        self._call(lambda a: a.delete_topics([name]))
+
+    def alter_topic_config(self, name: str, configs: dict[str, str]) -> None:
+        # AlterConfigs (not incremental) replaces the topic's whole dynamic config, as ConfigCommand's old path.
+        self._call(lambda a: a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs)]))
+
+    def elect(self, election: str, partitions: dict[str, list[int]]) -> dict[tuple[str, int], int]:
+        """Admin ElectLeaders (`election` PREFERRED or UNCLEAN): the error code per partition (0 = elected;
+        Kafka answers ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ... per partition)."""
+        request = ElectLeadersRequest[1](election_type=ElectionType[election], timeout=15000,
+                                         topic_partitions=[(t, ps) for t, ps in partitions.items()])
+        response = self._call(lambda a: self._to_controller(a, request))
+        return {(t, p): code for t, results in response.replication_election_results for p, code, _ in results}
+
+    def reassign(self, moves: dict[tuple[str, int], list[int] | None]) -> None:
+        """AlterPartitionReassignments; a None target cancels the partition's ongoing reassignment."""
+        by_topic: dict[str, list[tuple[int, list[int] | None, dict[str, Any]]]] = {}
+        for (topic, partition), replicas in moves.items():
+            by_topic.setdefault(topic, []).append((partition, replicas, {}))
+        request = AlterPartitionReassignmentsRequest[0](
+            timeout_ms=15000, topics=[(t, ps, {}) for t, ps in by_topic.items()], tags={})
+        response = self._call(lambda a: self._to_controller(a, request))
+        errors = [(t, p, code, msg) for t, ps, _ in response.responses for p, code, msg, _ in ps if code]
+        if response.error_code or errors:
+            raise RuntimeError(f"reassignment refused: {response.error_code} {errors}")
+
+    @staticmethod
+    def _to_controller(admin: KafkaAdminClient, request: Any) -> Any:
+        # kafka-python has the request type but no Admin method for it: send it to the active controller
+        # (the broker that forwards it) with the client's own plumbing.
+        future = admin._send_request_to_node(admin._controller_id, request)
+        admin._wait_for_futures([future])
+        return future.value
+
+    def describe(self, topic: str) -> dict[int, dict[str, Any]]:
+        """partition -> {leader, isr, replicas} as the brokers' metadata shows it now."""
+        desc = self._call(lambda a: a.describe_topics([topic]))
+        return {p["partition"]: {"leader": p["leader"], "isr": sorted(p["isr"]), "replicas": p["replicas"]}
+                for p in desc[0]["partitions"]}
+
+    def wait_until(self, ok: Any, timeout: float = 30, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while not ok():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} not reached after {timeout}s")
+            time.sleep(0.3)
+
+    # ---- teardown ---------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop every process this cluster started, by pid: brokers by SIGTERM then the controller (a
+        broker cannot shut down cleanly without it); SIGKILL whatever does not exit in time."""
+        atexit.unregister(self.stop)
+        for b in self.brokers.values():
+            if b.running:
+                os.kill(b.pid, signal.SIGTERM)  # type: ignore[arg-type]
+        for b in self.brokers.values():
+            b.signal(signal.SIGTERM, timeout=20)
+        self.controller.signal(signal.SIGTERM, timeout=20)
+        if self._owns_dir:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> KraftCluster:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,68 @@
+"""`isrflow import-kraft` and the `kraft:PATH` source of `replay`: a KRaft metadata log as contract events,
+the controller's own decisions beside them, and the agreement between the two after a replay."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streaming.kraft.agreement import agreement_rate, agreement_rows
+from streaming.kraft.convert import convert
+from streaming.kraft.metadatalog import read_metadata_log
+
+PREFIX = "kraft:"
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    files: list[Path]
+    records: int
+    events: int
+    observed: int
+    unknown: dict[str, int]
+    unexplained: int
+    aborted: int
+    control_batches: int
+
+    def describe(self) -> str:
+        unknown = ", ".join(f"{k} x{v}" for k, v in sorted(self.unknown.items())) or "none"
+        return (f"read {self.records} metadata records from {len(self.files)} file(s) "
+                f"({', '.join(p.name for p in self.files)}): {self.events} events, {self.observed} observed "
+                f"partition changes; skipped {self.control_batches} control batches, {self.aborted} records of "
+                f"aborted transactions, record types not modelled: {unknown}; unexplained changes: "
+                f"{self.unexplained}")
+
+
+def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open() as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def import_kraft(source: Path, events_out: Path, observed_out: Path | None = None) -> ImportSummary:
+    """Decode `source` (a __cluster_metadata-0 dir, a segment or a snapshot) with Kafka's dump tool and write
+    the contract events to `events_out` (and the controller's partition changes to `observed_out`)."""
+    log = read_metadata_log(source)
+    result = convert(log.records)
+    _write_jsonl(events_out, result.events)
+    if observed_out is not None:
+        _write_jsonl(observed_out, result.observed)
+    return ImportSummary(log.files, len(log.records), len(result.events), len(result.observed),
+                         dict(result.unknown + log.unknown), len(result.unexplained), log.aborted,
+                         log.control_batches)
+
+
+def write_agreement(out: Path, observed: Path, decisions: Path) -> tuple[float, int, int]:
+    """`out/agreement.jsonl` from observed and isrflow decisions; returns (rate, rows, disagreements)."""
+    rows = agreement_rows(read_jsonl(observed), read_jsonl(decisions))
+    _write_jsonl(out / "agreement.jsonl", rows)
+    return agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"])

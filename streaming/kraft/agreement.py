@@ -1,0 +1,44 @@
+"""Agreement between isrflow's decisions and the real controller's (the `observed.jsonl` of an import).
+
+Pure. An observed decision (an election or an ISR shrink the controller wrote) matches when isrflow's last
+decision for the same partition, caused by the same event, has the same leader, ISR (as a set: KRaft keeps
+the order the leader sent), leader epoch, partition epoch and recovery state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+COMPARED = ("leader", "isr", "leader_epoch", "partition_epoch", "leader_recovery_state")
+
+
+def _value(row: Mapping[str, Any], name: str) -> Any:
+    value = row.get(name)
+    return sorted(value) if name == "isr" and value is not None else value
+
+
+def agreement_rows(observed: Iterable[Mapping[str, Any]],
+                   decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per observed decision: match, the differing fields, both sides."""
+    ours: dict[tuple[str, int, str], Mapping[str, Any]] = {}
+    for d in decisions:  # in order: the last decision of a partition per event wins
+        ours[(d["topic"], d["partition"], d.get("cause_event_id") or "")] = d
+    rows = []
+    for o in observed:
+        if not o.get("decision"):
+            continue
+        mine = ours.get((o["topic"], o["partition"], o.get("cause_event_id") or ""))
+        differing = [f for f in COMPARED if mine is None or _value(mine, f) != _value(o, f)]
+        rows.append({
+            "topic": o["topic"], "partition": o["partition"], "source_offset": o["source_offset"],
+            "cause": o.get("cause"), "cause_event_id": o.get("cause_event_id"), "match": not differing,
+            "differing": differing,
+            "controller": {f: o.get(f) for f in COMPARED},
+            "isrflow": None if mine is None else {f: mine.get(f) for f in COMPARED},
+        })
+    return rows
+
+
+def agreement_rate(rows: list[Mapping[str, Any]]) -> float:
+    return sum(1 for r in rows if r["match"]) / len(rows) if rows else 1.0

@@ -1,0 +1,460 @@
+"""From KRaft metadata records to isrflow's contract events, and the controller's own decisions.
+
+Pure: a list of `MetadataRecord`s in, `Converted` out (events in log order, the observed partition states, the
+counts of what was skipped). A controller operation is a run of records inside one Raft batch; one batch may
+hold several operations, so records are split by pattern (see docs/kraft.md):
+
+- REGISTER_BROKER_RECORD with a new incarnation: the broker's new epoch (its own offset); PCRs just before it
+  that drop the broker from ISR/ELR belong to the registration.
+- BROKER_REGISTRATION_CHANGE fenced=-1: BrokerChange STARTUP, with the elections of leaderless partitions after it.
+- PCRs that drop X (ISR, ELR or leadership) then BROKER_REGISTRATION_CHANGE(X, fenced=1): BrokerChange FAILURE.
+- BROKER_REGISTRATION_CHANGE(X, inControlledShutdown=1) then PCRs that drop X: CONTROLLED_SHUTDOWN.
+- any other PCR stands alone: ISR only -> IsrChange from the leader; leader only -> ElectLeaders PREFERRED;
+  `isr:[x], leader:x, leaderRecoveryState:1` -> ElectLeaders UNCLEAN; replicas/adding/removing -> ReassignPartitions
+  (start, cancel, or completion, which the leader's AlterPartition triggers).
+- TOPIC_RECORD [+ CONFIG_RECORD] + PARTITION_RECORDs -> CreateTopic; PARTITION_RECORD alone -> CreatePartitions;
+  REMOVE_TOPIC_RECORD -> DeleteTopic; CONFIG_RECORD -> AlterTopicConfig (a cluster default goes to every topic
+  without its own value).
+
+Every partition change is also kept as the controller's observed state, with epochs computed by KRaft's merge
+rules: leader_epoch +1 iff the change sets `leader`; partition_epoch +1 on every PartitionChangeRecord.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from streaming.kraft.metadatalog import TRANSACTION_MARKERS, MetadataRecord
+
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+NO_LEADER, LEADER_UNCHANGED = -1, -2
+RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
+# Records that carry state the converter needs. Others (producer ids, ACLs, quotas, controller registrations,
+# no-ops, delegation tokens, ...) are counted and skipped.
+MODELLED = frozenset({
+    "REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "UNREGISTER_BROKER_RECORD",
+    "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD",
+    "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", *TRANSACTION_MARKERS,
+})
+
+
+def topic_id_text(value: str) -> str:
+    """Kafka prints topic ids base64url without padding; normalise (padding, '+/' alphabets) to that form."""
+    raw = base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "=" * (-len(value) % 4))
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    leader_recovery_state: int = 0
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+    @classmethod
+    def from_record(cls, d: dict[str, Any]) -> PartitionView:
+        return cls(tuple(d["replicas"]), tuple(d["isr"]), d["leader"], d.get("leaderEpoch", 0),
+                   d.get("partitionEpoch", 0), max(d.get("leaderRecoveryState", 0), 0),
+                   tuple(d.get("addingReplicas") or ()), tuple(d.get("removingReplicas") or ()),
+                   tuple(d.get("eligibleLeaderReplicas") or ()), tuple(d.get("lastKnownElr") or ()))
+
+    def merge(self, d: dict[str, Any]) -> PartitionView:
+        """PartitionRegistration.merge: a missing (tagged) field keeps its value."""
+        leader = d.get("leader", LEADER_UNCHANGED)
+        lrs = d.get("leaderRecoveryState", -1)
+        return PartitionView(
+            replicas=tuple(d["replicas"]) if "replicas" in d else self.replicas,
+            isr=tuple(d["isr"]) if "isr" in d else self.isr,
+            leader=self.leader if leader == LEADER_UNCHANGED else leader,
+            leader_epoch=self.leader_epoch + (leader != LEADER_UNCHANGED),
+            partition_epoch=self.partition_epoch + 1,
+            leader_recovery_state=self.leader_recovery_state if lrs == -1 else lrs,
+            adding=tuple(d["addingReplicas"]) if "addingReplicas" in d else self.adding,
+            removing=tuple(d["removingReplicas"]) if "removingReplicas" in d else self.removing,
+            elr=tuple(d["eligibleLeaderReplicas"]) if "eligibleLeaderReplicas" in d else self.elr,
+            last_known_elr=tuple(d["lastKnownElr"]) if "lastKnownElr" in d else self.last_known_elr,
+        )
+
+    def drops(self, after: PartitionView, broker: int) -> bool:
+        """Whether the change from self to `after` takes `broker` out of the ISR, the ELR or leadership."""
+        return ((broker in self.isr and broker not in after.isr) or (broker in self.elr and broker not in after.elr)
+                or (self.leader == broker and after.leader != broker))
+
+
+@dataclass
+class Broker:
+    epoch: int
+    incarnation: str
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+
+
+@dataclass
+class Converted:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    observed: list[dict[str, Any]] = field(default_factory=list)
+    unknown: Counter[str] = field(default_factory=Counter)
+    # Partition changes that match no pattern: kept in `observed`, no event.
+    unexplained: list[int] = field(default_factory=list)
+    snapshot_state: bool = False
+
+
+@dataclass
+class _Change:
+    record: MetadataRecord
+    key: tuple[str, int]
+    before: PartitionView
+    after: PartitionView
+
+
+class Converter:
+    """Feed records in log order (`feed`); read `result`."""
+
+    def __init__(self) -> None:
+        self.result = Converted()
+        self.topic_names: dict[str, str] = {}  # topic id -> name
+        self.partitions: dict[tuple[str, int], PartitionView] = {}
+        self.brokers: dict[int, Broker] = {}
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.cluster_configs: dict[str, str] = {}
+        self.features: dict[str, int] = {}
+        self._creating: tuple[MetadataRecord, str, dict[str, str], dict[str, list[int]]] | None = None
+
+    # ---- output -----------------------------------------------------------------------------------
+
+    def _event(self, record: MetadataRecord, type_: str, id_suffix: str = "", **fields: Any) -> dict[str, Any]:
+        ts = datetime.fromtimestamp(max(record.create_time, 0) / 1000, UTC).isoformat(timespec="milliseconds")
+        event = {"type": type_, "event_id": f"kraft-{record.offset}{id_suffix}", "ts": ts.replace("+00:00", "Z"),
+                 "controller_epoch": max(record.epoch, 0), **fields}
+        self.result.events.append(event)
+        return event
+
+    def _observe(self, change: _Change, cause: str, event_id: str | None) -> None:
+        v = change.after
+        self.result.observed.append({
+            "topic": change.key[0], "partition": change.key[1], "leader": v.leader, "isr": list(v.isr),
+            "leader_epoch": v.leader_epoch, "partition_epoch": v.partition_epoch, "replicas": list(v.replicas),
+            "adding_replicas": list(v.adding), "removing_replicas": list(v.removing),
+            "leader_recovery_state": RECOVERY.get(v.leader_recovery_state, str(v.leader_recovery_state)),
+            "eligible_leader_replicas": list(v.elr), "last_known_elr": list(v.last_known_elr),
+            "source_offset": change.record.offset, "cause": cause, "cause_event_id": event_id,
+            "decision": change.before.leader != v.leader or not set(change.before.isr) <= set(v.isr),
+        })
+
+    # ---- input ------------------------------------------------------------------------------------
+
+    def feed(self, records: Iterable[MetadataRecord]) -> Converted:
+        batch: list[MetadataRecord] = []
+        for r in records:
+            if batch and (r.batch != batch[0].batch or r.snapshot != batch[0].snapshot):
+                self._batch(batch)
+                batch = []
+            batch.append(r)
+        if batch:
+            self._batch(batch)
+        return self.result
+
+    def _batch(self, records: Sequence[MetadataRecord]) -> None:
+        pending: list[_Change] = []  # PCRs not yet given to an operation
+        after: tuple[str, int, list[_Change], dict[str, Any]] | None = None  # an open STARTUP/CS
+        for r in records:
+            if r.type not in MODELLED:
+                self.result.unknown[r.type] += 1
+                continue
+            if r.snapshot:
+                self._snapshot_record(r)
+                continue
+            if r.type == "PARTITION_CHANGE_RECORD":
+                change = self._apply_change(r)
+                if change is None:
+                    continue
+                if after is not None and self._belongs(after, change):
+                    after[2].append(change)
+                else:
+                    pending.append(change)
+                continue
+            if r.type not in ("PARTITION_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD"):
+                self._finish_create()  # a creation is TOPIC_RECORD [+ CONFIG, CLEAR_ELR] + PARTITION_RECORDs
+            if r.type == "BROKER_REGISTRATION_CHANGE_RECORD" or r.type in ("FENCE_BROKER_RECORD",
+                                                                             "UNFENCE_BROKER_RECORD"):
+                after = self._close(after)
+                after = self._registration_change(r, pending)
+                pending = []
+            elif r.type == "REGISTER_BROKER_RECORD":
+                pending = self._register(r, pending)
+            else:
+                self._standalone(pending)
+                pending = []
+                self._other(r)
+        self._finish_create()
+        self._close(after)
+        self._standalone(pending)
+
+    # ---- brokers ----------------------------------------------------------------------------------
+
+    def _register(self, r: MetadataRecord, pending: list[_Change]) -> list[_Change]:
+        d = r.data
+        broker_id, incarnation = d["brokerId"], d.get("incarnationId", "")
+        known = self.brokers.get(broker_id)
+        if known is not None and known.incarnation == incarnation:
+            # An amended registration of the same process keeps its epoch.
+            known.fenced = bool(d.get("fenced", known.fenced))
+            return pending
+        self.brokers[broker_id] = Broker(d.get("brokerEpoch", r.offset), incarnation, bool(d.get("fenced", True)),
+                                         bool(d.get("inControlledShutdown", False)))
+        # A broker back after an unclean shutdown is first removed from ISR and ELR: the controller's
+        # decision, with no contract event (the broker is already fenced).
+        mine = [c for c in pending if c.before.drops(c.after, broker_id)]
+        for c in mine:
+            self._observe(c, "BrokerRegistration", None)
+        return [c for c in pending if c not in mine]
+
+    def _registration_change(self, r: MetadataRecord, pending: list[_Change]) -> tuple[str, int, list[_Change],
+                                                                                        dict[str, Any]] | None:
+        d = r.data
+        broker_id = d.get("brokerId", d.get("id"))
+        broker = self.brokers.setdefault(broker_id, Broker(d.get("brokerEpoch", d.get("epoch", r.offset)), ""))
+        fenced = 1 if r.type == "FENCE_BROKER_RECORD" else -1 if r.type == "UNFENCE_BROKER_RECORD" else \
+            d.get("fenced", 0)
+        if d.get("inControlledShutdown", 0) == 1:
+            self._standalone(pending)
+            broker.in_controlled_shutdown = True
+            event = self._event(r, "BrokerChange", broker_id=broker_id, change="CONTROLLED_SHUTDOWN",
+                                broker_epoch=broker.epoch)
+            return "CONTROLLED_SHUTDOWN", broker_id, [], event
+        if fenced == 1:
+            mine = [c for c in pending if c.before.drops(c.after, broker_id)]
+            self._standalone([c for c in pending if c not in mine])
+            was_live = not broker.fenced
+            broker.fenced, broker.in_controlled_shutdown = True, False
+            if was_live or mine:
+                event = self._event(r, "BrokerChange", broker_id=broker_id, change="FAILURE",
+                                    broker_epoch=broker.epoch)
+                for c in mine:
+                    self._observe(c, "BrokerChange", event["event_id"])
+            return None
+        self._standalone(pending)
+        if fenced == -1:
+            broker.fenced = False
+            event = self._event(r, "BrokerChange", broker_id=broker_id, change="STARTUP", broker_epoch=broker.epoch)
+            return "STARTUP", broker_id, [], event
+        return None
+
+    @staticmethod
+    def _belongs(after: tuple[str, int, list[_Change], dict[str, Any]], c: _Change) -> bool:
+        kind, broker_id = after[0], after[1]
+        if kind == "STARTUP":
+            return c.before.leader == NO_LEADER and c.after.leader != NO_LEADER
+        return c.before.drops(c.after, broker_id)
+
+    def _close(self, after: tuple[str, int, list[_Change], dict[str, Any]] | None) -> None:
+        if after is not None:
+            for c in after[2]:
+                self._observe(c, "BrokerChange", after[3]["event_id"])
+
+    # ---- partitions -------------------------------------------------------------------------------
+
+    def _apply_change(self, r: MetadataRecord) -> _Change | None:
+        name = self.topic_names.get(topic_id_text(r.data["topicId"]))
+        key = (name, r.data["partitionId"]) if name is not None else None
+        before = self.partitions.get(key) if key else None
+        if key is None or before is None:
+            self.result.unexplained.append(r.offset)
+            return None
+        after = before.merge(r.data)
+        self.partitions[key] = after
+        return _Change(r, key, before, after)
+
+    def _standalone(self, changes: list[_Change]) -> None:
+        """PCRs no broker record explains, in order; consecutive elections of one kind make one event."""
+        run: list[_Change] = []
+        run_kind: str | None = None
+        for c in changes:
+            kind = self._kind(c)
+            if kind in ("PREFERRED", "UNCLEAN"):
+                if run and run_kind != kind:
+                    self._elect(run_kind, run)  # type: ignore[arg-type]
+                    run = []
+                run.append(c)
+                run_kind = kind
+                continue
+            if run:
+                self._elect(run_kind, run)  # type: ignore[arg-type]
+                run = []
+            self._single(kind, c)
+        if run:
+            self._elect(run_kind, run)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _kind(c: _Change) -> str:
+        d = c.record.data
+        if any(k in d for k in ("replicas", "addingReplicas", "removingReplicas")) and (
+                c.before.replicas != c.after.replicas or c.before.adding or c.after.adding or c.after.removing):
+            if not c.after.adding and not c.after.removing and "isr" in d and set(c.after.isr) != set(c.before.isr):
+                return "ISR"  # the leader's AlterPartition completed the reassignment
+            return "REASSIGN"
+        if "isr" in d and "leader" in d and d.get("leaderRecoveryState") == 1 and list(d["isr"]) == [d["leader"]]:
+            return "UNCLEAN"
+        if "leader" in d and "isr" not in d and d["leader"] != NO_LEADER:
+            return "PREFERRED"
+        if "isr" in d and "leader" not in d:
+            return "ISR"
+        return "UNEXPLAINED"
+
+    def _elect(self, kind: str, run: list[_Change]) -> None:
+        event = self._event(run[0].record, "ElectLeaders", election_type=kind,
+                            partitions=[{"topic": c.key[0], "partition": c.key[1]} for c in run])
+        for c in run:
+            self._observe(c, "ElectLeaders", event["event_id"])
+
+    def _single(self, kind: str, c: _Change) -> None:
+        topic, partition = c.key
+        if kind == "ISR":
+            b = c.before
+            leader = self.brokers.get(b.leader)
+            # What the leader asked for. When the change also completed a reassignment, the controller dropped
+            # the removed replicas itself: the request was the old ISR plus the replicas that caught up.
+            requested = list(c.after.isr) if c.after.replicas == b.replicas else \
+                [*b.isr, *(r for r in c.after.isr if r not in b.isr)]
+            event = self._event(
+                c.record, "IsrChange", topic=topic, partition=partition, broker_id=max(b.leader, 0),
+                broker_epoch=leader.epoch if leader else 0, leader_epoch=b.leader_epoch,
+                partition_epoch=b.partition_epoch, isr=requested,
+                leader_recovery_state=RECOVERY.get(c.after.leader_recovery_state, "RECOVERED"))
+            self._observe(c, "IsrChange", event["event_id"])
+        elif kind == "REASSIGN":
+            b, a = c.before, c.after
+            if b.adding or b.removing:
+                if not a.adding and not a.removing and a.replicas == tuple(r for r in b.replicas if r not in b.adding):
+                    replicas = None  # cancelled: back to the original replicas
+                else:
+                    replicas = [r for r in a.replicas if r not in a.removing]
+            else:
+                replicas = [r for r in a.replicas if r not in a.removing]
+            event = self._event(c.record, "ReassignPartitions",
+                                partitions=[{"topic": topic, "partition": partition, "replicas": replicas}])
+            self._observe(c, "ReassignPartitions", event["event_id"])
+        else:
+            self.result.unexplained.append(c.record.offset)
+            self._observe(c, "Unexplained", None)
+
+    # ---- topics, configs, features ----------------------------------------------------------------
+
+    def _finish_create(self) -> None:
+        if self._creating is None:
+            return
+        record, name, configs, assignment = self._creating
+        self._creating = None
+        fields: dict[str, Any] = {"topic": name, "assignment": assignment}
+        if configs:
+            fields["configs"] = configs
+        self._event(record, "CreateTopic", **fields)
+
+    def _other(self, r: MetadataRecord) -> None:
+        d = r.data
+        if r.type == "TOPIC_RECORD":
+            self.topic_names[topic_id_text(d["topicId"])] = d["name"]
+            self.topic_configs.setdefault(d["name"], {})
+            self._creating = (r, d["name"], {}, {})
+        elif r.type == "PARTITION_RECORD":
+            self._partition_record(r)
+        elif r.type == "CONFIG_RECORD":
+            self._config(r)
+        elif r.type == "REMOVE_TOPIC_RECORD":
+            name = self.topic_names.pop(topic_id_text(d["topicId"]), None)
+            if name is not None:
+                for key in [k for k in self.partitions if k[0] == name]:
+                    del self.partitions[key]
+                self.topic_configs.pop(name, None)
+                self._event(r, "DeleteTopic", topic=name)
+        elif r.type == "UNREGISTER_BROKER_RECORD":
+            self.brokers.pop(d.get("brokerId"), None)
+        elif r.type == "FEATURE_LEVEL_RECORD":
+            self.features[d["name"]] = d.get("featureLevel", 0)
+        # CLEAR_ELR_RECORD and transaction markers: ELR fields come back through the PCRs that follow.
+
+    def _partition_record(self, r: MetadataRecord) -> None:
+        d = r.data
+        name = self.topic_names.get(topic_id_text(d["topicId"]))
+        if name is None:
+            self.result.unexplained.append(r.offset)
+            return
+        view = PartitionView.from_record(d)
+        key = (name, d["partitionId"])
+        self.partitions[key] = view
+        creating = self._creating
+        if creating is not None and creating[1] == name:
+            creating[3][str(d["partitionId"])] = list(view.replicas)
+            event_id = f"kraft-{creating[0].offset}"
+        else:
+            event = self._event(r, "CreatePartitions", topic=name,
+                                assignment={str(d["partitionId"]): list(view.replicas)})
+            event_id = event["event_id"]
+        self._observe(_Change(r, key, replace(view, leader=NO_LEADER), view),
+                      "CreateTopic" if creating is not None else "CreatePartitions", event_id)
+
+    def _config(self, r: MetadataRecord) -> None:
+        d = r.data
+        name, value, resource = d["name"], d.get("value"), d.get("resourceName", "")
+        if d.get("resourceType") == TOPIC_RESOURCE:
+            configs = self.topic_configs.setdefault(resource, {})
+            if value is None:
+                configs.pop(name, None)
+            else:
+                configs[name] = value
+            if self._creating is not None and self._creating[1] == resource and value is not None:
+                self._creating[2][name] = value
+            elif resource in self.topic_configs:
+                self._event(r, "AlterTopicConfig", topic=resource, configs={name: value})
+        elif d.get("resourceType") == BROKER_RESOURCE and resource == "":
+            if value is None:
+                self.cluster_configs.pop(name, None)
+            else:
+                self.cluster_configs[name] = value
+            for topic, own in self.topic_configs.items():
+                if name not in own:
+                    self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs={name: value})
+
+    def _snapshot_record(self, r: MetadataRecord) -> None:
+        """A snapshot is state, not history: it seeds the view; the events start after it."""
+        self.result.snapshot_state = True
+        d = r.data
+        if r.type == "TOPIC_RECORD":
+            self.topic_names[topic_id_text(d["topicId"])] = d["name"]
+            self.topic_configs.setdefault(d["name"], {})
+        elif r.type == "PARTITION_RECORD":
+            name = self.topic_names.get(topic_id_text(d["topicId"]))
+            if name is not None:
+                self.partitions[(name, d["partitionId"])] = PartitionView.from_record(d)
+        elif r.type == "REGISTER_BROKER_RECORD":
+            self.brokers[d["brokerId"]] = Broker(d.get("brokerEpoch", 0), d.get("incarnationId", ""),
+                                                 bool(d.get("fenced", True)), bool(d.get("inControlledShutdown")))
+        elif r.type == "CONFIG_RECORD" and d.get("value") is not None:
+            target = self.topic_configs.setdefault(d["resourceName"], {}) if d.get("resourceType") == TOPIC_RESOURCE \
+                else self.cluster_configs
+            target[d["name"]] = d["value"]
+        elif r.type == "FEATURE_LEVEL_RECORD":
+            self.features[d["name"]] = d.get("featureLevel", 0)
+
+
+def event_offset(event: dict[str, Any]) -> int:
+    """The metadata log offset an event was read at (its id is `kraft-<offset>[-<topic>]`)."""
+    return int(event["event_id"].split("-")[1])
+
+
+def convert(records: Iterable[MetadataRecord]) -> Converted:
+    result = Converter().feed(records)
+    # Operations are recognised at their last record (a FAILURE at its fence): put events in log order.
+    result.events.sort(key=event_offset)
+    return result

@@ -1,0 +1,163 @@
+"""A real KRaft cluster (1 controller + 3 brokers) scripted through the Admin API; its metadata log dumped with
+Kafka's own tool, imported, and replayed under the kraft rules: every partition's history must equal the real
+controller's. One cluster per ELR setting, per module; every process is stopped by pid on teardown."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kraft_scenario import run_scenario
+
+from statemachine.controller import ControllerConfig
+from statemachine.rules import KRAFT
+from streaming.cli import main
+from streaming.infra.kraftcluster import KraftCluster
+from streaming.jobs.kraft import import_kraft, read_jsonl
+from streaming.jobs.replay import ReplayOptions, replay, replay_spark
+from streaming.kraft.metadatalog import plan, read_metadata_log
+
+# The controller rolls a segment and takes a snapshot every few seconds, so its copy of the log is "newest snapshot +
+# several segments"; broker 2 (never restarted) keeps defaults, so its copy holds the whole history from offset 0.
+FAST_ROLLING = {"metadata.log.segment.ms": "8000", "metadata.log.max.snapshot.interval.ms": "8000"}
+HISTORY_BROKER = 2
+pytestmark = pytest.mark.kraft_cluster
+
+
+def _scripted_cluster(tmp: Path, elr: bool) -> Iterator[dict[str, Path]]:
+    cluster = KraftCluster(brokers=3, elr=elr, extra_controller_config=FAST_ROLLING)
+    try:
+        cluster.start()
+        run_scenario(cluster)
+        out = {"history": tmp / "broker-metadata", "controller": tmp / "controller-metadata"}
+        shutil.copytree(cluster.broker_metadata_dir(HISTORY_BROKER), out["history"])
+        shutil.copytree(cluster.metadata_dir, out["controller"])
+    finally:
+        cluster.stop()  # by pid, also when the scenario failed
+    assert not cluster.pids
+    yield out
+
+
+@pytest.fixture(scope="module")
+def elr_off(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    yield from _scripted_cluster(tmp_path_factory.mktemp("kraft-elr-off"), elr=False)
+
+
+@pytest.fixture(scope="module")
+def elr_on(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    yield from _scripted_cluster(tmp_path_factory.mktemp("kraft-elr-on"), elr=True)
+
+
+History = dict[tuple[str, int], list[tuple[Any, ...]]]
+
+
+def histories(rows: list[dict[str, Any]]) -> History:
+    """Per partition, the sequence of (leader, ISR as a set, leader epoch, partition epoch, recovery state)."""
+    out: History = defaultdict(list)
+    for d in rows:
+        out[(d["topic"], d["partition"])].append(
+            (d["leader"], sorted(d["isr"]), d["leader_epoch"], d["partition_epoch"], d["leader_recovery_state"]))
+    return out
+
+
+def replay_kraft(source: Path, out: Path) -> str:
+    return replay(ReplayOptions(f"kraft:{source}", out, engine="local", config=ControllerConfig(rules=KRAFT)))
+
+
+def test_replay_reproduces_every_partition_history_of_the_real_controller(elr_off: dict[str, Path],
+                                                                           tmp_path: Path) -> None:
+    summary = replay_kraft(elr_off["history"], tmp_path)
+    observed = read_jsonl(tmp_path / "observed.jsonl")
+    decisions = read_jsonl(tmp_path / "decisions.jsonl")
+    expected, ours = histories(observed), histories(decisions)
+    assert set(expected) == {("rf1", 0), ("rf1", 1), ("rf2", 0), ("rf2", 1), ("rf2", 2), ("rf3", 0), ("rf3", 1),
+                             ("rf3", 2), ("gone", 0)}
+    for key in expected:
+        assert ours[key] == expected[key], key
+    agreement = read_jsonl(tmp_path / "agreement.jsonl")
+    assert agreement and all(row["match"] for row in agreement), [r for r in agreement if not r["match"]]
+    assert "agreement with the controller: 100.0%" in summary
+    # The scenario's operations all show up as events, and the controller's decisions include each election kind.
+    events = read_jsonl(tmp_path / "kraft" / "events.jsonl")
+    kinds = {(e["type"], e.get("change") or e.get("election_type")) for e in events}
+    assert {("BrokerChange", "FAILURE"), ("BrokerChange", "CONTROLLED_SHUTDOWN"), ("BrokerChange", "STARTUP"),
+            ("ElectLeaders", "PREFERRED"), ("ElectLeaders", "UNCLEAN"), ("ReassignPartitions", None),
+            ("CreatePartitions", None), ("DeleteTopic", None), ("AlterTopicConfig", None)} <= kinds
+    assert any(e["type"] == "ReassignPartitions" and e["partitions"][0]["replicas"] is None for e in events)
+    assert any(o["leader_recovery_state"] == "RECOVERING" for o in observed)
+
+
+def test_the_zk_rules_disagree_where_kafka_4_changed_them(elr_off: dict[str, Path], tmp_path: Path) -> None:
+    replay(ReplayOptions(f"kraft:{elr_off['history']}", tmp_path, engine="local"))
+    rows = read_jsonl(tmp_path / "agreement.jsonl")
+    differing = {f for r in rows for f in r["differing"]}
+    assert "leader_epoch" in differing  # ZK bumps it on every leader/ISR write
+
+
+@pytest.mark.spark
+def test_spark_engine_gives_the_real_controllers_decisions_on_a_small_case(elr_off: dict[str, Path], spark: Any,
+                                                                           tmp_path: Path) -> None:
+    """The imported log up to the first broker failure (creations, a reassignment, the failure) through the Spark
+    pipeline under the kraft rules: the same histories as the controller's up to there."""
+    summary = import_kraft(elr_off["history"], tmp_path / "all.jsonl", tmp_path / "observed.jsonl")
+    assert summary.events
+    all_events = read_jsonl(tmp_path / "all.jsonl")
+    end = next(i for i, e in enumerate(all_events) if e.get("change") == "FAILURE") + 1
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(json.dumps(e) + "\n" for e in all_events[:end]))
+    last_offset = int(all_events[end - 1]["event_id"].split("-")[1])
+    replay_spark(spark, small, tmp_path / "spark", ControllerConfig(rules=KRAFT))
+    expected = histories([o for o in read_jsonl(tmp_path / "observed.jsonl") if o["source_offset"] <= last_offset])
+    assert histories(read_jsonl(tmp_path / "spark" / "decisions.jsonl")) == expected
+
+
+def test_elr_on_disagrees_only_where_eligible_leader_replicas_decide(elr_on: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    """ELR (KIP-966) is not modelled by the kraft rules (docs/kraft.md, "Not modelled"): with it on, the
+    controller empties the ISR into the ELR and elects the last known leader uncleanly. Every disagreement must
+    be on a partition whose history the ELR touched, and everything else must agree."""
+    replay_kraft(elr_on["history"], tmp_path)
+    observed = read_jsonl(tmp_path / "observed.jsonl")
+    touched = {(o["topic"], o["partition"]) for o in observed
+               if o["eligible_leader_replicas"] or o["last_known_elr"] or not o["isr"]}
+    assert touched, "the ELR scenario should empty some ISR"
+    rows = read_jsonl(tmp_path / "agreement.jsonl")
+    assert [r for r in rows if not r["match"] and (r["topic"], r["partition"]) not in touched] == []
+    assert any(r["match"] for r in rows)
+
+
+def test_import_reads_newest_snapshot_then_several_segments(elr_off: dict[str, Path], tmp_path: Path) -> None:
+    source = elr_off["controller"]
+    snapshot, _, start = plan(source)
+    assert snapshot is not None and start > 0, "the controller should have taken a snapshot"
+    assert len(list(source.glob("*.log"))) > 1, "the controller should have rolled several segments"
+    log = read_metadata_log(source)
+    assert log.snapshot == snapshot and log.start_offset == start
+    assert all(r.offset >= start for r in log.records if not r.snapshot)
+    assert any(r.snapshot and r.type == "TOPIC_RECORD" for r in log.records)
+    summary = import_kraft(source, tmp_path / "events.jsonl", tmp_path / "observed.jsonl")
+    # The snapshot names every topic, so no change after it is left unexplained.
+    assert summary.unexplained == 0
+    assert all(int(e["event_id"].split("-")[1]) >= start for e in read_jsonl(tmp_path / "events.jsonl"))
+    assert summary.unknown.get("NO_OP_RECORD", 0) > 0  # counted and skipped
+    # All segments of the broker's copy, read one file at a time, give the same records as the directory.
+    whole = read_metadata_log(elr_off["history"])
+    [segment] = sorted(elr_off["history"].glob("*.log"))
+    assert [r.offset for r in read_metadata_log(segment).records] == [r.offset for r in whole.records
+                                                                      if not r.snapshot]
+
+
+def test_import_kraft_command_writes_events_and_observed(elr_off: dict[str, Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    events, observed = tmp_path / "events.jsonl", tmp_path / "observed.jsonl"
+    assert main(["import-kraft", str(elr_off["history"]), "--out", str(events), "--observed", str(observed)]) == 0
+    assert "metadata records" in capsys.readouterr().out
+    first = json.loads(events.read_text().splitlines()[0])
+    assert first["type"] == "BrokerChange" and first["event_id"].startswith("kraft-")
+    assert read_jsonl(observed)
+    assert main(["import-kraft", str(tmp_path / "missing"), "--out", str(events)]) == 2

@@ -1,0 +1,93 @@
+"""DeleteTopic: replicas deleted, deletion waiting for dead brokers, the topic gone once every replica is.
+
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
+
+from __future__ import annotations
+
+from statemachine.states import PartitionState, ReplicaState
+
+from .cluster import UNCLEAN, assert_rejected, cluster_with
+
+P = PartitionState
+R = ReplicaState
+
+
+# =====================================================================================================
+# DeleteTopic
+# =====================================================================================================
+
+def test_delete_topic_with_live_brokers_is_immediate() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1, 2], [2, 1], configs={UNCLEAN: "true"})
+    out = cluster.delete("t")
+    assert out.decisions == []
+    for p in (0, 1):
+        row = out.row("t", p)
+        assert (row.from_state, row.to_state, row.outcome, row.replica_states) == (
+            "OnlinePartition", "NonExistentPartition", "ACCEPTED", {})
+    assert cluster.controller.partitions == {}
+    assert "t" not in cluster.controller.cluster.topics
+    assert "t" not in cluster.controller.cluster.topic_configs
+    assert "t" not in cluster.controller.cluster.topics_queued_for_deletion
+
+
+def test_delete_topic_waits_for_a_dead_broker() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1, 2])
+    cluster.failure(2)
+    out = cluster.delete("t")
+    row = out.row("t", 0)
+    assert (row.from_state, row.to_state) == ("OnlinePartition", "OfflinePartition")
+    assert row.replica_states == {2: "ReplicaDeletionIneligible"}
+    assert out.decisions == []
+    # Queued: the name is still taken, a second delete changes nothing.
+    assert_rejected(cluster.create("t", [1]).only_row, "TOPIC_ALREADY_EXISTS")
+    assert cluster.delete("t").only_row.outcome == "NO_OP"
+    # The broker returns: the deletion completes.
+    back = cluster.startup(2)
+    assert back.row("t", 0).to_state == "NonExistentPartition"
+    assert back.decisions == []
+    assert "t" not in cluster.controller.cluster.topics
+
+
+def test_delete_topic_waits_for_a_shutting_down_broker_across_its_failure() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1, 2])
+    cluster.shutdown(2)
+    cluster.delete("t")
+    assert cluster.replica_states("t", 0) == {2: "ReplicaDeletionIneligible"}
+    cluster.failure(2)
+    assert cluster.replica_states("t", 0) == {2: "ReplicaDeletionIneligible"}
+    cluster.startup(2)
+    assert cluster.record("t", 0) is None
+
+
+def test_recreated_topic_restarts_its_epochs() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1, 2])
+    cluster.failure(1)
+    cluster.startup(1)
+    assert cluster.rec("t", 0).leader_epoch > 0
+    cluster.delete("t")
+    out = cluster.create("t", [2, 1])
+    d = out.decision("t", 0)
+    assert (d.leader, d.leader_epoch, d.partition_epoch, d.is_new, d.election) == (
+        2, 0, 0, True, "INITIAL")
+    assert out.row("t", 0).from_state == "NonExistentPartition"
+
+
+def test_delete_unknown_topic() -> None:
+    cluster = cluster_with(1)
+    assert_rejected(cluster.delete("nope").only_row, "UNKNOWN_TOPIC_OR_PARTITION")
+
+
+def test_delete_topic_during_a_reassignment_deletes_the_adding_replicas_too() -> None:
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1, 2])
+    cluster.reassign(("t", 0, [1, 3]))
+    out = cluster.delete("t")
+    assert out.row("t", 0).to_state == "NonExistentPartition"
+    assert cluster.controller.partitions == {}
+
+

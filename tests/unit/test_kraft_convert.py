@@ -1,0 +1,258 @@
+"""KRaft metadata records -> contract events and observed decisions (pure, on record lists)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schemas.events import ControllerEvent, CreateTopic, Malformed, parse_event
+from streaming.kraft.agreement import agreement_rate, agreement_rows
+from streaming.kraft.convert import PartitionView, convert, topic_id_text
+from streaming.kraft.metadatalog import MetadataRecord, parse_dump
+
+T1 = "AAu-oSgDTO63js0uIRkgdQ"
+
+
+class Log:
+    """Builds records the way the controller writes them: offsets in order, one batch per `batch()`."""
+
+    def __init__(self) -> None:
+        self.records: list[MetadataRecord] = []
+        self.offset = 0
+        self.base = 0
+
+    def batch(self, *records: tuple[str, dict[str, Any]]) -> list[int]:
+        self.base = self.offset
+        offsets = []
+        for type_, data in records:
+            self.records.append(MetadataRecord(self.offset, self.base, 1_700_000_000_000 + self.offset, 1, type_, 0,
+                                               data))
+            offsets.append(self.offset)
+            self.offset += 1
+        return offsets
+
+
+def register(b: int, epoch_offset: int | None = None, incarnation: str = "") -> tuple[str, dict[str, Any]]:
+    return "REGISTER_BROKER_RECORD", {"brokerId": b, "incarnationId": incarnation or f"inc{b}",
+                                      "brokerEpoch": epoch_offset, "fenced": True}
+
+
+def change(b: int, epoch: int, **fields: int) -> tuple[str, dict[str, Any]]:
+    return "BROKER_REGISTRATION_CHANGE_RECORD", {"brokerId": b, "brokerEpoch": epoch, **fields}
+
+
+def pcr(partition: int, **fields: Any) -> tuple[str, dict[str, Any]]:
+    return "PARTITION_CHANGE_RECORD", {"partitionId": partition, "topicId": T1, **fields}
+
+
+def started_cluster() -> Log:
+    log = Log()
+    log.batch(("FEATURE_LEVEL_RECORD", {"name": "metadata.version", "featureLevel": 27}))
+    for b in (1, 2, 3):
+        log.batch(register(b, log.offset))
+    log.batch(change(1, 1, fenced=-1), change(2, 2, fenced=-1), change(3, 3, fenced=-1))
+    log.batch(("TOPIC_RECORD", {"name": "t", "topicId": T1}),
+              ("CONFIG_RECORD", {"resourceType": 2, "resourceName": "t", "name": "min.insync.replicas", "value": "2"}),
+              ("PARTITION_RECORD", {"partitionId": 0, "topicId": T1, "replicas": [1, 2, 3], "isr": [1, 2, 3],
+                                    "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0}),
+              ("PARTITION_RECORD", {"partitionId": 1, "topicId": T1, "replicas": [2, 3, 1], "isr": [2, 3, 1],
+                                    "leader": 2, "leaderEpoch": 0, "partitionEpoch": 0}))
+    return log
+
+
+def events(log: Log) -> list[ControllerEvent]:
+    out = []
+    for e in convert(log.records).events:
+        parsed = parse_event(json.dumps(e))
+        assert not isinstance(parsed, Malformed), parsed  # every event is valid contract input
+        out.append(parsed)
+    return out
+
+
+def test_registration_unfence_and_creation_become_startup_and_create_topic() -> None:
+    evs = events(started_cluster())
+    assert [(e.type, getattr(e, "broker_id", None), getattr(e, "broker_epoch", None)) for e in evs[:3]] == [
+        ("BrokerChange", 1, 1), ("BrokerChange", 2, 2), ("BrokerChange", 3, 3)]
+    create = evs[3]
+    assert isinstance(create, CreateTopic)
+    assert {k: list(v) for k, v in create.assignment.items()} == {"0": [1, 2, 3], "1": [2, 3, 1]}
+    assert dict(create.configs) == {"min.insync.replicas": "2"}
+
+
+def test_fence_with_the_changes_before_it_is_one_failure_and_observed_decisions() -> None:
+    log = started_cluster()
+    log.batch(pcr(0, isr=[2, 3], leader=2), pcr(1, isr=[2, 3]), change(1, 1, fenced=1))
+    result = convert(log.records)
+    failure = result.events[-1]
+    assert (failure["type"], failure["change"], failure["broker_id"]) == ("BrokerChange", "FAILURE", 1)
+    obs = [o for o in result.observed if o["cause"] == "BrokerChange"]
+    # KRaft's merge: the leader change bumps the leader epoch, the ISR-only change does not; both bump the
+    # partition epoch.
+    assert [(o["partition"], o["leader"], o["isr"], o["leader_epoch"], o["partition_epoch"]) for o in obs] == [
+        (0, 2, [2, 3], 1, 1), (1, 2, [2, 3], 0, 1)]
+    assert all(o["cause_event_id"] == failure["event_id"] for o in obs)
+
+
+def test_controlled_shutdown_then_its_changes() -> None:
+    log = started_cluster()
+    log.batch(change(2, 2, inControlledShutdown=1), pcr(1, isr=[3, 1], leader=3), pcr(0, isr=[1, 3]))
+    result = convert(log.records)
+    assert result.events[-1]["change"] == "CONTROLLED_SHUTDOWN"
+    assert [o["cause_event_id"] for o in result.observed[-2:]] == [result.events[-1]["event_id"]] * 2
+
+
+def test_isr_only_change_is_the_leaders_isr_change_with_its_epochs() -> None:
+    log = started_cluster()
+    log.batch(pcr(0, isr=[1, 2]))
+    e = convert(log.records).events[-1]
+    assert (e["type"], e["broker_id"], e["leader_epoch"], e["partition_epoch"], e["isr"]) == (
+        "IsrChange", 1, 0, 0, [1, 2])
+
+
+def test_leader_only_changes_are_one_preferred_election_and_unclean_is_recognised() -> None:
+    log = started_cluster()
+    log.batch(pcr(0, leader=2), pcr(1, leader=3))
+    log.batch(pcr(0, isr=[3], leader=3, leaderRecoveryState=1))
+    evs = convert(log.records).events
+    assert evs[-2]["election_type"] == "PREFERRED"
+    assert evs[-2]["partitions"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+    assert evs[-1]["election_type"] == "UNCLEAN"
+    obs = convert(log.records).observed[-1]
+    assert (obs["leader_recovery_state"], obs["leader_epoch"]) == ("RECOVERING", 2)
+
+
+def test_reassignment_start_cancel_and_completion() -> None:
+    log = started_cluster()
+    log.batch(pcr(0, replicas=[2, 3, 4, 1], addingReplicas=[4], removingReplicas=[1]))
+    log.batch(pcr(0, replicas=[2, 3, 1], addingReplicas=[], removingReplicas=[], leader=1))  # cancel
+    log.batch(pcr(1, replicas=[2, 4, 3, 1], addingReplicas=[4], removingReplicas=[3, 1]))
+    log.batch(pcr(1, isr=[2, 4], replicas=[2, 4], addingReplicas=[], removingReplicas=[]))  # completion
+    evs = convert(log.records).events
+    assert [e["partitions"][0]["replicas"] for e in evs[-4:-1]] == [[2, 3, 4], None, [2, 4]]
+    done = evs[-1]
+    # The leader asked for its ISR plus the replica that caught up; the controller completed the move.
+    assert (done["type"], done["isr"]) == ("IsrChange", [2, 3, 1, 4])
+
+
+def test_partition_for_an_existing_topic_delete_and_configs() -> None:
+    log = started_cluster()
+    log.batch(("PARTITION_RECORD", {"partitionId": 2, "topicId": T1, "replicas": [3, 1], "isr": [3, 1], "leader": 3,
+                                    "leaderEpoch": 0, "partitionEpoch": 0}))
+    log.batch(("CONFIG_RECORD", {"resourceType": 2, "resourceName": "t", "name": "unclean.leader.election.enable",
+                                 "value": "true"}))
+    log.batch(("CONFIG_RECORD", {"resourceType": 4, "resourceName": "", "name": "min.insync.replicas",
+                                 "value": "1"}))  # t has its own value: unaffected
+    log.batch(("CONFIG_RECORD", {"resourceType": 4, "resourceName": "", "name": "unclean.leader.election.enable",
+                                 "value": "false"}))  # cluster default, t overrides it too
+    log.batch(("CONFIG_RECORD", {"resourceType": 4, "resourceName": "", "name": "retention.ms", "value": "1"}))
+    log.batch(("REMOVE_TOPIC_RECORD", {"topicId": T1}))
+    evs = convert(log.records).events
+    assert [e["type"] for e in evs[-4:]] == ["CreatePartitions", "AlterTopicConfig", "AlterTopicConfig",
+                                             "DeleteTopic"]
+    assert evs[-4]["assignment"] == {"2": [3, 1]}
+    assert evs[-3]["configs"] == {"unclean.leader.election.enable": "true"}
+    assert evs[-2]["configs"] == {"retention.ms": "1"}
+
+
+def test_unknown_record_types_are_counted_and_skipped() -> None:
+    log = started_cluster()
+    log.batch(("NO_OP_RECORD", {}), ("PRODUCER_IDS_RECORD", {"brokerId": 1}), ("NO_OP_RECORD", {}))
+    result = convert(log.records)
+    assert result.unknown == {"NO_OP_RECORD": 2, "PRODUCER_IDS_RECORD": 1}
+    assert len(result.events) == 4
+
+
+def test_new_incarnation_is_a_new_epoch_and_same_incarnation_keeps_it() -> None:
+    log = started_cluster()
+    log.batch(pcr(0, isr=[2, 3], leader=2), change(1, 1, fenced=1))
+    [offset] = log.batch(register(1, log.offset, incarnation="again"))
+    log.batch(register(1, offset + 5, incarnation="again"))  # amended: epoch kept
+    log.batch(change(1, offset, fenced=-1))
+    startup = convert(log.records).events[-1]
+    assert (startup["change"], startup["broker_epoch"]) == ("STARTUP", offset)
+
+
+def test_merge_keeps_missing_tagged_fields() -> None:
+    v = PartitionView((1, 2), (1, 2), 1, 3, 7, 0, elr=(5,))
+    after = v.merge({"isr": [1]})
+    assert (after.leader, after.leader_epoch, after.partition_epoch, after.elr) == (1, 3, 8, (5,))
+    assert v.merge({"leader": 1}).leader_epoch == 4  # setting the same leader again still bumps
+
+
+def test_topic_ids_in_any_base64_form_are_one_id() -> None:
+    assert topic_id_text(T1) == topic_id_text(T1 + "==") == T1
+    assert topic_id_text("AAu+oSgDTO63js0uIRkgdQ") == T1
+
+
+def test_dump_lines_parse_records_and_skip_control_batches() -> None:
+    text = "\n".join([
+        "Dumping x.log", "Log starting offset: 0",
+        "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
+        "partitionLeaderEpoch: 1 isTransactional: false isControl: true deleteHorizonMs: x position: 0",
+        '| offset: 0 CreateTime: 5 keySize: 4 valueSize: 19 sequence: -1 headerKeys: [] LeaderChange: {"version":0}',
+        "baseOffset: 1 lastOffset: 1 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
+        "partitionLeaderEpoch: 2 isTransactional: false isControl: false deleteHorizonMs: x position: 90",
+        '| offset: 1 CreateTime: 6 keySize: -1 valueSize: 9 sequence: -1 headerKeys: [] payload: '
+        '{"type":"TOPIC_RECORD","version":0,"data":{"name":"t","topicId":"' + T1 + '"}}',
+    ])
+    items = list(parse_dump(text))
+    assert items[0] == ("control", 0)
+    kind, record = items[1]
+    assert (kind, record.offset, record.batch, record.epoch, record.type, record.data["name"]) == (
+        "record", 1, 1, 2, "TOPIC_RECORD", "t")
+
+
+def test_agreement_compares_isr_as_a_set_and_names_the_differing_fields() -> None:
+    observed = [{"topic": "t", "partition": 0, "decision": True, "cause_event_id": "kraft-9", "source_offset": 9,
+                 "leader": 2, "isr": [3, 2], "leader_epoch": 1, "partition_epoch": 1,
+                 "leader_recovery_state": "RECOVERED"},
+                {"topic": "t", "partition": 1, "decision": True, "cause_event_id": "kraft-9", "source_offset": 10,
+                 "leader": 3, "isr": [3], "leader_epoch": 1, "partition_epoch": 2,
+                 "leader_recovery_state": "RECOVERED"}]
+    ours = [{"topic": "t", "partition": 0, "cause_event_id": "kraft-9", "leader": 2, "isr": [2, 3],
+             "leader_epoch": 1, "partition_epoch": 1, "leader_recovery_state": "RECOVERED"},
+            {"topic": "t", "partition": 1, "cause_event_id": "kraft-9", "leader": 3, "isr": [3],
+             "leader_epoch": 2, "partition_epoch": 2, "leader_recovery_state": "RECOVERED"}]
+    rows = agreement_rows(observed, ours)
+    assert [(r["match"], r["differing"]) for r in rows] == [(True, []), (False, ["leader_epoch"])]
+    assert agreement_rate(rows) == 0.5
+
+
+def _agreement_dir(tmp_path: Any, match: bool) -> Any:
+    import json
+
+    row = {"topic": "t", "partition": 0, "source_offset": 9, "cause": "BrokerChange", "cause_event_id": "kraft-9",
+           "match": match, "differing": [] if match else ["leader_epoch"],
+           "controller": {"leader": 2, "isr": [2], "leader_epoch": 1, "partition_epoch": 1,
+                          "leader_recovery_state": "RECOVERED"},
+           "isrflow": {"leader": 2, "isr": [2], "leader_epoch": 2, "partition_epoch": 1,
+                       "leader_recovery_state": "RECOVERED"}}
+    (tmp_path / "agreement.jsonl").write_text(json.dumps(row) + "\n")
+    (tmp_path / "observed.jsonl").write_text(json.dumps(
+        {"topic": "t", "partition": 0, "source_offset": 4, "cause": "CreateTopic", "leader": 1, "isr": [1, 2],
+         "leader_epoch": 0, "partition_epoch": 0}) + "\n")
+    return tmp_path
+
+
+def test_report_section_shows_the_rate_and_each_disagreement_with_both_sides(tmp_path: Any) -> None:
+    from streaming.analysis.agreement import agreement_section
+
+    assert agreement_section(tmp_path) is None  # not a KRaft replay
+    html = agreement_section(_agreement_dir(tmp_path, match=False))
+    assert html is not None
+    assert "isrflow vs the controller" in html and "0.0% of 1" in html
+    assert "<b>leader_epoch=1</b>" in html and "<b>leader_epoch=2</b>" in html
+    assert "@4 CreateTopic" in html  # the partition's recent changes at the controller
+
+
+def test_check_rule_fails_on_any_disagreement(tmp_path: Any) -> None:
+    from streaming.quality.agreement import agreement_result
+
+    audit = tmp_path / "audit"
+    assert agreement_result(audit) is None
+    _agreement_dir(tmp_path, match=False)
+    failed = agreement_result(audit)
+    assert failed is not None and failed.fails_check and failed.unexpected == 1
+    _agreement_dir(tmp_path, match=True)
+    passed = agreement_result(audit)
+    assert passed is not None and not passed.fails_check

@@ -1,0 +1,240 @@
+"""ReassignPartitions: start, completion when the ISR catches up, cancel, refusals; epochs across a reassignment of a
+partition that never had a leader.
+
+JSON events in (through `parse_event`), decisions and audit rows out (through `Controller.handle`), for the
+triggers of docs/semantics.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from statemachine.states import PartitionState, ReplicaState
+
+from .cluster import assert_rejected, assert_unchanged, cluster_with, snapshot
+
+P = PartitionState
+R = ReplicaState
+
+
+# =====================================================================================================
+# ReassignPartitions
+# =====================================================================================================
+
+def test_reassignment_start() -> None:
+    cluster = cluster_with(1, 2, 3, 4, 5)
+    cluster.create("t", [1, 2, 3])
+    out = cluster.reassign(("t", 0, [4, 5, 2]))
+    d = out.decision("t", 0)
+    # RS = (target ++ origin).distinct, AR = RS - origin, RR = RS - target.
+    assert (d.replicas, d.adding_replicas, d.removing_replicas) == ((4, 5, 2, 1, 3), (4, 5), (1, 3))
+    assert (d.leader, d.isr, d.election) == (1, (1, 2, 3), None)
+    assert (d.leader_epoch, d.partition_epoch) == (1, 1)
+    # The LeaderAndIsr goes to the origin replicas and to the adding ones.
+    assert sorted(d.recipients) == [1, 2, 3, 4, 5]
+    row = out.row("t", 0)
+    assert row.outcome == "ACCEPTED"
+    assert row.replica_states == {1: "OnlineReplica", 2: "OnlineReplica", 3: "OnlineReplica",
+                                     4: "NewReplica", 5: "NewReplica"}
+    rec = cluster.rec("t", 0)
+    assert rec.reassignment_in_progress
+    assert rec.target_replicas == (4, 5, 2)
+    assert set(rec.origin_replicas) == {1, 2, 3}
+
+
+def test_reassignment_completes_when_the_isr_catches_up_moving_the_leader() -> None:
+    cluster = cluster_with(1, 2, 3, 4, 5)
+    cluster.create("t", (1, 2, 3))
+    cluster.reassign(("t", 0, (4, 5, 2)))
+    partial = cluster.isr_change("t", 0, (1, 2, 3, 4))
+    assert [d.partition_epoch for d in partial.decisions] == [2]
+    assert cluster.rec("t", 0).reassignment_in_progress
+    out = cluster.isr_change("t", 0, (1, 2, 3, 4, 5))
+    summary = [(d.leader, d.isr, d.replicas, d.adding_replicas, d.removing_replicas, d.election,
+                d.leader_epoch, d.partition_epoch) for d in out.decisions]
+    assert summary == [
+        # the leader's ISR change itself: partition epoch only
+        (1, (1, 2, 3, 4, 5), (4, 5, 2, 1, 3), (4, 5), (1, 3), None, 1, 3),
+        # RS = target; the leader 1 is not in the target: REASSIGN election, ISR unchanged
+        (4, (1, 2, 3, 4, 5), (4, 5, 2), (), (), "REASSIGN", 2, 4),
+        # each removing replica goes offline: out of the ISR
+        (4, (2, 3, 4, 5), (4, 5, 2), (), (), None, 3, 5),
+        (4, (2, 4, 5), (4, 5, 2), (), (), None, 4, 6),
+    ]
+    assert out.decisions[1].recipients == (4, 5, 2)
+    row = out.row("t", 0)
+    assert (row.outcome, row.election) == ("ACCEPTED", "REASSIGN")
+    assert set(row.replica_states) == {2, 4, 5}  # RR replicas deleted: NonExistentReplica
+    rec = cluster.rec("t", 0)
+    assert (rec.replicas, rec.adding_replicas, rec.removing_replicas, rec.leader, rec.isr) == (
+        (4, 5, 2), (), (), 4, (2, 4, 5))
+    assert not rec.reassignment_in_progress
+
+
+def test_reassignment_completion_keeps_a_live_leader_that_is_in_the_target() -> None:
+    cluster = cluster_with(1, 2, 3, 4)
+    cluster.create("t", (1, 2, 3))
+    cluster.reassign(("t", 0, (1, 2, 4)))
+    out = cluster.isr_change("t", 0, (1, 2, 3, 4))
+    summary = [(d.leader, d.isr, d.replicas, d.election, d.leader_epoch, d.partition_epoch)
+               for d in out.decisions]
+    assert summary == [
+        (1, (1, 2, 3, 4), (1, 2, 4, 3), None, 1, 2),
+        (1, (1, 2, 3, 4), (1, 2, 4), None, 2, 3),  # leader stays: epochs + 1
+        (1, (1, 2, 4), (1, 2, 4), None, 3, 4),  # 3 leaves the ISR
+    ]
+
+
+def test_reassignment_already_within_the_isr_completes_at_once() -> None:
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", (1, 2, 3))
+    out = cluster.reassign(("t", 0, (2, 3)))
+    summary = [(d.leader, d.isr, d.replicas, d.election, d.partition_epoch) for d in out.decisions]
+    assert summary == [(2, (1, 2, 3), (2, 3), "REASSIGN", 1), (2, (2, 3), (2, 3), None, 2)]
+    assert cluster.replica_states("t", 0) == {2: "OnlineReplica", 3: "OnlineReplica"}
+
+
+def test_reassignment_cancel_goes_back_to_the_origin() -> None:
+    cluster = cluster_with(1, 2, 3, 4)
+    cluster.create("t", [1, 2, 3])
+    cluster.reassign(("t", 0, [1, 2, 4]))
+    out = cluster.reassign(("t", 0, None))
+    d = out.decision("t", 0)
+    assert (d.replicas, d.adding_replicas, d.removing_replicas, d.leader, d.isr) == (
+        (1, 2, 3), (), (), 1, (1, 2, 3))
+    assert (d.leader_epoch, d.partition_epoch) == (2, 2)
+    assert cluster.replica_states("t", 0) == {1: "OnlineReplica", 2: "OnlineReplica", 3: "OnlineReplica"}
+    assert not cluster.rec("t", 0).reassignment_in_progress
+    # Nothing left to cancel.
+    assert_rejected(cluster.reassign(("t", 0, None)).only_row, "NO_REASSIGNMENT_IN_PROGRESS")
+
+
+def test_reassignment_cancel_returns_to_the_origin_replicas_in_kafka_order() -> None:
+    """Kafka's origin is RS minus AR, in RS order (target first): cancelling [1, 2, 3] -> [4, 5, 2] gives
+    back replicas 1, 2 and 3, ordered [2, 1, 3] (docs/semantics.md, 'Behaviour where the interface is silent')."""
+    cluster = cluster_with(1, 2, 3, 4, 5)
+    cluster.create("t", [1, 2, 3])
+    cluster.reassign(("t", 0, [4, 5, 2]))
+    out = cluster.reassign(("t", 0, None))
+    assert out.decisions[-1].replicas == (2, 1, 3)
+    rec = cluster.rec("t", 0)
+    assert rec.replicas == (2, 1, 3) and rec.adding_replicas == () and rec.removing_replicas == ()
+    assert 4 not in rec.replica_states and 5 not in rec.replica_states
+
+
+def test_cancel_without_reassignment_in_progress() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1, 2])
+    before = snapshot(cluster)
+    out = cluster.reassign(("t", 0, None))
+    assert_rejected(out.row("t", 0), "NO_REASSIGNMENT_IN_PROGRESS")
+    assert_unchanged(cluster, before)
+
+
+@pytest.mark.parametrize("target", [[], [1, 1], [1, -2], [1, 9], [1, 4]],
+                         ids=["empty", "duplicate", "negative", "unregistered", "shutting-down"])
+def test_reassignment_to_an_invalid_target(target: list[int]) -> None:
+    cluster = cluster_with(1, 2, 3, 4)
+    cluster.create("t", [1, 2, 3])
+    cluster.shutdown(4)
+    before = snapshot(cluster)
+    out = cluster.reassign(("t", 0, target))
+    assert_rejected(out.row("t", 0), "INVALID_REPLICA_ASSIGNMENT")
+    assert out.decisions == []
+    assert_unchanged(cluster, before)
+
+
+def test_reassignment_may_keep_a_dead_origin_replica() -> None:
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1, 2, 3])
+    cluster.failure(3)
+    out = cluster.reassign(("t", 0, [3, 1]))
+    assert out.row("t", 0).outcome == "ACCEPTED"
+
+
+def test_reassignment_of_unknown_partition_and_per_partition_verdicts() -> None:
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1, 2], [2, 1])
+    out = cluster.reassign(("t", 0, [2, 3]), ("t", 1, [2, 2]), ("t", 7, [1, 2]))
+    assert out.row("t", 0).outcome == "ACCEPTED"
+    assert_rejected(out.row("t", 1), "INVALID_REPLICA_ASSIGNMENT")
+    assert_rejected(out.row("t", 7), "UNKNOWN_TOPIC_OR_PARTITION")
+    assert cluster.record("t", 7) is None
+
+
+def test_pending_reassignment_resumes_after_controller_failover() -> None:
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1, 2])
+    cluster.reassign(("t", 0, [1, 3]))
+    before = cluster.rec("t", 0)
+    out = cluster.controller_change(controller_id=2)
+    d = out.decision("t", 0)
+    assert (d.replicas, d.adding_replicas, d.removing_replicas) == ((1, 3, 2), (3,), (2,))
+    assert (d.leader_epoch, d.partition_epoch) == (before.leader_epoch + 1, before.partition_epoch + 1)
+    assert d.controller_epoch == 2
+
+
+# =====================================================================================================
+# Epochs across a reassignment of a partition that never had a leader
+# =====================================================================================================
+
+def test_partition_epoch_rises_with_every_decision_even_before_the_first_leader() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [4, 5])  # no live replica: NewPartition
+    decisions = cluster.reassign(("t", 0, [1, 2])).decisions
+    decisions += cluster.startup(4).decisions  # a replica's broker appears: first election
+    assert cluster.rec("t", 0).leader != -1
+    epochs = [d.partition_epoch for d in decisions]
+    assert epochs == sorted(set(epochs)), f"partition epochs {epochs} must strictly rise"
+
+
+def test_cancel_keeps_the_isr_within_the_replicas() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1])
+    cluster.reassign(("t", 0, [1, 2]))
+    cluster.failure(1)
+    cluster.elect("UNCLEAN", ("t", 0))  # the adding replica 2 becomes the only ISR member
+    assert cluster.rec("t", 0).isr == (2,)
+    cluster.reassign(("t", 0, None))
+    rec = cluster.rec("t", 0)
+    assert set(rec.isr) <= set(rec.replicas), rec
+    assert rec.state is not P.ONLINE or rec.leader != -1, rec
+
+
+def test_new_target_dropping_the_leading_adding_replica_elects_a_new_leader() -> None:
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1])
+    cluster.reassign(("t", 0, [2, 3]))  # RS [2, 3, 1], AR [2, 3], RR [1]
+    cluster.isr_change("t", 0, [1, 2])
+    cluster.elect("PREFERRED", ("t", 0))  # the adding replica 2 leads
+    assert cluster.rec("t", 0).leader == 2
+    cluster.reassign(("t", 0, [3]))  # 2 is no longer wanted
+    rec = cluster.rec("t", 0)
+    assert rec.leader != -1 or rec.state is not P.ONLINE, rec
+    assert rec.leader == 1, rec
+
+
+def test_completed_reassignment_without_new_leader_still_emits_a_decision() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1, 2])
+    cluster.isr_change("t", 0, [1])
+    cluster.failure(1)  # offline: leader -1, ISR [1]
+    before = cluster.rec("t", 0)
+    out = cluster.reassign(("t", 0, [1]))  # the target is within the ISR: completes at once
+    assert cluster.rec("t", 0).replicas == (1,)
+    decisions = out.decisions_for("t", 0)
+    assert decisions, "the replicas changed from [1, 2] to [1] without a decision"
+    assert decisions[-1].replicas == (1,)
+    assert decisions[-1].partition_epoch > before.partition_epoch
+
+
+def test_isr_change_of_a_topic_being_deleted_does_not_resume_its_reassignment() -> None:
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1, 2])
+    cluster.reassign(("t", 0, [1, 3]))
+    cluster.failure(2)  # the deletion will wait on broker 2
+    cluster.delete("t")
+    out = cluster.isr_change("t", 0, [1, 3])
+    assert out.only_row.error != "INVALID_TRANSITION", out.only_row
+    assert all(d.election is None for d in out.decisions)
+
+
