@@ -168,9 +168,9 @@ def test_a_duplicate_event_id_is_rejected_within_the_window_only() -> None:
     handle_all(controller, log)
     again = json.dumps(first).encode()  # the same event_id, at offsets 2 (within 3 of 1) and 5 (beyond)
     [within] = controller.handle(parse_event(again), 2)
-    assert within.applied.audit["error"] == str(Error.DUPLICATE_EVENT)
+    assert within.applied.audit.error == Error.DUPLICATE_EVENT
     [beyond] = controller.handle(parse_event(json.dumps({**first, "broker_epoch": 999}).encode()), 5)
-    assert beyond.applied.audit["error"] != str(Error.DUPLICATE_EVENT)
+    assert beyond.applied.audit.error != Error.DUPLICATE_EVENT
 
 
 def test_the_duplicate_window_keeps_memory_bounded() -> None:
