@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,11 @@ from schemas.tables import COMMAND, PACKED_OUTPUT, PARTITION_STATE
 from streaming.engine.partitions import apply_partition_commands
 from streaming.engine.session import build_spark
 from streaming.io.delta import arrow_table
+
+if __name__ != "__main__":  # imported by another benchmark: the workers cannot import it, so ship by value
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 STATE_STORES = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
