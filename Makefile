@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install jars demo test test-unit faults lint bench clean
+.PHONY: install jars demo test test-unit faults lint clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
