@@ -32,7 +32,7 @@ from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ElectionTyp
 
 from streaming.engine import connectors
 from streaming.infra import jars
-from streaming.infra.localkafka import _LOG4J2, _cluster_id, free_port
+from streaming.infra.localkafka import _LOG4J2, SMALL_TEST_CLUSTER, _cluster_id, free_port
 
 DATA_ROOT = connectors.CACHE / "kraft-clusters"
 JVM_OPTS = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
@@ -134,16 +134,7 @@ class KraftCluster:
             "controller.listener.names": "CONTROLLER",
             "controller.quorum.bootstrap.servers": quorum,
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "num.partitions": "1",
-            "default.replication.factor": "1",
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "1",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "transaction.state.log.num.partitions": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            "group.initial.rebalance.delay.ms": "0",
+            **SMALL_TEST_CLUSTER,
             # The automatic rebalance would write elections at times a test cannot control.
             "auto.leader.rebalance.enable": "false",
         }

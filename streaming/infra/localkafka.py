@@ -54,6 +54,22 @@ rootLogger.appenderRef.file.ref = FILE
 """
 
 
+# Test and demo clusters: topics and Kafka's internal topics get one replica and one partition by default,
+# which keeps first use fast.
+SMALL_TEST_CLUSTER = {
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -209,17 +225,7 @@ class LocalKafkaBroker:
             **self._listener_settings(controller_port),
             "controller.listener.names": "CONTROLLER",
             "log.dirs": str(self.data_dir / "logs"),
-            "num.partitions": "1",
-            "default.replication.factor": "1",
-            # One broker: internal topics get one replica; one partition each keeps first use fast.
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "1",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "transaction.state.log.num.partitions": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            "group.initial.rebalance.delay.ms": "0",
+            **SMALL_TEST_CLUSTER,
         }
         path = self.data_dir / "server.properties"
         path.touch(mode=0o600)  # holds the admin's password when secured
