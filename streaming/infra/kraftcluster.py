@@ -32,7 +32,7 @@ from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ElectionTyp
 
 from streaming.engine import connectors
 from streaming.infra import jars
-from streaming.infra.localkafka import _LOG4J2, SMALL_TEST_CLUSTER, _cluster_id, free_port
+from streaming.infra.localkafka import LOG4J2_PROPERTIES, SMALL_TEST_CLUSTER, free_port, new_cluster_id
 
 DATA_ROOT = connectors.CACHE / "kraft-clusters"
 JVM_OPTS = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
@@ -72,7 +72,7 @@ class KraftNode:
         self.dir.mkdir(parents=True, exist_ok=True)
         settings = {**self.settings, "log.dirs": str(self.log_dir)}
         self.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-        (self.dir / "log4j2.properties").write_text(_LOG4J2)
+        (self.dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         fmt = subprocess.run(self.java_cmd("kafka.tools.StorageTool", "format", "-t", cluster_id,
                                            "-c", str(self.config), *extra),
                              capture_output=True, text=True, check=False)
@@ -179,7 +179,7 @@ class KraftCluster:
         return [n.pid for n in (self.controller, *self.brokers.values()) if n.running and n.pid is not None]
 
     def start(self, timeout: float = 90) -> KraftCluster:
-        cluster_id = _cluster_id()
+        cluster_id = new_cluster_id()
         feature = ["-f", f"eligible.leader.replicas.version={1 if self.elr else 0}"]
         self.controller.format(cluster_id, ["--standalone", *feature])
         for b in self.brokers.values():

@@ -42,7 +42,7 @@ DATA_ROOT = connectors.CACHE / "kafka-data"
 JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 # log4j2 properties (no YAML parser needed): everything goes to server.log in the data dir.
-_LOG4J2 = """\
+LOG4J2_PROPERTIES = """\
 status = warn
 appender.file.type = File
 appender.file.name = FILE
@@ -76,7 +76,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _cluster_id() -> str:
+def new_cluster_id() -> str:
     # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding, never starting with '-'.
     while True:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -230,7 +230,7 @@ class LocalKafkaBroker:
         path = self.data_dir / "server.properties"
         path.touch(mode=0o600)  # holds the admin's password when secured
         path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-        (self.data_dir / "log4j2.properties").write_text(_LOG4J2)
+        (self.data_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         return path
 
     def _java_cmd(self, main_class: str, *args: str) -> list[str]:
@@ -248,7 +248,7 @@ class LocalKafkaBroker:
         config = self._write_config()
         if not (self.data_dir / "logs" / "meta.properties").exists():  # a kept --data-dir is formatted once
             fmt = subprocess.run(
-                self._java_cmd("kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config),
+                self._java_cmd("kafka.tools.StorageTool", "format", "-t", new_cluster_id(), "-c", str(config),
                                *self._scram_args()),
                 capture_output=True, text=True, check=False,
             )  # fmt: skip
