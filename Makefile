@@ -35,6 +35,15 @@ faults: install jars
 test-unit: install
 	$(VENV)/bin/pytest -ra tests/unit tests/analysis
 
+# The performance benchmarks of docs/performance.md, one after the other (long: run on an idle machine).
+bench: install jars
+	$(PY) benchmarks/floor.py --partitions 10000
+	$(PY) benchmarks/broker_failure.py --partitions 10000
+	$(PY) benchmarks/broker_failure.py --partitions 10000 --controlled-shutdown
+	$(PY) benchmarks/steady_state.py --partitions 1000,10000,100000 --plot docs/steady_state.png
+	$(PY) benchmarks/replay_throughput.py --events 100000
+	$(PY) benchmarks/memory.py --events 1000000
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports

@@ -1,13 +1,17 @@
-"""Benchmark: 10,000 partitions led by one broker; that broker fails.
+"""Benchmark: a broker that leads N partitions fails (or shuts down in a controlled way), end to end.
 
-Measures, on the real pipeline (local Kafka broker, Spark local[2], Delta):
-- end to end: from the FAILURE event's append to the events topic to the last of its decisions on the
-  sink topic (read_committed);
-- the partition query's micro-batch for that event, and the sequencer's;
-- the floor: the same commands through a no-op applyInPandasWithState (every group, nothing done);
+Measures, on the real pipeline (`run`'s two queries, local Kafka broker, Spark local[2], Delta):
+- end to end: from the event's append to the events topic to the last of its decisions on the sink
+  topic (read_committed);
+- every step of that path: the sequencer's trigger wait and micro-batch (with its own steps), the Delta
+  hop (silver written -> the partition query's micro-batch starts), the partition micro-batch (the
+  stateful operator, the Delta commits, the Kafka transaction), the sink topic -> consumer;
+- the floor, in the same run: the same commands through the minimal no-op applyInPandasWithState (key
+  plus one binary column), and the ratio of our operator and of the whole path to it;
 - the pure core (`Controller.handle`) on the same event, for reference.
 
-Run: .venv/bin/python benchmarks/broker_failure.py [--partitions 10000] [--master spark://...] [--conf k=v]
+Run: .venv/bin/python benchmarks/broker_failure.py [--partitions 10000] [--controlled-shutdown]
+     [--trigger "1 second"] [--master spark://...] [--conf k=v ...] [--no-floor]
 Not a test: numbers go to docs/performance.md with the command that produced them.
 """
 
@@ -15,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import floor as floor_bench
+from harness import KeptCounts, Progress, cluster_log, iso_seconds, load, wait_for
 
 from schemas.events import parse_event
 from statemachine.controller import Controller, ControllerConfig
@@ -30,38 +36,8 @@ from streaming.engine.session import build_spark
 from streaming.engine.sinks import DecisionPublisher
 from streaming.engine.sources import kafka_events
 from streaming.infra.localkafka import LocalKafkaBroker, create_topic
-from streaming.infra.scenario import ScenarioBuilder
-from streaming.io.delta import read_delta
 from streaming.io.layout import Checkpoints, Lake
 from streaming.jobs.demo import publish
-
-
-def cluster_log(partitions: int) -> tuple[list[bytes], bytes]:
-    """Setup events (3 brokers, topics of 1,000 partitions all led by broker 1) and the failure event."""
-    b = ScenarioBuilder()
-    for broker in (1, 2, 3):
-        b.start_broker(broker)
-    for t in range(0, partitions, 1000):
-        size = min(1000, partitions - t)
-        b.emit("CreateTopic", topic=f"topic-{t // 1000:02d}", assignment={str(p): [1, 2, 3] for p in range(size)})
-    b.fail_broker(1)
-    lines = [line.encode() for line in b.lines()]
-    return lines[:-1], lines[-1]
-
-
-def wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.2)
-
-
-def audit_has(audit: Path, offset: int) -> bool:
-    try:
-        return any(r["source_offset"] == offset for r in read_delta(audit))
-    except Exception:  # table not created yet
-        return False
 
 
 def decisions_for(bootstrap: str, topic: str, event_id: str, expected: int, timeout: float) -> float:
@@ -77,50 +53,35 @@ def decisions_for(bootstrap: str, topic: str, event_id: str, expected: int, time
         while seen < expected:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {seen}/{expected} decisions after {timeout}s")
-            for records in consumer.poll(timeout_ms=500).values():
+            for records in consumer.poll(timeout_ms=100).values():
                 seen += sum(1 for r in records if json.loads(r.value)["cause_event_id"] == event_id)
         return time.time()
     finally:
         consumer.close()
 
 
-def noop_floor(spark: Any, commands: Path, offset: int, work: Path) -> float:
-    """Seconds of one micro-batch of a no-op applyInPandasWithState over the failure's commands."""
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
-    from schemas.tables import OPERATOR_OUTPUT, PARTITION_STATE
-
-    staged = work / "floor-input"
-    spark.read.format("delta").load(str(commands)).filter(f"source_offset = {offset}").write.format("delta").save(
-        str(staged))
-
-    def noop(key: Any, frames: Any, state: Any) -> Any:
-        for _ in frames:
-            pass
-        yield pd.DataFrame({c: pd.Series([], dtype=object) for c in OPERATOR_OUTPUT.names})
-
-    query = (spark.readStream.format("delta").load(str(staged)).groupBy("topic", "partition")
-             .applyInPandasWithState(noop, OPERATOR_OUTPUT.to_spark(), PARTITION_STATE.to_spark(), "append",
-                                     GroupStateTimeout.NoTimeout)
-             .writeStream.format("noop").option("checkpointLocation", str(work / "floor-ckpt"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    return query.lastProgress["batchDuration"] / 1000
+def steps_of(progress: dict[str, Any], kept: dict[str, Any]) -> dict[str, float]:
+    """A micro-batch's seconds: our own steps, then what Spark spent around them."""
+    steps = dict(kept["steps"])
+    add_batch = progress["durationMs"].get("addBatch", 0) / 1000
+    steps["spark around foreachBatch"] = add_batch - sum(steps.values())
+    steps["offsets, planning, commit"] = progress["batchDuration"] / 1000 - add_batch
+    return steps
 
 
-def measure(partitions: int, master: str | None = None, conf: dict[str, str] | None = None,
-            echo: Any = print, floor: bool = True) -> dict[str, float]:
-    """One run of the benchmark; returns its figures in seconds (and prints them with `echo`); `floor=False`
-    skips the no-op floor."""
-    setup, failure = cluster_log(partitions)
-    failure_offset = len(setup)
-    failure_id = json.loads(failure)["event_id"]
+def measure(partitions: int, tail: str = "failure", trigger: str = "1 second", master: str | None = None,
+            conf: dict[str, str] | None = None, floor: bool = True, echo: Any = print) -> dict[str, float]:
+    """One run: prints every step of the path with `echo`; returns the end-to-end seconds (`end_to_end`) and,
+    with `floor`, the no-op floor's (`floor`)."""
+    setup, (event,) = cluster_log(partitions, tail)
+    offset = len(setup)
+    event_id = json.loads(event)["event_id"]
 
     core = Controller(ControllerConfig())
     for i, line in enumerate(setup):
         core.handle(parse_event(line), i)
     started = time.perf_counter()
-    handled = core.handle(parse_event(failure), failure_offset)
+    handled = core.handle(parse_event(event), offset)
     core_seconds = time.perf_counter() - started
     expected = sum(len(h.applied.decisions) for h in handled)
 
@@ -131,48 +92,79 @@ def measure(partitions: int, master: str | None = None, conf: dict[str, str] | N
         create_topic(bootstrap, "decisions", 1)
         spark = build_spark("isrflow-bench", master, conf)
         lake, checkpoints = Lake.beside(work / "audit"), Checkpoints(work / "ckpt")
-        counts = BatchCounts()
-        lines: list[str] = []
-        spark.streams.addListener(progress_listener(counts, echo=lines.append))
+        counts = BatchCounts(sequencer=KeptCounts(), partitions=KeptCounts())
+        progress = Progress()
+        spark.streams.addListener(progress_listener(counts, echo=lambda line: None))
+        spark.streams.addListener(progress.listener())
         publisher = DecisionPublisher(bootstrap, "decisions", "isrflow-bench")
         pipeline = start_pipeline(spark, kafka_events(spark, bootstrap, "events"), lake, checkpoints,
-                                  ControllerConfig(), {"processingTime": "1 second"}, publisher, counts)
+                                  ControllerConfig(), {"processingTime": trigger}, publisher, counts)
         try:
             publish(bootstrap, "events", setup)
-            wait_for(lambda: audit_has(lake.audit, failure_offset - 1), 1800, "setup not processed")
-            time.sleep(3)  # let both queries go idle
-            lines.clear()
+            def settled() -> bool:
+                sequenced = counts.sequencer.kept.values()
+                return (sum(c["events"] for c in sequenced) >= len(setup) and
+                        sum(c["commands"] for c in counts.partitions.kept.values())
+                        >= sum(c["commands"] for c in sequenced))
+
+            wait_for(settled, 3600, "setup not processed")
+            time.sleep(3)  # both queries idle
+            before = (len(progress.batches("isrflow-sequencer")), len(progress.batches("isrflow-partitions")))
+            load_at_start = load()
             appended = time.time()
-            publish(bootstrap, "events", [failure])
-            last_decision = decisions_for(bootstrap, "decisions", failure_id, expected, 1800)
+            publish(bootstrap, "events", [event])
+            last_decision = decisions_for(bootstrap, "decisions", event_id, expected, 3600)
+            wait_for(lambda: len(progress.batches("isrflow-partitions")) > before[1], 60, "progress")
         finally:
             pipeline.stop_gracefully()
             publisher.close()
-        floor_seconds = noop_floor(spark, lake.commands, failure_offset, work) if floor else float("nan")
+        seq = progress.batches("isrflow-sequencer")[before[0]]
+        part = progress.batches("isrflow-partitions")[before[1]]
+        floors = floor_bench.measure(spark, partitions, 1, tail) if floor else None
         spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
 
+    seq_start, part_start = iso_seconds(seq["timestamp"]), iso_seconds(part["timestamp"])
+    seq_end, part_end = seq_start + seq["batchDuration"] / 1000, part_start + part["batchDuration"] / 1000
     end_to_end = last_decision - appended
-    echo(f"partitions: {partitions}; decisions caused by the failure: {expected}")
-    echo(f"pure core (Controller.handle of the failure): {core_seconds:.2f}s")
-    echo("progress lines after the failure was appended:")
-    for line in lines:
-        if "batch" in line:
-            echo("  " + line)
-    echo(f"end to end (append -> last decision on the sink topic): {end_to_end:.1f}s")
-    if floor:
-        echo(f"floor (no-op applyInPandasWithState, same {expected + 1} commands, one micro-batch): "
-             f"{floor_seconds:.1f}s")
-        echo(f"ratio end-to-end / floor: {end_to_end / floor_seconds:.1f}x")
-    return {"core": core_seconds, "end_to_end": end_to_end, "floor": floor_seconds}
+    echo(f"{tail} of the broker leading {partitions} partitions; {expected} decisions; trigger "
+         f"{trigger}; load {load_at_start} at the append, {load()} at the end")
+    echo(f"pure core (Controller.handle of the event): {core_seconds:.2f}s")
+    rows = [("trigger wait (append -> sequencer batch starts)", seq_start - appended),
+            ("sequencer micro-batch", seq["batchDuration"] / 1000),
+            *((f"    {k}", v) for k, v in steps_of(seq, counts.sequencer.kept[seq["batchId"]]).items()),
+            ("Delta hop (silver committed -> partition batch starts)", part_start - seq_end),
+            ("partition micro-batch", part["batchDuration"] / 1000),
+            *((f"    {k}", v) for k, v in steps_of(part, counts.partitions.kept[part["batchId"]]).items()),
+            ("sink topic -> consumer (after the batch's commit)", last_decision - part_end)]
+    for what, seconds in rows:
+        echo(f"  {what:58s} {seconds:7.2f}s")
+    echo(f"end to end (append -> last decision on the sink topic): {end_to_end:.2f}s")
+    if floors is None:
+        return {"end_to_end": end_to_end}
+    floor_s, cpu = floors["seconds"]["floor"], floors["cpu"]
+    echo(f"floor (minimal no-op applyInPandasWithState, same {floors['groups']} groups, one micro-batch): "
+         f"{floor_s:.2f}s; echo {floors['seconds']['echo']:.2f}s; our operator alone "
+         f"{floors['seconds']['ours']:.2f}s ({floors['seconds']['ours'] / floor_s:.2f}x floor); CPU (JVM + "
+         f"workers) floor {cpu['floor']:.2f}s, echo {cpu['echo']:.2f}s, ours {cpu['ours']:.2f}s "
+         f"({cpu['ours'] / cpu['floor']:.2f}x)")
+    echo(f"ratio end to end / floor: {end_to_end / floor_s:.2f}x")
+    return {"end_to_end": end_to_end, "floor": floor_s}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=10_000)
-    parser.add_argument("--master", help="Spark master URL (default local[2])")
-    parser.add_argument("--conf", action="append", metavar="spark.k=v", help="extra Spark configuration")
+    parser.add_argument("--controlled-shutdown", action="store_true",
+                        help="broker 1 shuts down in a controlled way instead of failing")
+    parser.add_argument("--trigger", default="1 second", help="both queries' processing-time trigger")
+    parser.add_argument("--master", help="a Spark master URL (default: local[2])")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
+    parser.add_argument("--no-floor", action="store_true", help="skip the no-op floor")
     args = parser.parse_args()
-    measure(args.partitions, args.master, dict(pair.split("=", 1) for pair in args.conf or []))
+    conf = dict(item.split("=", 1) for item in args.conf)
+    measure(args.partitions, "controlled-shutdown" if args.controlled_shutdown else "failure", args.trigger,
+            args.master, conf or None, not args.no_floor)
     return 0
 
 

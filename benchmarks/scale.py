@@ -66,7 +66,7 @@ def main() -> int:
                 results[workers]["replay"] = replay
                 print(f"replay of {events} events: {replay:.1f}s, {events / replay:.1f} events/s", flush=True)
             if not args.skip_failover:
-                figures = measure(args.partitions, cluster.url, executor_conf(args.state_partitions),
+                figures = measure(args.partitions, master=cluster.url, conf=executor_conf(args.state_partitions),
                                   echo=lambda line: print(line, flush=True), floor=False)
                 results[workers]["failover"] = figures["end_to_end"]
     first, *others = args.workers

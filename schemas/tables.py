@@ -132,9 +132,10 @@ EVENT = TableSchema(
     ),
 )
 
-# What the sequencer hands one partition (silver): the event's own fields that the partition needs and
-# the cluster facts as they stood at the event's position in the log. Partition-less rows carry the
-# cluster-level audit outcome of an event (action CLUSTER).
+# What the sequencer hands one partition (silver): the partition, where in the log, and the command itself
+# packed as JSON (the event's fields the partition needs and the cluster facts as they stood at the
+# event's position in the log; see schemas.codec). Partition-less rows carry the cluster-level audit
+# outcome of an event (action CLUSTER). Packed because the stateful operator pays per column per group.
 COMMAND = TableSchema(
     "command",
     _cols(
@@ -142,52 +143,18 @@ COMMAND = TableSchema(
         ("partition", INT),
         ("source_offset", LONG, False),
         ("step", INT, False),
-        ("event_id", STRING, False),
-        ("event_type", STRING, False),
-        ("event_ts", STRING),
-        ("principal", STRING),
-        ("controller_epoch", INT, False),
         ("action", STRING, False),
-        ("broker_id", INT),
-        ("replicas", INT_ARRAY),
-        ("isr", INT_ARRAY),
-        ("leader_epoch", INT),
-        ("partition_epoch", INT),
-        ("leader_recovery_state", STRING),
-        ("live_brokers", INT_ARRAY, False),
-        ("shutting_down_brokers", INT_ARRAY, False),
-        ("unclean_allowed", BOOL, False),
-        ("outcome", STRING),
-        ("error", STRING),
-        ("message", STRING),
-        ("broker_change", STRING),
-        ("broker_epoch", LONG),  # int64 in Kafka: a KRaft broker epoch is a log offset
-        ("controller_id", INT),
-        ("event_controller_epoch", INT),
-        ("configs", STRING_STRING_MAP),
+        ("command", BINARY, False),
     ),
 )
 
-# The per-partition record kept in the state store (PartitionStateMachine + ReplicaStateMachine view).
-PARTITION_STATE = TableSchema(
-    "partition_state",
-    _cols(
-        ("topic", STRING, False),
-        ("partition", INT, False),
-        ("state", STRING, False),
-        ("replicas", INT_ARRAY, False),
-        ("adding_replicas", INT_ARRAY, False),
-        ("removing_replicas", INT_ARRAY, False),
-        ("leader", INT, False),
-        ("leader_epoch", INT, False),
-        ("isr", INT_ARRAY, False),
-        ("partition_epoch", INT, False),
-        ("leader_recovery_state", STRING, False),
-        ("replica_states", INT_STRING_MAP, False),
-        ("reassignment_in_progress", BOOL, False),
-        ("queued_for_deletion", BOOL, False),
-    ),
-)
+# The per-partition record kept in the state store (PartitionStateMachine + ReplicaStateMachine view),
+# packed as JSON in one column (schemas.codec).
+PARTITION_STATE = TableSchema("partition_state", _cols(("record", BINARY, False)))
+
+# What the stateful operator emits: one JSON object per audit row or decision, `kind` telling which;
+# the partition query's foreachBatch expands it to OPERATOR_OUTPUT's columns.
+PACKED_OUTPUT = TableSchema("packed_output", _cols(("out", STRING, False)))
 
 
 # One row per expectation per validated micro-batch (`isrflow run --quality`).

@@ -13,12 +13,14 @@ complete. The Spark sequencer keeps those commands; the local engine keeps the a
 
 from __future__ import annotations
 
-import pickle
+import itertools
+import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from schemas import codec
 from schemas.events import (
     ADMIN_EVENTS,
     AlterTopicConfig,
@@ -58,6 +60,9 @@ class ControllerConfig:
     super_users: frozenset[str] | None = None
     # Which controller's rules: ZK (the design's, default) or KRAFT (Kafka 4.1), see statemachine.rules.
     rules: Rules = ZK
+    # An event_id applied at offset o makes any event with the same id at an offset up to o + this
+    # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
+    duplicate_window: int = 100_000
 
 
 @dataclass
@@ -72,11 +77,35 @@ class ClusterView:
     topics: dict[str, int] = field(default_factory=dict)  # topic -> partition count
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     topics_queued_for_deletion: set[str] = field(default_factory=set)
-    seen_event_ids: set[str] = field(default_factory=set)
+    # event_id -> the offset it was applied at, in log order; only ids within the duplicate window count.
+    seen_event_ids: dict[str, int] = field(default_factory=dict)
 
     @property
     def live_brokers(self) -> frozenset[int]:
         return frozenset(b for b in self.broker_epochs if b not in self.shutting_down)
+
+
+SNAPSHOT_FORMAT = "isrflow.controller"
+SNAPSHOT_VERSION = 1
+
+
+class SnapshotError(ValueError):
+    """Bytes that are not a controller snapshot this version can read."""
+
+
+def read_snapshot(snapshot: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(snapshot)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SnapshotError(f"not a JSON controller snapshot (corrupt or truncated): {e}") from e
+    if not isinstance(body, dict) or body.get("format") != SNAPSHOT_FORMAT:
+        raise SnapshotError(f"not an {SNAPSHOT_FORMAT} snapshot")
+    if body.get("version") != SNAPSHOT_VERSION:
+        raise SnapshotError(f"snapshot version {body.get('version')}; this isrflow reads version {SNAPSHOT_VERSION}")
+    missing = {"full", "cluster", "partitions", "removed"} - body.keys()
+    if missing:
+        raise SnapshotError(f"snapshot lacks {sorted(missing)} (corrupt)")
+    return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,11 +193,46 @@ class Controller:
         self.partitions: dict[Key, PartitionRecord] = {}
 
     # -- persistence (the Spark sequencer saves this per micro-batch) --------------------------------
-    def snapshot(self) -> bytes:
-        return pickle.dumps((self.cluster, self.partitions), protocol=pickle.HIGHEST_PROTOCOL)
+    def snapshot(self, keys: Iterable[Key] | None = None, seen_after: int = -1) -> bytes:
+        """Versioned JSON, by field name (a checkpoint must outlive a change of class layout). Without `keys`:
+        the whole controller. With `keys`: a change set, to `restore` on top of the state it followed: the
+        cluster view, the records of `keys` (removed ones listed), the event ids seen after `seen_after`."""
+        full = keys is None
+        seen = self.cluster.seen_event_ids
+        cluster = codec.encoder(ClusterView)(replace(self.cluster, seen_event_ids={}))
+        if full:
+            cluster["seen_event_ids"] = dict(seen)
+        else:  # the ids are in log order: the newest ones are at the end
+            recent = list(itertools.takewhile(lambda item: item[1] > seen_after, reversed(seen.items())))
+            cluster["seen_event_ids"] = dict(reversed(recent))
+        record = codec.encoder(PartitionRecord)
+        chosen = sorted(self.partitions) if keys is None else sorted(set(keys))
+        body = {"format": SNAPSHOT_FORMAT, "version": SNAPSHOT_VERSION, "full": full, "cluster": cluster,
+                "partitions": [record(self.partitions[k]) for k in chosen if k in self.partitions],
+                "removed": [list(k) for k in chosen if k not in self.partitions]}
+        return json.dumps(body, separators=(",", ":")).encode()
 
-    def restore(self, snapshot: bytes) -> None:
-        self.cluster, self.partitions = pickle.loads(snapshot)
+    def restore(self, snapshot: bytes) -> int:
+        """Load a `snapshot`: a whole one replaces the state, a change set updates it; returns the number of
+        partition records it set or removed. SnapshotError if the bytes are not a snapshot of this format
+        and version."""
+        body = read_snapshot(snapshot)
+        try:
+            cluster = codec.decoder(ClusterView)(body["cluster"])
+            records = [codec.decoder(PartitionRecord)(data) for data in body["partitions"]]
+            removed = [(topic, partition) for topic, partition in body["removed"]]
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            raise SnapshotError(f"snapshot content does not decode (corrupt): {e!r}") from e
+        if body["full"]:
+            self.partitions = {}
+        else:
+            cluster.seen_event_ids = {**self.cluster.seen_event_ids, **cluster.seen_event_ids}
+        self.cluster = cluster
+        for key in removed:
+            self.partitions.pop(key, None)
+        for r in records:
+            self.partitions[(r.topic, r.partition)] = r
+        return len(records) + len(removed)
 
     # -- queries ----------------------------------------------------------------------------------------
     def unclean_allowed(self, topic: str) -> bool:
@@ -187,9 +251,7 @@ class Controller:
         out = _Fanout(self, event, source_offset)
         cv = self.cluster
         try:
-            if event.event_id in cv.seen_event_ids:
-                raise Rejection(Error.DUPLICATE_EVENT, f"event_id {event.event_id} was already applied")
-            cv.seen_event_ids.add(event.event_id)
+            self._check_duplicate(event.event_id, source_offset)
             if event.controller_epoch < cv.controller_epoch:
                 raise Rejection(Error.STALE_CONTROLLER_EPOCH,
                                 f"controller epoch {event.controller_epoch} is older than the active "
@@ -207,6 +269,18 @@ class Controller:
             out.cluster("nothing to do", Outcome.NO_OP)
         self._finish_deletions(out)
         return out.handled
+
+    def _check_duplicate(self, event_id: str, offset: int) -> None:
+        seen, window = self.cluster.seen_event_ids, self.config.duplicate_window
+        applied_at = seen.get(event_id)
+        if applied_at is not None and offset - applied_at <= window:
+            raise Rejection(Error.DUPLICATE_EVENT, f"event_id {event_id} was already applied at offset "
+                                                  f"{applied_at}")
+        seen.pop(event_id, None)
+        seen[event_id] = offset
+        # Forget ids beyond the window, in one pass once the oldest is a whole window behind (amortised O(1)).
+        if offset - next(iter(seen.values())) > 2 * window:
+            self.cluster.seen_event_ids = {e: o for e, o in seen.items() if offset - o <= window}
 
     def _dispatch(self, event: ControllerEvent, out: _Fanout) -> None:
         match event:

@@ -1,7 +1,8 @@
 """`isrflow inspect CHECKPOINT_DIR`: the partition records held in the partition query's state store.
 
 The partition state machine (`applyInPandasWithState`, keyed by topic and partition) keeps one
-PARTITION_STATE record per partition in the state store of its checkpoint, `<checkpoint root>/partitions`.
+PARTITION_STATE row (the record packed as JSON) per partition in the state store of its checkpoint,
+`<checkpoint root>/partitions`.
 Spark's state data source reads it, from a stopped or a running query, as of the last committed
 micro-batch. CHECKPOINT_DIR is the checkpoint root given to `run` (or `replay`'s
 `OUT/_pipeline/checkpoints`), or the `partitions` query folder itself.
@@ -16,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from schemas.events import LeaderRecoveryState
-from schemas.tables import PARTITION_STATE
 from statemachine.states import PartitionState
 from streaming.errors import UsageError
 
@@ -46,19 +46,20 @@ def _plain(value: Any) -> Any:
 
 def read_state(spark: Any, checkpoint: Path, topic: str | None = None, partition: int | None = None
                ) -> list[dict[str, Any]]:
-    """The state records (PARTITION_STATE columns) in (topic, partition) order, optionally filtered."""
+    """The state records (PartitionRecord's fields) in (topic, partition) order, optionally filtered."""
     from pyspark.sql import functions as F
 
     path = state_dir(checkpoint)
     # In a fresh session the state reader fails with "Cannot find endpoint: StateStoreCoordinator" until the
     # streaming query manager exists: touching it once registers the coordinator.
     _ = spark.streams.active
-    df = spark.read.format("statestore").load(str(path)).select("value.groupState.*")
+    df = spark.read.format("statestore").load(str(path)).select("key.*", "value.groupState.record")
     if topic is not None:
         df = df.filter(F.col("topic") == topic)
     if partition is not None:
         df = df.filter(F.col("partition") == partition)
-    rows = [{c: _plain(r[c]) for c in PARTITION_STATE.names} for r in df.collect()]
+    # The record is packed as JSON by field name (schemas.codec): the same names as PartitionRecord's fields.
+    rows = [{k: _plain(v) for k, v in json.loads(r["record"]).items()} for r in df.collect()]
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
 

@@ -42,6 +42,9 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
     _add_rules_option(g)
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
+    g.add_argument("--duplicate-window", type=int, default=ControllerConfig.duplicate_window, metavar="OFFSETS",
+                   help="an event_id seen again within this many offsets is rejected as a duplicate; older ids "
+                        "are forgotten (default %(default)s)")
 
 
 def _controller_config(args: argparse.Namespace) -> ControllerConfig:
@@ -50,6 +53,7 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         auto_leader_rebalance_enable=args.auto_leader_rebalance_enable == "true",
         leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
         super_users=frozenset(s.strip() for s in args.super_users.split(",")) if args.super_users else None,
+        duplicate_window=args.duplicate_window,
         rules=rules_named(args.rules),
     )
 

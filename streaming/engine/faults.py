@@ -21,9 +21,11 @@ ENV = "ISRFLOW_CRASH_AT"
 
 # Every point placed in the engine, in the order a micro-batch reaches them.
 POINTS = (
-    "sequencer-state-write",   # sequencer: the state snapshot is written to its temp file, not yet renamed
-    "sequencer-committed",     # sequencer: bronze/quarantine/commands committed, state not saved
-    "between-delta-commits",   # partition sink: audit committed, decisions not
+    "sequencer-state-write",   # sequencer: the state file is written under its temp name, not yet renamed (the
+                               # Delta commits run at the same time)
+    "sequencer-committed",     # sequencer: bronze, quarantine, silver and state all written, Spark's batch not
+                               # committed
+    "between-delta-commits",   # partition sink: audit committed, decisions written at the same time (maybe not)
     "delta-committed",         # partition sink: audit and decisions committed, nothing sent to Kafka
     "kafka-transaction",       # partition sink: decisions produced in the open transaction, not committed
     "kafka-committed",         # partition sink: transaction committed, Spark's batch not committed

@@ -16,6 +16,7 @@ from schemas.records import to_row
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.errors import Outcome
+from streaming.engine.collector import young_collection_only
 from streaming.io.delta import now_utc, write_decisions_jsonl, write_delta
 
 
@@ -37,6 +38,13 @@ def run_local(records: Iterable[tuple[int, bytes]], config: ControllerConfig | N
     """Apply every record in log order; malformed ones are quarantined and change nothing."""
     controller = Controller(config)
     result = ReplayResult()
+    with young_collection_only():
+        _replay(controller, result, records, source, progress)
+    return result
+
+
+def _replay(controller: Controller, result: ReplayResult, records: Iterable[tuple[int, bytes]], source: str,
+            progress: Callable[[int], None] | None) -> None:
     for offset, raw in records:
         result.events += 1
         event = parse_event(raw)
@@ -50,7 +58,6 @@ def run_local(records: Iterable[tuple[int, bytes]], config: ControllerConfig | N
                 result.audit.append({**to_row(handled.applied.audit), "batch_id": 0})
         if progress is not None:
             progress(offset)
-    return result
 
 
 def write_outputs(result: ReplayResult, out_dir: Path) -> None:

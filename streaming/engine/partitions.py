@@ -6,18 +6,22 @@ to Delta (idempotent per batch), decisions to the sink topic (one Kafka transact
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from schemas import codec
 from schemas.records import to_row
-from schemas.tables import AUDIT, COMMAND, DECISION, OPERATOR_OUTPUT, PARTITION_STATE, TableSchema
+from schemas.tables import AUDIT, COMMAND, DECISION, OPERATOR_OUTPUT, PACKED_OUTPUT, PARTITION_STATE, TableSchema
 from statemachine.partition import apply_command
 from statemachine.record import Command, PartitionRecord
 from statemachine.rules import ZK, Rules
-from streaming.engine.counts import BatchCounts
+from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.faults import crash_point
 from streaming.io.layout import Checkpoints, Lake
 
@@ -27,61 +31,71 @@ BatchCheck = Callable[[Any, Any, int], str]
 
 
 # -- the stateful operator (the hot path) ----------------------------------------------------------
+# pandas and Arrow pay per column per group, so every row through the operator is narrow: the input is
+# the key plus one packed command, the state one packed record, the output one packed row that the
+# foreachBatch expands in the JVM (`expand_output`). Packing is derived from the records' dataclass fields
+# (schemas.codec), so a field added to a record flows through without touching this file.
 
-_COMMAND_COLUMNS = COMMAND.names
-_STATE_COLUMNS = PARTITION_STATE.names
-_OUTPUT_COLUMNS = OPERATOR_OUTPUT.names
-
-
-_MAP_COLUMNS = frozenset(c.name for c in (*COMMAND.columns, *PARTITION_STATE.columns) if c.type.startswith("map<"))
-
-
-def _row(columns: list[str], values: Any) -> dict[str, Any]:
-    """A row as Arrow and pandas hand it over, as the core reads it: a missing int comes as NaN, a map as a
-    list of (key, value) pairs."""
-    row: dict[str, Any] = {}
-    for c, v in zip(columns, values, strict=True):
-        if isinstance(v, float) and v != v:
-            v = None
-        elif c in _MAP_COLUMNS and v is not None:
-            v = dict(v)
-        row[c] = v
-    return row
+_encode_record = codec.encoder(PartitionRecord)
+_decode_record = codec.decoder(PartitionRecord)
+_decode_command = codec.decoder(Command)
 
 
-def _commands(frame: pd.DataFrame) -> Iterator[Command]:
-    """Commands of one group in log order. Column arrays, not iterrows: this runs per group per batch."""
-    frame = frame.sort_values(["source_offset", "step"], kind="stable")
-    columns = [frame[c].to_numpy(dtype=object) for c in _COMMAND_COLUMNS]
-    for values in zip(*columns, strict=True):
-        yield Command.from_row(_row(_COMMAND_COLUMNS, values))
+def pack_command(command: Command) -> bytes:
+    """The silver `command` column."""
+    return codec.dumps(command, Command).encode()
+
+
+def _packed(kind: str, row: Any) -> str:
+    """An audit row or a decision as the tables have it (schemas.records.to_row), as one JSON object."""
+    return json.dumps({"kind": kind, **to_row(row)}, separators=(",", ":"))
+
+
+_OUT = pd.Index(PACKED_OUTPUT.names)
+
+
+def _frame(out: list[str]) -> pd.DataFrame:
+    """One object column from a 2-D array: a fifth of the cost of pandas' dict constructor, per group."""
+    return pd.DataFrame(np.array(out, dtype=object).reshape(-1, 1), columns=_OUT, copy=False)
 
 
 def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
                              state: Any, rules: Rules = ZK) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one TopicPartition's commands of this micro-batch, applied in log
-    order to the record kept in the state store. Emits audit rows and decisions in one frame."""
-    frames = list(frames)
-    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    order to the record kept in the state store. Emits audit rows and decisions, packed, in one frame."""
+    commands = [_decode_command(json.loads(p)) for frame in frames for p in frame["command"]]
+    commands.sort(key=lambda c: (c.source_offset, c.step))
     partition_key = key[1] is not None
     record = None
     if partition_key and state.exists:
-        record = PartitionRecord.from_row(_row(_STATE_COLUMNS, state.get))
-    out: list[dict[str, Any]] = []
-    for command in _commands(frame):
+        record = _decode_record(json.loads(state.get[0]))
+    out: list[str] = []
+    for command in commands:
         applied = apply_command(record, command, rules)
         record = applied.record
-        out.append({"kind": "audit", **to_row(applied.audit)})
-        out.extend({"kind": "decision", **to_row(d)} for d in applied.decisions)
+        out.append(_packed("audit", applied.audit))
+        out.extend(_packed("decision", d) for d in applied.decisions)
     if partition_key:
         if record is None:
             if state.exists:
                 state.remove()
         else:
-            row = record.to_row()
-            state.update(tuple(row[c] for c in _STATE_COLUMNS))
-    # object columns: pandas would turn a missing int into NaN, which Arrow cannot put in an int column.
-    yield pd.DataFrame({c: pd.Series([row.get(c) for row in out], dtype=object) for c in _OUTPUT_COLUMNS})
+            state.update((json.dumps(_encode_record(record), separators=(",", ":")).encode(),))
+    yield _frame(out)
+
+
+def expand_output(packed: Any) -> Any:
+    """The operator's packed rows (one JSON column `out`) as OPERATOR_OUTPUT's columns, plus `out`.
+    JSON object keys are text, so a map with int keys is read as text keys, then cast."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    target = OPERATOR_OUTPUT.to_spark()
+    readable = T.StructType([
+        T.StructField(f.name, T.MapType(T.StringType(), f.dataType.valueType), f.nullable)
+        if isinstance(f.dataType, T.MapType) else f for f in target.fields])
+    parsed = packed.select("out", F.from_json("out", readable).alias("r"))
+    return parsed.select("out", *(F.col(f"r.{f.name}").cast(f.dataType).alias(f.name) for f in target.fields))
 
 
 class PartitionSink:
@@ -102,38 +116,74 @@ class PartitionSink:
         return json.loads((self.checkpoint / "metadata").read_text())["id"]
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
+        from datetime import UTC, datetime
+
         from pyspark.sql import functions as F
 
-        batch_df = batch_df.persist()
+        clock = Stopwatch()
+        rows = expand_output(batch_df).persist()
         try:
-            audit = (batch_df.filter(F.col("kind") == "audit")
+            audit = (rows.filter(F.col("kind") == "audit")
                      .withColumn("batch_id", F.lit(batch_id).cast("long"))
                      .withColumn("processed_at", F.current_timestamp())
                      .select(*AUDIT.names))
-            decisions = (batch_df.filter(F.col("kind") == "decision")
-                         .withColumn("decided_at", F.current_timestamp())
-                         .select(*DECISION.names))
-            for df, path, app in ((audit, self.lake.audit, "isrflow-audit"),
-                                  (decisions, self.lake.decisions, "isrflow-decisions")):
-                (df.write.format("delta").mode("append").option("txnAppId", app).option("txnVersion", batch_id)
-                 .save(str(path)))
-                crash_point("between-delta-commits" if app == "isrflow-audit" else "delta-committed")
-            quality = None if self.check is None else self.check(batch_df.sparkSession, audit, batch_id)
-            published = 0
-            if self.publisher is not None:
-                rows = [r.asDict(recursive=True) for r in decisions.collect()]
-                published = self.publisher.publish(self.query_id(), batch_id, rows)
+            decided = rows.filter(F.col("kind") == "decision")
+            # The decisions as the operator packed them: Kafka's values need no second trip through Spark.
+            packed = [json.loads(r["out"]) for r in decided.select("out").collect()]
+            clock.lap("operator")  # the stateful operator runs here, in the first action on `rows`
+            decisions = decided.withColumn("decided_at", F.current_timestamp()).select(*DECISION.names)
+
+            def append(df: Any, path: Path, app: str) -> Callable[[], None]:
+                def write() -> None:
+                    df.write.format("delta").mode("append").option("txnAppId", app).option(
+                        "txnVersion", batch_id).save(str(path))
+                    if app == "isrflow-audit":
+                        crash_point("between-delta-commits")  # the decisions' commit may or may not be done
+                return write
+
+            writes = {"audit": append(audit, self.lake.audit, "isrflow-audit")}
+            if packed or not (self.lake.decisions / "_delta_log").exists():  # no empty commits
+                writes["decisions"] = append(decisions, self.lake.decisions, "isrflow-decisions")
+            # The Delta commits (two tables) and the Kafka transaction's sends at once; the transaction
+            # commits only after the Delta commits, so a decision read from the sink topic is in Delta too.
+            # Each is idempotent per batch id: a re-run after a failure redoes only what had not committed.
+            with ThreadPoolExecutor(max_workers=len(writes)) as pool:
+                pending = [pool.submit(clock.timed, name, write) for name, write in writes.items()]
+
+                reached: list[str] = []
+
+                def delta_committed() -> None:
+                    for future in pending:
+                        future.result()
+                    if not reached:  # called before the Kafka commit, then again in case nothing was published
+                        reached.append("delta-committed")
+                        crash_point("delta-committed")
+
+                published = 0
+                if self.publisher is not None:
+                    publisher, query_id, decided_at = self.publisher, self.query_id(), datetime.now(UTC)
+                    published = clock.timed("kafka", lambda: publisher.publish(
+                        query_id, batch_id, [{**d, "decided_at": decided_at} for d in packed], delta_committed))
+                delta_committed()
+            clock.lap(" | ".join([*writes, "kafka"] if self.publisher is not None else writes))
+            quality = None
+            if self.check is not None:
+                quality = self.check(rows.sparkSession, audit, batch_id)
+                clock.lap("quality")
             if self.counts is not None:
-                summary = batch_df.groupBy("kind", "outcome").count().collect()
+                summary = rows.groupBy("kind", "outcome").count().collect()
                 self.counts.partitions[batch_id] = {
                     "commands": sum(r["count"] for r in summary if r["kind"] == "audit"),
-                    "decisions": sum(r["count"] for r in summary if r["kind"] == "decision"),
+                    "decisions": len(packed),
                     "rejections": sum(r["count"] for r in summary if r["outcome"] == "REJECTED"),
                     "published": published,
                     "quality": quality,
+                    "steps": clock.laps,
+                    "within": clock.within,
                 }
+                clock.lap("counts")
         finally:
-            batch_df.unpersist()
+            rows.unpersist()
 
 
 def _ensure_delta(spark: Any, path: Path, schema: TableSchema) -> None:
@@ -152,10 +202,10 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
     reader = spark.readStream.format("delta")
     if one_sequencer_batch_per_trigger:
         reader = reader.option("maxFilesPerTrigger", 1)
-    commands = reader.load(str(lake.commands))
+    commands = reader.load(str(lake.commands)).select("topic", "partition", "command")
     outputs = commands.groupBy("topic", "partition").applyInPandasWithState(
         functools.partial(apply_partition_commands, rules=rules),
-        outputStructType=OPERATOR_OUTPUT.to_spark(),
+        outputStructType=PACKED_OUTPUT.to_spark(),
         stateStructType=PARTITION_STATE.to_spark(),
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from statemachine.controller import ControllerConfig
-from streaming.engine.counts import BatchCounts
+from streaming.engine.counts import BatchCounts, format_steps
 from streaming.engine.partitions import BatchCheck, start_partition_machine
 from streaming.engine.sequencer import start_sequencer
 from streaming.engine.sources import staged_events
@@ -103,7 +103,7 @@ def progress_listener(counts: BatchCounts, echo: Callable[[str], Any] = print) -
                 c = counts.sequencer.pop(p.batchId, None)
                 if c is not None:
                     echo(f"[sequencer] batch {p.batchId}: {c['events']} events in, {c['quarantined']} quarantined, "
-                         f"{c['commands']} commands, {seconds:.1f}s")
+                         f"{c['commands']} commands, {seconds:.1f}s ({format_steps(c['steps'], c['within'])})")
             elif p.name == "isrflow-partitions":
                 c = counts.partitions.pop(p.batchId, None)
                 if c is not None:
@@ -111,7 +111,8 @@ def progress_listener(counts: BatchCounts, echo: Callable[[str], Any] = print) -
                     quality = c.get("quality")
                     echo(f"[partitions] batch {p.batchId}: {c['commands']} commands, {c['decisions']} decisions "
                          f"({c['published']} published), {c['rejections']} rejections, {state_rows} state rows, "
-                         f"{seconds:.1f}s" + (f", quality: {quality}" if quality else ""))
+                         f"{seconds:.1f}s ({format_steps(c['steps'], c['within'])})"
+                         + (f", quality: {quality}" if quality else ""))
 
         def onQueryIdle(self, event: Any) -> None:
             pass

@@ -1,7 +1,8 @@
 """The sequencer query (the first of the pipeline's two): events -> foreachBatch that parses, quarantines bad
 records, walks the batch in log order on the driver with the cluster view, and writes raw events (bronze)
-and per-partition commands (silver). Its controller state is saved per batch id, so a batch re-run after a
-crash yields exactly the same commands. Every Delta write is idempotent per batch (txnAppId + txnVersion).
+and per-partition commands (silver). Its controller state is saved per batch id (`SequencerState`, a
+changelog of versioned JSON), so a batch re-run after a crash yields exactly the same commands. Every Delta
+write is idempotent per batch (txnAppId + txnVersion).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from typing import Any
 
 from schemas.events import Malformed, parse_event
 from schemas.tables import COMMAND, EVENT, QUARANTINE, TableSchema
-from statemachine.controller import Controller, ControllerConfig
-from streaming.engine.counts import BatchCounts
+from statemachine.controller import Controller, ControllerConfig, SnapshotError
+from streaming.engine.collector import young_collection_only
+from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.faults import crash_point
+from streaming.engine.partitions import pack_command
 from streaming.io.delta import arrow_table
 from streaming.io.layout import Checkpoints, Lake
 
@@ -29,6 +32,94 @@ def _append_idempotent(spark: Any, rows: list[dict[str, Any]], schema: TableSche
      .save(str(path)))
 
 
+class SequencerStateError(RuntimeError):
+    """The sequencer cannot find or read the state a micro-batch must resume from."""
+
+
+class SequencerState:
+    """The controller's state per micro-batch, as a changelog of versioned JSON files in one directory:
+    `<batch>.changes.json` holds what that batch changed (the cluster view, the partition records it
+    touched, the event ids it saw); `<batch>.whole.json` the whole controller, written once the changes
+    since the previous whole add up to as many records as the cluster has (so the bytes written stay
+    proportional to the work, not to the cluster), or once `max_changes` change sets follow it (so a
+    restart reads a bounded number of files). State before batch b = the newest whole older than b, then
+    each change set after it up to b - 1."""
+
+    def __init__(self, directory: Path, max_changes: int = 1000) -> None:
+        self.directory = directory
+        self.max_changes = max_changes
+        # Since the newest whole snapshot: records changed, change sets written.
+        self._records = 0
+        self._change_sets = 0
+
+    def _files(self, before: int) -> list[tuple[int, bool, Path]]:
+        """(batch, whole?, path) of the files older than `before`, by batch."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        out = []
+        for path in self.directory.glob("*.json"):
+            parts = path.name.split(".")
+            if len(parts) == 3 and parts[0].isdigit() and int(parts[0]) < before:
+                out.append((int(parts[0]), parts[1] == "whole", path))
+        return sorted(out)
+
+    def _fail(self, batch_id: int, why: str) -> SequencerStateError:
+        return SequencerStateError(
+            f"cannot resume the sequencer at micro-batch {batch_id}: {why}. The state lives in {self.directory}; "
+            f"restore the missing or damaged files from a backup, or start over with a new checkpoint "
+            f"directory and new output tables (the log is replayed from its first offset).")
+
+    def load(self, controller: Controller, batch_id: int) -> None:
+        """Restore into `controller` the state before `batch_id`. Never silently starts from empty state
+        after batch 0."""
+        self._records = self._change_sets = 0
+        if any(self.directory.glob("*.pickle")):
+            raise self._fail(batch_id, "its state was saved by an older isrflow (pickle), which is no longer read")
+        if batch_id == 0:
+            return
+        files = self._files(batch_id)
+        if not files or files[-1][0] != batch_id - 1:
+            raise self._fail(batch_id, f"the state after batch {batch_id - 1} is missing")
+        wholes = [i for i, (_, whole, _) in enumerate(files) if whole]
+        if not wholes:
+            raise self._fail(batch_id, "no whole snapshot precedes the change sets")
+        chain = files[wholes[-1]:]
+        if [n for n, _, _ in chain] != list(range(chain[0][0], batch_id)):
+            raise self._fail(batch_id, f"change sets missing between batches {chain[0][0]} and {batch_id - 1}")
+        for _, whole, path in chain:
+            try:
+                applied = controller.restore(path.read_bytes())
+            except SnapshotError as e:
+                raise self._fail(batch_id, f"{path.name}: {e}") from e
+            if not whole:
+                self._records += applied
+                self._change_sets += 1
+
+    def save(self, controller: Controller, batch_id: int, touched: set[tuple[str, int]], seen_after: int) -> None:
+        """Write batch `batch_id`'s state: what it changed (`touched` partitions, event ids seen after the
+        offset `seen_after`), or the whole controller."""
+        self._records += len(touched)
+        self._change_sets += 1
+        whole = (batch_id == 0 or self._records >= len(controller.partitions)
+                 or self._change_sets > self.max_changes)
+        data = controller.snapshot() if whole else controller.snapshot(touched, seen_after)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for kind in ("whole", "changes"):  # an earlier attempt of this batch
+            (self.directory / f"{batch_id}.{kind}.json").unlink(missing_ok=True)
+        name = f"{batch_id}.{'whole' if whole else 'changes'}.json"
+        tmp = self.directory / f"{name}.tmp"
+        tmp.write_bytes(data)
+        crash_point("sequencer-state-write")
+        tmp.replace(self.directory / name)
+        if not whole:
+            return
+        self._records = self._change_sets = 0
+        # Keep the previous whole snapshot and its change sets: a re-run of this batch restores from them.
+        older = [n for n, w, _ in self._files(batch_id) if w]
+        if older:
+            for _, _, path in self._files(older[-1]):
+                path.unlink()
+
+
 class Sequencer:
     """foreachBatch of the sequencer query. Runs on the driver: the cluster view is one small object and
     each event must see the cluster as every earlier event left it."""
@@ -38,41 +129,28 @@ class Sequencer:
         self.progress = progress
         self.spark = spark
         self.lake = lake
-        self.state_dir = state_dir
+        self.state = SequencerState(state_dir)
         self.config = config
         self.source = source
         self.counts = counts
         self._controller: Controller | None = None
         self._controller_batch = -1  # the batch id whose result `_controller` holds
+        self._last_offset = -1  # the newest offset `_controller` has seen
 
     def _controller_before(self, batch_id: int) -> Controller:
-        """The controller as the previous batch left it: in memory, or the newest snapshot older than
-        this batch (a batch re-run after a crash restarts from the same state)."""
+        """The controller as the previous batch left it: in memory, or restored from the state files (a
+        batch re-run after a crash restarts from the same state)."""
         if self._controller is not None and self._controller_batch == batch_id - 1:
             return self._controller
         controller = Controller(self.config)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        older = sorted((int(p.stem), p) for p in self.state_dir.glob("*.pickle") if int(p.stem) < batch_id)
-        if older:
-            controller.restore(older[-1][1].read_bytes())
+        self.state.load(controller, batch_id)
+        self._last_offset = max(controller.cluster.seen_event_ids.values(), default=-1)
         return controller
 
-    def _save(self, controller: Controller, batch_id: int) -> None:
-        tmp = self.state_dir / f"{batch_id}.pickle.tmp"
-        tmp.write_bytes(controller.snapshot())
-        crash_point("sequencer-state-write")
-        tmp.replace(self.state_dir / f"{batch_id}.pickle")
-        for old in self.state_dir.glob("*.pickle"):
-            if int(old.stem) < batch_id - 2:  # keep a few for re-runs of recent batches
-                old.unlink()
-        self._controller, self._controller_batch = controller, batch_id
-
-    def __call__(self, batch_df: Any, batch_id: int) -> None:
-        rows = batch_df.select("source_offset", "value").orderBy("source_offset").collect()
-        controller = self._controller_before(batch_id)
-        bronze: list[dict[str, Any]] = []
-        quarantine: list[dict[str, Any]] = []
-        commands: list[dict[str, Any]] = []
+    def _sequence(self, controller: Controller, rows: list[Any], batch_id: int, bronze: list[dict[str, Any]],
+                  quarantine: list[dict[str, Any]], commands: list[dict[str, Any]],
+                  touched: set[tuple[str, int]]) -> None:
+        """The batch's events in log order through the controller: bronze, quarantine and silver rows."""
         for row in rows:
             offset, raw = int(row["source_offset"]), row["value"]
             event = parse_event(None if raw is None else bytes(raw))
@@ -84,16 +162,44 @@ class Sequencer:
             bronze.append({"source_offset": offset, "event_id": event.event_id, "type": event.type,
                            "controller_epoch": event.controller_epoch, "ts": event.ts, "json": event.to_json(),
                            "batch_id": batch_id})
-            commands.extend(h.command.to_row() for h in controller.handle(event, offset))
-        _append_idempotent(self.spark, bronze, EVENT, self.lake.bronze, "isrflow-bronze", batch_id)
-        _append_idempotent(self.spark, quarantine, QUARANTINE, self.lake.quarantine, "isrflow-quarantine",
-                           batch_id)
-        _append_idempotent(self.spark, commands, COMMAND, self.lake.commands, "isrflow-commands", batch_id)
+            for h in controller.handle(event, offset):
+                c = h.command
+                commands.append({"topic": c.topic, "partition": c.partition, "source_offset": c.source_offset,
+                                 "step": c.step, "action": str(c.action), "command": pack_command(c)})
+                if c.partition is not None:
+                    touched.add((c.topic, c.partition))
+
+    def __call__(self, batch_df: Any, batch_id: int) -> None:
+        clock = Stopwatch()
+        rows = batch_df.select("source_offset", "value").orderBy("source_offset").collect()
+        clock.lap("read")
+        controller = self._controller_before(batch_id)
+        clock.lap("restore")
+        bronze: list[dict[str, Any]] = []
+        quarantine: list[dict[str, Any]] = []
+        commands: list[dict[str, Any]] = []
+        touched: set[tuple[str, int]] = set()
+        with young_collection_only():
+            self._sequence(controller, rows, batch_id, bronze, quarantine, commands, touched)
+        clock.lap("core")
+        spark, lake = self.spark, self.lake
+        # Different tables and a local file, each idempotent per batch id: written at once.
+        clock.together({
+            "bronze": lambda: _append_idempotent(spark, bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
+            "quarantine": lambda: _append_idempotent(spark, quarantine, QUARANTINE, lake.quarantine,
+                                                     "isrflow-quarantine", batch_id),
+            "silver": lambda: _append_idempotent(spark, commands, COMMAND, lake.commands, "isrflow-commands",
+                                                 batch_id),
+            "state": lambda: self.state.save(controller, batch_id, touched, self._last_offset),
+        })
         crash_point("sequencer-committed")
-        self._save(controller, batch_id)
+        self._controller, self._controller_batch = controller, batch_id
+        if rows:
+            self._last_offset = max(self._last_offset, int(rows[-1]["source_offset"]))
         if self.counts is not None:
             self.counts.sequencer[batch_id] = {"events": len(rows), "quarantined": len(quarantine),
-                                               "commands": len(commands)}
+                                               "commands": len(commands), "steps": clock.laps,
+                                               "within": clock.within}
         if self.progress is not None:
             self.progress.advance(len(rows))
 

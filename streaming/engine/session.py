@@ -57,6 +57,12 @@ def base_conf() -> dict[str, str]:
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        # The partition query's state: RocksDB writes what a batch changed (changelog checkpointing); the
+        # default HDFS-backed store copies every partition's record into a new map each micro-batch, so a
+        # one-event batch would cost more the larger the cluster. A checkpoint keeps the provider it began with.
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     }
 
 

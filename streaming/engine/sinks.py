@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from streaming.engine.faults import crash_point
@@ -70,8 +70,11 @@ class DecisionPublisher:
                 producer.close(timeout=1)
         self._last_batch.clear()  # re-read from the topic: a commit whose answer was lost is there
 
-    def publish(self, query_id: str, batch_id: int, decisions: Sequence[Mapping[str, Any]]) -> int:
-        """Publish the batch once, waiting out a broker outage of up to `outage_timeout_s`."""
+    def publish(self, query_id: str, batch_id: int, decisions: Sequence[Mapping[str, Any]],
+                before_commit: Callable[[], None] | None = None) -> int:
+        """Publish the batch once, in one transaction, waiting out a broker outage of up to `outage_timeout_s`.
+        `before_commit` (the batch's other writes) must return before the transaction commits, and aborts it by
+        raising; it may be called again after an outage, so it must be idempotent."""
         from kafka.errors import KafkaError
 
         deadline = time.monotonic() + self.outage_timeout_s
@@ -80,7 +83,7 @@ class DecisionPublisher:
             try:
                 if self.producer is None:
                     self._connect()
-                return self._publish_once(query_id, batch_id, decisions)
+                return self._publish_once(query_id, batch_id, decisions, before_commit)
             except KafkaError as exc:
                 if not exc.retriable:
                     raise
@@ -98,7 +101,8 @@ class DecisionPublisher:
                 time.sleep(pause)
                 pause = min(pause * 2, 10.0)
 
-    def _publish_once(self, query_id: str, batch_id: int, decisions: Sequence[Mapping[str, Any]]) -> int:
+    def _publish_once(self, query_id: str, batch_id: int, decisions: Sequence[Mapping[str, Any]],
+                      before_commit: Callable[[], None] | None) -> int:
         if query_id not in self._last_batch:
             self._last_batch[query_id] = last_committed_batch(self.kafka, self.topic, query_id)
         if batch_id <= self._last_batch[query_id] or not decisions:
@@ -110,6 +114,8 @@ class DecisionPublisher:
                 self.producer.send(self.topic, key=decision_key(d), value=decision_json(d).encode(), headers=header)
             self.producer.flush()
             crash_point("kafka-transaction")
+            if before_commit is not None:
+                before_commit()
             self.producer.commit_transaction()
             crash_point("kafka-committed")
         except Exception as exc:

@@ -1,0 +1,70 @@
+"""Benchmark: driver and Python worker memory over a long run of the Spark pipeline.
+
+`--events` IsrChange requests (see replay_throughput.py) go through both queries in micro-batches of
+`--batch-size`; once a second the resident set of the Python driver, the JVM, and every Python worker
+is sampled. Reported: RSS at each tenth of the run, and the growth from the first tenth to the end.
+
+Run: .venv/bin/python benchmarks/memory.py [--events 1000000] [--partitions 10000] [--batch-size 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from harness import descendants, isr_churn, load, pids, rss_mib
+
+from statemachine.controller import ControllerConfig
+from streaming.engine.pipeline import replay_spark
+from streaming.engine.session import build_spark
+from streaming.io.layout import Checkpoints, Lake
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--batch-size", type=int, default=50_000)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="isrflow-memory-"))
+    spark = build_spark("isrflow-memory")
+    driver, jvm = pids()
+    samples: list[tuple[float, float, float, float]] = []  # (t, driver, jvm, largest worker)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(1.0):
+            workers = [rss_mib(p) for p, cmd in descendants(jvm) if "pyspark" in cmd]
+            samples.append((time.monotonic(), rss_mib(driver), rss_mib(jvm), max(workers, default=0.0)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    started_load, started = load(), time.monotonic()
+    sampler.start()
+    try:
+        lake = Lake.beside(work / "audit")
+        replay_spark(spark, isr_churn(args.partitions, args.events), lake, Checkpoints(work / "ckpt"),
+                     work / "staging", ControllerConfig(), batch_size=args.batch_size)
+    finally:
+        done.set()
+        sampler.join()
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    seconds = time.monotonic() - started
+    print(f"{args.events} IsrChange events over {args.partitions} partitions, batches of {args.batch_size}: "
+          f"{seconds:.0f}s, load {started_load} -> {load()}")
+    print("  at     driver MiB  JVM MiB  largest Python worker MiB")
+    tenths = [samples[min(len(samples) - 1, len(samples) * i // 10)] for i in range(1, 11)]
+    for i, (_, d, j, w) in enumerate(tenths, start=1):
+        print(f"  {i * 10:3d}%   {d:8.0f}  {j:8.0f}  {w:8.0f}")
+    first, last = tenths[0], tenths[-1]
+    print(f"growth from 10% to 100%: driver {last[1] - first[1]:+.0f} MiB, JVM {last[2] - first[2]:+.0f} MiB, "
+          f"worker {last[3] - first[3]:+.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

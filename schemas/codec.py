@@ -1,0 +1,142 @@
+"""Records as JSON, derived from their dataclass fields and type hints, never written per column.
+
+Used wherever a record leaves the process: the state store (one binary column per partition), the silver
+command column, the operator's packed output, the sequencer's snapshots. Names, not positions: a field
+added with a default reads old JSON; an unknown name is ignored; a None that is the field's default is left
+out. Enums travel as their values, tuples and
+sets as lists (sets sorted), mappings as JSON objects (keys as text, converted back from the type hint).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+Convert = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _is_optional(tp: Any) -> tuple[bool, Any]:
+    """(True, X) for `X | None`; (False, tp) otherwise."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return True, args[0]
+        return True, Any  # a wider union: values pass as they are
+    return False, tp
+
+
+@cache
+def encoder(tp: Any) -> Convert:
+    """A function turning a value of type `tp` into JSON-able data."""
+    optional, tp = _is_optional(tp)
+    convert = _encoder(tp)
+    if optional:
+        return lambda v: None if v is None else convert(v)
+    return convert
+
+
+def _encoder(tp: Any) -> Convert:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        # A None that is also the field's default is left out: smaller rows, and decoding restores it.
+        fields = [(f.name, encoder(hints[f.name]), f.default is None) for f in dataclasses.fields(tp)]
+
+        def encode(v: Any) -> dict[str, Any]:
+            out = {}
+            for name, enc, skip_none in fields:
+                value = getattr(v, name)
+                if value is not None or not skip_none:
+                    out[name] = enc(value)
+            return out
+
+        return encode
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return lambda v: v.value
+    if origin in (tuple, list) or tp in (tuple, list):
+        item = encoder(args[0]) if args else encode_any
+        if item is _identity:
+            return list
+        return lambda v: [item(x) for x in v]
+    if origin in (frozenset, set) or tp in (frozenset, set):
+        item = encoder(args[0]) if args else encode_any
+        return lambda v: sorted(item(x) for x in v)
+    if origin in (dict, Mapping) or tp is dict:
+        key, value = (encoder(args[0]), encoder(args[1])) if args else (encode_any, encode_any)
+        return lambda v: {str(key(k)): value(x) for k, x in v.items()}
+    if tp in (int, str, bool, float):
+        return _identity
+    return encode_any
+
+
+def encode_any(value: Any) -> Any:
+    """Without a type hint (`Any`): by the value's own type."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value.value if isinstance(value, enum.Enum) else value
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value):
+        return encoder(type(value))(value)
+    if isinstance(value, Mapping):
+        return {str(encode_any(k)): encode_any(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(encode_any(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [encode_any(v) for v in value]
+    return value
+
+
+@cache
+def decoder(tp: Any) -> Convert:
+    """The inverse of `encoder(tp)`."""
+    optional, tp = _is_optional(tp)
+    convert = _decoder(tp)
+    if optional:
+        return lambda v: None if v is None else convert(v)
+    return convert
+
+
+def _decoder(tp: Any) -> Convert:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        fields = {f.name: decoder(hints[f.name]) for f in dataclasses.fields(tp) if f.init}
+        return lambda d: tp(**{name: fields[name](v) for name, v in d.items() if name in fields})
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp
+    if origin is tuple or tp is tuple:
+        item = decoder(args[0]) if args else _identity
+        return lambda v: tuple(item(x) for x in v)
+    if origin is list or tp is list:
+        item = decoder(args[0]) if args else _identity
+        return lambda v: [item(x) for x in v]
+    if origin in (frozenset, set) or tp in (frozenset, set):
+        item = decoder(args[0]) if args else _identity
+        kind = frozenset if (origin or tp) is frozenset else set
+        return lambda v: kind(item(x) for x in v)
+    if origin in (dict, Mapping) or tp is dict:
+        key, value = (decoder(args[0]), decoder(args[1])) if args else (_identity, _identity)
+        return lambda v: {key(k): value(x) for k, x in v.items()}
+    if tp is int:
+        return int  # also a JSON object's key, which is text
+    return _identity
+
+
+def dumps(value: Any, tp: Any = None) -> str:
+    """`value` (of type `tp`, or by its own type) as compact JSON text."""
+    data = encode_any(value) if tp is None else encoder(tp)(value)
+    return json.dumps(data, separators=(",", ":"))
+
+
+def loads(text: str | bytes, tp: Any) -> Any:
+    return decoder(tp)(json.loads(text))
