@@ -5,11 +5,17 @@ one micro-batch each) go through three stateful operators keyed by (topic, parti
 query with the `noop` sink, in the same run and the same session:
 - floor: the minimal no-op; rows are the key plus one binary column; reads its frames, emits nothing;
 - echo:  the floor plus what any real operator must do per group: store one binary state, emit one row;
-- ours:  `apply_partition_commands` (decode, apply_command, state, packed audit rows and decisions).
+- ours:  `apply_partition_commands` (decode, apply_command, state, packed audit rows and decisions);
+and the same through transformWithState (state API v2), beside it to compare, not used by the pipeline:
+- tws-floor: transformWithStateInPandas, the minimal no-op (a processor with no state variable);
+- tws-ours:  transformWithStateInPandas running `apply_partition_commands` on a ValueState of our schema;
+- tws-row-floor: transformWithState (Rows, no pandas), the minimal no-op.
 Reported: the failure batch's wall seconds and the CPU seconds the JVM and the Python workers spent in it
 (steadier than wall time on a shared machine), per group, and each against the floor.
 
 Run: .venv/bin/python benchmarks/floor.py [--partitions 10000] [--repeat 2] [--state-store rocksdb|hdfs]
+     [--operators floor,echo,ours,tws-floor,tws-ours,tws-row-floor]
+(transformWithState needs the RocksDB state store, the session default.)
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 from harness import cluster_log, cpu_seconds, load, pids, silver_rows, wait_for
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from schemas.tables import COMMAND, PACKED_OUTPUT, PARTITION_STATE
 from streaming.engine.partitions import apply_partition_commands
@@ -56,7 +63,65 @@ def echo(key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any) -> It
     yield pd.DataFrame({"out": [last.decode()]}, dtype=object)
 
 
-OPERATORS = {"floor": floor, "echo": echo, "ours": apply_partition_commands}
+class ValueStateAsGroupState:
+    """A transformWithState ValueState behind the GroupState calls `apply_partition_commands` makes."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    @property
+    def exists(self) -> bool:
+        return self.value.exists()
+
+    @property
+    def get(self) -> Any:
+        return self.value.get()
+
+    def update(self, row: tuple[Any, ...]) -> None:
+        self.value.update(row)
+
+    def remove(self) -> None:
+        self.value.clear()
+
+
+class TwsFloor(StatefulProcessor):
+    def init(self, handle: Any) -> None:
+        pass
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        for _ in rows:
+            pass
+        yield from ()
+
+    def close(self) -> None:
+        pass
+
+
+class TwsOurs(TwsFloor):
+    def init(self, handle: Any) -> None:
+        self.state = ValueStateAsGroupState(handle.getValueState("record", PARTITION_STATE.to_spark()))
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        yield from apply_partition_commands(key, rows, self.state)
+
+
+def with_state(function: Any) -> Any:
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    return lambda grouped: grouped.applyInPandasWithState(
+        function, PACKED_OUTPUT.to_spark(), PARTITION_STATE.to_spark(), "append", GroupStateTimeout.NoTimeout)
+
+
+def with_processor(processor: type, pandas: bool = True) -> Any:
+    def build(grouped: Any) -> Any:
+        transform = grouped.transformWithStateInPandas if pandas else grouped.transformWithState
+        return transform(processor(), PACKED_OUTPUT.to_spark(), "Append", "None")
+    return build
+
+
+OPERATORS = {"floor": with_state(floor), "echo": with_state(echo), "ours": with_state(apply_partition_commands),
+             "tws-floor": with_processor(TwsFloor), "tws-ours": with_processor(TwsOurs),
+             "tws-row-floor": with_processor(TwsFloor, pandas=False)}
 
 
 def stage(spark: Any, path: Path, batches: list[list[dict[str, Any]]]) -> None:
@@ -66,26 +131,23 @@ def stage(spark: Any, path: Path, batches: list[list[dict[str, Any]]]) -> None:
          .save(str(path)))
 
 
-def run(spark: Any, silver: Path, name: str, work: Path) -> tuple[float, float]:
-    """One query over the staged micro-batches: the last batch's wall seconds, and the CPU seconds the
-    JVM and the Python workers spent in it."""
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
+def run(spark: Any, silver: Path, name: str, work: Path) -> tuple[float, float, int]:
+    """One query over the staged micro-batches: the last batch's wall seconds, the CPU seconds the
+    JVM and the Python workers spent in it, and its output rows."""
     checkpoint = work / f"ckpt-{name}"
     shutil.rmtree(checkpoint, ignore_errors=True)
     jvm = pids()[1]
     cpu: list[float] = []
     spark.streams.addListener(listener := batch_cpu_listener(jvm, cpu))
-    query = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(str(silver))
-             .select("topic", "partition", "command").groupBy("topic", "partition")
-             .applyInPandasWithState(OPERATORS[name], PACKED_OUTPUT.to_spark(), PARTITION_STATE.to_spark(),
-                                     "append", GroupStateTimeout.NoTimeout)
-             .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+    grouped = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(str(silver))
+               .select("topic", "partition", "command").groupBy("topic", "partition"))
+    query = (OPERATORS[name](grouped).writeStream.format("noop").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
     query.awaitTermination()
     wait_for(lambda: len(cpu) >= 3, 30, "progress events")  # the listener bus is asynchronous
     spark.streams.removeListener(listener)
-    return query.recentProgress[-1]["batchDuration"] / 1000, cpu[-1] - cpu[-2]
+    last = query.recentProgress[-1]
+    return last["batchDuration"] / 1000, cpu[-1] - cpu[-2], last["sink"]["numOutputRows"]
 
 
 def batch_cpu_listener(jvm: int, marks: list[float]) -> Any:
@@ -108,7 +170,8 @@ def batch_cpu_listener(jvm: int, marks: list[float]) -> Any:
     return Listener()
 
 
-def measure(spark: Any, partitions: int, repeat: int, tail: str = "failure") -> dict[str, Any]:
+def measure(spark: Any, partitions: int, repeat: int, tail: str = "failure",
+            operators: tuple[str, ...] = ("floor", "echo", "ours")) -> dict[str, Any]:
     setup, tail_events = cluster_log(partitions, tail)
     work = Path(tempfile.mkdtemp(prefix="isrflow-floor-"))
     from statemachine.controller import Controller
@@ -120,13 +183,14 @@ def measure(spark: Any, partitions: int, repeat: int, tail: str = "failure") -> 
     stage(spark, work / "silver", [first, last])
     best: dict[str, float] = {}
     best_cpu: dict[str, float] = {}
+    rows: dict[str, int] = {}
     for _ in range(repeat):
-        for name in OPERATORS:
-            seconds, cpu = run(spark, work / "silver", name, work)
+        for name in operators:
+            seconds, cpu, rows[name] = run(spark, work / "silver", name, work)
             best[name] = min(best.get(name, seconds), seconds)
             best_cpu[name] = min(best_cpu.get(name, cpu), cpu)
     shutil.rmtree(work, ignore_errors=True)
-    return {"groups": groups, "seconds": best, "cpu": best_cpu}
+    return {"groups": groups, "seconds": best, "cpu": best_cpu, "rows": rows}
 
 
 def main() -> int:
@@ -135,20 +199,26 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2, help="runs of each operator; the fastest counts")
     parser.add_argument("--state-store", choices=sorted(STATE_STORES), default=None,
                         help="state store provider (default: the session's)")
+    parser.add_argument("--operators", default=",".join(OPERATORS),
+                        help=f"comma-separated, `floor` first (the ratios' base): {', '.join(OPERATORS)}")
     args = parser.parse_args()
+    operators = tuple(args.operators.split(","))
+    if operators[0] != "floor" or not set(operators) <= set(OPERATORS):
+        parser.error(f"--operators: `floor` first, then any of {', '.join(OPERATORS)}")
     conf = {} if args.state_store is None else {"spark.sql.streaming.stateStore.providerClass":
                                                 STATE_STORES[args.state_store]}
     spark = build_spark("isrflow-floor", conf=conf)
     before = load()
-    result = measure(spark, args.partitions, args.repeat)
+    result = measure(spark, args.partitions, args.repeat, operators=operators)
     spark.stop()
     groups, s, cpu = result["groups"], result["seconds"], result["cpu"]
     print(f"partitions {args.partitions}, groups in the failure batch {groups}, load {before} -> {load()}, "
           f"state store {args.state_store or 'session default'}")
     for name, seconds in s.items():
-        print(f"  {name:5s} wall {seconds:6.2f}s  {seconds / groups * 1000:.3f} ms/group  "
+        print(f"  {name:13s} wall {seconds:6.2f}s  {seconds / groups * 1000:.3f} ms/group  "
               f"{seconds / s['floor']:.2f}x floor | CPU (JVM + Python workers) {cpu[name]:6.2f}s  "
-              f"{cpu[name] / groups * 1000:.3f} ms/group  {cpu[name] / cpu['floor']:.2f}x floor")
+              f"{cpu[name] / groups * 1000:.3f} ms/group  {cpu[name] / cpu['floor']:.2f}x floor | "
+              f"{result['rows'][name]} rows out")
     return 0
 
 

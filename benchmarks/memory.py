@@ -5,6 +5,7 @@
 is sampled. Reported: RSS at each tenth of the run, and the growth from the first tenth to the end.
 
 Run: .venv/bin/python benchmarks/memory.py [--events 1000000] [--partitions 10000] [--batch-size 50000]
+     [--samples memory.csv]   (every sample as it is taken, so a run stopped early still shows its trend)
 """
 
 from __future__ import annotations
@@ -29,17 +30,24 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--batch-size", type=int, default=50_000)
+    parser.add_argument("--samples", type=Path, help="CSV file written as samples are taken")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="isrflow-memory-"))
     spark = build_spark("isrflow-memory")
     driver, jvm = pids()
     samples: list[tuple[float, float, float, float]] = []  # (t, driver, jvm, largest worker)
     done = threading.Event()
+    out = args.samples.open("w", buffering=1) if args.samples else None
+    if out:
+        out.write("seconds,driver_mib,jvm_mib,worker_mib,load\n")
 
     def sample() -> None:
         while not done.wait(1.0):
             workers = [rss_mib(p) for p, cmd in descendants(jvm) if "pyspark" in cmd]
             samples.append((time.monotonic(), rss_mib(driver), rss_mib(jvm), max(workers, default=0.0)))
+            if out:
+                t, d, j, w = samples[-1]
+                out.write(f"{t - started:.0f},{d:.0f},{j:.0f},{w:.0f},{load()}\n")
 
     sampler = threading.Thread(target=sample, daemon=True)
     started_load, started = load(), time.monotonic()
@@ -51,6 +59,8 @@ def main() -> int:
     finally:
         done.set()
         sampler.join()
+        if out:
+            out.close()
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     seconds = time.monotonic() - started

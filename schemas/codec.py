@@ -101,41 +101,63 @@ def decoder(tp: Any) -> Convert:
     """The inverse of `encoder(tp)`."""
     optional, tp = _is_optional(tp)
     convert = _decoder(tp)
-    if optional:
+    if optional and convert is not _identity:
         return lambda v: None if v is None else convert(v)
     return convert
 
 
 def _decoder(tp: Any) -> Convert:
+    # The hot path decodes a command and a record per partition per micro-batch: fields whose JSON value
+    # already is the value (text, numbers, booleans) cost no call.
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
-        fields = {f.name: decoder(hints[f.name]) for f in dataclasses.fields(tp) if f.init}
-        return lambda d: tp(**{name: fields[name](v) for name, v in d.items() if name in fields})
+        known = frozenset(f.name for f in dataclasses.fields(tp) if f.init)
+        convert = [(name, fn) for name in known if (fn := decoder(hints[name])) is not _identity]
+
+        def decode(d: dict[str, Any]) -> Any:
+            kw = dict(d) if d.keys() <= known else {k: v for k, v in d.items() if k in known}
+            for name, fn in convert:
+                if name in kw:
+                    kw[name] = fn(kw[name])
+            return tp(**kw)
+
+        return decode
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return tp
+        members = {m.value: m for m in tp}
+
+        def member(v: Any) -> Any:
+            try:
+                return members[v]
+            except (KeyError, TypeError):
+                return tp(v)  # Enum's own lookup and error for anything else
+
+        return member
     if origin is tuple or tp is tuple:
         item = decoder(args[0]) if args else _identity
-        return lambda v: tuple(item(x) for x in v)
+        return tuple if item is _identity else lambda v: tuple(item(x) for x in v)
     if origin is list or tp is list:
         item = decoder(args[0]) if args else _identity
-        return lambda v: [item(x) for x in v]
+        return list if item is _identity else lambda v: [item(x) for x in v]
     if origin in (frozenset, set) or tp in (frozenset, set):
         item = decoder(args[0]) if args else _identity
         kind = frozenset if (origin or tp) is frozenset else set
-        return lambda v: kind(item(x) for x in v)
+        return kind if item is _identity else lambda v: kind(item(x) for x in v)
     if origin in (dict, Mapping) or tp is dict:
-        key, value = (decoder(args[0]), decoder(args[1])) if args else (_identity, _identity)
+        # A JSON object's keys are text: an int key is converted back.
+        key = (int if args[0] is int else decoder(args[0])) if args else _identity
+        value = decoder(args[1]) if args else _identity
         return lambda v: {key(k): value(x) for k, x in v.items()}
-    if tp is int:
-        return int  # also a JSON object's key, which is text
-    return _identity
+    return _identity  # int, str, bool, float: JSON's own value
+
+
+# One encoder for every call: json.dumps with separators builds a new JSONEncoder each time.
+compact: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def dumps(value: Any, tp: Any = None) -> str:
     """`value` (of type `tp`, or by its own type) as compact JSON text."""
-    data = encode_any(value) if tp is None else encoder(tp)(value)
-    return json.dumps(data, separators=(",", ":"))
+    return compact(encode_any(value) if tp is None else encoder(tp)(value))
 
 
 def loads(text: str | bytes, tp: Any) -> Any:

@@ -5,8 +5,10 @@ to Delta (idempotent per batch), decisions to the sink topic (one Kafka transact
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import operator
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from schemas import codec
-from schemas.records import to_row
+from schemas.records import AuditRow, Decision
 from schemas.tables import AUDIT, COMMAND, DECISION, OPERATOR_OUTPUT, PACKED_OUTPUT, PARTITION_STATE, TableSchema
 from statemachine.partition import apply_command
 from statemachine.record import Command, PartitionRecord
@@ -46,17 +48,27 @@ def pack_command(command: Command) -> bytes:
     return codec.dumps(command, Command).encode()
 
 
-def _packed(kind: str, row: Any) -> str:
-    """An audit row or a decision as the tables have it (schemas.records.to_row), as one JSON object."""
-    return json.dumps({"kind": kind, **to_row(row)}, separators=(",", ":"))
+def _packer(kind: str, cls: type) -> Callable[[Any], str]:
+    """An audit row or a decision as the tables have it (schemas.records.to_row), as one JSON object with
+    its `kind` first. JSON itself writes tuples as lists, StrEnum members as their text and int map keys as
+    text, which is all to_row converts, so the fields go to the encoder as they are: one C call per row."""
+    names = ("kind", *(f.name for f in dataclasses.fields(cls)))
+    values = operator.attrgetter(*names[1:])
+    return lambda row: codec.compact(dict(zip(names, (kind, *values(row)), strict=True)))
+
+
+_pack_audit = _packer("audit", AuditRow)
+_pack_decision = _packer("decision", Decision)
 
 
 _OUT = pd.Index(PACKED_OUTPUT.names)
 
 
 def _frame(out: list[str]) -> pd.DataFrame:
-    """One object column from a 2-D array: a fifth of the cost of pandas' dict constructor, per group."""
-    return pd.DataFrame(np.array(out, dtype=object).reshape(-1, 1), columns=_OUT, copy=False)
+    """One object column from a 2-D array and a given index: a quarter of the cost of pandas' dict
+    constructor per group, and half of the same array without the index, which pandas would infer."""
+    return pd.DataFrame(np.array(out, dtype=object).reshape(-1, 1), index=pd.RangeIndex(len(out)),
+                        columns=_OUT, copy=False)
 
 
 def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
@@ -73,14 +85,14 @@ def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame
     for command in commands:
         applied = apply_command(record, command, rules)
         record = applied.record
-        out.append(_packed("audit", applied.audit))
-        out.extend(_packed("decision", d) for d in applied.decisions)
+        out.append(_pack_audit(applied.audit))
+        out.extend(map(_pack_decision, applied.decisions))
     if partition_key:
         if record is None:
             if state.exists:
                 state.remove()
         else:
-            state.update((json.dumps(_encode_record(record), separators=(",", ":")).encode(),))
+            state.update((codec.compact(_encode_record(record)).encode(),))
     yield _frame(out)
 
 
