@@ -43,7 +43,8 @@ def main() -> int:
 
     def sample() -> None:
         while not done.wait(1.0):
-            workers = [rss_mib(p) for p, cmd in descendants(jvm) if "pyspark" in cmd]
+            # The daemon and the workers it forks; not the JVM's own short-lived forks, which show its command line.
+            workers = [rss_mib(p) for p, cmd in descendants(jvm) if "pyspark.daemon" in cmd]
             samples.append((time.monotonic(), rss_mib(driver), rss_mib(jvm), max(workers, default=0.0)))
             if out:
                 t, d, j, w = samples[-1]
