@@ -2,7 +2,7 @@
 
 One state machine (partition.py) runs both; a `Rules` value names the few places that differ, each a small
 policy. `ZK` is the design's controller (Kafka 3.9 and earlier), the default. `KRAFT` follows Kafka 4.1's
-PartitionChangeBuilder / ReplicationControlManager with eligible.leader.replicas.version=0:
+PartitionChangeBuilder / ReplicationControlManager:
 
 - one operation writes at most one PartitionChangeRecord per partition: the ZK controller's several
   writes of one step (an election, then a replica out of the ISR; a reassignment's phases) become one decision,
