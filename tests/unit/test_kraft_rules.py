@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from schemas.records import Decision
 from statemachine import elections
 from statemachine.controller import ControllerConfig
@@ -226,3 +228,18 @@ def test_effective_min_isr_is_at_most_the_replication_factor() -> None:
     assert c.controller.min_isr("two") == 2
     assert c.controller.min_isr("t") == 3
     assert c.controller.min_isr("one") == 1
+
+
+def test_preferred_election_of_a_leaderless_partition_takes_the_elr_then_the_last_known_leader() -> None:
+    leaderless = PartitionRecord("t", 0, state=PartitionState.ONLINE, replicas=(3, 1, 2), leader=-1, leader_epoch=4,
+                                 isr=(), partition_epoch=6, eligible_leader_replicas=(1, 3),
+                                 replica_states={b: ReplicaState.ONLINE for b in (1, 2, 3)})
+    elect = command(Action.ELECT_PREFERRED, live={1, 2, 3}, eligible_leader_replicas=True, min_isr=2)
+    [d] = apply_command(leaderless, elect, KRAFT).decisions
+    # The preferred replica is in the ELR: it becomes the ISR alone, cleanly; the other member stays eligible.
+    assert (elr_state(d), d.leader_epoch, d.partition_epoch) == ((3, [3], [1], [], "RECOVERED"), 5, 7)
+    only_last_known = replace(leaderless, eligible_leader_replicas=(), last_known_elr=(2,))
+    [d] = apply_command(only_last_known, elect, KRAFT).decisions
+    assert elr_state(d) == (2, [2], [], [], "RECOVERING")
+    # The same request without the feature: nobody in the (empty) ISR can lead.
+    assert apply_command(only_last_known, replace(elect, eligible_leader_replicas=False), KRAFT).decisions == []
