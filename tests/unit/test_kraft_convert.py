@@ -218,6 +218,21 @@ def test_agreement_compares_isr_as_a_set_and_names_the_differing_fields() -> Non
     assert agreement_rate(rows) == 0.5
 
 
+def test_a_decision_the_controller_never_made_is_a_disagreement() -> None:
+    observed = [{"topic": "t", "partition": 0, "decision": False, "cause_event_id": "kraft-4", "source_offset": 4,
+                 "leader": 1, "isr": [1, 2], "leader_epoch": 0, "partition_epoch": 1,
+                 "leader_recovery_state": "RECOVERED"}]
+    ours = [{"topic": "t", "partition": 0, "cause_event_id": "kraft-4", "source_offset": 4, "leader": 1,
+             "isr": [1, 2], "leader_epoch": 0, "partition_epoch": 1, "leader_recovery_state": "RECOVERED"},
+            {"topic": "t", "partition": 0, "cause_event_id": "kraft-7", "source_offset": 7, "cause": "ElectLeaders",
+             "leader": 2, "isr": [1, 2], "leader_epoch": 1, "partition_epoch": 2,
+             "leader_recovery_state": "RECOVERED"}]
+    rows = agreement_rows(observed, ours)
+    assert [(r["cause_event_id"], r["match"], r["controller"]) for r in rows] == [("kraft-7", False, None)]
+    assert rows[0]["isrflow"]["leader"] == 2
+    assert agreement_rate(rows) == 0.0
+
+
 def _agreement_dir(tmp_path: Any, match: bool) -> Any:
     import json
 
