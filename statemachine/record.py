@@ -72,6 +72,8 @@ class Action(StrEnum):
     # KRaft with ELR: a broker back after an unclean shutdown leaves ISR and ELR; min ISR changed: ELR cleared.
     UNCLEAN_REGISTRATION = "UNCLEAN_REGISTRATION"
     CLEAR_ELR = "CLEAR_ELR"
+    # A partition seeded from a metadata snapshot, as the snapshot holds it.
+    RESTORE = "RESTORE"
     # Refused before it reached the partition (stale epochs, duplicates): audited, nothing applied.
     REJECT = "REJECT"
     # No partition: the cluster-level audit row of an event.
@@ -96,11 +98,17 @@ class Command:
     broker_id: int | None = None
     # CREATE: the assignment; REASSIGN: the target (None = cancel).
     replicas: tuple[int, ...] | None = None
-    # ISR_CHANGE: the AlterPartition request.
+    # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.
     isr: tuple[int, ...] | None = None
+    leader: int | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
     leader_epoch: int | None = None
     partition_epoch: int | None = None
     leader_recovery_state: LeaderRecoveryState | None = None
+    # RESTORE: the snapshot's Eligible Leader Replicas and last known ELR (KIP-966).
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
     # Registered and not shutting down.
     live_brokers: frozenset[int] = frozenset()
     shutting_down_brokers: frozenset[int] = frozenset()
@@ -108,7 +116,7 @@ class Command:
     # KRaft: the topic's effective min.insync.replicas (at most its replication factor) and whether the feature
     # eligible.leader.replicas.version is on.
     min_isr: int = 1
-    eligible_leader_replicas: bool = False
+    elr_enabled: bool = False
     # REJECT and CLUSTER: the verdict reached before fan-out.
     outcome: Outcome | None = None
     error: Error | None = None

@@ -18,7 +18,7 @@ PartitionChangeBuilder / ReplicationControlManager:
 - the automatic rebalance elects every partition whose leader is not its preferred replica;
 - a new controller (a new Raft epoch) takes over the replicated state as it is: no partition is re-examined.
 
-With the feature eligible.leader.replicas.version >= 1 (KIP-966, `Command.eligible_leader_replicas`), the kraft
+With the feature eligible.leader.replicas.version >= 1 (KIP-966, `Command.elr_enabled`), the kraft
 rules also keep each partition's Eligible Leader Replicas (`eligible_leader_replicas`, `last_known_leader`,
 elections.eligible): the ISR may go empty, its members below min ISR move to the ELR, the ELR can lead when the
 ISR is empty, and the last known leader leads (uncleanly) when both are empty.
@@ -118,7 +118,7 @@ class Rules:
     # replicas out of the ISR, elections); a new KRaft controller replays the same metadata log and writes nothing.
     reexamine_on_failover: bool
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
-    # (Command.eligible_leader_replicas). The ZK controller never had them.
+    # (Command.elr_enabled). The ZK controller never had them.
     eligible_leader_replicas: bool = False
 
 

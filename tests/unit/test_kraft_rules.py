@@ -234,7 +234,7 @@ def test_preferred_election_of_a_leaderless_partition_takes_the_elr_then_the_las
     leaderless = PartitionRecord("t", 0, state=PartitionState.ONLINE, replicas=(3, 1, 2), leader=-1, leader_epoch=4,
                                  isr=(), partition_epoch=6, eligible_leader_replicas=(1, 3),
                                  replica_states={b: ReplicaState.ONLINE for b in (1, 2, 3)})
-    elect = command(Action.ELECT_PREFERRED, live={1, 2, 3}, eligible_leader_replicas=True, min_isr=2)
+    elect = command(Action.ELECT_PREFERRED, live={1, 2, 3}, elr_enabled=True, min_isr=2)
     [d] = apply_command(leaderless, elect, KRAFT).decisions
     # The preferred replica is in the ELR: it becomes the ISR alone, cleanly; the other member stays eligible.
     assert (elr_state(d), d.leader_epoch, d.partition_epoch) == ((3, [3], [1], [], "RECOVERED"), 5, 7)
@@ -242,4 +242,4 @@ def test_preferred_election_of_a_leaderless_partition_takes_the_elr_then_the_las
     [d] = apply_command(only_last_known, elect, KRAFT).decisions
     assert elr_state(d) == (2, [2], [], [], "RECOVERING")
     # The same request without the feature: nobody in the (empty) ISR can lead.
-    assert apply_command(only_last_known, replace(elect, eligible_leader_replicas=False), KRAFT).decisions == []
+    assert apply_command(only_last_known, replace(elect, elr_enabled=False), KRAFT).decisions == []
