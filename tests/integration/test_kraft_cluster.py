@@ -183,18 +183,21 @@ def _final_states(out: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
             for k, r in last.items() if r["to_state"] != "NonExistentPartition"}
 
 
-def test_a_log_that_starts_at_a_snapshot_replays_from_the_snapshots_state(elr_off: dict[str, Path],
-                                                                          tmp_path: Path) -> None:
+@pytest.mark.parametrize("cluster", ["elr_off", "elr_on"])
+def test_a_log_that_starts_at_a_snapshot_replays_from_the_snapshots_state(cluster: str, tmp_path: Path,
+                                                                          request: pytest.FixtureRequest) -> None:
     """The controller's copy (newest snapshot + the segments after it) replayed on its own: the snapshot seeds
-    every partition as it stood, the controller's decisions after it are reproduced, and every partition ends
-    where the replay of the whole history (the broker's copy, from offset 0) ends."""
-    summary = replay_kraft(elr_off["controller"], tmp_path / "from-snapshot")
+    every partition as it stood (with ELR on, its ELR and last known leader too), the controller's decisions
+    after it are reproduced, and every partition ends where the replay of the whole history (the broker's copy,
+    from offset 0) ends."""
+    logs: dict[str, Path] = request.getfixturevalue(cluster)
+    summary = replay_kraft(logs["controller"], tmp_path / "from-snapshot")
     events = read_jsonl(tmp_path / "from-snapshot" / "kraft" / "events.jsonl")
     assert any(e["type"] == "PartitionSnapshot" for e in events)
     rows = read_jsonl(tmp_path / "from-snapshot" / "agreement.jsonl")
     assert all(r["match"] for r in rows), [r for r in rows if not r["match"]]
     assert "agreement with the controller: 100.0%" in summary
-    replay_kraft(elr_off["history"], tmp_path / "whole")
+    replay_kraft(logs["history"], tmp_path / "whole")
     assert _final_states(tmp_path / "from-snapshot") == _final_states(tmp_path / "whole")
 
 
