@@ -230,7 +230,8 @@ def _elect_eligible(s: _Step, isr: tuple[int, ...], unclean_allowed: bool) -> bo
 
 def _offline_replica(s: _Step, broker: int) -> None:
     """Replica -> OfflineReplica. If the ISR holds it, the controller writes it out of the ISR (never
-    emptying the ISR) and drops it as leader; a topic being deleted gets no LeaderAndIsr, so no write."""
+    emptying the ISR, unless ELR is on) and drops it as leader; a topic being deleted gets no LeaderAndIsr, so
+    no write."""
     s.move_replica(broker, R.OFFLINE)
     rec = s.record
     if rec.queued_for_deletion or broker not in rec.isr:
