@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_install import SPARK_LOG
 from test_kraft_bridge import published
 
 from streaming.engine.local import run_local
@@ -91,8 +92,13 @@ def test_run_and_replay_on_sasl_ssl_leak_no_secret(secured_broker: LocalKafkaBro
                   "--kafka-option-file", str(run_props), "--kafka-option", "maxOffsetsPerTrigger=20",
                   "--conf", f"spark.local.dir={out / 'spark-local'}",
                   "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={spark_logs}",
-                  env={PASSWORD_ENV: PASSWORD})
+                  # Spark's and the Kafka clients' own INFO logs too: they must not hold the secret either.
+                  "--verbose", env={PASSWORD_ENV: PASSWORD})
     assert run.returncode == 0, run.stderr[-3000:]
+    # --verbose gives Spark its own logging back (test_install checks that without it there is none): its
+    # default profile, and the warning isrflow's quiet file hides on every streaming run.
+    assert "Using Spark's default log4j profile" in run.stderr
+    assert any("WARN MicroBatchExecution: Disabling AQE" in line for line in SPARK_LOG.findall(run.stderr))
     replay = isrflow("replay", f"kafka://{secured_broker.bootstrap_servers}/sec-events", "--out",
                      str(out / "replay"), "--engine", "local", "--kafka-option-file", str(replay_props))
     assert replay.returncode == 0, replay.stderr[-3000:]
