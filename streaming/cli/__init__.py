@@ -32,7 +32,7 @@ def key_values(pairs: Sequence[str] | None, flag: str = "--conf") -> dict[str, s
 def _add_rules_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--rules", choices=("zk", "kraft"), default="zk",
                    help="whose decisions to reproduce: the ZooKeeper-era controller (default) or Kafka 4.1's KRaft "
-                        "controller (eligible leader replicas off); see docs/kraft.md")
+                        "controller; see docs/kraft.md")
 
 
 def _add_controller_options(p: argparse.ArgumentParser) -> None:
@@ -41,6 +41,11 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--auto-leader-rebalance-enable", choices=("true", "false"), default="true")
     g.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
     _add_rules_option(g)
+    g.add_argument("--eligible-leader-replicas", choices=("true", "false"), default="false",
+                   help="kraft rules: the cluster runs with eligible.leader.replicas.version >= 1 (KIP-966); a "
+                        "kraft: replay source reads it from the log instead")
+    g.add_argument("--min-insync-replicas", type=int, default=1,
+                   help="cluster default of min.insync.replicas (read by the kraft rules' ELR only)")
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
     g.add_argument("--duplicate-window", type=int, default=ControllerConfig.duplicate_window, metavar="OFFSETS",
@@ -49,6 +54,8 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
 
 
 def _controller_config(args: argparse.Namespace) -> ControllerConfig:
+    if args.min_insync_replicas < 1:
+        raise UsageError(f"--min-insync-replicas must be >= 1, got {args.min_insync_replicas}")
     return ControllerConfig(
         unclean_leader_election_enable=args.unclean_leader_election_enable == "true",
         auto_leader_rebalance_enable=args.auto_leader_rebalance_enable == "true",
@@ -56,6 +63,8 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         super_users=frozenset(s.strip() for s in args.super_users.split(",")) if args.super_users else None,
         duplicate_window=args.duplicate_window,
         rules=rules_named(args.rules),
+        eligible_leader_replicas=args.eligible_leader_replicas == "true",
+        min_insync_replicas=args.min_insync_replicas,
     )
 
 
