@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -144,11 +145,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_jars(args: argparse.Namespace) -> int:
     from streaming.engine.connectors import SPARK_PACKAGE_EXCLUDES, SPARK_PACKAGES, TOKEN_PROVIDER, spark_jar_source
 
+    source = spark_jar_source(args.jars.split(",") if args.jars else None)
+    if args.spark_submit:
+        print(shlex.join(source.submit_args()))
+        return 0
     print("Maven coordinates (spark-submit --packages / spark.jars.packages):")
     print("  " + ",".join(SPARK_PACKAGES))
     print(f"  plus {TOKEN_PROVIDER}, resolved on its own (spark.jars)")
     print("excluded (pyspark ships them; spark.jars.excludes):\n  " + ",".join(SPARK_PACKAGE_EXCLUDES))
-    print("this machine uses " + spark_jar_source(args.jars.split(",") if args.jars else None).describe())
+    print("this machine uses " + source.describe())
     return 0
 
 
@@ -231,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("jars", help="the connectors' Maven coordinates, and where this machine takes them from")
     p.add_argument("--jars", help="comma-separated jars, as the Spark commands take them")
+    p.add_argument("--spark-submit", action="store_true",
+                   help="print only spark-submit's flags for the connectors this machine uses (docs/deploy.md)")
     p.set_defaults(func=_cmd_jars)
 
     p = sub.add_parser("import-kraft", help="a KRaft metadata log (__cluster_metadata-0 dir, segment or snapshot) "
