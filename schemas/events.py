@@ -64,14 +64,18 @@ class Event:
         """The canonical JSON the bronze table keeps: sorted keys, no spaces, every field of the type."""
         body = {"type": self.type, "event_id": self.event_id, "ts": self.ts, "controller_epoch": self.controller_epoch}
         for f in fields(self):
-            if f.name not in _ENVELOPE:
-                body[f.name] = _plain(getattr(self, f.name))
+            value = getattr(self, f.name)
+            if f.name not in _ENVELOPE and not (f.name in _ADDITIONS and value == f.default):
+                body[f.name] = _plain(value)
         if self.principal is not None:
             body["principal"] = self.principal
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
 _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
+# Optional fields added after contract v1: written only when they are not their default, so the canonical
+# JSON of every v1 event stays as it was.
+_ADDITIONS = frozenset({"unclean_shutdown"})
 
 
 def _plain(value: Any) -> Any:
@@ -90,6 +94,10 @@ class BrokerChange(Event):
     broker_id: int
     change: BrokerChangeKind
     broker_epoch: int
+    # STARTUP only, an addition for KRaft: the broker's previous incarnation ended without a controlled shutdown,
+    # so it registered "unclean" and the controller took it out of every ISR and ELR first
+    # (ReplicationControlManager.handleBrokerUncleanShutdown). Matters only with Eligible Leader Replicas on.
+    unclean_shutdown: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,8 +167,31 @@ class LeaderImbalanceCheck(Event):
     type: ClassVar[str] = "LeaderImbalanceCheck"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionSnapshot(Event):
+    """A partition as a KRaft metadata snapshot holds it (a PartitionRecord with its epochs, and its topic's
+    configs): the starting state of a log that begins at a snapshot. isrflow's addition to the contract,
+    written by `import-kraft`; it seeds a partition isrflow does not know yet and decides nothing."""
+
+    type: ClassVar[str] = "PartitionSnapshot"
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int  # -1: no leader
+    leader_epoch: int
+    partition_epoch: int
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    configs: Mapping[str, str] = field(default_factory=dict)
+    # KIP-966, on a cluster with eligible leader replicas: the ELR and last known leader.
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
-                   | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck)
+                   | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig)
@@ -192,6 +223,11 @@ def _non_negative_int(value: Any, name: str, maximum: int = INT32_MAX) -> int:
     return value
 
 
+def _leader(value: Any, name: str) -> int:
+    """A broker id, or -1 for none."""
+    return -1 if value == -1 and not isinstance(value, bool) else _non_negative_int(value, name)
+
+
 def _long(value: Any, name: str) -> int:
     return _non_negative_int(value, name, INT64_MAX)
 
@@ -221,6 +257,10 @@ def _one_of(value: Any, name: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _recovery_state(value: Any, name: str) -> LeaderRecoveryState:
+    return LeaderRecoveryState(_one_of(value, name, tuple(LeaderRecoveryState)))
+
+
 def _int_list(value: Any, name: str) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise _Invalid(f"field '{name}' must be a list of integers")
@@ -247,6 +287,12 @@ def _assignment(value: Any, name: str) -> dict[str, tuple[int, ...]]:
                            f"'{_short(key.encode('utf-8', 'backslashreplace').decode())}'")
         out[str(int(key))] = _broker_list(replicas, name)
     return out
+
+
+def _bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid(f"field '{name}' must be true or false, got {_short(value)}")
+    return value
 
 
 def _configs(value: Any, name: str, allow_null: bool) -> dict[str, str | None]:
@@ -315,14 +361,31 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "AlterTopicConfig": {"topic": _string, "configs": lambda v, n: _configs(v, n, allow_null=True)},
     "ControllerChange": {"controller_id": _non_negative_int},
     "LeaderImbalanceCheck": {},
+    "PartitionSnapshot": {
+        "topic": _string,
+        "partition": _non_negative_int,
+        "replicas": _int_list,
+        "isr": _int_list,
+        "leader": _leader,
+        "leader_epoch": _non_negative_int,
+        "partition_epoch": _non_negative_int,
+    },
 }
 
 # Optional fields: name -> (validator, default).
 _OPTIONAL: dict[str, dict[str, Any]] = {
-    "IsrChange": {"leader_recovery_state": (lambda v, n: LeaderRecoveryState(_one_of(v, n, tuple(LeaderRecoveryState))),
-                                            LeaderRecoveryState.RECOVERED)},
+    "BrokerChange": {"unclean_shutdown": (_bool, False)},
+    "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED)},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
+    "PartitionSnapshot": {
+        "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
+        "adding_replicas": (_int_list, ()),
+        "removing_replicas": (_int_list, ()),
+        "configs": (lambda v, n: _configs(v, n, allow_null=False), {}),
+        "eligible_leader_replicas": (_int_list, ()),
+        "last_known_elr": (_int_list, ()),
+    },
 }
 
 EVENT_TYPES = tuple(_FIELDS)

@@ -2,7 +2,10 @@
 
 Pure. An observed decision (an election or an ISR shrink the controller wrote) matches when isrflow's last
 decision for the same partition, caused by the same event, has the same leader, ISR (as a set: KRaft keeps
-the order the leader sent), leader epoch, partition epoch and recovery state.
+the order the leader sent), leader epoch, partition epoch, recovery state, and (as sets) the Eligible Leader
+Replicas and last known ELR (KIP-966; empty on both sides unless the cluster runs with ELR). A decision of
+isrflow's with no partition change of the controller's for that partition and event is a disagreement too
+(`controller` is then None).
 """
 
 from __future__ import annotations
@@ -10,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-COMPARED = ("leader", "isr", "leader_epoch", "partition_epoch", "leader_recovery_state")
+COMPARED = ("leader", "isr", "leader_epoch", "partition_epoch", "leader_recovery_state", "eligible_leader_replicas",
+            "last_known_elr")
+_SETS = frozenset({"isr", "eligible_leader_replicas", "last_known_elr"})
 
 
 def _value(row: Mapping[str, Any], name: str) -> Any:
     value = row.get(name)
-    return sorted(value) if name == "isr" and value is not None else value
+    if name in _SETS:
+        return sorted(value or ())  # a decision written before ELR existed has none
+    return value
 
 
 def agreement_rows(observed: Iterable[Mapping[str, Any]],
@@ -25,6 +32,8 @@ def agreement_rows(observed: Iterable[Mapping[str, Any]],
     for d in decisions:  # in order: the last decision of a partition per event wins
         ours[(d["topic"], d["partition"], d.get("cause_event_id") or "")] = d
     rows = []
+    observed = list(observed)
+    changed = {(o["topic"], o["partition"], o.get("cause_event_id") or "") for o in observed}
     for o in observed:
         if not o.get("decision"):
             continue
@@ -37,6 +46,12 @@ def agreement_rows(observed: Iterable[Mapping[str, Any]],
             "controller": {f: o.get(f) for f in COMPARED},
             "isrflow": None if mine is None else {f: mine.get(f) for f in COMPARED},
         })
+    for key, mine in ours.items():
+        if key not in changed:  # isrflow decided where the controller changed nothing
+            rows.append({"topic": mine["topic"], "partition": mine["partition"], "source_offset": mine["source_offset"],
+                         "cause": mine.get("cause"), "cause_event_id": mine.get("cause_event_id"), "match": False,
+                         "differing": list(COMPARED), "controller": None,
+                         "isrflow": {f: mine.get(f) for f in COMPARED}})
     return rows
 
 
