@@ -183,11 +183,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-servers", required=True)
     p.add_argument("--events-topic", required=True)
     p.add_argument("--decisions-topic", required=True)
-    p.add_argument("--audit-table", required=True, type=Path)
-    p.add_argument("--checkpoint-dir", type=Path, default=Path("checkpoints"),
-                   help="root of the queries' checkpoints (default checkpoints/)")
-    p.add_argument("--lake-dir", type=Path,
-                   help="where bronze, commands, decisions and quarantine tables go (default: beside the audit table)")
+    # Locations are local paths or URIs (s3a://, abfss://, gs://, hdfs://, file:/): docs/deploy.md, "Storage".
+    p.add_argument("--audit-table", required=True, help="the audit Delta table: a path or a URI such as "
+                                                         "s3a://bucket/isrflow/audit")
+    p.add_argument("--checkpoint-dir", default="checkpoints",
+                   help="root of the queries' checkpoints, a path or a URI (default checkpoints/)")
+    p.add_argument("--lake-dir",
+                   help="where bronze, commands, decisions and quarantine tables go, a path or a URI (default: "
+                        "beside the audit table)")
     p.add_argument("--trigger", default="5 seconds",
                    help="processing-time interval, e.g. '5 seconds', or 'available-now' for one bounded run")
     _add_kafka_client_options(p, "Kafka client property or Spark source option, e.g. "

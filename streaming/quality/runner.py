@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from schemas.tables import QUALITY_RESULT
 from streaming.errors import UsageError
 from streaming.io.delta import now_utc
+from streaming.io.storage import Location
 from streaming.quality.gx import gx_runtime, rule_result
 from streaming.quality.prepare import DECISION_COLUMNS, find_decisions, is_delta_table, prepare, read_decisions
 from streaming.quality.results import QualityReport, RuleResult, example_label
@@ -158,7 +159,8 @@ def result_rows(report: QualityReport, batch_id: int, validated_at: Any) -> list
             for r in report.results]
 
 
-def quality_on_batch(spark: SparkSession, audit_df: DataFrame, batch_id: int, results_path: Path) -> dict[str, int]:
+def quality_on_batch(spark: SparkSession, audit_df: DataFrame, batch_id: int,
+                     results_path: Location) -> dict[str, int]:
     """Run the suite (audit-only variant) on one micro-batch's audit rows and append one row per expectation
     to the Delta table at `results_path`, idempotently (txnAppId isrflow-quality, txnVersion = batch_id).
     Returns {"failed": n, "warnings": n}. An empty batch writes nothing."""
@@ -171,7 +173,7 @@ def quality_on_batch(spark: SparkSession, audit_df: DataFrame, batch_id: int, re
     return report.summary()
 
 
-def batch_check(results_path: Path) -> Callable[[SparkSession, DataFrame, int], str]:
+def batch_check(results_path: Location) -> Callable[[SparkSession, DataFrame, int], str]:
     """The partition query's per-batch hook for `run --quality`: results to `results_path`, a summary back."""
 
     def check(spark: SparkSession, audit_df: DataFrame, batch_id: int) -> str:
