@@ -252,14 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("explain", help="the history of one partition, readable")
-    p.add_argument("source", type=Path, help="a replay output folder or an audit table")
+    p.add_argument("source", help="a replay output folder or an audit table (a path, or a URI read with the "
+                                  "cloud's environment credentials: docs/deploy.md, \"Storage\")")
     p.add_argument("--topic", required=True)
     p.add_argument("--partition", required=True, type=int)
     p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("inspect", help="current state records read from a checkpoint's state store")
-    p.add_argument("checkpoint_dir", type=Path,
-                   help="the checkpoint root given to run (or its partitions/ query folder)")
+    p.add_argument("checkpoint_dir",
+                   help="the checkpoint root given to run (or its partitions/ query folder), a path or a URI")
     p.add_argument("--topic")
     p.add_argument("--partition", type=int)
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")

@@ -58,16 +58,16 @@ class Uri:
 Location = Path | Uri
 
 
-def location(text: str | Path) -> Location:
-    """A location given by a user: a URI of a Hadoop file system as it is; a `file:` URI or a plain path as an
-    absolute local path."""
-    if isinstance(text, Path):
-        return text.resolve()
-    if text.lower().startswith("file:"):
-        return Path(unquote(urlsplit(text).path)).resolve()
-    if _SCHEME.match(text):
+def location(text: str | Location, absolute: bool = True) -> Location:
+    """A location given by a user: a URI of a Hadoop file system as it is; a `file:` URI or a plain path as a
+    local path (made absolute unless `absolute` is false)."""
+    if isinstance(text, Uri):
+        return text
+    if isinstance(text, str) and _SCHEME.match(text) and not text.lower().startswith("file:"):
         return Uri(text)
-    return Path(text).resolve()
+    is_file_uri = isinstance(text, str) and text.lower().startswith("file:")
+    path = Path(unquote(urlsplit(str(text)).path)) if is_file_uri else Path(text)
+    return path.resolve() if absolute else path
 
 
 def is_remote(*locations: Location) -> bool:

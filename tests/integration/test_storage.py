@@ -6,6 +6,7 @@ from the checkpoint and the sequencer state on S3, and the pairing guard must re
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -20,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from streaming.engine.local import run_local
+from streaming.analysis.explain import explain
+from streaming.engine.local import run_local, write_outputs
 from streaming.infra.localkafka import create_topic, free_port
 from streaming.io.delta import comparable, read_delta
 from streaming.io.storage import Uri
@@ -97,7 +99,7 @@ def s3a_jars() -> str:
 
 
 def isrflow_run(command: list[str], log: Path) -> tuple[int, str]:
-    """One `isrflow run` process, killed (with its JVM) by its process group if it outlives the timeout."""
+    """One isrflow process, killed (with its JVM) by its process group if it outlives the timeout."""
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
@@ -129,7 +131,7 @@ def test_run_with_checkpoints_and_tables_on_s3(s3: S3Server, s3a_jars: str, kafk
         return isrflow_run([
             str(BIN / "isrflow"), "run", "--bootstrap-servers", bootstrap, "--events-topic", "s3-events",
             "--decisions-topic", "s3-decisions", "--audit-table", audit_table, "--checkpoint-dir", checkpoints,
-            "--trigger", "available-now", "--kafka-option", "maxOffsetsPerTrigger=10", "--state-partitions", "2",
+            "--trigger", "available-now", "--state-partitions", "2",
             "--conf", f"spark.jars={s3a_jars}", *s3.spark_conf()], tmp_path / f"{name}.log")
 
     code, output = run(audit, "first")
@@ -167,6 +169,21 @@ def test_run_with_checkpoints_and_tables_on_s3(s3: S3Server, s3a_jars: str, kafk
     assert code == 2, output[-4000:]
     assert f"checkpoint {checkpoints} has progress but audit table {other} has no data" in output
     assert f"Pass the audit table this checkpoint was used with ({audit})" in output
+
+    # The readers after a run: `explain` on the S3 tables (delta-rs) tells what it tells on the local
+    # engine's, and `inspect` reads the state store on S3 (Spark): each partition's record is its last decision.
+    write_outputs(expected, tmp_path / "local")
+    for topic, partition in sorted({(d["topic"], d["partition"]) for d in expected.decisions})[:3]:
+        assert explain(Uri(audit), topic, partition) == explain(tmp_path / "local" / "audit", topic, partition)
+    code, output = isrflow_run([str(BIN / "isrflow"), "inspect", checkpoints, "--json", "--conf",
+                                f"spark.jars={s3a_jars}", *s3.spark_conf()], tmp_path / "inspect.log")
+    assert code == 0, output[-4000:]
+    records = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    last = {(d["topic"], d["partition"]): d for d in expected.decisions}  # log order: the last one wins
+    assert sorted((r["topic"], r["partition"]) for r in records) == sorted(last)
+    for r in records:
+        d = last[(r["topic"], r["partition"])]
+        assert (r["leader"], r["leader_epoch"], r["isr"]) == (d["leader"], d["leader_epoch"], d["isr"])
 
 
 def test_hadoop_storage_renames_into_place_where_streams_are_not_abortable(spark: Any, tmp_path: Path) -> None:
