@@ -159,8 +159,28 @@ class LeaderImbalanceCheck(Event):
     type: ClassVar[str] = "LeaderImbalanceCheck"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionSnapshot(Event):
+    """A partition as a KRaft metadata snapshot holds it (a PartitionRecord with its epochs, and its topic's
+    configs): the starting state of a log that begins at a snapshot. isrflow's addition to the contract,
+    written by `import-kraft`; it seeds a partition isrflow does not know yet and decides nothing."""
+
+    type: ClassVar[str] = "PartitionSnapshot"
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int  # -1: no leader
+    leader_epoch: int
+    partition_epoch: int
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
-                   | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck)
+                   | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig)
@@ -192,6 +212,11 @@ def _non_negative_int(value: Any, name: str, maximum: int = INT32_MAX) -> int:
     return value
 
 
+def _leader(value: Any, name: str) -> int:
+    """A broker id, or -1 for none."""
+    return -1 if value == -1 and not isinstance(value, bool) else _non_negative_int(value, name)
+
+
 def _long(value: Any, name: str) -> int:
     return _non_negative_int(value, name, INT64_MAX)
 
@@ -219,6 +244,10 @@ def _one_of(value: Any, name: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise _Invalid(f"field '{name}' must be one of {', '.join(allowed)}, got '{_short(value)}'")
     return value
+
+
+def _recovery_state(value: Any, name: str) -> LeaderRecoveryState:
+    return LeaderRecoveryState(_one_of(value, name, tuple(LeaderRecoveryState)))
 
 
 def _int_list(value: Any, name: str) -> tuple[int, ...]:
@@ -315,14 +344,28 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "AlterTopicConfig": {"topic": _string, "configs": lambda v, n: _configs(v, n, allow_null=True)},
     "ControllerChange": {"controller_id": _non_negative_int},
     "LeaderImbalanceCheck": {},
+    "PartitionSnapshot": {
+        "topic": _string,
+        "partition": _non_negative_int,
+        "replicas": _int_list,
+        "isr": _int_list,
+        "leader": _leader,
+        "leader_epoch": _non_negative_int,
+        "partition_epoch": _non_negative_int,
+    },
 }
 
 # Optional fields: name -> (validator, default).
 _OPTIONAL: dict[str, dict[str, Any]] = {
-    "IsrChange": {"leader_recovery_state": (lambda v, n: LeaderRecoveryState(_one_of(v, n, tuple(LeaderRecoveryState))),
-                                            LeaderRecoveryState.RECOVERED)},
+    "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED)},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
+    "PartitionSnapshot": {
+        "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
+        "adding_replicas": (_int_list, ()),
+        "removing_replicas": (_int_list, ()),
+        "configs": (lambda v, n: _configs(v, n, allow_null=False), {}),
+    },
 }
 
 EVENT_TYPES = tuple(_FIELDS)

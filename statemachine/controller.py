@@ -35,6 +35,7 @@ from schemas.events import (
     ElectLeaders,
     IsrChange,
     LeaderImbalanceCheck,
+    PartitionSnapshot,
     ReassignPartitions,
 )
 from statemachine.errors import Error, Outcome, Rejection
@@ -304,6 +305,8 @@ class Controller:
                 self._on_controller_change(out)
             case LeaderImbalanceCheck():
                 self._on_leader_imbalance_check(out)
+            case PartitionSnapshot():
+                self._on_partition_snapshot(event, out)
 
     # -- controller epoch ------------------------------------------------------------------------------
     def _failover(self, out: _Fanout) -> None:
@@ -442,6 +445,31 @@ class Controller:
             out.partition(Action.CREATE, key, replicas=replicas)
             if self.partitions[key].state is PartitionState.NEW:
                 out.partition(Action.TRY_ELECTION, key)
+
+    def _on_partition_snapshot(self, ev: PartitionSnapshot, out: _Fanout) -> None:
+        """A partition as a metadata snapshot holds it: the starting state of a log that begins there. It seeds a
+        partition isrflow does not know; it never overwrites one (the log after the snapshot says what changed)."""
+        cv, key = self.cluster, (ev.topic, ev.partition)
+        if not _LEGAL_TOPIC.fullmatch(ev.topic) or ev.topic in (".", ".."):
+            raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"illegal topic name '{ev.topic}'")
+        if key in self.partitions:
+            raise Rejection(Error.TOPIC_ALREADY_EXISTS,
+                            f"partition {ev.topic}-{ev.partition} already exists: a snapshot only seeds a new one")
+        _checked_assignment({str(ev.partition): ev.replicas}, ev.partition, None, Error.INVALID_REPLICA_ASSIGNMENT)
+        outside = [b for b in (*ev.isr, *ev.adding_replicas, *ev.removing_replicas) if b not in ev.replicas]
+        both = set(ev.adding_replicas) & set(ev.removing_replicas)
+        if outside or both or (ev.leader >= 0 and ev.leader not in ev.isr):
+            raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
+                            f"ISR {list(ev.isr)}, leader {ev.leader} and the reassignment must lie within the "
+                            f"replicas {list(ev.replicas)} (the leader in the ISR, adding and removing apart)")
+        _check_configs(ev.configs)
+        cv.topics[ev.topic] = max(cv.topics.get(ev.topic, 0), ev.partition + 1)
+        if ev.configs:
+            cv.topic_configs[ev.topic] = dict(ev.configs)
+        out.partition(Action.RESTORE, key, replicas=ev.replicas, isr=ev.isr, leader=ev.leader,
+                      leader_epoch=ev.leader_epoch, partition_epoch=ev.partition_epoch,
+                      leader_recovery_state=ev.leader_recovery_state, adding_replicas=ev.adding_replicas,
+                      removing_replicas=ev.removing_replicas)
 
     def _on_create_partitions(self, ev: CreatePartitions, out: _Fanout) -> None:
         cv, topic = self.cluster, ev.topic

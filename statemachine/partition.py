@@ -493,6 +493,29 @@ def _on_controller_failover(s: _Step) -> None:
         _progress_reassignment(s)
 
 
+def _on_restore(s: _Step) -> None:
+    """A partition seeded from a metadata snapshot: created (New, replicas NewReplica) and put in the state the
+    snapshot holds, leader, ISR and epochs as written there. Online with a leader, else Offline; a replica is
+    online when its broker is live. The snapshot records what was decided before it, so no decision."""
+    cmd = s.command
+    if s.record.state is not P.NON_EXISTENT:
+        raise Rejection(Error.TOPIC_ALREADY_EXISTS, "a snapshot seeds only a partition that does not exist yet")
+    replicas = cmd.replicas or ()
+    s.move(P.NEW)
+    for broker in replicas:
+        s.move_replica(broker, R.NEW)
+    leader = NO_LEADER if cmd.leader is None else cmd.leader
+    s.move(P.ONLINE if leader != NO_LEADER else P.OFFLINE)
+    adding, removing = cmd.adding_replicas or (), cmd.removing_replicas or ()
+    s.record = replace(s.record, replicas=replicas, adding_replicas=adding, removing_replicas=removing,
+                       reassignment_in_progress=bool(adding or removing), leader=leader, isr=cmd.isr or (),
+                       leader_epoch=cmd.leader_epoch or 0, partition_epoch=cmd.partition_epoch or 0,
+                       leader_recovery_state=cmd.leader_recovery_state or s.record.leader_recovery_state)
+    for broker in replicas:
+        s.move_replica(broker, R.ONLINE if broker in cmd.live_brokers else R.OFFLINE)
+    s.note("restored from a metadata snapshot")
+
+
 def _on_reject(s: _Step) -> None:
     raise Rejection(s.command.error or Error.INVALID_REQUEST, s.command.message or "")
 
@@ -510,6 +533,7 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
     Action.DELETE: _on_delete,
     Action.CONTROLLER_FAILOVER: _on_controller_failover,
     Action.REJECT: _on_reject,
+    Action.RESTORE: _on_restore,
 }
 
 

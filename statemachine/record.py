@@ -64,6 +64,8 @@ class Action(StrEnum):
     TRY_ELECTION = "TRY_ELECTION"
     DELETE = "DELETE"
     CONTROLLER_FAILOVER = "CONTROLLER_FAILOVER"
+    # A partition seeded from a metadata snapshot, as the snapshot holds it.
+    RESTORE = "RESTORE"
     # Refused before it reached the partition (stale epochs, duplicates): audited, nothing applied.
     REJECT = "REJECT"
     # No partition: the cluster-level audit row of an event.
@@ -88,8 +90,11 @@ class Command:
     broker_id: int | None = None
     # CREATE: the assignment; REASSIGN: the target (None = cancel).
     replicas: tuple[int, ...] | None = None
-    # ISR_CHANGE: the AlterPartition request.
+    # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.
     isr: tuple[int, ...] | None = None
+    leader: int | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
     leader_epoch: int | None = None
     partition_epoch: int | None = None
     leader_recovery_state: LeaderRecoveryState | None = None

@@ -126,7 +126,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.kraft:
         from streaming.jobs.kraftdemo import kraft_demo
 
-        return kraft_demo(args.work_dir.with_name(args.work_dir.name + "-kraft"))
+        return kraft_demo(args.work_dir.with_name(args.work_dir.name + "-kraft"), args.master, _spark_conf(args))
     from streaming.jobs.demo import demo
 
     return demo(args.port, args.work_dir, args.master, _spark_conf(args), args.rules)

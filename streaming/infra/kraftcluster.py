@@ -13,8 +13,6 @@ Every process is started by this object and stopped by its pid (`stop()`, also a
 from __future__ import annotations
 
 import atexit
-import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -33,17 +31,11 @@ from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ElectionTyp
 from streaming.engine import connectors
 from streaming.infra import jars
 from streaming.infra.localkafka import LOG4J2_PROPERTIES, SMALL_TEST_CLUSTER, free_port, new_cluster_id
+from streaming.infra.processes import die_with_parent
 
 DATA_ROOT = connectors.CACHE / "kraft-clusters"
 JVM_OPTS = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 CONTROLLER_ID = 100
-
-
-def _die_with_parent() -> None:
-    """In the child before exec (Linux): SIGKILL when the process that started it dies, even by a signal that
-    skips atexit and fixture teardown (a killed test run leaves no JVM behind)."""
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: stop() and atexit still stop the nodes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class KraftNode:
@@ -85,7 +77,7 @@ class KraftNode:
         with open(self.dir / "kafka.out", "ab") as out:
             self.proc = subprocess.Popen(self.java_cmd("kafka.Kafka", str(self.config)),
                                          stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
 
     @property
     def pid(self) -> int | None:

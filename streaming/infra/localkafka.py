@@ -35,6 +35,7 @@ from kafka.errors import KafkaError
 
 from streaming.engine import connectors
 from streaming.infra import jars
+from streaming.infra.processes import die_with_parent
 from streaming.io.eventlog import topic_partition_count
 from streaming.io.kafkaclient import KafkaSettings
 
@@ -256,7 +257,8 @@ class LocalKafkaBroker:
                 raise RuntimeError(f"formatting Kafka storage failed:\n{fmt.stdout}{fmt.stderr}")
         with open(self.data_dir / "kafka.out", "ab") as out:  # the JVM's own stdout/stderr, not ours
             self._proc = subprocess.Popen(
-                self._java_cmd("kafka.Kafka", str(config)), stdin=subprocess.DEVNULL, stdout=out, stderr=out
+                self._java_cmd("kafka.Kafka", str(config)), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                preexec_fn=die_with_parent,
             )
         atexit.register(self.stop)  # no orphan JVM holding the port if the caller forgets stop()
         try:

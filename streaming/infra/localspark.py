@@ -16,6 +16,7 @@ from types import TracebackType
 
 from streaming.engine import connectors
 from streaming.infra.localkafka import free_port
+from streaming.infra.processes import die_with_parent
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -46,7 +47,7 @@ class LocalSparkCluster:
                "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
         with (self.root / f"{name}.log").open("ab") as log:
             return subprocess.Popen([str(spark_class()), *args], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=die_with_parent)
 
     def _wait_for(self, name: str, text: str, process: subprocess.Popen[bytes], timeout: float) -> None:
         deadline = time.monotonic() + timeout

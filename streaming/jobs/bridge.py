@@ -53,7 +53,8 @@ class KraftBridge:
 
     def round(self) -> int:
         """Publish the events above the last published offset; returns how many went out."""
-        events = [e for e in convert(read_metadata_log(self.options.metadata_dir).records).events
+        log = read_metadata_log(self.options.metadata_dir)
+        events = [e for e in convert(log.records, log.start_offset if log.snapshot else None).events
                   if event_offset(e) > self.last]
         if not events:
             return 0

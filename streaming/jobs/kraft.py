@@ -52,7 +52,7 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
     """Decode `source` (a __cluster_metadata-0 dir, a segment or a snapshot) with Kafka's dump tool and write
     the contract events to `events_out` (and the controller's partition changes to `observed_out`)."""
     log = read_metadata_log(source)
-    result = convert(log.records)
+    result = convert(log.records, log.start_offset if log.snapshot else None)
     _write_jsonl(events_out, result.events)
     if observed_out is not None:
         _write_jsonl(observed_out, result.observed)

@@ -1,6 +1,7 @@
 """`isrflow demo --kraft`: a real 3-broker KRaft cluster (one controller process, three broker processes, from the
 project's jars), a broker killed and another shut down, the metadata log bridged into an events topic on that
-cluster, and isrflow's decisions (kraft rules) shown next to the real controller's."""
+cluster, `isrflow run` (kraft rules, one bounded run) over that topic into a decisions topic and Delta, and its
+decisions shown next to the real controller's."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.infra.localkafka import create_topic
+from streaming.io.delta import read_delta, write_decisions_jsonl
+from streaming.io.layout import Lake
 from streaming.jobs.bridge import BridgeOptions, KraftBridge
-from streaming.jobs.kraft import read_jsonl
-from streaming.jobs.replay import ReplayOptions, replay
+from streaming.jobs.kraft import import_kraft, read_jsonl, write_agreement
+from streaming.jobs.run import RunOptions, run
 
 EVENTS_TOPIC = "isrflow-kraft-events"
+DECISIONS_TOPIC = "isrflow-kraft-decisions"
 
 
 def _script(c: KraftCluster) -> None:
@@ -41,27 +45,39 @@ def _cell(values: dict | None) -> str:
            f"{values['partition_epoch']}"
 
 
-def kraft_demo(work_dir: Path = Path("out/demo-kraft")) -> int:
+def kraft_demo(work_dir: Path = Path("out/demo-kraft"), master: str | None = None,
+               spark_conf: dict[str, str] | None = None) -> int:
     work = work_dir.resolve()
     shutil.rmtree(work, ignore_errors=True)
     print("isrflow demo --kraft: starting a KRaft cluster (1 controller + 3 brokers) ...", flush=True)
     with KraftCluster(brokers=3) as cluster:
         _script(cluster)
-        create_topic(cluster.bootstrap_servers, EVENTS_TOPIC, 1)
+        bootstrap = cluster.bootstrap_servers
+        create_topic(bootstrap, EVENTS_TOPIC, 1)
+        create_topic(bootstrap, DECISIONS_TOPIC, 1)
         metadata = cluster.broker_metadata_dir(3)
-        bridge = KraftBridge(BridgeOptions(metadata, cluster.bootstrap_servers, EVENTS_TOPIC))
+        bridge = KraftBridge(BridgeOptions(metadata, bootstrap, EVENTS_TOPIC))
         try:
             sent = bridge.round()
         finally:
             bridge.close()
         print(f"bridged {sent} events from broker 3's metadata log into {EVENTS_TOPIC}", flush=True)
-        print(replay(ReplayOptions(f"kraft:{metadata}", work, engine="local", config=ControllerConfig(rules=KRAFT))))
+        audit = work / "audit"
+        code = run(RunOptions(bootstrap, EVENTS_TOPIC, DECISIONS_TOPIC, audit, work / "checkpoints",
+                              trigger="available-now", config=ControllerConfig(rules=KRAFT), master=master,
+                              spark_conf=spark_conf or {}, state_partitions=2))
+        if code != 0:
+            return code
+        # The controller's own decisions, from the same log the bridge read.
+        import_kraft(metadata, work / "events.jsonl", work / "observed.jsonl")
+    write_decisions_jsonl(work / "decisions.jsonl", read_delta(Lake.beside(audit).decisions))
+    write_agreement(work, work / "observed.jsonl", work / "decisions.jsonl")
     rows = read_jsonl(work / "agreement.jsonl")
     print(f"\n{'partition':<12} {'cause':<14} {'real controller':<36} {'isrflow (kraft rules)':<36} match")
     for r in rows:
         print(f"{r['topic'] + '-' + str(r['partition']):<12} {r['cause']:<14} {_cell(r['controller']):<36} "
               f"{_cell(r['isrflow']):<36} {'yes' if r['match'] else 'NO: ' + ', '.join(r['differing'])}")
     agreed = sum(1 for r in rows if r["match"])
-    print(f"\nagreement: {agreed}/{len(rows)} decisions of the real controller reproduced; "
-          f"report: {work / 'report.html'}")
+    print(f"\nagreement: {agreed}/{len(rows)} decisions of the real controller reproduced by `isrflow run`; "
+          f"decisions on {DECISIONS_TOPIC} and in {Lake.beside(audit).decisions} (Delta)")
     return 0 if agreed == len(rows) else 1

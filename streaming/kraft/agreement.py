@@ -2,7 +2,9 @@
 
 Pure. An observed decision (an election or an ISR shrink the controller wrote) matches when isrflow's last
 decision for the same partition, caused by the same event, has the same leader, ISR (as a set: KRaft keeps
-the order the leader sent), leader epoch, partition epoch and recovery state.
+the order the leader sent), leader epoch, partition epoch and recovery state. A decision of isrflow's with
+no partition change of the controller's for that partition and event is a disagreement too (`controller`
+is then None).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ def agreement_rows(observed: Iterable[Mapping[str, Any]],
     for d in decisions:  # in order: the last decision of a partition per event wins
         ours[(d["topic"], d["partition"], d.get("cause_event_id") or "")] = d
     rows = []
+    observed = list(observed)
+    changed = {(o["topic"], o["partition"], o.get("cause_event_id") or "") for o in observed}
     for o in observed:
         if not o.get("decision"):
             continue
@@ -37,6 +41,12 @@ def agreement_rows(observed: Iterable[Mapping[str, Any]],
             "controller": {f: o.get(f) for f in COMPARED},
             "isrflow": None if mine is None else {f: mine.get(f) for f in COMPARED},
         })
+    for key, mine in ours.items():
+        if key not in changed:  # isrflow decided where the controller changed nothing
+            rows.append({"topic": mine["topic"], "partition": mine["partition"], "source_offset": mine["source_offset"],
+                         "cause": mine.get("cause"), "cause_event_id": mine.get("cause_event_id"), "match": False,
+                         "differing": list(COMPARED), "controller": None,
+                         "isrflow": {f: mine.get(f) for f in COMPARED}})
     return rows
 
 

@@ -12,6 +12,9 @@ hold several operations, so records are split by pattern (see docs/kraft.md):
 - any other PCR stands alone: ISR only -> IsrChange from the leader; leader only -> ElectLeaders PREFERRED;
   `isr:[x], leader:x, leaderRecoveryState:1` -> ElectLeaders UNCLEAN; replicas/adding/removing -> ReassignPartitions
   (start, cancel, or completion, which the leader's AlterPartition triggers).
+- a snapshot (the starting state of a log that begins there) -> BrokerChange STARTUP of each unfenced broker, then
+  one PartitionSnapshot per partition (leader, ISR, epochs as the snapshot holds them, the topic's configs), at
+  the snapshot's last offset (its end offset - 1): they seed the state and decide nothing.
 - TOPIC_RECORD [+ CONFIG_RECORD] + PARTITION_RECORDs -> CreateTopic; PARTITION_RECORD alone -> CreatePartitions;
   REMOVE_TOPIC_RECORD -> DeleteTopic; CONFIG_RECORD -> AlterTopicConfig (a cluster default goes to every topic
   without its own value).
@@ -119,10 +122,13 @@ class _Change:
 
 
 class Converter:
-    """Feed records in log order (`feed`); read `result`."""
+    """Feed records in log order (`feed`); read `result`. `snapshot_end`: the end offset of the snapshot the
+    records start with (the first offset after it), when known."""
 
-    def __init__(self) -> None:
+    def __init__(self, snapshot_end: int | None = None) -> None:
         self.result = Converted()
+        self.snapshot_end = snapshot_end
+        self._last_snapshot_record: MetadataRecord | None = None  # set while the snapshot's state is not seeded
         self.topic_names: dict[str, str] = {}  # topic id -> name
         self.partitions: dict[tuple[str, int], PartitionView] = {}
         self.brokers: dict[int, Broker] = {}
@@ -160,10 +166,39 @@ class Converter:
             if batch and (r.batch != batch[0].batch or r.snapshot != batch[0].snapshot):
                 self._batch(batch)
                 batch = []
+            if not r.snapshot:
+                self._seed(r.offset)
             batch.append(r)
         if batch:
             self._batch(batch)
+        self._seed(None)
         return self.result
+
+    def _seed(self, next_offset: int | None) -> None:
+        """The snapshot's state as events, once its records are read, in an order that decides nothing: the
+        live brokers first (no partition exists yet), then each partition as the snapshot holds it."""
+        last, self._last_snapshot_record = self._last_snapshot_record, None
+        if last is None:
+            return
+        end = self.snapshot_end if self.snapshot_end is not None else next_offset
+        at = replace(last, offset=last.offset if end is None else end - 1)
+        n = 0
+        for broker_id, broker in sorted(self.brokers.items()):
+            changes = [] if broker.fenced else ["STARTUP", *(["CONTROLLED_SHUTDOWN"] if broker.in_controlled_shutdown
+                                                               else [])]
+            for change in changes:
+                self._event(at, "BrokerChange", f"-snapshot-{n}", broker_id=broker_id, change=change,
+                            broker_epoch=broker.epoch)
+                n += 1
+        for (topic, partition), v in sorted(self.partitions.items()):
+            configs = {**self.cluster_configs, **self.topic_configs.get(topic, {})}
+            self._event(at, "PartitionSnapshot", f"-snapshot-{n}", topic=topic, partition=partition,
+                        replicas=list(v.replicas), isr=list(v.isr), leader=v.leader, leader_epoch=v.leader_epoch,
+                        partition_epoch=v.partition_epoch,
+                        leader_recovery_state=RECOVERY.get(v.leader_recovery_state, "RECOVERED"),
+                        adding_replicas=list(v.adding), removing_replicas=list(v.removing),
+                        **({"configs": configs} if configs else {}))
+            n += 1
 
     def _batch(self, records: Sequence[MetadataRecord]) -> None:
         pending: list[_Change] = []  # PCRs not yet given to an operation
@@ -427,8 +462,9 @@ class Converter:
                     self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs={name: value})
 
     def _snapshot_record(self, r: MetadataRecord) -> None:
-        """A snapshot is state, not history: it seeds the view; the events start after it."""
+        """A snapshot is state, not history: it seeds the view, then the PartitionSnapshot events (`_seed`)."""
         self.result.snapshot_state = True
+        self._last_snapshot_record = r
         d = r.data
         if r.type == "TOPIC_RECORD":
             self.topic_names[topic_id_text(d["topicId"])] = d["name"]
@@ -453,8 +489,8 @@ def event_offset(event: dict[str, Any]) -> int:
     return int(event["event_id"].split("-")[1])
 
 
-def convert(records: Iterable[MetadataRecord]) -> Converted:
-    result = Converter().feed(records)
+def convert(records: Iterable[MetadataRecord], snapshot_end: int | None = None) -> Converted:
+    result = Converter(snapshot_end).feed(records)
     # Operations are recognised at their last record (a FAILURE at its fence): put events in log order.
     result.events.sort(key=event_offset)
     return result

@@ -24,6 +24,7 @@ from typing import Any
 
 from streaming.engine.faults import ENV, POINTS
 from streaming.engine.local import ReplayResult, run_local
+from streaming.infra.processes import die_with_parent
 from streaming.io.delta import comparable, read_delta
 from streaming.io.layout import Checkpoints, Lake
 
@@ -76,7 +77,7 @@ class Campaign:
              "--audit-table", str(self.lake.audit), "--checkpoint-dir", str(self.checkpoints.root),
              "--trigger", "1 second", "--state-partitions", "2",
              "--kafka-option", f"maxOffsetsPerTrigger={self.max_offsets}"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, preexec_fn=die_with_parent)
         log.close()
         self.processes.append(process)
         self.outcome.starts += 1

@@ -18,6 +18,7 @@ import pytest
 from streaming.engine.local import run_local
 from streaming.infra.localkafka import create_topic
 from streaming.infra.localspark import LocalSparkCluster
+from streaming.infra.processes import die_with_parent
 from streaming.io.delta import comparable, read_delta
 from streaming.jobs.demo import bundled_scenario, consume_decisions, publish
 
@@ -43,7 +44,8 @@ def run_command(bootstrap: str, events: str, decisions: str, work: Path, master:
 
 def start(command: list[str], log: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                            preexec_fn=die_with_parent)
 
 
 def stop(process: subprocess.Popen[str]) -> None:

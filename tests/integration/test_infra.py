@@ -119,3 +119,36 @@ def test_transactional_producer_read_committed(kafka_broker: LocalKafkaBroker) -
         {"decision": 1},
         {"decision": 2},
     ]
+
+
+def test_a_child_started_with_die_with_parent_dies_with_a_killed_parent() -> None:
+    """The brokers, Spark nodes and `isrflow run` processes the suite starts are killed with the process that
+    started them, even when it dies by SIGKILL (no fixture teardown, no atexit)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time\n"
+         "from streaming.infra.processes import die_with_parent\n"
+         "child = subprocess.Popen(['sleep', '600'], preexec_fn=die_with_parent)\n"
+         "print(child.pid, flush=True)\n"
+         "time.sleep(600)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())  # type: ignore[union-attr]
+        os.kill(child, 0)  # running
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        os.kill(child, signal.SIGKILL)
+        raise AssertionError(f"child {child} outlived its killed parent")
+    finally:
+        parent.kill()

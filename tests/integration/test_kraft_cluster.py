@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from kraft_scenario import run_scenario
 
+from schemas.records import audit_sort_key
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
 from streaming.cli import main
 from streaming.infra.kraftcluster import KraftCluster
+from streaming.io.delta import read_delta
 from streaming.jobs.kraft import import_kraft, read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay, replay_spark
 from streaming.kraft.metadatalog import plan, read_metadata_log
@@ -143,13 +145,42 @@ def test_import_reads_newest_snapshot_then_several_segments(elr_off: dict[str, P
     summary = import_kraft(source, tmp_path / "events.jsonl", tmp_path / "observed.jsonl")
     # The snapshot names every topic, so no change after it is left unexplained.
     assert summary.unexplained == 0
-    assert all(int(e["event_id"].split("-")[1]) >= start for e in read_jsonl(tmp_path / "events.jsonl"))
+    # The snapshot's state comes first, at its last offset; every other event is read after it.
+    events = read_jsonl(tmp_path / "events.jsonl")
+    seeds = [e for e in events if "-snapshot-" in e["event_id"]]
+    assert seeds and events[:len(seeds)] == seeds
+    assert {int(e["event_id"].split("-")[1]) for e in seeds} == {start - 1}
+    assert all(int(e["event_id"].split("-")[1]) >= start for e in events[len(seeds):])
     assert summary.unknown.get("NO_OP_RECORD", 0) > 0  # counted and skipped
     # All segments of the broker's copy, read one file at a time, give the same records as the directory.
     whole = read_metadata_log(elr_off["history"])
     [segment] = sorted(elr_off["history"].glob("*.log"))
     assert [r.offset for r in read_metadata_log(segment).records] == [r.offset for r in whole.records
                                                                       if not r.snapshot]
+
+
+def _final_states(out: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
+    """Each existing partition's last state in a replay's audit: leader, ISR, epochs, recovery state, replicas."""
+    rows = sorted((r for r in read_delta(out / "audit") if r["partition"] is not None), key=audit_sort_key)
+    last = {(r["topic"], r["partition"]): r for r in rows}
+    return {k: (r["leader_after"], sorted(r["isr_after"] or []), r["leader_epoch_after"], r["partition_epoch_after"],
+                r["leader_recovery_state_after"], r["replicas_after"])
+            for k, r in last.items() if r["to_state"] != "NonExistentPartition"}
+
+
+def test_a_log_that_starts_at_a_snapshot_replays_from_the_snapshots_state(elr_off: dict[str, Path],
+                                                                          tmp_path: Path) -> None:
+    """The controller's copy (newest snapshot + the segments after it) replayed on its own: the snapshot seeds
+    every partition as it stood, the controller's decisions after it are reproduced, and every partition ends
+    where the replay of the whole history (the broker's copy, from offset 0) ends."""
+    summary = replay_kraft(elr_off["controller"], tmp_path / "from-snapshot")
+    events = read_jsonl(tmp_path / "from-snapshot" / "kraft" / "events.jsonl")
+    assert any(e["type"] == "PartitionSnapshot" for e in events)
+    rows = read_jsonl(tmp_path / "from-snapshot" / "agreement.jsonl")
+    assert all(r["match"] for r in rows), [r for r in rows if not r["match"]]
+    assert "agreement with the controller: 100.0%" in summary
+    replay_kraft(elr_off["history"], tmp_path / "whole")
+    assert _final_states(tmp_path / "from-snapshot") == _final_states(tmp_path / "whole")
 
 
 def test_import_kraft_command_writes_events_and_observed(elr_off: dict[str, Path], tmp_path: Path,

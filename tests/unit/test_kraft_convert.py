@@ -218,6 +218,21 @@ def test_agreement_compares_isr_as_a_set_and_names_the_differing_fields() -> Non
     assert agreement_rate(rows) == 0.5
 
 
+def test_a_decision_the_controller_never_made_is_a_disagreement() -> None:
+    observed = [{"topic": "t", "partition": 0, "decision": False, "cause_event_id": "kraft-4", "source_offset": 4,
+                 "leader": 1, "isr": [1, 2], "leader_epoch": 0, "partition_epoch": 1,
+                 "leader_recovery_state": "RECOVERED"}]
+    ours = [{"topic": "t", "partition": 0, "cause_event_id": "kraft-4", "source_offset": 4, "leader": 1,
+             "isr": [1, 2], "leader_epoch": 0, "partition_epoch": 1, "leader_recovery_state": "RECOVERED"},
+            {"topic": "t", "partition": 0, "cause_event_id": "kraft-7", "source_offset": 7, "cause": "ElectLeaders",
+             "leader": 2, "isr": [1, 2], "leader_epoch": 1, "partition_epoch": 2,
+             "leader_recovery_state": "RECOVERED"}]
+    rows = agreement_rows(observed, ours)
+    assert [(r["cause_event_id"], r["match"], r["controller"]) for r in rows] == [("kraft-7", False, None)]
+    assert rows[0]["isrflow"]["leader"] == 2
+    assert agreement_rate(rows) == 0.0
+
+
 def _agreement_dir(tmp_path: Any, match: bool) -> Any:
     import json
 
@@ -256,3 +271,33 @@ def test_check_rule_fails_on_any_disagreement(tmp_path: Any) -> None:
     _agreement_dir(tmp_path, match=True)
     passed = agreement_result(audit)
     assert passed is not None and not passed.fails_check
+
+
+def test_a_snapshot_becomes_the_live_brokers_then_each_partition_as_it_stood() -> None:
+    """A log that begins at a snapshot (end offset 100): the snapshot's state is seeded at offset 99, brokers
+    first, so that the partitions after them decide nothing; the segment's first change follows."""
+    snap = [MetadataRecord(i, 0, 1_700_000_000_000, 4, t, 0, d, snapshot=True) for i, (t, d) in enumerate([
+        ("REGISTER_BROKER_RECORD", {"brokerId": 1, "incarnationId": "a", "brokerEpoch": 10, "fenced": False}),
+        ("REGISTER_BROKER_RECORD", {"brokerId": 2, "incarnationId": "b", "brokerEpoch": 12, "fenced": True}),
+        ("TOPIC_RECORD", {"name": "t", "topicId": T1}),
+        ("CONFIG_RECORD", {"resourceType": 2, "resourceName": "t", "name": "unclean.leader.election.enable",
+                           "value": "true"}),
+        ("PARTITION_RECORD", {"partitionId": 0, "topicId": T1, "replicas": [1, 2], "isr": [1], "leader": 1,
+                              "leaderEpoch": 3, "partitionEpoch": 7}),
+    ])]
+    after = MetadataRecord(100, 100, 1_700_000_001_000, 4, "PARTITION_CHANGE_RECORD",
+                           0, {"partitionId": 0, "topicId": T1, "isr": [1, 2]})
+    result = convert([*snap, after], snapshot_end=100)
+    evs = [parse_event(json.dumps(e)) for e in result.events]
+    assert not any(isinstance(e, Malformed) for e in evs)
+    assert [(e.type, e.event_id) for e in evs] == [
+        ("BrokerChange", "kraft-99-snapshot-0"), ("PartitionSnapshot", "kraft-99-snapshot-1"),
+        ("IsrChange", "kraft-100")]
+    seed = evs[1]
+    assert (seed.topic, seed.partition, seed.replicas, seed.isr, seed.leader, seed.leader_epoch,
+            seed.partition_epoch, dict(seed.configs)) == ("t", 0, (1, 2), (1,), 1, 3, 7,
+                                                          {"unclean.leader.election.enable": "true"})
+    # Broker 2 is registered but fenced in the snapshot: not live. The ISR change is the leader's, from epoch 7.
+    assert (evs[0].broker_id, evs[0].broker_epoch) == (1, 10)
+    assert (evs[2].leader_epoch, evs[2].partition_epoch) == (3, 7)
+    assert [(o["partition_epoch"], o["cause"]) for o in result.observed] == [(8, "IsrChange")]
