@@ -24,6 +24,7 @@ import pytest
 from streaming.analysis.explain import explain
 from streaming.engine.local import run_local, write_outputs
 from streaming.infra.localkafka import create_topic, free_port
+from streaming.infra.processes import die_with_parent
 from streaming.io.delta import comparable, read_delta
 from streaming.io.storage import Uri
 from streaming.jobs.demo import bundled_scenario, consume_decisions, publish
@@ -68,7 +69,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     with log.open("w") as out:
         process = subprocess.Popen([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], stdout=out,
-                                   stderr=subprocess.STDOUT)
+                                   stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -102,7 +103,8 @@ def isrflow_run(command: list[str], log: Path) -> tuple[int, str]:
     """One isrflow process, killed (with its JVM) by its process group if it outlives the timeout."""
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                                   preexec_fn=die_with_parent)
     try:
         code = process.wait(timeout=600)
     finally:
