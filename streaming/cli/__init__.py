@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bridge)
 
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
-    p.add_argument("audit_table", type=Path)
+    p.add_argument("audit_table", help="an audit Delta table: a path or a URI such as s3a://bucket/isrflow/audit")
     p.add_argument("--since-batch", type=int, help="only audit rows of micro-batches >= N")
     p.add_argument("--html", type=Path, help="folder for Great Expectations' HTML results")
     _add_spark_options(p)

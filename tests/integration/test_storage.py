@@ -173,7 +173,8 @@ def test_run_with_checkpoints_and_tables_on_s3(s3: S3Server, s3a_jars: str, kafk
     assert f"Pass the audit table this checkpoint was used with ({audit})" in output
 
     # The readers after a run: `explain` on the S3 tables (delta-rs) tells what it tells on the local
-    # engine's, and `inspect` reads the state store on S3 (Spark): each partition's record is its last decision.
+    # engine's, `inspect` reads the state store on S3 (Spark): each partition's record is its last decision,
+    # and `check` runs the quality suite on the audit table and the decisions beside it on S3.
     write_outputs(expected, tmp_path / "local")
     for topic, partition in sorted({(d["topic"], d["partition"]) for d in expected.decisions})[:3]:
         assert explain(Uri(audit), topic, partition) == explain(tmp_path / "local" / "audit", topic, partition)
@@ -186,6 +187,10 @@ def test_run_with_checkpoints_and_tables_on_s3(s3: S3Server, s3a_jars: str, kafk
     for r in records:
         d = last[(r["topic"], r["partition"])]
         assert (r["leader"], r["leader_epoch"], r["isr"]) == (d["leader"], d["leader_epoch"], d["isr"])
+    code, output = isrflow_run([str(BIN / "isrflow"), "check", audit, "--conf", f"spark.jars={s3a_jars}",
+                                *s3.spark_conf()], tmp_path / "check.log")
+    assert code == 0, output[-4000:]
+    assert f"{len(expected.audit)} audit rows; decisions: s3a://{BUCKET}/lake/decisions;" in output
 
 
 def test_hadoop_storage_renames_into_place_where_streams_are_not_abortable(spark: Any, tmp_path: Path) -> None:
