@@ -64,14 +64,18 @@ class Event:
         """The canonical JSON the bronze table keeps: sorted keys, no spaces, every field of the type."""
         body = {"type": self.type, "event_id": self.event_id, "ts": self.ts, "controller_epoch": self.controller_epoch}
         for f in fields(self):
-            if f.name not in _ENVELOPE:
-                body[f.name] = _plain(getattr(self, f.name))
+            value = getattr(self, f.name)
+            if f.name not in _ENVELOPE and not (f.name in _ADDITIONS and value == f.default):
+                body[f.name] = _plain(value)
         if self.principal is not None:
             body["principal"] = self.principal
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
 _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
+# Optional fields added after contract v1: written only when they are not their default, so the canonical
+# JSON of every v1 event stays as it was.
+_ADDITIONS = frozenset({"unclean_shutdown"})
 
 
 def _plain(value: Any) -> Any:
@@ -90,6 +94,10 @@ class BrokerChange(Event):
     broker_id: int
     change: BrokerChangeKind
     broker_epoch: int
+    # STARTUP only, an addition for KRaft: the broker's previous incarnation ended without a controlled shutdown,
+    # so it registered "unclean" and the controller took it out of every ISR and ELR first
+    # (ReplicationControlManager.handleBrokerUncleanShutdown). Matters only with Eligible Leader Replicas on.
+    unclean_shutdown: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +185,9 @@ class PartitionSnapshot(Event):
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
     configs: Mapping[str, str] = field(default_factory=dict)
+    # KIP-966, on a cluster with eligible leader replicas: the ELR and last known leader.
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
 
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
@@ -278,6 +289,12 @@ def _assignment(value: Any, name: str) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def _bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid(f"field '{name}' must be true or false, got {_short(value)}")
+    return value
+
+
 def _configs(value: Any, name: str, allow_null: bool) -> dict[str, str | None]:
     if not isinstance(value, dict):
         raise _Invalid(f"field '{name}' must be an object of config name -> value")
@@ -357,6 +374,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
 
 # Optional fields: name -> (validator, default).
 _OPTIONAL: dict[str, dict[str, Any]] = {
+    "BrokerChange": {"unclean_shutdown": (_bool, False)},
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED)},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
@@ -365,6 +383,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
         "adding_replicas": (_int_list, ()),
         "removing_replicas": (_int_list, ()),
         "configs": (lambda v, n: _configs(v, n, allow_null=False), {}),
+        "eligible_leader_replicas": (_int_list, ()),
+        "last_known_elr": (_int_list, ()),
     },
 }
 

@@ -27,7 +27,8 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A LeaderAndIsr decision: the partition's leader and ISR after one controller write, and who gets it.
-    `event_ts` (the source event's `ts`) is an addition to Kafka's fields."""
+    `event_ts` (the source event's `ts`) is an addition to Kafka's fields; so are the KRaft partition's Eligible
+    Leader Replicas (KIP-966) and last known ELR, empty unless the kraft rules run with ELR on."""
 
     topic: str
     partition: int
@@ -47,6 +48,8 @@ class Decision:
     cause_event_id: str
     source_offset: Long
     event_ts: str | None
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

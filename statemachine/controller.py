@@ -45,6 +45,7 @@ from statemachine.rules import ZK, Rules
 from statemachine.states import PartitionState
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
+MIN_ISR_CONFIG = "min.insync.replicas"
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 Key = tuple[str, int]
@@ -61,6 +62,10 @@ class ControllerConfig:
     super_users: frozenset[str] | None = None
     # Which controller's rules: ZK (the design's, default) or KRAFT (Kafka 4.1), see statemachine.rules.
     rules: Rules = ZK
+    # KRaft: the feature eligible.leader.replicas.version >= 1 (KIP-966; only rule sets with ELR use it), and
+    # the cluster default of min.insync.replicas, which only the ELR reads.
+    eligible_leader_replicas: bool = False
+    min_insync_replicas: int = 1
     # An event_id applied at offset o makes any event with the same id at an offset up to o + this
     # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
     duplicate_window: int = 100_000
@@ -165,7 +170,8 @@ class _Fanout:
         self._steps[key] = step + 1
         self._emit(action, topic=key[0], partition=key[1], step=step,
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
-                   else unclean_allowed, **fields)
+                   else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
+                   elr_enabled=self.controller.elr_on, **fields)
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
                 action: Action = Action.CLUSTER, **fields: Any) -> None:
@@ -239,6 +245,19 @@ class Controller:
     def unclean_allowed(self, topic: str) -> bool:
         value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
+
+    @property
+    def elr_on(self) -> bool:
+        """Eligible Leader Replicas: the rule set has them and the cluster's feature is on."""
+        return self.config.rules.eligible_leader_replicas and self.config.eligible_leader_replicas
+
+    def min_isr(self, topic: str) -> int:
+        """The topic's min.insync.replicas, else the cluster default, at most its replication factor (that of
+        partition 0, as ReplicationControlManager.getTopicEffectiveMinIsr)."""
+        value = self.cluster.topic_configs.get(topic, {}).get(MIN_ISR_CONFIG)
+        configured = self.config.min_insync_replicas if value is None else int(value)
+        first = self.partitions.get((topic, 0))
+        return min(configured, len(first.replicas)) if first is not None and first.replicas else configured
 
     def partitions_of(self, topic: str) -> list[Key]:
         return [(topic, p) for p in range(self.cluster.topics.get(topic, 0)) if (topic, p) in self.partitions]
@@ -342,13 +361,13 @@ class Controller:
     def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:
         match ev.change:
             case BrokerChangeKind.STARTUP:
-                self._broker_startup(out, ev.broker_id, ev.broker_epoch)
+                self._broker_startup(out, ev.broker_id, ev.broker_epoch, ev.unclean_shutdown)
             case BrokerChangeKind.FAILURE:
                 self._broker_failure(out, ev.broker_id, ev.broker_epoch)
             case BrokerChangeKind.CONTROLLED_SHUTDOWN:
                 self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
 
-    def _broker_startup(self, out: _Fanout, broker: int, epoch: int) -> None:
+    def _broker_startup(self, out: _Fanout, broker: int, epoch: int, unclean_shutdown: bool = False) -> None:
         cv = self.cluster
         last = cv.last_broker_epochs.get(broker)
         if last is not None and epoch <= last:
@@ -362,6 +381,12 @@ class Controller:
             self._unregister(out, broker)
             for key in hosted:
                 out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
+        if unclean_shutdown and self.elr_on:
+            # Registered, still fenced: KRaft takes it out of every ISR and ELR before it can lead again.
+            for key in hosted:
+                rec = self.partitions[key]
+                if broker in rec.isr or broker in rec.eligible_leader_replicas:
+                    out.partition(Action.UNCLEAN_REGISTRATION, key, broker_id=broker)
         cv.broker_epochs[broker] = epoch
         out.facts_changed()
         for key in hosted:
@@ -456,11 +481,12 @@ class Controller:
             raise Rejection(Error.TOPIC_ALREADY_EXISTS,
                             f"partition {ev.topic}-{ev.partition} already exists: a snapshot only seeds a new one")
         _checked_assignment({str(ev.partition): ev.replicas}, ev.partition, None, Error.INVALID_REPLICA_ASSIGNMENT)
-        outside = [b for b in (*ev.isr, *ev.adding_replicas, *ev.removing_replicas) if b not in ev.replicas]
+        outside = [b for b in (*ev.isr, *ev.adding_replicas, *ev.removing_replicas, *ev.eligible_leader_replicas,
+                               *ev.last_known_elr) if b not in ev.replicas]
         both = set(ev.adding_replicas) & set(ev.removing_replicas)
         if outside or both or (ev.leader >= 0 and ev.leader not in ev.isr):
             raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
-                            f"ISR {list(ev.isr)}, leader {ev.leader} and the reassignment must lie within the "
+                            f"ISR {list(ev.isr)}, leader {ev.leader}, ELR and the reassignment must lie within the "
                             f"replicas {list(ev.replicas)} (the leader in the ISR, adding and removing apart)")
         _check_configs(ev.configs)
         cv.topics[ev.topic] = max(cv.topics.get(ev.topic, 0), ev.partition + 1)
@@ -469,7 +495,8 @@ class Controller:
         out.partition(Action.RESTORE, key, replicas=ev.replicas, isr=ev.isr, leader=ev.leader,
                       leader_epoch=ev.leader_epoch, partition_epoch=ev.partition_epoch,
                       leader_recovery_state=ev.leader_recovery_state, adding_replicas=ev.adding_replicas,
-                      removing_replicas=ev.removing_replicas)
+                      removing_replicas=ev.removing_replicas, eligible_leader_replicas=ev.eligible_leader_replicas,
+                      last_known_elr=ev.last_known_elr)
 
     def _on_create_partitions(self, ev: CreatePartitions, out: _Fanout) -> None:
         cv, topic = self.cluster, ev.topic
@@ -523,6 +550,9 @@ class Controller:
         out.cluster(f"topic {topic} configs: " + ", ".join(f"{k}={v}" for k, v in sorted(ev.configs.items(),
                                                                                            key=str)),
                     configs=ev.configs)
+        if MIN_ISR_CONFIG in ev.configs and self.elr_on and topic not in cv.topics_queued_for_deletion:
+            for key in self.partitions_of(topic):
+                out.partition(Action.CLEAR_ELR, key)
         if self.unclean_allowed(topic) and not was_unclean and topic not in cv.topics_queued_for_deletion:
             for key in self.partitions_of(topic):
                 if self.partitions[key].state in (PartitionState.NEW, PartitionState.OFFLINE):
@@ -612,3 +642,6 @@ def _check_configs(configs: Mapping[str, str | None]) -> None:
     value = configs.get(UNCLEAN_CONFIG)
     if value is not None and value.lower() not in ("true", "false"):
         raise Rejection(Error.INVALID_REQUEST, f"{UNCLEAN_CONFIG} must be true or false, got '{value}'")
+    value = configs.get(MIN_ISR_CONFIG)
+    if value is not None and not (value.isascii() and value.isdigit() and 1 <= int(value) <= 2**31 - 1):
+        raise Rejection(Error.INVALID_REQUEST, f"{MIN_ISR_CONFIG} must be an integer >= 1, got '{value}'")

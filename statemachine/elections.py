@@ -76,3 +76,26 @@ def controlled_shutdown(replicas: Sequence[int], isr: Sequence[int], live_or_shu
         return None
     return Elected(Election.CONTROLLED_SHUTDOWN, leader, tuple(r for r in isr if r not in shutting_down),
                    tuple(r for r in replicas if r in live_or_shutting_down))
+
+
+def eligible(replicas: Sequence[int], isr: Sequence[int], elr: Sequence[int], last_known_elr: Sequence[int],
+             live: Collection[int], unclean_allowed: bool) -> Elected | None:
+    """KRaft with Eligible Leader Replicas (KIP-966; PartitionChangeBuilder.electAnyLeader): the first live
+    replica in the ISR; with the ISR empty, the first live one in the ELR, which becomes the ISR alone; with
+    both empty, the last known leader if live, uncleanly (RECOVERING) even when unclean election is disabled;
+    then, if allowed, the first live replica uncleanly."""
+    live_replicas = tuple(r for r in replicas if r in live)
+    leader = next((r for r in live_replicas if r in isr), None)
+    if leader is not None:
+        return Elected(Election.OFFLINE, leader, tuple(r for r in isr if r in live), live_replicas)
+    if not isr:
+        leader = next((r for r in live_replicas if r in elr), None)
+        if leader is not None:
+            return Elected(Election.OFFLINE, leader, (leader,), live_replicas)
+    if not isr and not elr and len(last_known_elr) == 1 and last_known_elr[0] in live:
+        leader = last_known_elr[0]
+        return Elected(Election.OFFLINE_UNCLEAN, leader, (leader,), live_replicas, LeaderRecoveryState.RECOVERING)
+    if unclean_allowed and live_replicas:
+        return Elected(Election.OFFLINE_UNCLEAN, live_replicas[0], (live_replicas[0],), live_replicas,
+                       LeaderRecoveryState.RECOVERING)
+    return None

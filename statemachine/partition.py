@@ -17,7 +17,7 @@ from statemachine import elections
 from statemachine.elections import Elected
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
-from statemachine.rules import ZK, Rules
+from statemachine.rules import ZK, Rules, eligible_leader_replicas, last_known_leader
 from statemachine.states import (
     IllegalTransition,
     PartitionState,
@@ -43,6 +43,17 @@ class _Step:
         self.notes: list[str] = []
         # An election this command needed and could not run (the error if nothing else changed).
         self.failed: Error | None = None
+        # ELR (KIP-966): the ISR the operation's ELR is computed from when the leader came from the ELR (the ISR
+        # before that election, empty), and the brokers whose unclean shutdown takes them out of it.
+        self.elr_basis: tuple[int, ...] | None = None
+        self.unclean_shutdown: tuple[int, ...] = ()
+        # A ClearElrRecord: the ELR is emptied as such, not recomputed.
+        self.elr_cleared = False
+
+    @property
+    def elr_on(self) -> bool:
+        """Eligible Leader Replicas: the rule set has them and the cluster's feature is on."""
+        return self.rules.eligible_leader_replicas and self.command.elr_enabled
 
     # -- state machine transitions ------------------------------------------------------------
     def move(self, target: PartitionState) -> None:
@@ -86,6 +97,7 @@ class _Step:
             leader_recovery_state=rec.leader_recovery_state, is_new=is_new, recipients=recipients,
             election=None if election is None else election.election, cause=cmd.event_type,
             cause_event_id=cmd.event_id, source_offset=cmd.source_offset, event_ts=cmd.event_ts,
+            eligible_leader_replicas=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr,
         )
 
     def elect(self, elected: Elected | None, failure: Error, why: str) -> bool:
@@ -104,7 +116,25 @@ class _Step:
         self.notes.append(text)
 
     # -- result ---------------------------------------------------------------------------------
+    def _settle_elr(self) -> None:
+        """The operation's ELR and last known leader, from the partition before it and its final leader and
+        ISR, as PartitionChangeBuilder.build computes them once per operation. An unclean election empties
+        the ELR; a leader taken from the ELR leaves it."""
+        before, rec = self.before, self.record
+        if self.election == elections.Election.OFFLINE_UNCLEAN:
+            elr: tuple[int, ...] = ()
+        else:
+            basis = rec.isr if self.elr_basis is None else self.elr_basis
+            elr = tuple(r for r in eligible_leader_replicas(before.eligible_leader_replicas, before.isr, basis,
+                                                            self.command.min_isr, self.unclean_shutdown)
+                        if r != rec.leader)
+        last_known = last_known_leader(before.leader, before.isr, before.last_known_elr, rec.isr, rec.leader)
+        self.record = replace(rec, eligible_leader_replicas=elr, last_known_elr=last_known)
+        self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
+
     def finish(self) -> Applied:
+        if self.decisions and self.elr_on and not self.elr_cleared:
+            self._settle_elr()
         if self.decisions:
             # The rule set decides what the operation's writes publish; the record keeps the published epochs.
             self.decisions = self.rules.decisions(self.before, self.decisions)
@@ -173,6 +203,8 @@ def _bring_online(s: _Step, unclean_allowed: bool) -> None:
     if rec.state is P.NEW:
         s.elect(elections.initial(rec.replicas, cmd.live_brokers), Error.NO_LIVE_REPLICA,
                 f"no live replica among {list(rec.replicas)}: stays {P.NEW}")
+    elif rec.state is P.OFFLINE and s.elr_on:
+        _elect_eligible(s, rec.isr, unclean_allowed)
     elif rec.state is P.OFFLINE:
         s.elect(elections.offline(rec.replicas, rec.isr, cmd.live_brokers, unclean_allowed),
                 Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
@@ -180,14 +212,32 @@ def _bring_online(s: _Step, unclean_allowed: bool) -> None:
                 + ("" if unclean_allowed else " and unclean election disabled") + f": stays {P.OFFLINE}")
 
 
+def _elect_eligible(s: _Step, isr: tuple[int, ...], unclean_allowed: bool) -> bool:
+    """KRaft with ELR: elect from the live part of `isr`, else from the ELR that this change leaves, else the
+    last known leader (elections.eligible)."""
+    rec, live = s.record, s.command.live_brokers
+    target = tuple(r for r in isr if r in live)
+    elr = eligible_leader_replicas(rec.eligible_leader_replicas, rec.isr, target, s.command.min_isr,
+                                   s.unclean_shutdown)
+    elected = elections.eligible(rec.replicas, target, elr, rec.last_known_elr, live, unclean_allowed)
+    if elected is not None and elected.election is elections.Election.OFFLINE and not target:
+        s.elr_basis = ()  # led from the ELR: the ELR is what the empty ISR left
+    return s.elect(elected, Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                   f"no live replica in ISR {list(rec.isr)}, ELR {list(elr)} or last known leader "
+                   f"{list(rec.last_known_elr)}" + ("" if unclean_allowed else " and unclean election disabled")
+                   + f": stays {P.OFFLINE}")
+
+
 def _offline_replica(s: _Step, broker: int) -> None:
     """Replica -> OfflineReplica. If the ISR holds it, the controller writes it out of the ISR (never
-    emptying the ISR) and drops it as leader; a topic being deleted gets no LeaderAndIsr, so no write."""
+    emptying the ISR, unless ELR is on) and drops it as leader; a topic being deleted gets no LeaderAndIsr, so
+    no write."""
     s.move_replica(broker, R.OFFLINE)
     rec = s.record
     if rec.queued_for_deletion or broker not in rec.isr:
         return
-    isr = rec.isr if len(rec.isr) == 1 else tuple(r for r in rec.isr if r != broker)
+    # The last member stays, unless ELR is on: then the ISR may go empty (the member moves to the ELR).
+    isr = rec.isr if len(rec.isr) == 1 and not s.elr_on else tuple(r for r in rec.isr if r != broker)
     leader = NO_LEADER if rec.leader == broker else rec.leader
     live = s.command.live_or_shutting_down
     s.write(leader, isr, (r for r in rec.replicas if r != broker and r in live))
@@ -198,7 +248,10 @@ def _offline_replica(s: _Step, broker: int) -> None:
 def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
     """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica."""
     for broker in replicas:
-        if s.record.replica_states.get(broker) is not R.OFFLINE:
+        rec = s.record
+        # An offline replica has left the ISR, unless it was the last member. A restored (snapshot) state can
+        # hold offline replicas in a larger ISR: Kafka's OfflineReplica transition takes them out too.
+        if rec.replica_states.get(broker) is not R.OFFLINE or (broker in rec.isr and len(rec.isr) > 1):
             _offline_replica(s, broker)
         s.move_replica(broker, R.DELETION_STARTED)
         s.move_replica(broker, R.DELETION_SUCCESSFUL)
@@ -393,6 +446,16 @@ def _on_controlled_shutdown(s: _Step) -> None:
                    Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                    f"no other live ISR member of {list(rec.isr)}: broker {broker} still leads"):
             return
+        remaining = tuple(r for r in rec.isr if r != broker)
+        if s.elr_on and not remaining:
+            s.failed = None
+            s.move(P.OFFLINE)
+            if _elect_eligible(s, remaining, s.command.unclean_allowed):
+                return
+            s.failed = None
+            s.write(NO_LEADER, remaining, (r for r in rec.replicas if r != broker and r in cmd.live_brokers))
+            s.note(f"broker {broker} gives up leadership with nobody to take over: ISR empty, ELR on")
+            return
         fallback = s.rules.shutdown_fallback(rec.leader, rec.isr, rec.replicas, broker)
         if fallback is not None:
             s.move(P.OFFLINE)
@@ -493,6 +556,36 @@ def _on_controller_failover(s: _Step) -> None:
         _progress_reassignment(s)
 
 
+def _on_unclean_registration(s: _Step) -> None:
+    """KRaft with ELR: a broker registering after an unclean shutdown leaves every ISR and ELR first
+    (ReplicationControlManager.handleBrokerUncleanShutdown): its log may have lost acknowledged records."""
+    broker = s.command.broker_id
+    assert broker is not None
+    _require_partition(s)
+    rec = s.record
+    if not s.elr_on or (broker not in rec.isr and broker not in rec.eligible_leader_replicas):
+        s.note(f"broker {broker} is in neither ISR nor ELR")
+        return
+    s.unclean_shutdown = (broker,)
+    s.write(NO_LEADER if rec.leader == broker else rec.leader, (r for r in rec.isr if r != broker),
+            (r for r in rec.replicas if r != broker and r in s.command.live_brokers), bump_leader_epoch=False)
+    s.note(f"broker {broker} registered after an unclean shutdown: out of ISR and ELR")
+
+
+def _on_clear_elr(s: _Step) -> None:
+    """KRaft: min.insync.replicas changed, so the topic's ELR no longer means what it did: cleared
+    (ClearElrRecord, ReplicationControlManager.removeTopicElrs), partition epoch + 1 where there was one."""
+    _require_partition(s)
+    rec = s.record
+    if not s.elr_on or not (rec.eligible_leader_replicas or rec.last_known_elr):
+        s.note("no ELR to clear")
+        return
+    s.record = replace(rec, eligible_leader_replicas=(), last_known_elr=())
+    s.elr_cleared = True
+    s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in s.command.live_brokers), bump_leader_epoch=False)
+    s.note(f"ELR {list(rec.eligible_leader_replicas)} and last known leader {list(rec.last_known_elr)} cleared")
+
+
 def _on_restore(s: _Step) -> None:
     """A partition seeded from a metadata snapshot: created (New, replicas NewReplica) and put in the state the
     snapshot holds, leader, ISR and epochs as written there. Online with a leader, else Offline; a replica is
@@ -510,7 +603,9 @@ def _on_restore(s: _Step) -> None:
     s.record = replace(s.record, replicas=replicas, adding_replicas=adding, removing_replicas=removing,
                        reassignment_in_progress=bool(adding or removing), leader=leader, isr=cmd.isr or (),
                        leader_epoch=cmd.leader_epoch or 0, partition_epoch=cmd.partition_epoch or 0,
-                       leader_recovery_state=cmd.leader_recovery_state or s.record.leader_recovery_state)
+                       leader_recovery_state=cmd.leader_recovery_state or s.record.leader_recovery_state,
+                       eligible_leader_replicas=tuple(sorted(cmd.eligible_leader_replicas or ())),
+                       last_known_elr=cmd.last_known_elr or ())
     for broker in replicas:
         s.move_replica(broker, R.ONLINE if broker in cmd.live_brokers else R.OFFLINE)
     s.note("restored from a metadata snapshot")
@@ -532,6 +627,8 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
     Action.TRY_ELECTION: _on_try_election,
     Action.DELETE: _on_delete,
     Action.CONTROLLER_FAILOVER: _on_controller_failover,
+    Action.UNCLEAN_REGISTRATION: _on_unclean_registration,
+    Action.CLEAR_ELR: _on_clear_elr,
     Action.REJECT: _on_reject,
     Action.RESTORE: _on_restore,
 }

@@ -35,11 +35,16 @@ class PartitionRecord:
     # A cancel can leave AR and RR empty while the controller still waits for the ISR to catch up.
     reassignment_in_progress: bool = False
     queued_for_deletion: bool = False
+    # KRaft with Eligible Leader Replicas on (KIP-966): replicas that left the ISR while it was below min ISR
+    # and may still lead (sorted), and the leader it had when the ISR first went empty (one broker).
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def has_leader_and_isr(self) -> bool:
-        """Kafka's `partitionLeadershipInfo.isDefined`: set by the first election, never emptied."""
-        return bool(self.isr)
+        """Kafka's `partitionLeadershipInfo.isDefined`: set by the first election, never emptied. With ELR on
+        the ISR itself may go empty; the last known leader is then set until the next election."""
+        return bool(self.isr) or bool(self.last_known_elr)
 
     @property
     def target_replicas(self) -> tuple[int, ...]:
@@ -64,6 +69,9 @@ class Action(StrEnum):
     TRY_ELECTION = "TRY_ELECTION"
     DELETE = "DELETE"
     CONTROLLER_FAILOVER = "CONTROLLER_FAILOVER"
+    # KRaft with ELR: a broker back after an unclean shutdown leaves ISR and ELR; min ISR changed: ELR cleared.
+    UNCLEAN_REGISTRATION = "UNCLEAN_REGISTRATION"
+    CLEAR_ELR = "CLEAR_ELR"
     # A partition seeded from a metadata snapshot, as the snapshot holds it.
     RESTORE = "RESTORE"
     # Refused before it reached the partition (stale epochs, duplicates): audited, nothing applied.
@@ -98,10 +106,17 @@ class Command:
     leader_epoch: int | None = None
     partition_epoch: int | None = None
     leader_recovery_state: LeaderRecoveryState | None = None
+    # RESTORE: the snapshot's Eligible Leader Replicas and last known ELR (KIP-966).
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
     # Registered and not shutting down.
     live_brokers: frozenset[int] = frozenset()
     shutting_down_brokers: frozenset[int] = frozenset()
     unclean_allowed: bool = False
+    # KRaft: the topic's effective min.insync.replicas (at most its replication factor) and whether the feature
+    # eligible.leader.replicas.version is on.
+    min_isr: int = 1
+    elr_enabled: bool = False
     # REJECT and CLUSTER: the verdict reached before fan-out.
     outcome: Outcome | None = None
     error: Error | None = None

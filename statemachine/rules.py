@@ -2,7 +2,7 @@
 
 One state machine (partition.py) runs both; a `Rules` value names the few places that differ, each a small
 policy. `ZK` is the design's controller (Kafka 3.9 and earlier), the default. `KRAFT` follows Kafka 4.1's
-PartitionChangeBuilder / ReplicationControlManager with eligible.leader.replicas.version=0:
+PartitionChangeBuilder / ReplicationControlManager:
 
 - one operation writes at most one PartitionChangeRecord per partition: the ZK controller's several
   writes of one step (an election, then a replica out of the ISR; a reassignment's phases) become one decision,
@@ -17,11 +17,16 @@ PartitionChangeBuilder / ReplicationControlManager with eligible.leader.replicas
 - a preferred election of a leaderless partition falls back to the first other valid replica;
 - the automatic rebalance elects every partition whose leader is not its preferred replica;
 - a new controller (a new Raft epoch) takes over the replicated state as it is: no partition is re-examined.
+
+With the feature eligible.leader.replicas.version >= 1 (KIP-966, `Command.elr_enabled`), the kraft
+rules also keep each partition's Eligible Leader Replicas (`eligible_leader_replicas`, `last_known_leader`,
+elections.eligible): the ISR may go empty, its members below min ISR move to the ELR, the ELR can lead when the
+ISR is empty, and the last known leader leads (uncleanly) when both are empty.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,9 +46,11 @@ def _one_record_per_operation(before: Any, decisions: Sequence[Decision]) -> lis
     if any(d.is_new for d in decisions):
         return [last]  # creation: epochs start at 0 either way
     if (last.leader, tuple(last.isr), tuple(last.replicas), tuple(last.adding_replicas),
-            tuple(last.removing_replicas), str(last.leader_recovery_state)) == (
+            tuple(last.removing_replicas), str(last.leader_recovery_state), tuple(last.eligible_leader_replicas),
+            tuple(last.last_known_elr)) == (
             before.leader, tuple(before.isr), tuple(before.replicas), tuple(before.adding_replicas),
-            tuple(before.removing_replicas), str(before.leader_recovery_state)):
+            tuple(before.removing_replicas), str(before.leader_recovery_state),
+            tuple(before.eligible_leader_replicas), tuple(before.last_known_elr)):
         return []
     lost_replica = not set(before.replicas) <= set(last.replicas)
     # The election that happened in the operation, if any, names the decision.
@@ -63,6 +70,27 @@ def _kraft_shutdown_fallback(leader: int, isr: Sequence[int], replicas: Sequence
     """KRaft: leader -1; the broker leaves the ISR unless it is its last member (ELR off)."""
     remaining = tuple(r for r in isr if r != broker)
     return -1, remaining or tuple(isr)
+
+
+def eligible_leader_replicas(elr: Sequence[int], isr: Sequence[int], target_isr: Sequence[int], min_isr: int,
+                             unclean_shutdown: Collection[int] = ()) -> tuple[int, ...]:
+    """KIP-966 (PartitionChangeBuilder.maybePopulateTargetElr): an ISR of at least min ISR needs no ELR; below
+    it, whoever was in the ISR or the ELR and is not in the new ISR stays eligible, unless it shut down
+    uncleanly (its log may have lost acknowledged records). Kafka keeps it as a hash set: sorted here."""
+    if len(target_isr) >= min_isr:
+        return ()
+    return tuple(sorted((set(elr) | set(isr)) - set(target_isr) - set(unclean_shutdown)))
+
+
+def last_known_leader(before_leader: int, before_isr: Sequence[int], before_last_known: Sequence[int],
+                      isr: Sequence[int], leader: int) -> tuple[int, ...]:
+    """KIP-966 (PartitionChangeBuilder.maybeUpdateLastKnownLeader): when a change empties the ISR, the leader
+    it had is remembered; as soon as the partition has a leader again, it is forgotten."""
+    if not isr and before_isr:
+        return (before_leader,)
+    if leader >= 0:
+        return ()
+    return tuple(before_last_known)
 
 
 @dataclass(frozen=True)
@@ -89,6 +117,9 @@ class Rules:
     # A new controller epoch: ZK's new controller re-examines every partition (onControllerFailover: offline
     # replicas out of the ISR, elections); a new KRaft controller replays the same metadata log and writes nothing.
     reexamine_on_failover: bool
+    # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
+    # (Command.elr_enabled). The ZK controller never had them.
+    eligible_leader_replicas: bool = False
 
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
@@ -96,7 +127,7 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            reexamine_on_failover=True)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
-              reexamine_on_failover=False)
+              reexamine_on_failover=False, eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,7 +32,7 @@ def key_values(pairs: Sequence[str] | None, flag: str = "--conf") -> dict[str, s
 def _add_rules_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--rules", choices=("zk", "kraft"), default="zk",
                    help="whose decisions to reproduce: the ZooKeeper-era controller (default) or Kafka 4.1's KRaft "
-                        "controller (eligible leader replicas off); see docs/kraft.md")
+                        "controller; see docs/kraft.md")
 
 
 def _add_controller_options(p: argparse.ArgumentParser) -> None:
@@ -40,6 +41,11 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--auto-leader-rebalance-enable", choices=("true", "false"), default="true")
     g.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
     _add_rules_option(g)
+    g.add_argument("--eligible-leader-replicas", choices=("true", "false"), default="false",
+                   help="kraft rules: the cluster runs with eligible.leader.replicas.version >= 1 (KIP-966); a "
+                        "kraft: replay source reads it from the log instead")
+    g.add_argument("--min-insync-replicas", type=int, default=1,
+                   help="cluster default of min.insync.replicas (read by the kraft rules' ELR only)")
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
     g.add_argument("--duplicate-window", type=int, default=ControllerConfig.duplicate_window, metavar="OFFSETS",
@@ -48,6 +54,8 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
 
 
 def _controller_config(args: argparse.Namespace) -> ControllerConfig:
+    if args.min_insync_replicas < 1:
+        raise UsageError(f"--min-insync-replicas must be >= 1, got {args.min_insync_replicas}")
     return ControllerConfig(
         unclean_leader_election_enable=args.unclean_leader_election_enable == "true",
         auto_leader_rebalance_enable=args.auto_leader_rebalance_enable == "true",
@@ -55,6 +63,8 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         super_users=frozenset(s.strip() for s in args.super_users.split(",")) if args.super_users else None,
         duplicate_window=args.duplicate_window,
         rules=rules_named(args.rules),
+        eligible_leader_replicas=args.eligible_leader_replicas == "true",
+        min_insync_replicas=args.min_insync_replicas,
     )
 
 
@@ -135,11 +145,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_jars(args: argparse.Namespace) -> int:
     from streaming.engine.connectors import SPARK_PACKAGE_EXCLUDES, SPARK_PACKAGES, TOKEN_PROVIDER, spark_jar_source
 
+    source = spark_jar_source(args.jars.split(",") if args.jars else None)
+    if args.spark_submit:
+        print(shlex.join(source.submit_args()))
+        return 0
     print("Maven coordinates (spark-submit --packages / spark.jars.packages):")
     print("  " + ",".join(SPARK_PACKAGES))
     print(f"  plus {TOKEN_PROVIDER}, resolved on its own (spark.jars)")
     print("excluded (pyspark ships them; spark.jars.excludes):\n  " + ",".join(SPARK_PACKAGE_EXCLUDES))
-    print("this machine uses " + spark_jar_source(args.jars.split(",") if args.jars else None).describe())
+    print("this machine uses " + source.describe())
     return 0
 
 
@@ -225,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("jars", help="the connectors' Maven coordinates, and where this machine takes them from")
     p.add_argument("--jars", help="comma-separated jars, as the Spark commands take them")
+    p.add_argument("--spark-submit", action="store_true",
+                   help="print only spark-submit's flags for the connectors this machine uses (docs/deploy.md)")
     p.set_defaults(func=_cmd_jars)
 
     p = sub.add_parser("import-kraft", help="a KRaft metadata log (__cluster_metadata-0 dir, segment or snapshot) "

@@ -145,6 +145,13 @@ class JarSource:
         parts = [*self.conf.get("spark.jars.packages", "").split(","), *self.conf.get("spark.jars", "").split(",")]
         return f"{self.name}:\n  " + "\n  ".join(p for p in parts if p)
 
+    def submit_args(self) -> list[str]:
+        """The same jars as spark-submit flags: under spark-submit they must be given before the driver starts."""
+        flags = {"spark.jars.packages": "--packages", "spark.jars.excludes": "--exclude-packages",
+                 "spark.jars": "--jars"}
+        return [arg for key, value in self.conf.items()
+                for arg in ((flags[key], value) if key in flags else ("--conf", f"{key}={value}"))]
+
 
 def spark_jar_source(jars: Sequence[str] | None = None) -> JarSource:
     """The connectors from `jars`, else ISRFLOW_SPARK_JARS, else the checkout's cache, else their coordinates."""

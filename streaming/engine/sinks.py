@@ -11,6 +11,10 @@ drops the producer, waits and tries again with a new one for up to `outage_timeo
 `init_transactions` completes or aborts the interrupted transaction before the topic's tail is read again,
 so a commit whose answer was lost is found there and not published twice. After the timeout the batch fails
 with `KafkaUnavailableError`: the query stops, and a restarted run resumes from its checkpoint.
+
+The transaction's flush, commit and abort each wait at most `commit_timeout_s` for the broker, then count as
+an outage (`KafkaTimeoutError`): kafka-python's commit_transaction and abort_transaction wait for the broker's
+answer without end, so a broker dying mid-commit would otherwise hang the query for good.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ BATCH_HEADER = "isrflow.batch_id"
 QUERY_HEADER = "isrflow.query_id"
 _TAIL = 200  # records read back per partition: the last transaction's records are among them
 OUTAGE_TIMEOUT_S = 300.0
+# Java's producer bounds commitTransaction by max.block.ms, 60 s by default: a healthy broker answers in
+# milliseconds, and a batch's records are already sent (flushed) when the commit starts.
+COMMIT_TIMEOUT_S = 60.0
 # Longer than the outage a publish waits out, so the coordinator does not abort a transaction open across it
 # (the broker caps it at transaction.max.timeout.ms, 15 min by default). A run killed mid-transaction is
 # fenced, and its transaction aborted, as soon as it restarts.
@@ -44,11 +51,12 @@ class KafkaUnavailableError(RuntimeError):
 
 class DecisionPublisher:
     def __init__(self, kafka: KafkaSettings | str, topic: str, transactional_id: str,
-                 outage_timeout_s: float = OUTAGE_TIMEOUT_S) -> None:
+                 outage_timeout_s: float = OUTAGE_TIMEOUT_S, commit_timeout_s: float = COMMIT_TIMEOUT_S) -> None:
         self.kafka = KafkaSettings.of(kafka)
         self.topic = topic
         self.transactional_id = transactional_id
         self.outage_timeout_s = outage_timeout_s
+        self.commit_timeout_s = commit_timeout_s
         self.producer: Any = None
         self._last_batch: dict[str, int] = {}
         self._connect()
@@ -112,17 +120,17 @@ class DecisionPublisher:
         try:
             for d in sorted(decisions, key=decision_sort_key):
                 self.producer.send(self.topic, key=decision_key(d), value=decision_json(d).encode(), headers=header)
-            self.producer.flush()
+            self.producer.flush(timeout=self.commit_timeout_s)
             crash_point("kafka-transaction")
             if before_commit is not None:
                 before_commit()
-            self.producer.commit_transaction()
+            end_transaction(self.producer, commit=True, timeout_s=self.commit_timeout_s)
             crash_point("kafka-committed")
         except Exception as exc:
             # Cut off from the broker, an abort would wait for it too: the next producer's init_transactions
             # aborts the transaction instead.
             if not getattr(exc, "retriable", False):
-                self.producer.abort_transaction()
+                end_transaction(self.producer, commit=False, timeout_s=self.commit_timeout_s)
             raise
         self._last_batch[query_id] = batch_id
         return len(decisions)
@@ -130,6 +138,22 @@ class DecisionPublisher:
     def close(self) -> None:
         if self.producer is not None:
             self.producer.close()
+
+
+def end_transaction(producer: Any, *, commit: bool, timeout_s: float) -> None:
+    """`producer.commit_transaction()` (or `abort_transaction()`) waiting at most `timeout_s` for the broker's
+    answer, else `KafkaTimeoutError` (retriable). kafka-python 2.2 has no bound of its own (Java's producer
+    uses max.block.ms); its internals are pinned with the package (pyproject)."""
+    from kafka.errors import IllegalStateError, KafkaTimeoutError
+
+    manager = producer._transaction_manager
+    if manager is None:
+        raise IllegalStateError("the producer has no transactional_id")
+    result = manager.begin_commit() if commit else manager.begin_abort()
+    producer._sender.wakeup()
+    if not result.wait(timeout_ms=timeout_s * 1000):
+        raise KafkaTimeoutError(
+            f"the transaction's {'commit' if commit else 'abort'} got no answer from Kafka in {timeout_s:.0f}s")
 
 
 def last_committed_batch(kafka: KafkaSettings | str, topic: str, query_id: str, value_header: str = BATCH_HEADER,

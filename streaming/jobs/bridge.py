@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streaming.engine.sinks import QUERY_HEADER, last_committed_batch
+from streaming.engine.sinks import COMMIT_TIMEOUT_S, QUERY_HEADER, end_transaction, last_committed_batch
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.kraft.convert import convert, event_offset
 from streaming.kraft.metadatalog import read_metadata_log
@@ -63,15 +63,19 @@ class KraftBridge:
             for e in events:
                 self.producer.send(self.options.events_topic, value=_json(e), headers=[
                     (QUERY_HEADER, BRIDGE_ID.encode()), (OFFSET_HEADER, str(event_offset(e)).encode())])
-            self.producer.commit_transaction()
-        except Exception:
-            self.producer.abort_transaction()
+            self.producer.flush(timeout=COMMIT_TIMEOUT_S)
+            # Bounded: a broker gone mid-commit ends the bridge with an error instead of hanging it; a restart
+            # resumes after the last committed offset.
+            end_transaction(self.producer, commit=True, timeout_s=COMMIT_TIMEOUT_S)
+        except Exception as exc:
+            if not getattr(exc, "retriable", False):  # else the broker is gone: the next bridge's fencing aborts
+                end_transaction(self.producer, commit=False, timeout_s=COMMIT_TIMEOUT_S)
             raise
         self.last = event_offset(events[-1])
         return len(events)
 
     def close(self) -> None:
-        self.producer.close()
+        self.producer.close(timeout=COMMIT_TIMEOUT_S)
 
 
 def _json(event: dict[str, Any]) -> bytes:

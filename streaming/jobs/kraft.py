@@ -14,6 +14,7 @@ from streaming.kraft.convert import convert
 from streaming.kraft.metadatalog import read_metadata_log
 
 PREFIX = "kraft:"
+ELR_FEATURE = "eligible.leader.replicas.version"
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,12 @@ class ImportSummary:
     unexplained: int
     aborted: int
     control_batches: int
+    # Feature levels as the log ends; eligible.leader.replicas.version >= 1 turns the kraft rules' ELR on.
+    features: dict[str, int]
+
+    @property
+    def eligible_leader_replicas(self) -> bool:
+        return self.features.get(ELR_FEATURE, 0) >= 1
 
     def describe(self) -> str:
         unknown = ", ".join(f"{k} x{v}" for k, v in sorted(self.unknown.items())) or "none"
@@ -33,7 +40,7 @@ class ImportSummary:
                 f"({', '.join(p.name for p in self.files)}): {self.events} events, {self.observed} observed "
                 f"partition changes; skipped {self.control_batches} control batches, {self.aborted} records of "
                 f"aborted transactions, record types not modelled: {unknown}; unexplained changes: "
-                f"{self.unexplained}")
+                f"{self.unexplained}; {ELR_FEATURE}={self.features.get(ELR_FEATURE, 0)}")
 
 
 def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -58,7 +65,7 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
         _write_jsonl(observed_out, result.observed)
     return ImportSummary(log.files, len(log.records), len(result.events), len(result.observed),
                          dict(result.unknown + log.unknown), len(result.unexplained), log.aborted,
-                         log.control_batches)
+                         log.control_batches, dict(result.features))
 
 
 def write_agreement(out: Path, observed: Path, decisions: Path) -> tuple[float, int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from schemas.tables import AUDIT, QUARANTINE
@@ -99,17 +99,21 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     else:
         path = Path(options.source)
         records, total, source, described = read_event_log(path), count_records(path), "file", str(path)
+    config = options.config
+    if imported is not None:
+        # The log says whether the cluster runs with Eligible Leader Replicas (its FEATURE_LEVEL_RECORD).
+        config = replace(config, eligible_leader_replicas=imported.summary.eligible_leader_replicas)
     layout.clear()
     (layout.root / "agreement.jsonl").unlink(missing_ok=True)  # only a KRaft source writes a new one
     started = time.monotonic()
     with Progress(total) as progress:
         if options.engine == "local":
-            write_outputs(run_local(records, options.config, source, lambda _: progress.advance(1)), layout.root)
+            write_outputs(run_local(records, config, source, lambda _: progress.advance(1)), layout.root)
         else:
             from streaming.engine.session import build_spark
 
             spark = build_spark("isrflow-replay", options.master, options.spark_conf)
-            replay_spark(spark, records, layout.root, options.config, options.batch_size, source, progress)
+            replay_spark(spark, records, layout.root, config, options.batch_size, source, progress)
     agreement = ""
     if imported is not None:
         rate, rows, bad = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)

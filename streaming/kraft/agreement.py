@@ -2,9 +2,10 @@
 
 Pure. An observed decision (an election or an ISR shrink the controller wrote) matches when isrflow's last
 decision for the same partition, caused by the same event, has the same leader, ISR (as a set: KRaft keeps
-the order the leader sent), leader epoch, partition epoch and recovery state. A decision of isrflow's with
-no partition change of the controller's for that partition and event is a disagreement too (`controller`
-is then None).
+the order the leader sent), leader epoch, partition epoch, recovery state, and (as sets) the Eligible Leader
+Replicas and last known ELR (KIP-966; empty on both sides unless the cluster runs with ELR). A decision of
+isrflow's with no partition change of the controller's for that partition and event is a disagreement too
+(`controller` is then None).
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-COMPARED = ("leader", "isr", "leader_epoch", "partition_epoch", "leader_recovery_state")
+COMPARED = ("leader", "isr", "leader_epoch", "partition_epoch", "leader_recovery_state", "eligible_leader_replicas",
+            "last_known_elr")
+_SETS = frozenset({"isr", "eligible_leader_replicas", "last_known_elr"})
 
 
 def _value(row: Mapping[str, Any], name: str) -> Any:
     value = row.get(name)
-    return sorted(value) if name == "isr" and value is not None else value
+    if name in _SETS:
+        return sorted(value or ())  # a decision written before ELR existed has none
+    return value
 
 
 def agreement_rows(observed: Iterable[Mapping[str, Any]],

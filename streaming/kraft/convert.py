@@ -37,6 +37,8 @@ from streaming.kraft.metadatalog import TRANSACTION_MARKERS, MetadataRecord
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 NO_LEADER, LEADER_UNCHANGED = -1, -2
 RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
+# Cluster-default configs (broker resource "") the rules read, handed to each topic without its own value.
+INHERITED = frozenset({"min.insync.replicas", "unclean.leader.election.enable"})
 # Records that carry state the converter needs. Others (producer ids, ACLs, quotas, controller registrations,
 # no-ops, delegation tokens, ...) are counted and skipped.
 MODELLED = frozenset({
@@ -101,6 +103,9 @@ class Broker:
     incarnation: str
     fenced: bool = True
     in_controlled_shutdown: bool = False
+    # The observed rows of the PCRs that took this incarnation out of ISR/ELR at its registration (an unclean
+    # shutdown before it): its STARTUP carries `unclean_shutdown` and becomes their cause.
+    unclean_registration: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -111,6 +116,8 @@ class Converted:
     # Partition changes that match no pattern: kept in `observed`, no event.
     unexplained: list[int] = field(default_factory=list)
     snapshot_state: bool = False
+    # FEATURE_LEVEL_RECORDs as the log ends (eligible.leader.replicas.version, metadata.version, ...).
+    features: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -135,6 +142,7 @@ class Converter:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.cluster_configs: dict[str, str] = {}
         self.features: dict[str, int] = {}
+        self._config_events: dict[str, str] = {}  # topic -> its last AlterTopicConfig event id
         self._creating: tuple[MetadataRecord, str, dict[str, str], dict[str, list[int]]] | None = None
 
     # ---- output -----------------------------------------------------------------------------------
@@ -146,9 +154,9 @@ class Converter:
         self.result.events.append(event)
         return event
 
-    def _observe(self, change: _Change, cause: str, event_id: str | None) -> None:
+    def _observe(self, change: _Change, cause: str, event_id: str | None) -> dict[str, Any]:
         v = change.after
-        self.result.observed.append({
+        row = {
             "topic": change.key[0], "partition": change.key[1], "leader": v.leader, "isr": list(v.isr),
             "leader_epoch": v.leader_epoch, "partition_epoch": v.partition_epoch, "replicas": list(v.replicas),
             "adding_replicas": list(v.adding), "removing_replicas": list(v.removing),
@@ -156,7 +164,9 @@ class Converter:
             "eligible_leader_replicas": list(v.elr), "last_known_elr": list(v.last_known_elr),
             "source_offset": change.record.offset, "cause": cause, "cause_event_id": event_id,
             "decision": change.before.leader != v.leader or not set(change.before.isr) <= set(v.isr),
-        })
+        }
+        self.result.observed.append(row)
+        return row
 
     # ---- input ------------------------------------------------------------------------------------
 
@@ -197,7 +207,9 @@ class Converter:
                         partition_epoch=v.partition_epoch,
                         leader_recovery_state=RECOVERY.get(v.leader_recovery_state, "RECOVERED"),
                         adding_replicas=list(v.adding), removing_replicas=list(v.removing),
-                        **({"configs": configs} if configs else {}))
+                        **({"configs": configs} if configs else {}),
+                        **({"eligible_leader_replicas": list(v.elr)} if v.elr else {}),
+                        **({"last_known_elr": list(v.last_known_elr)} if v.last_known_elr else {}))
             n += 1
 
     def _batch(self, records: Sequence[MetadataRecord]) -> None:
@@ -246,13 +258,13 @@ class Converter:
             # An amended registration of the same process keeps its epoch.
             known.fenced = bool(d.get("fenced", known.fenced))
             return pending
-        self.brokers[broker_id] = Broker(d.get("brokerEpoch", r.offset), incarnation, bool(d.get("fenced", True)),
-                                         bool(d.get("inControlledShutdown", False)))
-        # A broker back after an unclean shutdown is first removed from ISR and ELR: the controller's
-        # decision, with no contract event (the broker is already fenced).
+        broker = Broker(d.get("brokerEpoch", r.offset), incarnation, bool(d.get("fenced", True)),
+                        bool(d.get("inControlledShutdown", False)))
+        self.brokers[broker_id] = broker
+        # A broker back after an unclean shutdown is first removed from ISR and ELR (the broker is still fenced);
+        # its STARTUP event says so and becomes the cause of these changes.
         mine = [c for c in pending if c.before.drops(c.after, broker_id)]
-        for c in mine:
-            self._observe(c, "BrokerRegistration", None)
+        broker.unclean_registration = [self._observe(c, "BrokerRegistration", None) for c in mine]
         return [c for c in pending if c not in mine]
 
     def _registration_change(self, r: MetadataRecord, pending: list[_Change]) -> tuple[str, int, list[_Change],
@@ -282,7 +294,12 @@ class Converter:
         self._standalone(pending)
         if fenced == -1:
             broker.fenced = False
-            event = self._event(r, "BrokerChange", broker_id=broker_id, change="STARTUP", broker_epoch=broker.epoch)
+            unclean = {"unclean_shutdown": True} if broker.unclean_registration else {}
+            event = self._event(r, "BrokerChange", broker_id=broker_id, change="STARTUP", broker_epoch=broker.epoch,
+                                **unclean)
+            for row in broker.unclean_registration:
+                row.update(cause="BrokerChange", cause_event_id=event["event_id"])
+            broker.unclean_registration = []
             return "STARTUP", broker_id, [], event
         return None
 
@@ -391,6 +408,9 @@ class Converter:
             return
         record, name, configs, assignment = self._creating
         self._creating = None
+        # The cluster defaults the shadow controller reads, where the topic sets none: the event stream has no
+        # cluster-config event, so each topic carries them.
+        configs = {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED}, **configs}
         fields: dict[str, Any] = {"topic": name, "assignment": assignment}
         if configs:
             fields["configs"] = configs
@@ -417,7 +437,22 @@ class Converter:
             self.brokers.pop(d.get("brokerId"), None)
         elif r.type == "FEATURE_LEVEL_RECORD":
             self.features[d["name"]] = d.get("featureLevel", 0)
-        # CLEAR_ELR_RECORD and transaction markers: ELR fields come back through the PCRs that follow.
+            self.result.features = dict(self.features)
+        elif r.type == "CLEAR_ELR_RECORD":
+            self._clear_elr(r)
+        # Transaction markers: nothing to convert.
+
+    def _clear_elr(self, r: MetadataRecord) -> None:
+        """ClearElrRecord (min.insync.replicas changed; "" = every topic): partitions with an ELR or a last known
+        leader lose both, partition epoch + 1 (ReplicationControlManager.removeTopicElrs); the cause is the
+        config change that came with it."""
+        topic = r.data.get("topicName", "")
+        for key, view in list(self.partitions.items()):
+            if (topic and key[0] != topic) or not (view.elr or view.last_known_elr):
+                continue
+            after = replace(view, elr=(), last_known_elr=(), partition_epoch=view.partition_epoch + 1)
+            self.partitions[key] = after
+            self._observe(_Change(r, key, view, after), "AlterTopicConfig", self._config_events.get(key[0]))
 
     def _partition_record(self, r: MetadataRecord) -> None:
         d = r.data
@@ -451,7 +486,11 @@ class Converter:
             if self._creating is not None and self._creating[1] == resource and value is not None:
                 self._creating[2][name] = value
             elif resource in self.topic_configs:
-                self._event(r, "AlterTopicConfig", topic=resource, configs={name: value})
+                # A deleted topic value falls back to the cluster default the log set, if any.
+                fallback = self.cluster_configs.get(name) if name in INHERITED else None
+                event = self._event(r, "AlterTopicConfig", topic=resource,
+                                    configs={name: value if value is not None else fallback})
+                self._config_events[resource] = event["event_id"]
         elif d.get("resourceType") == BROKER_RESOURCE and resource == "":
             if value is None:
                 self.cluster_configs.pop(name, None)
@@ -459,7 +498,8 @@ class Converter:
                 self.cluster_configs[name] = value
             for topic, own in self.topic_configs.items():
                 if name not in own:
-                    self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs={name: value})
+                    event = self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs={name: value})
+                    self._config_events[topic] = event["event_id"]
 
     def _snapshot_record(self, r: MetadataRecord) -> None:
         """A snapshot is state, not history: it seeds the view, then the PartitionSnapshot events (`_seed`)."""
@@ -482,6 +522,7 @@ class Converter:
             target[d["name"]] = d["value"]
         elif r.type == "FEATURE_LEVEL_RECORD":
             self.features[d["name"]] = d.get("featureLevel", 0)
+            self.result.features = dict(self.features)
 
 
 def event_offset(event: dict[str, Any]) -> int:

@@ -9,6 +9,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from streaming.cli import main
 from streaming.infra.localkafka import LocalKafkaBroker, create_topic
+from streaming.io.kafkaclient import KafkaSettings
 from streaming.jobs.bridge import OFFSET_HEADER
 from streaming.kraft.convert import convert, event_offset
 from streaming.kraft.metadatalog import read_metadata_log
@@ -16,11 +17,12 @@ from streaming.kraft.metadatalog import read_metadata_log
 EVENTS = "kraft-bridge-events"
 
 
-def published(bootstrap: str) -> list[tuple[int, dict]]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+def published(kafka: KafkaSettings | str, topic: str = EVENTS) -> list[tuple[int, dict]]:
+    """The bridged events on `topic` (read_committed), each with its metadata offset."""
+    consumer = KafkaConsumer(**KafkaSettings.of(kafka).python_kwargs(), isolation_level="read_committed",
                              enable_auto_commit=False, consumer_timeout_ms=3000)
     try:
-        tp = TopicPartition(EVENTS, 0)
+        tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
         return [(int(dict(r.headers)[OFFSET_HEADER]), json.loads(r.value)) for r in consumer]

@@ -59,11 +59,13 @@ History = dict[tuple[str, int], list[tuple[Any, ...]]]
 
 
 def histories(rows: list[dict[str, Any]]) -> History:
-    """Per partition, the sequence of (leader, ISR as a set, leader epoch, partition epoch, recovery state)."""
+    """Per partition, the sequence of (leader, ISR as a set, leader epoch, partition epoch, recovery state, ELR
+    and last known ELR as sets)."""
     out: History = defaultdict(list)
     for d in rows:
         out[(d["topic"], d["partition"])].append(
-            (d["leader"], sorted(d["isr"]), d["leader_epoch"], d["partition_epoch"], d["leader_recovery_state"]))
+            (d["leader"], sorted(d["isr"]), d["leader_epoch"], d["partition_epoch"], d["leader_recovery_state"],
+             sorted(d["eligible_leader_replicas"]), sorted(d["last_known_elr"])))
     return out
 
 
@@ -71,19 +73,34 @@ def replay_kraft(source: Path, out: Path) -> str:
     return replay(ReplayOptions(f"kraft:{source}", out, engine="local", config=ControllerConfig(rules=KRAFT)))
 
 
-def test_replay_reproduces_every_partition_history_of_the_real_controller(elr_off: dict[str, Path],
-                                                                           tmp_path: Path) -> None:
-    summary = replay_kraft(elr_off["history"], tmp_path)
-    observed = read_jsonl(tmp_path / "observed.jsonl")
-    decisions = read_jsonl(tmp_path / "decisions.jsonl")
-    expected, ours = histories(observed), histories(decisions)
+def assert_every_history_reproduced(out: Path, summary: str) -> list[dict[str, Any]]:
+    observed = read_jsonl(out / "observed.jsonl")
+    expected, ours = histories(observed), histories(read_jsonl(out / "decisions.jsonl"))
     assert set(expected) == {("rf1", 0), ("rf1", 1), ("rf2", 0), ("rf2", 1), ("rf2", 2), ("rf3", 0), ("rf3", 1),
                              ("rf3", 2), ("gone", 0)}
     for key in expected:
         assert ours[key] == expected[key], key
-    agreement = read_jsonl(tmp_path / "agreement.jsonl")
+    agreement = read_jsonl(out / "agreement.jsonl")
     assert agreement and all(row["match"] for row in agreement), [r for r in agreement if not r["match"]]
     assert "agreement with the controller: 100.0%" in summary
+    return observed
+
+
+def spark_replay_of_the_whole_log(source: Path, spark: Any, tmp_path: Path, config: ControllerConfig) -> None:
+    """Every imported event through the Spark pipeline under the kraft rules: the controller's histories."""
+    summary = import_kraft(source, tmp_path / "all.jsonl", tmp_path / "observed.jsonl")
+    assert summary.events
+    replay_spark(spark, tmp_path / "all.jsonl", tmp_path / "spark", config)
+    expected = histories(read_jsonl(tmp_path / "observed.jsonl"))
+    assert histories(read_jsonl(tmp_path / "spark" / "decisions.jsonl")) == expected
+
+
+def test_replay_reproduces_every_partition_history_of_the_real_controller(elr_off: dict[str, Path],
+                                                                           tmp_path: Path) -> None:
+    summary = replay_kraft(elr_off["history"], tmp_path)
+    observed = assert_every_history_reproduced(tmp_path, summary)
+    assert "eligible.leader.replicas.version=0" in summary
+    assert not any(o["eligible_leader_replicas"] or o["last_known_elr"] for o in observed)
     # The scenario's operations all show up as events, and the controller's decisions include each election kind.
     events = read_jsonl(tmp_path / "kraft" / "events.jsonl")
     kinds = {(e["type"], e.get("change") or e.get("election_type")) for e in events}
@@ -102,35 +119,33 @@ def test_the_zk_rules_disagree_where_kafka_4_changed_them(elr_off: dict[str, Pat
 
 
 @pytest.mark.spark
-def test_spark_engine_gives_the_real_controllers_decisions_on_a_small_case(elr_off: dict[str, Path], spark: Any,
-                                                                           tmp_path: Path) -> None:
-    """The imported log up to the first broker failure (creations, a reassignment, the failure) through the Spark
-    pipeline under the kraft rules: the same histories as the controller's up to there."""
-    summary = import_kraft(elr_off["history"], tmp_path / "all.jsonl", tmp_path / "observed.jsonl")
-    assert summary.events
-    all_events = read_jsonl(tmp_path / "all.jsonl")
-    end = next(i for i, e in enumerate(all_events) if e.get("change") == "FAILURE") + 1
-    small = tmp_path / "small.jsonl"
-    small.write_text("".join(json.dumps(e) + "\n" for e in all_events[:end]))
-    last_offset = int(all_events[end - 1]["event_id"].split("-")[1])
-    replay_spark(spark, small, tmp_path / "spark", ControllerConfig(rules=KRAFT))
-    expected = histories([o for o in read_jsonl(tmp_path / "observed.jsonl") if o["source_offset"] <= last_offset])
-    assert histories(read_jsonl(tmp_path / "spark" / "decisions.jsonl")) == expected
+def test_spark_engine_gives_the_real_controllers_decisions_on_the_whole_log(elr_off: dict[str, Path], spark: Any,
+                                                                            tmp_path: Path) -> None:
+    spark_replay_of_the_whole_log(elr_off["history"], spark, tmp_path, ControllerConfig(rules=KRAFT))
 
 
-def test_elr_on_disagrees_only_where_eligible_leader_replicas_decide(elr_on: dict[str, Path],
-                                                                     tmp_path: Path) -> None:
-    """ELR (KIP-966) is not modelled by the kraft rules (docs/kraft.md, "Not modelled"): with it on, the
-    controller empties the ISR into the ELR and elects the last known leader uncleanly. Every disagreement must
-    be on a partition whose history the ELR touched, and everything else must agree."""
-    replay_kraft(elr_on["history"], tmp_path)
-    observed = read_jsonl(tmp_path / "observed.jsonl")
-    touched = {(o["topic"], o["partition"]) for o in observed
-               if o["eligible_leader_replicas"] or o["last_known_elr"] or not o["isr"]}
-    assert touched, "the ELR scenario should empty some ISR"
-    rows = read_jsonl(tmp_path / "agreement.jsonl")
-    assert [r for r in rows if not r["match"] and (r["topic"], r["partition"]) not in touched] == []
-    assert any(r["match"] for r in rows)
+def test_elr_on_reproduces_every_partition_history_of_the_real_controller(elr_on: dict[str, Path],
+                                                                          tmp_path: Path) -> None:
+    """With eligible.leader.replicas.version=1 (KIP-966) the controller empties ISRs into the ELR, elects the
+    last known leader uncleanly, and takes a broker back from kill -9 out of the ELR at its registration: the
+    kraft rules, with the feature read from the log, reproduce all of it."""
+    summary = replay_kraft(elr_on["history"], tmp_path)
+    assert "eligible.leader.replicas.version=1" in summary
+    observed = assert_every_history_reproduced(tmp_path, summary)
+    assert any(o["eligible_leader_replicas"] for o in observed), "the scenario should move some ISR into the ELR"
+    assert any(not o["isr"] and o["last_known_elr"] for o in observed)
+    # The last known leader's election: unclean (RECOVERING) although the topic does not allow unclean elections.
+    assert any(o["cause"] == "BrokerChange" and o["leader_recovery_state"] == "RECOVERING" and o["decision"]
+               for o in observed)
+    events = read_jsonl(tmp_path / "kraft" / "events.jsonl")
+    assert any(e.get("unclean_shutdown") for e in events)
+
+
+@pytest.mark.spark
+def test_spark_engine_reproduces_the_elr_histories_on_the_whole_log(elr_on: dict[str, Path], spark: Any,
+                                                                    tmp_path: Path) -> None:
+    spark_replay_of_the_whole_log(elr_on["history"], spark, tmp_path,
+                                  ControllerConfig(rules=KRAFT, eligible_leader_replicas=True))
 
 
 def test_import_reads_newest_snapshot_then_several_segments(elr_off: dict[str, Path], tmp_path: Path) -> None:
@@ -168,18 +183,21 @@ def _final_states(out: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
             for k, r in last.items() if r["to_state"] != "NonExistentPartition"}
 
 
-def test_a_log_that_starts_at_a_snapshot_replays_from_the_snapshots_state(elr_off: dict[str, Path],
-                                                                          tmp_path: Path) -> None:
+@pytest.mark.parametrize("cluster", ["elr_off", "elr_on"])
+def test_a_log_that_starts_at_a_snapshot_replays_from_the_snapshots_state(cluster: str, tmp_path: Path,
+                                                                          request: pytest.FixtureRequest) -> None:
     """The controller's copy (newest snapshot + the segments after it) replayed on its own: the snapshot seeds
-    every partition as it stood, the controller's decisions after it are reproduced, and every partition ends
-    where the replay of the whole history (the broker's copy, from offset 0) ends."""
-    summary = replay_kraft(elr_off["controller"], tmp_path / "from-snapshot")
+    every partition as it stood (with ELR on, its ELR and last known leader too), the controller's decisions
+    after it are reproduced, and every partition ends where the replay of the whole history (the broker's copy,
+    from offset 0) ends."""
+    logs: dict[str, Path] = request.getfixturevalue(cluster)
+    summary = replay_kraft(logs["controller"], tmp_path / "from-snapshot")
     events = read_jsonl(tmp_path / "from-snapshot" / "kraft" / "events.jsonl")
     assert any(e["type"] == "PartitionSnapshot" for e in events)
     rows = read_jsonl(tmp_path / "from-snapshot" / "agreement.jsonl")
     assert all(r["match"] for r in rows), [r for r in rows if not r["match"]]
     assert "agreement with the controller: 100.0%" in summary
-    replay_kraft(elr_off["history"], tmp_path / "whole")
+    replay_kraft(logs["history"], tmp_path / "whole")
     assert _final_states(tmp_path / "from-snapshot") == _final_states(tmp_path / "whole")
 
 

@@ -1,6 +1,6 @@
-"""`isrflow run` and `isrflow replay kafka://` against a broker that takes only SASL_SSL (SCRAM-SHA-512 over
-TLS) and enforces ACLs, with credentials from a properties file and the environment; nothing the runs wrote
-holds the password."""
+"""`isrflow run`, `isrflow replay kafka://` and `isrflow bridge` against a broker that takes only SASL_SSL
+(SCRAM-SHA-512 over TLS) and enforces ACLs, with credentials from a properties file and the environment;
+nothing the runs wrote holds the password."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_install import SPARK_LOG
+from test_kraft_bridge import published
 
 from streaming.engine.local import run_local
 from streaming.errors import UsageError
@@ -18,6 +20,8 @@ from streaming.infra.localkafka import BrokerSecurity, LocalKafkaBroker, create_
 from streaming.io.delta import comparable, read_delta
 from streaming.io.kafkaclient import KafkaSettings
 from streaming.jobs.demo import bundled_scenario, consume_decisions, publish
+from streaming.kraft.convert import convert, event_offset
+from streaming.kraft.metadatalog import read_metadata_log
 
 pytestmark = [pytest.mark.kafka]
 
@@ -88,8 +92,13 @@ def test_run_and_replay_on_sasl_ssl_leak_no_secret(secured_broker: LocalKafkaBro
                   "--kafka-option-file", str(run_props), "--kafka-option", "maxOffsetsPerTrigger=20",
                   "--conf", f"spark.local.dir={out / 'spark-local'}",
                   "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={spark_logs}",
-                  env={PASSWORD_ENV: PASSWORD})
+                  # Spark's and the Kafka clients' own INFO logs too: they must not hold the secret either.
+                  "--verbose", env={PASSWORD_ENV: PASSWORD})
     assert run.returncode == 0, run.stderr[-3000:]
+    # --verbose gives Spark its own logging back (test_install checks that without it there is none): its
+    # default profile, and the warning isrflow's quiet file hides on every streaming run.
+    assert "Using Spark's default log4j profile" in run.stderr
+    assert any("WARN MicroBatchExecution: Disabling AQE" in line for line in SPARK_LOG.findall(run.stderr))
     replay = isrflow("replay", f"kafka://{secured_broker.bootstrap_servers}/sec-events", "--out",
                      str(out / "replay"), "--engine", "local", "--kafka-option-file", str(replay_props))
     assert replay.returncode == 0, replay.stderr[-3000:]
@@ -121,3 +130,31 @@ def test_errors_name_no_secret(secured_broker: LocalKafkaBroker, tmp_path: Path)
     assert result.returncode == 2
     assert "events topic 'no-such-topic' does not exist" in result.stderr
     assert PASSWORD not in result.stdout + result.stderr
+
+
+def test_bridge_on_sasl_ssl_leaks_no_secret(secured_broker: LocalKafkaBroker, tmp_path: Path) -> None:
+    """The bridge follows the secured node's own metadata log into an events topic on it, with credentials
+    from a properties file: the topic holds the log's events, once and in order; its output holds no secret."""
+    admin = secured_broker.admin
+    create_topic(admin, "sec-bridge-events", 1)
+    # The bridge writes the events topic and reads its tail back (the offset to resume from).
+    grant_isrflow_acls(admin, USER, "sec-bridge-events", "sec-bridge-events")
+    props = properties_file(secured_broker, tmp_path / "bridge.properties", PASSWORD)
+    metadata = secured_broker.data_dir / "logs" / "__cluster_metadata-0"
+    args = ["bridge", "--metadata-dir", str(metadata), "--bootstrap-servers", secured_broker.bootstrap_servers,
+            "--events-topic", "sec-bridge-events", "--once", "--kafka-option-file", str(props)]
+    first = isrflow(*args)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "published" in first.stdout
+    again = isrflow(*args)  # resumes after the last published offset: nothing new, nothing published
+    assert again.returncode == 0, again.stderr[-3000:]
+
+    events = published(KafkaSettings.load(secured_broker.bootstrap_servers, props), "sec-bridge-events")
+    assert any(e["type"] == "CreateTopic" and e["topic"] == "sec-bridge-events" for _, e in events)
+    last = events[-1][0]
+    expected = [e for e in convert(read_metadata_log(metadata).records).events if event_offset(e) <= last]
+    assert [e for _, e in events] == expected
+    for result in (first, again):
+        for text in (result.stdout, result.stderr):
+            assert PASSWORD not in text
+            assert secured_broker.security.store_password not in text  # type: ignore[union-attr]

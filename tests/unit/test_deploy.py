@@ -83,3 +83,18 @@ def test_jars_given_replace_the_connectors_and_production_keeps_sparks_defaults(
     assert conf["spark.jars"] == "/opt/k.jar,/opt/d.jar" and JARS_KEY not in conf
     assert "spark.sql.shuffle.partitions" not in conf and "spark.driver.memory" not in conf
     assert session_conf()["spark.sql.shuffle.partitions"] == "2"  # demo, replay, tests
+
+
+def test_spark_submit_flags_carry_the_same_jars(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`isrflow jars --spark-submit`: the Maven route as --packages/--exclude-packages and the pinned jar, the
+    explicit route as --jars."""
+    monkeypatch.delenv(connectors.JARS_ENV, raising=False)
+    monkeypatch.setattr(connectors, "in_checkout", lambda: False)
+    monkeypatch.setattr(connectors, "pinned_jar", lambda coordinate, ivy: ivy / "jars" / "token.jar")
+    monkeypatch.setenv(connectors.IVY_ENV, str(tmp_path))
+    args = connectors.spark_jar_source().submit_args()
+    assert args == ["--packages", ",".join(connectors.SPARK_PACKAGES),
+                    "--exclude-packages", ",".join(connectors.SPARK_PACKAGE_EXCLUDES),
+                    "--conf", f"spark.jars.ivy={tmp_path}", "--jars", str(tmp_path / "jars" / "token.jar")]
+    explicit = connectors.spark_jar_source(["/opt/a.jar", "/opt/b.jar"])
+    assert explicit.submit_args() == ["--jars", "/opt/a.jar,/opt/b.jar"]

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from schemas.events import ControllerEvent, CreateTopic, Malformed, parse_event
+from statemachine.controller import Controller, ControllerConfig
+from statemachine.rules import KRAFT
 from streaming.kraft.agreement import agreement_rate, agreement_rows
 from streaming.kraft.convert import PartitionView, convert, topic_id_text
 from streaming.kraft.metadatalog import MetadataRecord, parse_dump
@@ -273,6 +275,67 @@ def test_check_rule_fails_on_any_disagreement(tmp_path: Any) -> None:
     assert passed is not None and not passed.fails_check
 
 
+def test_an_unclean_registration_makes_the_startup_say_so_and_cause_the_elr_removal() -> None:
+    log = started_cluster()
+    log.batch(pcr(0, isr=[], leader=-1, eligibleLeaderReplicas=[1], lastKnownElr=[1]), change(1, 1, fenced=1))
+    # Broker 1 back after kill -9: out of the ELR before its registration, then unfenced.
+    log.batch(pcr(0, eligibleLeaderReplicas=[]), register(1, log.offset + 1, incarnation="again"))
+    log.batch(change(1, 5, fenced=-1), pcr(0, isr=[1], leader=1, leaderRecoveryState=1, lastKnownElr=[]))
+    result = convert(log.records)
+    startup = result.events[-1]
+    assert (startup["change"], startup["unclean_shutdown"]) == ("STARTUP", True)
+    assert parse_event(json.dumps(startup)).unclean_shutdown is True
+    removal, elected = result.observed[-2:]
+    assert (removal["eligible_leader_replicas"], removal["last_known_elr"], removal["decision"]) == ([], [1], False)
+    assert removal["cause_event_id"] == elected["cause_event_id"] == startup["event_id"]
+    assert (elected["leader_recovery_state"], elected["leader_epoch"], elected["partition_epoch"]) == (
+        "RECOVERING", 2, 3)
+    # A broker that registers without such changes starts as before: no unclean_shutdown field.
+    assert "unclean_shutdown" not in result.events[0]
+
+
+def test_clear_elr_empties_the_elr_of_the_altered_topic_with_one_partition_epoch() -> None:
+    log = started_cluster()
+    log.batch(pcr(0, isr=[2], eligibleLeaderReplicas=[3]))
+    log.batch(("CONFIG_RECORD", {"resourceType": 2, "resourceName": "t", "name": "min.insync.replicas", "value": "1"}),
+              ("CLEAR_ELR_RECORD", {"topicName": "t"}))
+    result = convert(log.records)
+    alter = result.events[-1]
+    cleared = result.observed[-1]
+    assert (cleared["partition"], cleared["eligible_leader_replicas"], cleared["partition_epoch"]) == (0, [], 2)
+    assert (cleared["cause"], cleared["cause_event_id"]) == ("AlterTopicConfig", alter["event_id"])
+    assert len([o for o in result.observed if o["source_offset"] == cleared["source_offset"]]) == 1  # not t-1
+
+
+def test_features_and_cluster_defaults_reach_the_replay() -> None:
+    log = Log()
+    log.batch(("FEATURE_LEVEL_RECORD", {"name": "eligible.leader.replicas.version", "featureLevel": 1}),
+              ("CONFIG_RECORD", {"resourceType": 4, "resourceName": "", "name": "min.insync.replicas", "value": "2"}))
+    log.batch(register(1, log.offset))
+    log.batch(change(1, 2, fenced=-1))
+    log.batch(("TOPIC_RECORD", {"name": "t", "topicId": T1}),
+              ("PARTITION_RECORD", {"partitionId": 0, "topicId": T1, "replicas": [1], "isr": [1], "leader": 1}))
+    log.batch(("CONFIG_RECORD", {"resourceType": 2, "resourceName": "t", "name": "min.insync.replicas", "value": "1"}))
+    log.batch(("CONFIG_RECORD", {"resourceType": 2, "resourceName": "t", "name": "min.insync.replicas",
+                                 "value": None}))
+    result = convert(log.records)
+    assert result.features == {"eligible.leader.replicas.version": 1}
+    create, own, deleted = result.events[-3:]
+    assert create["configs"] == {"min.insync.replicas": "2"}  # the cluster default, carried by the topic
+    assert own["configs"] == {"min.insync.replicas": "1"}
+    assert deleted["configs"] == {"min.insync.replicas": "2"}  # deleting the topic's value: back to the default
+
+
+def test_agreement_compares_the_elr_as_sets() -> None:
+    observed = [{"topic": "t", "partition": 0, "source_offset": 7, "cause": "BrokerChange", "cause_event_id": "e",
+                 "decision": True, "leader": -1, "isr": [], "leader_epoch": 1, "partition_epoch": 1,
+                 "leader_recovery_state": "RECOVERED", "eligible_leader_replicas": [2, 1], "last_known_elr": [1]}]
+    ours = {**observed[0], "eligible_leader_replicas": [1, 2]}
+    assert agreement_rows(observed, [ours])[0]["match"]
+    row = agreement_rows(observed, [{**ours, "last_known_elr": []}])[0]
+    assert (row["match"], row["differing"]) == (False, ["last_known_elr"])
+
+
 def test_a_snapshot_becomes_the_live_brokers_then_each_partition_as_it_stood() -> None:
     """A log that begins at a snapshot (end offset 100): the snapshot's state is seeded at offset 99, brokers
     first, so that the partitions after them decide nothing; the segment's first change follows."""
@@ -301,3 +364,23 @@ def test_a_snapshot_becomes_the_live_brokers_then_each_partition_as_it_stood() -
     assert (evs[0].broker_id, evs[0].broker_epoch) == (1, 10)
     assert (evs[2].leader_epoch, evs[2].partition_epoch) == (3, 7)
     assert [(o["partition_epoch"], o["cause"]) for o in result.observed] == [(8, "IsrChange")]
+
+
+def test_a_snapshot_partition_carries_its_elr_into_the_shadow() -> None:
+    snap = [MetadataRecord(i, 0, 1_700_000_000_000, 4, t, 0, d, snapshot=True) for i, (t, d) in enumerate([
+        ("FEATURE_LEVEL_RECORD", {"name": "eligible.leader.replicas.version", "featureLevel": 1}),
+        ("REGISTER_BROKER_RECORD", {"brokerId": 2, "incarnationId": "b", "brokerEpoch": 12, "fenced": False}),
+        ("TOPIC_RECORD", {"name": "t", "topicId": T1}),
+        ("PARTITION_RECORD", {"partitionId": 0, "topicId": T1, "replicas": [1, 2], "isr": [], "leader": -1,
+                              "leaderEpoch": 3, "partitionEpoch": 7, "eligibleLeaderReplicas": [1],
+                              "lastKnownElr": [1]}),
+    ])]
+    result = convert(snap, snapshot_end=10)
+    assert result.features == {"eligible.leader.replicas.version": 1}
+    seed = parse_event(json.dumps(result.events[-1]))
+    assert (seed.type, seed.eligible_leader_replicas, seed.last_known_elr) == ("PartitionSnapshot", (1,), (1,))
+    shadow = Controller(ControllerConfig(rules=KRAFT, eligible_leader_replicas=True))
+    for offset, e in enumerate(result.events):
+        shadow.handle(parse_event(json.dumps(e)), offset)
+    rec = shadow.partitions[("t", 0)]
+    assert (rec.leader, rec.isr, rec.eligible_leader_replicas, rec.last_known_elr) == (-1, (), (1,), (1,))

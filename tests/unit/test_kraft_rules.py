@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from schemas.records import Decision
+from statemachine import elections
 from statemachine.controller import ControllerConfig
 from statemachine.partition import apply_command
 from statemachine.record import Action, PartitionRecord
-from statemachine.rules import KRAFT, ZK, rules_named
+from statemachine.rules import KRAFT, ZK, eligible_leader_replicas, last_known_leader, rules_named
 from statemachine.states import PartitionState, ReplicaState
 
 from .cluster import Cluster, command
@@ -107,3 +110,136 @@ def test_a_new_controller_epoch_reexamines_partitions_only_under_zk() -> None:
         result = c.controller_change(controller_id=0, epoch=2)
         assert bool(result.decisions_for("t", 0)) is rewritten, name
         assert (c.rec("t", 0).leader == 1) is not rewritten, name
+
+
+# -- Eligible Leader Replicas (KIP-966): the kraft rules with eligible.leader.replicas.version >= 1 -------------
+
+def elr_cluster(min_isr: int = 1, elr: bool = True, rules_name: str = "kraft") -> Cluster:
+    c = Cluster(ControllerConfig(rules=rules_named(rules_name), eligible_leader_replicas=elr,
+                                 min_insync_replicas=min_isr))
+    c.start(1, 2, 3)
+    c.create("one", [1])
+    c.create("t", [1, 2, 3])
+    return c
+
+
+def elr_state(d: Decision | PartitionRecord) -> tuple[int, list[int], list[int], list[int], str]:
+    return (d.leader, sorted(d.isr), list(d.eligible_leader_replicas), list(d.last_known_elr),
+            str(d.leader_recovery_state))
+
+
+def test_the_elr_policies_follow_partition_change_builder() -> None:
+    # Below min ISR, who leaves the ISR stays eligible, unless its shutdown was unclean; at min ISR, no ELR.
+    assert eligible_leader_replicas((), (1, 2, 3), (3,), 2) == (1, 2)
+    assert eligible_leader_replicas((1,), (2, 3), (3,), 2, unclean_shutdown=(1,)) == (2,)
+    assert eligible_leader_replicas((1,), (2, 3), (2, 3), 2) == ()
+    # The leader is remembered when the ISR empties, forgotten once there is a leader again.
+    assert last_known_leader(1, (1,), (), (), -1) == (1,)
+    assert last_known_leader(-1, (), (1,), (), -1) == (1,)
+    assert last_known_leader(-1, (), (1,), (2,), 2) == ()
+
+
+def test_the_eligible_election_takes_the_isr_then_the_elr_then_the_last_known_leader() -> None:
+    live = {1, 2, 3}
+    assert elections.eligible((1, 2, 3), (2, 3), (1,), (), live, False).leader == 2
+    from_elr = elections.eligible((1, 2, 3), (), (3, 2), (), live, False)
+    assert (from_elr.leader, from_elr.isr, from_elr.leader_recovery_state) == (2, (2,), None)
+    last_known = elections.eligible((1, 2, 3), (), (), (3,), live, False)
+    assert (last_known.leader, last_known.isr, str(last_known.leader_recovery_state)) == (3, (3,), "RECOVERING")
+    assert last_known.election is elections.Election.OFFLINE_UNCLEAN
+    # A dead ELR member blocks the last known leader; only an unclean election gets past it.
+    assert elections.eligible((1, 2), (), (1,), (1,), {2}, False) is None
+    assert elections.eligible((1, 2), (), (1,), (1,), {2}, True).leader == 2
+    assert elections.eligible((1, 2), (), (), (1,), {2}, False) is None  # the last known leader is not live
+
+
+def test_fencing_the_last_isr_member_empties_the_isr_into_the_elr() -> None:
+    c = elr_cluster()
+    fenced = c.failure(1).decision("one", 0)
+    assert elr_state(fenced) == (-1, [], [1], [1], "RECOVERED")
+    assert (fenced.leader_epoch, fenced.partition_epoch) == (1, 1)
+    # Without the feature, the kraft rules keep the last ISR member (Kafka 4.1 with ELR off).
+    assert elr_state(elr_cluster(elr=False).failure(1).decision("one", 0)) == (-1, [1], [], [], "RECOVERED")
+    # The zk rules have no ELR whatever the config says.
+    assert elr_state(elr_cluster(rules_name="zk").failure(1).decision("one", 0))[2:4] == ([], [])
+
+
+def test_a_cleanly_restarted_elr_member_leads_again_as_a_clean_election() -> None:
+    c = elr_cluster()
+    c.failure(1)
+    result = c.startup(1)
+    assert elr_state(result.decision("one", 0)) == (1, [1], [], [], "RECOVERED")
+
+
+def test_an_unclean_restart_leaves_the_elr_first_and_the_last_known_leader_leads_recovering() -> None:
+    c = elr_cluster()
+    c.failure(1)
+    result = c.startup(1, unclean_shutdown=True)
+    removed, elected = result.decisions_for("one", 0)
+    assert elr_state(removed) == (-1, [], [], [1], "RECOVERED")
+    assert (removed.leader_epoch, removed.partition_epoch) == (1, 2)  # an ELR-only change: partition epoch only
+    assert elr_state(elected) == (1, [1], [], [], "RECOVERING")
+    assert (elected.leader_epoch, elected.partition_epoch, elected.election) == (2, 3, "OFFLINE_UNCLEAN")
+    assert [r.action for r in result.rows("one", 0)] == ["UNCLEAN_REGISTRATION", "BROKER_STARTUP"]
+
+
+def test_an_elr_member_that_is_not_live_blocks_the_last_known_leader_unless_unclean_is_allowed() -> None:
+    c = elr_cluster()
+    c.create("two", [2, 1])
+    c.failure(2)  # two-0: ISR [1]
+    c.failure(1)  # ISR [], ELR [1], last known leader 1
+    assert elr_state(c.rec("two", 0)) == (-1, [], [1], [1], "RECOVERED")
+    assert c.startup(2, unclean_shutdown=True).decisions_for("two", 0) == []  # 2 was in neither ISR nor ELR
+    assert elr_state(c.rec("two", 0))[0] == -1
+    elected = c.elect("UNCLEAN", ("two", 0)).decision("two", 0)
+    assert elr_state(elected) == (2, [2], [], [], "RECOVERING")
+
+
+def test_an_isr_shrink_below_min_isr_moves_the_leavers_into_the_elr_and_growth_clears_it() -> None:
+    c = elr_cluster(min_isr=2)
+    shrink = c.isr_change("t", 0, [1]).decision("t", 0)
+    assert elr_state(shrink) == (1, [1], [2, 3], [], "RECOVERED")
+    # The leader fails: its ISR is empty, the ELR (2, 3) can lead, and 2 becomes the ISR alone.
+    elected = c.failure(1).decision("t", 0)
+    assert elr_state(elected) == (2, [2], [1, 3], [], "RECOVERED")
+    grown = c.isr_change("t", 0, [2, 3]).decision("t", 0)
+    assert elr_state(grown) == (2, [2, 3], [], [], "RECOVERED")
+
+
+def test_a_min_isr_change_clears_the_elr_with_one_partition_epoch() -> None:
+    c = elr_cluster()
+    c.failure(1)
+    before = c.rec("one", 0)
+    cleared = c.alter("one", {"min.insync.replicas": "1"}).decision("one", 0)
+    assert elr_state(cleared) == (-1, [], [], [], "RECOVERED")
+    assert (cleared.leader_epoch, cleared.partition_epoch) == (before.leader_epoch, before.partition_epoch + 1)
+    assert c.alter("one", {"min.insync.replicas": "2"}).decisions_for("one", 0) == []  # nothing left to clear
+    assert c.alter("one", {"min.insync.replicas": "x"}).cluster_row.error == "INVALID_REQUEST"
+
+
+def test_controlled_shutdown_of_the_last_isr_member_with_elr_empties_the_isr() -> None:
+    c = elr_cluster()
+    assert elr_state(c.shutdown(1).decision("one", 0)) == (-1, [], [1], [1], "RECOVERED")
+
+
+def test_effective_min_isr_is_at_most_the_replication_factor() -> None:
+    c = elr_cluster(min_isr=3)
+    c.create("two", [2, 3], configs={"min.insync.replicas": "5"})
+    assert c.controller.min_isr("two") == 2
+    assert c.controller.min_isr("t") == 3
+    assert c.controller.min_isr("one") == 1
+
+
+def test_preferred_election_of_a_leaderless_partition_takes_the_elr_then_the_last_known_leader() -> None:
+    leaderless = PartitionRecord("t", 0, state=PartitionState.ONLINE, replicas=(3, 1, 2), leader=-1, leader_epoch=4,
+                                 isr=(), partition_epoch=6, eligible_leader_replicas=(1, 3),
+                                 replica_states={b: ReplicaState.ONLINE for b in (1, 2, 3)})
+    elect = command(Action.ELECT_PREFERRED, live={1, 2, 3}, elr_enabled=True, min_isr=2)
+    [d] = apply_command(leaderless, elect, KRAFT).decisions
+    # The preferred replica is in the ELR: it becomes the ISR alone, cleanly; the other member stays eligible.
+    assert (elr_state(d), d.leader_epoch, d.partition_epoch) == ((3, [3], [1], [], "RECOVERED"), 5, 7)
+    only_last_known = replace(leaderless, eligible_leader_replicas=(), last_known_elr=(2,))
+    [d] = apply_command(only_last_known, elect, KRAFT).decisions
+    assert elr_state(d) == (2, [2], [], [], "RECOVERING")
+    # The same request without the feature: nobody in the (empty) ISR can lead.
+    assert apply_command(only_last_known, replace(elect, elr_enabled=False), KRAFT).decisions == []

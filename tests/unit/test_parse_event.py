@@ -134,3 +134,15 @@ def test_round_trip_through_to_json() -> None:
     assert isinstance(parsed, ControllerEvent)
     again = parse_event(parsed.to_json())
     assert again == parsed
+
+
+def test_broker_change_unclean_shutdown_is_an_optional_bool_left_out_of_the_v1_json() -> None:
+    base = {"type": "BrokerChange", "event_id": "e", "ts": "2024-05-01T12:00:00Z", "controller_epoch": 1,
+            "broker_id": 1, "change": "STARTUP", "broker_epoch": 5}
+    plain = parse_event(json.dumps(base))
+    assert not isinstance(plain, Malformed) and plain.unclean_shutdown is False
+    assert "unclean_shutdown" not in plain.to_json()
+    flagged = parse_event(json.dumps({**base, "unclean_shutdown": True}))
+    assert not isinstance(flagged, Malformed) and '"unclean_shutdown":true' in flagged.to_json()
+    bad = parse_event(json.dumps({**base, "unclean_shutdown": "yes"}))
+    assert isinstance(bad, Malformed) and "unclean_shutdown" in bad.reason
