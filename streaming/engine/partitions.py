@@ -145,8 +145,9 @@ class PartitionSink:
 
             def append(df: Any, path: Location, app: str) -> Callable[[], None]:
                 def write() -> None:
+                    # mergeSchema: a table written by an older isrflow gains the columns added since (ELR).
                     df.write.format("delta").mode("append").option("txnAppId", app).option(
-                        "txnVersion", batch_id).save(str(path))
+                        "txnVersion", batch_id).option("mergeSchema", "true").save(str(path))
                     if app == "isrflow-audit":
                         crash_point("between-delta-commits")  # the decisions' commit may or may not be done
                 return write
