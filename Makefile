@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install jars demo test test-unit faults lint clean
+.PHONY: install jars jars-s3a demo test test-unit faults lint clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -17,6 +17,11 @@ install: $(STAMP)
 # Kafka broker jars and Spark's Kafka/Delta connector jars, from Maven Central into .cache/ (git-ignored).
 jars: install
 	$(PY) -m streaming.infra.jars fetch
+
+# Hadoop's S3A connector and its AWS SDK bundle (~645 MB), for tests/integration/test_storage.py, which
+# otherwise fetches it on its first run.
+jars-s3a: install
+	$(PY) -m streaming.infra.jars fetch s3a
 
 demo: install jars
 	$(VENV)/bin/isrflow demo

@@ -1,14 +1,15 @@
 """`isrflow explain SOURCE --topic T --partition P`: one partition's story, as a readable timeline.
 
 SOURCE is a replay output folder (`audit/` Delta table, and `decisions.jsonl` when present) or an audit Delta
-table itself (the `run` command's `--audit-table`; its decisions are then looked for beside it, as
-`decisions.jsonl` or a `decisions` Delta table). Every event that touched the partition is shown in log
-order: offset, time, type, event id, outcome and the principal of an admin command; the state, leader, ISR
-and epochs before -> after; the leader recovery state when it changes (RECOVERING after an unclean election,
-RECOVERED once the leader reports its log recovered); the election and its strategy; a rejection's error name
-and reason; replica state changes; and the LeaderAndIsr decisions the event produced. Topic-level rows (a
-config change, a refused topic command) are shown too. The header's replica set and recovery state come from
-the audit (`replicas_after`, `leader_recovery_state_after`), so they show without decisions as well.
+table itself (the `run` command's `--audit-table`, a path or a URI such as s3a://...; its decisions are then
+looked for beside it, as `decisions.jsonl` or a `decisions` Delta table). Every event that touched the
+partition is shown in log order: offset, time, type, event id, outcome and the principal of an admin command;
+the state, leader, ISR and epochs before -> after; the leader recovery state when it changes (RECOVERING after
+an unclean election, RECOVERED once the leader reports its log recovered); the election and its strategy; a
+rejection's error name and reason; replica state changes; and the LeaderAndIsr decisions the event produced.
+Topic-level rows (a config change, a refused topic command) are shown too. The header's replica set and
+recovery state come from the audit (`replicas_after`, `leader_recovery_state_after`), so they show without
+decisions as well.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from statemachine.record import NO_LEADER, Action
 from statemachine.states import PartitionState, ReplicaState
 from streaming.errors import UsageError
 from streaming.io.delta import read_decisions_jsonl, read_delta, scan_delta
+from streaming.io.storage import Location, Uri, location
 
 
 class PartitionNotFound(UsageError):
@@ -34,13 +36,20 @@ class PartitionNotFound(UsageError):
 
 @dataclass
 class Sources:
-    audit: Path
+    audit: Location
     decisions_jsonl: Path | None = None
-    decisions_delta: Path | None = None
+    decisions_delta: Location | None = None
 
 
-def resolve(source: Path) -> Sources:
+def resolve(source: Location) -> Sources:
     """Where the audit table and the decisions of SOURCE are."""
+    if isinstance(source, Uri):  # run's tables on object storage, read by delta-rs (streaming.io.delta)
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(str(source)):
+            raise FileNotFoundError(f"no Delta audit table at {source}")
+        delta = source.parent / "decisions"
+        return Sources(source, None, delta if DeltaTable.is_deltatable(str(delta)) else None)
     source = Path(source)
     if (source / "audit" / "_delta_log").is_dir():
         jsonl = source / "decisions.jsonl"
@@ -57,7 +66,7 @@ def resolve(source: Path) -> Sources:
     raise FileNotFoundError(f"{source} is neither a replay output folder (with audit/) nor a Delta audit table")
 
 
-def load(source: Path, topic: str, partition: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+def load(source: Location, topic: str, partition: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
                                                             list[dict[str, Any]]]:
     """(the partition's audit rows, the topic-level and cluster-level rows of the same events and of the
     topic, the partition's decisions)."""
@@ -82,7 +91,7 @@ def load(source: Path, topic: str, partition: int) -> tuple[list[dict[str, Any]]
     return own, context, decisions
 
 
-def _not_found(audit: Path, topic: str, partition: int) -> str:
+def _not_found(audit: Location, topic: str, partition: int) -> str:
     import pyarrow.dataset as ds
 
     table = scan_delta(audit, ds.field("partition").is_valid(), ["topic", "partition"])
@@ -301,7 +310,7 @@ def _has_changes(rows: Sequence[Mapping[str, Any]]) -> bool:
     return any(r.get("partition_epoch_before") != r.get("partition_epoch_after") for r in rows)
 
 
-def explain(source: Path, topic: str, partition: int) -> str:
+def explain(source: str | Location, topic: str, partition: int) -> str:
     """The partition's timeline as text; raises PartitionNotFound when it never appears."""
-    rows, context, decisions = load(Path(source), topic, partition)
+    rows, context, decisions = load(location(source, absolute=False), topic, partition)
     return render_timeline(topic, partition, rows, context, decisions)

@@ -5,7 +5,7 @@ PARTITION_STATE row (the record packed as JSON) per partition in the state store
 `<checkpoint root>/partitions`.
 Spark's state data source reads it, from a stopped or a running query, as of the last committed
 micro-batch. CHECKPOINT_DIR is the checkpoint root given to `run` (or `replay`'s
-`OUT/_pipeline/checkpoints`), or the `partitions` query folder itself.
+`OUT/_pipeline/checkpoints`), or the `partitions` query folder itself; a path or a URI (s3a://...).
 """
 
 from __future__ import annotations
@@ -19,19 +19,22 @@ from typing import Any
 from schemas.events import LeaderRecoveryState
 from statemachine.states import PartitionState
 from streaming.errors import UsageError
+from streaming.io.storage import Location, Storage, Uri, location
 
 QUERY = "partitions"
 
 
-def state_dir(checkpoint: Path) -> Path:
-    """The partition query's checkpoint folder under `checkpoint` (the root, or the query folder itself)."""
-    checkpoint = Path(checkpoint)
+def state_dir(checkpoint: Location, storage: Storage | None = None) -> Location:
+    """The partition query's checkpoint folder under `checkpoint` (the root, or the query folder itself).
+    `storage` reaches a URI (default: local paths only)."""
+    storage = storage or Storage()
+    checkpoint = checkpoint if isinstance(checkpoint, Uri) else Path(checkpoint)
     for candidate in (checkpoint / QUERY, checkpoint):
-        if (candidate / "state").is_dir():
+        if storage.exists(candidate / "state"):
             return candidate
-    if not checkpoint.exists():
+    if not storage.exists(checkpoint):
         raise FileNotFoundError(f"no such checkpoint: {checkpoint}")
-    if (checkpoint / QUERY / "offsets").is_dir() or (checkpoint / "offsets").is_dir():
+    if storage.exists(checkpoint / QUERY / "offsets") or storage.exists(checkpoint / "offsets"):
         raise FileNotFoundError(f"no state store yet under {checkpoint}: the partition query has not committed a "
                                 "micro-batch")
     raise FileNotFoundError(f"{checkpoint} is not a checkpoint of isrflow's partition query "
@@ -44,12 +47,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def read_state(spark: Any, checkpoint: Path, topic: str | None = None, partition: int | None = None
+def read_state(spark: Any, checkpoint: Location, topic: str | None = None, partition: int | None = None
                ) -> list[dict[str, Any]]:
     """The state records (PartitionRecord's fields) in (topic, partition) order, optionally filtered."""
     from pyspark.sql import functions as F
 
-    path = state_dir(checkpoint)
+    path = state_dir(checkpoint, Storage(spark))
     # In a fresh session the state reader fails with "Cannot find endpoint: StateStoreCoordinator" until the
     # streaming query manager exists: touching it once registers the coordinator.
     _ = spark.streams.active
@@ -63,11 +66,11 @@ def read_state(spark: Any, checkpoint: Path, topic: str | None = None, partition
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
 
-def state_batch(spark: Any, checkpoint: Path) -> int | None:
+def state_batch(spark: Any, checkpoint: Location) -> int | None:
     """The micro-batch the state store's latest version belongs to (from Spark's state metadata)."""
     try:
         _ = spark.streams.active
-        rows = spark.read.format("state-metadata").load(str(state_dir(checkpoint))).collect()
+        rows = spark.read.format("state-metadata").load(str(state_dir(checkpoint, Storage(spark)))).collect()
     except Exception:  # older checkpoints have no metadata; the batch is only a nicety
         return None
     batches = [r["maxBatchId"] for r in rows if r["maxBatchId"] is not None]
@@ -108,17 +111,20 @@ def render_table(rows: Sequence[Mapping[str, Any]], title: str) -> Any:
     return table
 
 
-def inspect(checkpoint_dir: Path, topic: str | None = None, partition: int | None = None,
+def inspect(checkpoint_dir: str | Location, topic: str | None = None, partition: int | None = None,
             as_json: bool = False, master: str | None = None, spark_conf: dict[str, str] | None = None) -> str:
     """The current partition records of a checkpoint's state store, as a table or JSON lines."""
     from pyspark.sql import SparkSession
 
     from streaming.engine.session import build_spark
 
-    path = state_dir(checkpoint_dir)  # a clear error before starting Spark
+    checkpoint = location(checkpoint_dir, absolute=False)
+    # A local checkpoint gets a clear error before Spark starts; a URI is reached through the session.
+    path = checkpoint if isinstance(checkpoint, Uri) else state_dir(checkpoint)
     existing = SparkSession.getActiveSession()
     spark = build_spark("isrflow-inspect", master, spark_conf)
     try:
+        path = state_dir(path, Storage(spark))
         rows = read_state(spark, path, topic, partition)
         batch = state_batch(spark, path)
     finally:

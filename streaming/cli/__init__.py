@@ -197,11 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-servers", required=True)
     p.add_argument("--events-topic", required=True)
     p.add_argument("--decisions-topic", required=True)
-    p.add_argument("--audit-table", required=True, type=Path)
-    p.add_argument("--checkpoint-dir", type=Path, default=Path("checkpoints"),
-                   help="root of the queries' checkpoints (default checkpoints/)")
-    p.add_argument("--lake-dir", type=Path,
-                   help="where bronze, commands, decisions and quarantine tables go (default: beside the audit table)")
+    # Locations are local paths or URIs (s3a://, abfss://, gs://, hdfs://, file:/): docs/deploy.md, "Storage".
+    p.add_argument("--audit-table", required=True, help="the audit Delta table: a path or a URI such as "
+                                                         "s3a://bucket/isrflow/audit")
+    p.add_argument("--checkpoint-dir", default="checkpoints",
+                   help="root of the queries' checkpoints, a path or a URI (default checkpoints/)")
+    p.add_argument("--lake-dir",
+                   help="where bronze, commands, decisions and quarantine tables go, a path or a URI (default: "
+                        "beside the audit table)")
     p.add_argument("--trigger", default="5 seconds",
                    help="processing-time interval, e.g. '5 seconds', or 'available-now' for one bounded run")
     _add_kafka_client_options(p, "Kafka client property or Spark source option, e.g. "
@@ -258,21 +261,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bridge)
 
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
-    p.add_argument("audit_table", type=Path)
+    p.add_argument("audit_table", help="an audit Delta table: a path or a URI such as s3a://bucket/isrflow/audit")
     p.add_argument("--since-batch", type=int, help="only audit rows of micro-batches >= N")
     p.add_argument("--html", type=Path, help="folder for Great Expectations' HTML results")
     _add_spark_options(p)
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("explain", help="the history of one partition, readable")
-    p.add_argument("source", type=Path, help="a replay output folder or an audit table")
+    p.add_argument("source", help="a replay output folder or an audit table (a path, or a URI read with the "
+                                  "cloud's environment credentials: docs/deploy.md, \"Storage\")")
     p.add_argument("--topic", required=True)
     p.add_argument("--partition", required=True, type=int)
     p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("inspect", help="current state records read from a checkpoint's state store")
-    p.add_argument("checkpoint_dir", type=Path,
-                   help="the checkpoint root given to run (or its partitions/ query folder)")
+    p.add_argument("checkpoint_dir",
+                   help="the checkpoint root given to run (or its partitions/ query folder), a path or a URI")
     p.add_argument("--topic")
     p.add_argument("--partition", type=int)
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")

@@ -74,7 +74,11 @@ class JarSet:
 
 KAFKA_BROKER = JarSet("kafka-broker", MAVEN_DIR / "kafka-broker" / "pom.xml", drop_pyspark_bundled=False)
 SPARK = JarSet("spark", MAVEN_DIR / "spark-connectors" / "pom.xml", drop_pyspark_bundled=True)
+# Hadoop's S3A connector and its AWS SDK bundle (~645 MB): fetched on demand only (`make jars-s3a`, or the
+# s3a:// storage test), never by `make jars`. Users add it with --packages (docs/deploy.md, "Storage").
+S3A = JarSet("s3a", MAVEN_DIR / "s3a" / "pom.xml", drop_pyspark_bundled=True)
 JAR_SETS = (KAFKA_BROKER, SPARK)
+ON_DEMAND_JAR_SETS = (S3A,)
 
 
 def pyspark_jars_dir() -> Path:

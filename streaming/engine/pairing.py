@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 from streaming.errors import UsageError
 from streaming.io.layout import Checkpoints, Lake
+from streaming.io.storage import Location, Storage
 
 MARKER = "_isrflow_pipeline.json"  # in the audit table's folder: Delta ignores files starting with '_'
 CHECKPOINT_MARKER = "pipeline.json"
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _read(storage: Storage, path: Location) -> dict[str, Any] | None:
     try:
-        marker = json.loads(path.read_text())
+        marker = json.loads(storage.read_text(path))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -34,29 +34,29 @@ def _read(path: Path) -> dict[str, Any] | None:
     return marker
 
 
-def _write(path: Path, marker: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(marker, indent=1) + "\n")
-    tmp.replace(path)
+def _write(storage: Storage, path: Location, marker: dict[str, Any]) -> None:
+    storage.write(path, (json.dumps(marker, indent=1) + "\n").encode())
 
 
-def _has_progress(query: Path) -> bool:
-    return any((query / "offsets").glob("[0-9]*"))
+def _has_progress(storage: Storage, query: Location) -> bool:
+    return any(name[:1].isdigit() for name in storage.names(query / "offsets"))
 
 
-def _has_data(*tables: Path) -> bool:
-    return any((table / "_delta_log").is_dir() for table in tables)
+def _has_data(storage: Storage, *tables: Location) -> bool:
+    return any(storage.exists(table / "_delta_log") for table in tables)
 
 
-def check_pairing(lake: Lake, checkpoints: Checkpoints) -> str:
+def check_pairing(lake: Lake, checkpoints: Checkpoints, storage: Storage | None = None) -> str:
     """The pipeline id shared by this checkpoint and these tables (paired on the first start); a
-    UsageError naming the fix when they do not belong together."""
-    lake_marker, ckpt_marker = _read(lake.audit / MARKER), _read(checkpoints.root / CHECKPOINT_MARKER)
-    sequencer_progress = _has_progress(checkpoints.sequencer)
-    partitions_progress = _has_progress(checkpoints.partitions)
+    UsageError naming the fix when they do not belong together. `storage` reaches URIs (default: local)."""
+    storage = storage or Storage()
+    lake_marker = _read(storage, lake.audit / MARKER)
+    ckpt_marker = _read(storage, checkpoints.root / CHECKPOINT_MARKER)
+    sequencer_progress = _has_progress(storage, checkpoints.sequencer)
+    partitions_progress = _has_progress(storage, checkpoints.partitions)
     # `commands` is left out: every start creates it empty before the first batch.
-    sequencer_data, partitions_data = _has_data(lake.bronze, lake.quarantine), _has_data(lake.audit, lake.decisions)
+    sequencer_data = _has_data(storage, lake.bronze, lake.quarantine)
+    partitions_data = _has_data(storage, lake.audit, lake.decisions)
     progress, data = sequencer_progress or partitions_progress, sequencer_data or partitions_data
     checkpoint_lost = (sequencer_data and not sequencer_progress) or (partitions_data and not partitions_progress)
 
@@ -100,6 +100,6 @@ def check_pairing(lake: Lake, checkpoints: Checkpoints) -> str:
     # A first start, one that crashed before both markers were written, or a pipeline older than the
     # markers (progress and data, nothing to compare): pair them now.
     pipeline_id = str((lake_marker or ckpt_marker or {}).get("pipeline_id") or uuid.uuid4())
-    _write(lake.audit / MARKER, {"pipeline_id": pipeline_id, "checkpoint_dir": str(checkpoints.root)})
-    _write(checkpoints.root / CHECKPOINT_MARKER, {"pipeline_id": pipeline_id, "audit_table": str(lake.audit)})
+    _write(storage, lake.audit / MARKER, {"pipeline_id": pipeline_id, "checkpoint_dir": str(checkpoints.root)})
+    _write(storage, checkpoints.root / CHECKPOINT_MARKER, {"pipeline_id": pipeline_id, "audit_table": str(lake.audit)})
     return pipeline_id

@@ -11,7 +11,6 @@ import json
 import operator
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from statemachine.rules import ZK, Rules
 from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.faults import crash_point
 from streaming.io.layout import Checkpoints, Lake
+from streaming.io.storage import Location, Storage
 
 # Runs after each partition batch's Delta writes (`run --quality`): (spark, audit rows, batch id) -> a
 # summary for the progress line.
@@ -113,19 +113,29 @@ def expand_output(packed: Any) -> Any:
 class PartitionSink:
     """foreachBatch of the partition query: audit and decisions to Delta, decisions to Kafka."""
 
-    def __init__(self, lake: Lake, checkpoint: Path, publisher: Any | None = None,
-                 counts: BatchCounts | None = None, check: BatchCheck | None = None) -> None:
+    def __init__(self, lake: Lake, checkpoint: Location, publisher: Any | None = None,
+                 counts: BatchCounts | None = None, check: BatchCheck | None = None,
+                 storage: Storage | None = None) -> None:
         self.lake = lake
         self.checkpoint = checkpoint
         self.publisher = publisher
         self.counts = counts
         self.check = check
+        self.storage = storage or Storage()
+        self._query_id: str | None = None
+        self._decisions_exist = False
 
     def query_id(self) -> str:
-        """The partition query's id from its checkpoint: stable across restarts, new with a new checkpoint."""
-        import json
+        """The partition query's id from its checkpoint: stable across restarts, new with a new checkpoint
+        (read once: on remote storage every read is a request)."""
+        if self._query_id is None:
+            self._query_id = json.loads(self.storage.read_text(self.checkpoint / "metadata"))["id"]
+        return self._query_id
 
-        return json.loads((self.checkpoint / "metadata").read_text())["id"]
+    def decisions_exist(self) -> bool:
+        """Whether the decisions table has been created (a table, once there, stays)."""
+        self._decisions_exist = self._decisions_exist or self.storage.exists(self.lake.decisions / "_delta_log")
+        return self._decisions_exist
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
         from datetime import UTC, datetime
@@ -145,16 +155,17 @@ class PartitionSink:
             clock.lap("operator")  # the stateful operator runs here, in the first action on `rows`
             decisions = decided.withColumn("decided_at", F.current_timestamp()).select(*DECISION.names)
 
-            def append(df: Any, path: Path, app: str) -> Callable[[], None]:
+            def append(df: Any, path: Location, app: str) -> Callable[[], None]:
                 def write() -> None:
+                    # mergeSchema: a table written by an older isrflow gains the columns added since (ELR).
                     df.write.format("delta").mode("append").option("txnAppId", app).option(
-                        "txnVersion", batch_id).save(str(path))
+                        "txnVersion", batch_id).option("mergeSchema", "true").save(str(path))
                     if app == "isrflow-audit":
                         crash_point("between-delta-commits")  # the decisions' commit may or may not be done
                 return write
 
             writes = {"audit": append(audit, self.lake.audit, "isrflow-audit")}
-            if packed or not (self.lake.decisions / "_delta_log").exists():  # no empty commits
+            if packed or not self.decisions_exist():  # no empty commits
                 writes["decisions"] = append(decisions, self.lake.decisions, "isrflow-decisions")
             # The Delta commits (two tables) and the Kafka transaction's sends at once; the transaction
             # commits only after the Delta commits, so a decision read from the sink topic is in Delta too.
@@ -198,9 +209,9 @@ class PartitionSink:
             rows.unpersist()
 
 
-def _ensure_delta(spark: Any, path: Path, schema: TableSchema) -> None:
+def _ensure_delta(spark: Any, path: Location, schema: TableSchema) -> None:
     """The partition query streams from silver, which must exist before the first event arrives."""
-    if not (path / "_delta_log").exists():
+    if not Storage(spark).exists(path / "_delta_log"):
         spark.createDataFrame([], schema.to_spark()).write.format("delta").mode("append").save(str(path))
 
 
@@ -222,6 +233,6 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
-    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts, check)
+    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts, check, Storage(spark))
     return (outputs.writeStream.queryName("isrflow-partitions").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoints.partitions)).trigger(**trigger).start())

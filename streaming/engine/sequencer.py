@@ -7,7 +7,6 @@ write is idempotent per batch (txnAppId + txnVersion).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from schemas.events import Malformed, parse_event
@@ -19,9 +18,10 @@ from streaming.engine.faults import crash_point
 from streaming.engine.partitions import pack_command
 from streaming.io.delta import arrow_table
 from streaming.io.layout import Checkpoints, Lake
+from streaming.io.storage import Location, Storage
 
 
-def _append_idempotent(spark: Any, rows: list[dict[str, Any]], schema: TableSchema, path: Path, app_id: str,
+def _append_idempotent(spark: Any, rows: list[dict[str, Any]], schema: TableSchema, path: Location, app_id: str,
                        batch_id: int) -> None:
     """Append rows as one Delta commit that a re-run of the same batch id skips."""
     if not rows:
@@ -43,24 +43,27 @@ class SequencerState:
     since the previous whole add up to as many records as the cluster has (so the bytes written stay
     proportional to the work, not to the cluster), or once `max_changes` change sets follow it (so a
     restart reads a bounded number of files). State before batch b = the newest whole older than b, then
-    each change set after it up to b - 1."""
+    each change set after it up to b - 1.
 
-    def __init__(self, directory: Path, max_changes: int = 1000) -> None:
+    The directory may be a URI (`storage` reaches it): each file is written once whole under its final
+    name (streaming.io.storage), and an earlier attempt of the same batch is deleted first."""
+
+    def __init__(self, directory: Location, max_changes: int = 1000, storage: Storage | None = None) -> None:
         self.directory = directory
+        self.storage = storage or Storage()
         self.max_changes = max_changes
         # Since the newest whole snapshot: records changed, change sets written.
         self._records = 0
         self._change_sets = 0
 
-    def _files(self, before: int) -> list[tuple[int, bool, Path]]:
+    def _files(self, before: int) -> list[tuple[int, bool, Location]]:
         """(batch, whole?, path) of the files older than `before`, by batch."""
-        self.directory.mkdir(parents=True, exist_ok=True)
         out = []
-        for path in self.directory.glob("*.json"):
-            parts = path.name.split(".")
-            if len(parts) == 3 and parts[0].isdigit() and int(parts[0]) < before:
-                out.append((int(parts[0]), parts[1] == "whole", path))
-        return sorted(out)
+        for name in self.storage.names(self.directory):
+            parts = name.split(".")
+            if len(parts) == 3 and parts[2] == "json" and parts[0].isdigit() and int(parts[0]) < before:
+                out.append((int(parts[0]), parts[1] == "whole", self.directory / name))
+        return sorted(out, key=lambda f: (f[0], f[1]))
 
     def _fail(self, batch_id: int, why: str) -> SequencerStateError:
         return SequencerStateError(
@@ -72,7 +75,7 @@ class SequencerState:
         """Restore into `controller` the state before `batch_id`. Never silently starts from empty state
         after batch 0."""
         self._records = self._change_sets = 0
-        if any(self.directory.glob("*.pickle")):
+        if any(name.endswith(".pickle") for name in self.storage.names(self.directory)):
             raise self._fail(batch_id, "its state was saved by an older isrflow (pickle), which is no longer read")
         if batch_id == 0:
             return
@@ -87,7 +90,7 @@ class SequencerState:
             raise self._fail(batch_id, f"change sets missing between batches {chain[0][0]} and {batch_id - 1}")
         for _, whole, path in chain:
             try:
-                applied = controller.restore(path.read_bytes())
+                applied = controller.restore(self.storage.read_bytes(path))
             except SnapshotError as e:
                 raise self._fail(batch_id, f"{path.name}: {e}") from e
             if not whole:
@@ -102,14 +105,10 @@ class SequencerState:
         whole = (batch_id == 0 or self._records >= len(controller.partitions)
                  or self._change_sets > self.max_changes)
         data = controller.snapshot() if whole else controller.snapshot(touched, seen_after)
-        self.directory.mkdir(parents=True, exist_ok=True)
         for kind in ("whole", "changes"):  # an earlier attempt of this batch
-            (self.directory / f"{batch_id}.{kind}.json").unlink(missing_ok=True)
+            self.storage.delete(self.directory / f"{batch_id}.{kind}.json")
         name = f"{batch_id}.{'whole' if whole else 'changes'}.json"
-        tmp = self.directory / f"{name}.tmp"
-        tmp.write_bytes(data)
-        crash_point("sequencer-state-write")
-        tmp.replace(self.directory / name)
+        self.storage.write(self.directory / name, data, before_publish=lambda: crash_point("sequencer-state-write"))
         if not whole:
             return
         self._records = self._change_sets = 0
@@ -117,19 +116,19 @@ class SequencerState:
         older = [n for n, w, _ in self._files(batch_id) if w]
         if older:
             for _, _, path in self._files(older[-1]):
-                path.unlink()
+                self.storage.delete(path)
 
 
 class Sequencer:
     """foreachBatch of the sequencer query. Runs on the driver: the cluster view is one small object and
     each event must see the cluster as every earlier event left it."""
 
-    def __init__(self, spark: Any, lake: Lake, state_dir: Path, config: ControllerConfig, source: str,
+    def __init__(self, spark: Any, lake: Lake, state_dir: Location, config: ControllerConfig, source: str,
                  counts: BatchCounts | None = None, progress: Any | None = None) -> None:
         self.progress = progress
         self.spark = spark
         self.lake = lake
-        self.state = SequencerState(state_dir)
+        self.state = SequencerState(state_dir, storage=Storage(spark))
         self.config = config
         self.source = source
         self.counts = counts
@@ -183,7 +182,7 @@ class Sequencer:
             self._sequence(controller, rows, batch_id, bronze, quarantine, commands, touched)
         clock.lap("core")
         spark, lake = self.spark, self.lake
-        # Different tables and a local file, each idempotent per batch id: written at once.
+        # Different tables and a state file, each idempotent per batch id: written at once.
         clock.together({
             "bronze": lambda: _append_idempotent(spark, bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
             "quarantine": lambda: _append_idempotent(spark, quarantine, QUARANTINE, lake.quarantine,

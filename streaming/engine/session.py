@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from streaming.engine import connectors
 from streaming.errors import UsageError
+from streaming.io.storage import Location, Storage
 
 LOG4J2_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -66,24 +67,26 @@ def base_conf() -> dict[str, str]:
     }
 
 
-def recorded_state_partitions(checkpoint_dirs: Sequence[Path]) -> int | None:
+def recorded_state_partitions(checkpoint_dirs: Sequence[Location], storage: Storage | None = None) -> int | None:
     """The shuffle partitions a checkpoint was started with, as Spark wrote them into its newest offset log
     entry (`offsets/<batch>`: a version line, then metadata JSON whose conf Spark re-applies on restart)."""
+    storage = storage or Storage()
     for directory in checkpoint_dirs:
         offsets = directory / "offsets"
-        batches = sorted((int(p.name) for p in offsets.glob("*") if p.name.isdigit()), reverse=True)
+        batches = sorted((int(name) for name in storage.names(offsets) if name.isdigit()), reverse=True)
         for batch in batches:
-            lines = (offsets / str(batch)).read_text().splitlines()
+            lines = storage.read_text(offsets / str(batch)).splitlines()
             conf = json.loads(lines[1]).get("conf", {}) if len(lines) > 1 else {}
             if SHUFFLE_PARTITIONS in conf:
                 return int(conf[SHUFFLE_PARTITIONS])
     return None
 
 
-def state_partitions_conf(requested: int | None, checkpoint_dirs: Sequence[Path]) -> dict[str, str]:
+def state_partitions_conf(requested: int | None, checkpoint_dirs: Sequence[Location],
+                          storage: Storage | None = None) -> dict[str, str]:
     """spark.sql.shuffle.partitions for `run`: the checkpoint's own value on a restart (asking for another one
     is a UsageError), else `requested`, else Spark's default."""
-    recorded = recorded_state_partitions(checkpoint_dirs)
+    recorded = recorded_state_partitions(checkpoint_dirs, storage)
     if requested is not None and requested < 1:
         raise UsageError(f"--state-partitions must be at least 1, got {requested}")
     if recorded is not None and requested is not None and requested != recorded:

@@ -27,6 +27,7 @@ from streaming.engine.connectors import (
     M2_REPO,
     MARKER,
     MAVEN_SETTINGS,
+    ON_DEMAND_JAR_SETS,
     JarsError,
     JarSet,
     fingerprint,
@@ -91,10 +92,11 @@ def fetch_set(jar_set: JarSet) -> None:
         print(f"{jar_set.name}: left out {len(dropped)} jars pyspark already ships: {', '.join(dropped)}")
 
 
-def fetch() -> None:
-    """Fetch every set (the `make jars` step)."""
-    for jar_set in JAR_SETS:
-        fetch_set(jar_set)
+def fetch(names: list[str] | None = None) -> None:
+    """Fetch the named sets, by default every set but the on-demand ones (the `make jars` step)."""
+    by_name = {s.name: s for s in (*JAR_SETS, *ON_DEMAND_JAR_SETS)}
+    for name in names or [s.name for s in JAR_SETS]:
+        fetch_set(by_name[name])
 
 
 def kafka_broker_classpath() -> str:
@@ -107,10 +109,13 @@ def kafka_broker_classpath() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streaming.infra.jars", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("fetch", help="download (once) and cache the Kafka broker and Spark connector jars")
-    parser.parse_args(argv)
+    p = sub.add_parser("fetch", help="download (once) and cache the Kafka broker and Spark connector jars")
+    p.add_argument("sets", nargs="*", choices=[s.name for s in (*JAR_SETS, *ON_DEMAND_JAR_SETS)],
+                   help=f"the sets to fetch (default: {', '.join(s.name for s in JAR_SETS)}; "
+                        f"{', '.join(s.name for s in ON_DEMAND_JAR_SETS)} only when named)")
+    args = parser.parse_args(argv)
     try:
-        fetch()
+        fetch(args.sets)
     except JarsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.tables import DECISION, TableSchema
+from streaming.io.storage import Location, Uri
 
 # delta-rs logs a warning per write for the quarantine's binary column (no statistics): not for users.
 os.environ.setdefault("RUST_LOG", "error")
@@ -80,22 +81,29 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-def scan_delta(path: Path, expression: Any = None, columns: list[str] | None = None) -> Any:
+def scan_delta(path: Location, expression: Any = None, columns: list[str] | None = None) -> Any:
     """A Delta table's current files read with pyarrow (None for a table with no files).
 
     delta-rs's own reader intermittently aborts the interpreter at exit ("terminate called without an
     active exception", delta-io/delta-rs#2184); reading the files it lists does not. isrflow's tables are
-    append-only, unpartitioned and without deletion vectors, so the listed files are the table."""
+    append-only, unpartitioned and without deletion vectors, so the listed files are the table.
+    A table at a URI (s3a://, abfss://, gs://) is read through delta-rs's own object-store reader, which
+    takes its credentials and endpoint from the cloud's usual environment variables (AWS_*, AZURE_*,
+    GOOGLE_*)."""
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-    files = DeltaTable(str(path)).file_uris()
+    table = DeltaTable(str(path))
+    if isinstance(path, Uri):
+        dataset = table.to_pyarrow_dataset()
+        return dataset.to_table(filter=expression, columns=columns) if table.file_uris() else None
+    files = table.file_uris()
     if not files:
         return None
     return ds.dataset(files, format="parquet").to_table(filter=expression, columns=columns)
 
 
-def read_delta(path: Path, expression: Any = None) -> list[dict[str, Any]]:
+def read_delta(path: Location, expression: Any = None) -> list[dict[str, Any]]:
     """A Delta table's rows as plain dicts (maps as dicts, arrays as lists), without Spark."""
     table = scan_delta(path, expression)
     rows = table.to_pylist() if table is not None else []

@@ -1,24 +1,28 @@
-"""Where a pipeline's outputs and checkpoints live: the one place that knows the layout."""
+"""Where a pipeline's outputs and checkpoints live: the one place that knows the layout. A pipeline's tables
+and checkpoints may be local paths or URIs of a Hadoop file system (streaming.io.storage); a replay's output
+folder is local."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from streaming.io.storage import Location
+
 
 @dataclass(frozen=True)
 class Lake:
     """Where the pipeline's tables live."""
 
-    audit: Path
-    quarantine: Path
-    bronze: Path
-    commands: Path
-    decisions: Path
-    quality: Path
+    audit: Location
+    quarantine: Location
+    bronze: Location
+    commands: Location
+    decisions: Location
+    quality: Location
 
     @classmethod
-    def beside(cls, audit: Path, root: Path | None = None) -> Lake:
+    def beside(cls, audit: Location, root: Location | None = None) -> Lake:
         root = root or audit.parent
         return cls(audit=audit, quarantine=root / "quarantine", bronze=root / "bronze",
                    commands=root / "commands", decisions=root / "decisions", quality=root / "quality")
@@ -26,18 +30,18 @@ class Lake:
 
 @dataclass(frozen=True)
 class Checkpoints:
-    root: Path
+    root: Location
 
     @property
-    def sequencer(self) -> Path:
+    def sequencer(self) -> Location:
         return self.root / "sequencer"
 
     @property
-    def sequencer_state(self) -> Path:
+    def sequencer_state(self) -> Location:
         return self.root / "sequencer-state"
 
     @property
-    def partitions(self) -> Path:
+    def partitions(self) -> Location:
         return self.root / "partitions"
 
 

@@ -18,10 +18,11 @@ class RunOptions:
     bootstrap_servers: str
     events_topic: str
     decisions_topic: str
-    audit_table: Path
-    checkpoint_dir: Path = Path("checkpoints")
+    # Local paths, or URIs of a Hadoop file system (s3a://, abfss://, gs://, hdfs://; streaming.io.storage).
+    audit_table: str | Path
+    checkpoint_dir: str | Path = "checkpoints"
     # Where bronze, commands, decisions and quarantine go (default: beside the audit table).
-    lake_dir: Path | None = None
+    lake_dir: str | Path | None = None
     trigger: str = "5 seconds"
     # Kafka client properties and Spark source options (--kafka-option), over those of kafka_option_file.
     kafka_options: dict[str, str] = field(default_factory=dict)
@@ -50,20 +51,30 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.engine.sources import kafka_events
     from streaming.io.eventlog import require_single_partition
     from streaming.io.layout import Checkpoints, Lake
+    from streaming.io.storage import Storage, is_remote, location
     from streaming.quality.runner import batch_check
 
     require_single_partition(kafka, options.events_topic)
-    lake = Lake.beside(options.audit_table.resolve(), options.lake_dir.resolve() if options.lake_dir else None)
-    checkpoints = Checkpoints(Path(options.checkpoint_dir).resolve())
-    check_pairing(lake, checkpoints)
+    lake = Lake.beside(location(options.audit_table), location(options.lake_dir) if options.lake_dir else None)
+    checkpoints = Checkpoints(location(options.checkpoint_dir))
+    # A local master is one machine: its small settings stay, but never the state partitions.
+    master = options.master or default_master()
+    small_machine = bool(master and master.startswith("local"))
+    # A URI is reached through the session's JVM (Hadoop's FileSystem), so the session starts before the
+    # checks; with local paths they come first and a refusal costs no Spark start.
+    spark = (build_spark("isrflow-run", master, options.spark_conf, small_machine=small_machine)
+             if is_remote(lake.audit, lake.bronze, checkpoints.root) else None)
+    storage = Storage(spark)
+    check_pairing(lake, checkpoints, storage)
     requested = options.state_partitions
     if requested is None and SHUFFLE_PARTITIONS in options.spark_conf:
         requested = int(options.spark_conf[SHUFFLE_PARTITIONS])
     conf = {**options.spark_conf,
-            **state_partitions_conf(requested, [checkpoints.partitions, checkpoints.sequencer])}
-    # A local master is one machine: its small settings stay, but never the state partitions.
-    master = options.master or default_master()
-    spark = build_spark("isrflow-run", master, conf, small_machine=bool(master and master.startswith("local")))
+            **state_partitions_conf(requested, [checkpoints.partitions, checkpoints.sequencer], storage)}
+    if spark is None:
+        spark = build_spark("isrflow-run", master, conf, small_machine=small_machine)
+    else:  # a SQL setting: it applies to queries started from now on
+        spark.conf.set(SHUFFLE_PARTITIONS, conf[SHUFFLE_PARTITIONS])
     trigger = parse_trigger(options.trigger)
     events = kafka_events(spark, kafka, options.events_topic, options.starting_offsets)
     # One transactional id per checkpoint root: a restarted run fences its previous incarnation.

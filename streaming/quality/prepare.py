@@ -3,12 +3,12 @@ where a check finds the decisions beside an audit table. A change to the `q_*` c
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from statemachine.errors import Error
 from statemachine.record import NO_LEADER
 from statemachine.states import PartitionState
+from streaming.io.storage import Location, Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -96,26 +96,28 @@ def prepare(audit: DataFrame, decisions: DataFrame | None = None, single_partiti
     return df.coalesce(1) if single_partition else df
 
 
-def read_decisions(spark: SparkSession, source: Path) -> DataFrame:
+def read_decisions(spark: SparkSession, source: Location) -> DataFrame:
     """Decisions from a `decisions.jsonl` file or a `decisions` Delta table."""
     from schemas.tables import DECISION
 
-    if source.is_file():
+    if source.name.endswith(".jsonl"):
         schema = DECISION.without(*(c for c in DECISION.names if c not in DECISION_COLUMNS)).to_spark()
         return spark.read.schema(schema).json(str(source))
     return spark.read.format("delta").load(str(source)).select(*DECISION_COLUMNS)
 
 
-def find_decisions(audit_table: Path) -> Path | None:
-    """The decisions beside an audit table: `decisions.jsonl` (replay) or a `decisions` Delta table (run)."""
+def find_decisions(audit_table: Location, storage: Storage | None = None) -> Location | None:
+    """The decisions beside an audit table: `decisions.jsonl` (replay) or a `decisions` Delta table (run).
+    `storage` reaches a URI (default: local paths only)."""
+    storage = storage or Storage()
     jsonl = audit_table.parent / "decisions.jsonl"
-    if jsonl.is_file():
+    if storage.exists(jsonl):
         return jsonl
     table = audit_table.parent / "decisions"
-    if is_delta_table(table):
+    if is_delta_table(table, storage):
         return table
     return None
 
 
-def is_delta_table(path: Path) -> bool:
-    return (path / "_delta_log").is_dir()
+def is_delta_table(path: Location, storage: Storage | None = None) -> bool:
+    return (storage or Storage()).exists(path / "_delta_log")

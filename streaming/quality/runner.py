@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from schemas.tables import QUALITY_RESULT
 from streaming.errors import UsageError
 from streaming.io.delta import now_utc
+from streaming.io.storage import Location, Storage, location
 from streaming.quality.gx import gx_runtime, rule_result
 from streaming.quality.prepare import DECISION_COLUMNS, find_decisions, is_delta_table, prepare, read_decisions
 from streaming.quality.results import QualityReport, RuleResult, example_label
@@ -95,7 +96,7 @@ def run_suite(spark: SparkSession, audit: DataFrame, decisions: DataFrame | None
 _STYLE = {"passed": "green", "failed": "bold red", "warning": "yellow", "error": "bold red"}
 
 
-def print_report(report: QualityReport, source: str, decisions: Path | None) -> None:
+def print_report(report: QualityReport, source: str, decisions: Location | None) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -123,26 +124,31 @@ def print_report(report: QualityReport, source: str, decisions: Path | None) -> 
         print(f"HTML results: {report.html_index}")
 
 
-def check(table: Path, since_batch: int | None = None, html: Path | None = None, master: str | None = None,
-          spark_conf: dict[str, str] | None = None) -> int:
+def check(table: str | Location, since_batch: int | None = None, html: Path | None = None,
+          master: str | None = None, spark_conf: dict[str, str] | None = None) -> int:
     """`isrflow check AUDIT_TABLE [--since-batch N] [--html DIR]`: 0 when every critical expectation holds,
-    1 when one fails. A missing table is a UsageError."""
-    if not is_delta_table(table):
-        raise UsageError(f"no Delta table at {table} (no _delta_log folder)")
+    1 when one fails. A missing table is a UsageError. The table may be a URI (reached through Spark)."""
+    table = location(table, absolute=False)
+    missing = UsageError(f"no Delta table at {table} (no _delta_log folder)")
+    if isinstance(table, Path) and not is_delta_table(table):  # before Spark starts
+        raise missing
     from pyspark.sql import functions as F
 
     from streaming.engine.session import build_spark
 
     spark = build_spark(master=master, conf=spark_conf)
+    storage = Storage(spark)
+    if not is_delta_table(table, storage):
+        raise missing
     audit = spark.read.format("delta").load(str(table))
     if since_batch is not None:
         audit = audit.where(F.col("batch_id") >= since_batch)
-    decisions_path = find_decisions(table)
+    decisions_path = find_decisions(table, storage)
     decisions = read_decisions(spark, decisions_path) if decisions_path is not None else None
     report = run_suite(spark, audit, decisions, html)
     from streaming.quality.agreement import agreement_result  # a KRaft replay's extra rule
 
-    kraft = agreement_result(table)
+    kraft = agreement_result(table) if isinstance(table, Path) else None  # KRaft replays are local folders
     if kraft is not None:
         report.results.append(kraft)
     source = str(table) + (f" (batches >= {since_batch})" if since_batch is not None else "")
@@ -158,7 +164,8 @@ def result_rows(report: QualityReport, batch_id: int, validated_at: Any) -> list
             for r in report.results]
 
 
-def quality_on_batch(spark: SparkSession, audit_df: DataFrame, batch_id: int, results_path: Path) -> dict[str, int]:
+def quality_on_batch(spark: SparkSession, audit_df: DataFrame, batch_id: int,
+                     results_path: Location) -> dict[str, int]:
     """Run the suite (audit-only variant) on one micro-batch's audit rows and append one row per expectation
     to the Delta table at `results_path`, idempotently (txnAppId isrflow-quality, txnVersion = batch_id).
     Returns {"failed": n, "warnings": n}. An empty batch writes nothing."""
@@ -171,7 +178,7 @@ def quality_on_batch(spark: SparkSession, audit_df: DataFrame, batch_id: int, re
     return report.summary()
 
 
-def batch_check(results_path: Path) -> Callable[[SparkSession, DataFrame, int], str]:
+def batch_check(results_path: Location) -> Callable[[SparkSession, DataFrame, int], str]:
     """The partition query's per-batch hook for `run --quality`: results to `results_path`, a summary back."""
 
     def check(spark: SparkSession, audit_df: DataFrame, batch_id: int) -> str:

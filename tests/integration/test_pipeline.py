@@ -261,3 +261,36 @@ def test_run_refuses_an_events_topic_with_more_than_one_partition(kafka_broker: 
                  str(tmp_path / "ckpt")])
     assert code == 2
     assert "has 3 partitions; isrflow needs exactly one" in capsys.readouterr().err
+
+
+def test_run_appends_to_a_decisions_table_written_before_the_elr_columns(spark: Any, kafka_broker: Any,
+                                                                        tmp_path: Path) -> None:
+    """A pipeline whose decisions table was written by an older isrflow (no eligible_leader_replicas /
+    last_known_elr columns) resumes: `run` appends, and the table gains the new columns (Delta's mergeSchema)."""
+    from streaming.cli import main
+
+    lake, elr = tmp_path / "lake", ["eligible_leader_replicas", "last_known_elr"]
+    bootstrap = kafka_broker.bootstrap_servers
+    lines = bundled_scenario()[:20]
+    create_topic(bootstrap, "old-table-decisions", 1)
+    args = ["run", "--bootstrap-servers", bootstrap, "--events-topic", "old-table-events", "--decisions-topic",
+            "old-table-decisions", "--audit-table", str(lake / "audit"), "--checkpoint-dir", str(tmp_path / "ckpt"),
+            "--trigger", "available-now", "--state-partitions", "2"]
+    _produce(bootstrap, "old-table-events", lines[:12])
+    assert main(args) == 0
+    # The table as the older isrflow left it.
+    older = spark.read.format("delta").load(str(lake / "decisions")).drop(*elr)
+    older.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(str(lake / "decisions"))
+    assert not set(elr) & set(spark.read.format("delta").load(str(lake / "decisions")).columns)
+    publish(bootstrap, "old-table-events", lines[12:])
+    assert main(args) == 0
+    decisions = read_delta(lake / "decisions")
+    expected = comparable(run_local(enumerate(lines)).decisions)
+
+    def without_elr(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k not in elr} for r in rows]
+
+    assert without_elr(comparable(decisions)) == without_elr(expected)
+    # The rows written before have no ELR values (null); those appended after have them.
+    after = [d for d in comparable(decisions) if d["source_offset"] >= 12]
+    assert after and after == [d for d in expected if d["source_offset"] >= 12]
