@@ -110,10 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streaming.infra.jars", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("fetch", help="download (once) and cache the Kafka broker and Spark connector jars")
-    p.add_argument("sets", nargs="*", choices=[s.name for s in (*JAR_SETS, *ON_DEMAND_JAR_SETS)],
-                   help=f"the sets to fetch (default: {', '.join(s.name for s in JAR_SETS)}; "
+    known = [s.name for s in (*JAR_SETS, *ON_DEMAND_JAR_SETS)]
+    # No argparse `choices` here: Python 3.11 checks an empty `nargs="*"` default against them and fails.
+    p.add_argument("sets", nargs="*", metavar="SET",
+                   help=f"the sets to fetch, of {', '.join(known)} (default: {', '.join(s.name for s in JAR_SETS)}; "
                         f"{', '.join(s.name for s in ON_DEMAND_JAR_SETS)} only when named)")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.sets if name not in known]
+    if unknown:
+        parser.error(f"unknown jar set(s) {', '.join(unknown)}; known: {', '.join(known)}")
     try:
         fetch(args.sets)
     except JarsError as exc:

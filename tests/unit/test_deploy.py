@@ -98,3 +98,23 @@ def test_spark_submit_flags_carry_the_same_jars(monkeypatch: pytest.MonkeyPatch,
                     "--conf", f"spark.jars.ivy={tmp_path}", "--jars", str(tmp_path / "jars" / "token.jar")]
     explicit = connectors.spark_jar_source(["/opt/a.jar", "/opt/b.jar"])
     assert explicit.submit_args() == ["--jars", "/opt/a.jar,/opt/b.jar"]
+
+
+def test_jars_fetch_names_an_unknown_set_and_takes_none() -> None:
+    """`make jars` runs `python -m streaming.infra.jars fetch` with no set: that must parse (an empty
+    `nargs="*"` positional once failed against argparse choices on Python 3.11); an unknown set is a usage error."""
+    import pytest
+
+    from streaming.infra import jars
+
+    with pytest.raises(SystemExit) as exit_info:
+        jars.main(["fetch", "bogus"])
+    assert exit_info.value.code == 2
+    parsed: list[object] = []
+    real_fetch = jars.fetch
+    jars.fetch = parsed.append  # type: ignore[assignment]
+    try:
+        assert jars.main(["fetch"]) == 0
+    finally:
+        jars.fetch = real_fetch  # type: ignore[assignment]
+    assert parsed == [[]]
