@@ -35,14 +35,19 @@ def _is_optional(tp: Any) -> tuple[bool, Any]:
     return False, tp
 
 
+def _none_or(tp: Any, build: Callable[[Any], Convert]) -> Convert:
+    """`build(X)` for `X | None`, letting None through (JSON's null); `build(tp)` otherwise."""
+    optional, tp = _is_optional(tp)
+    convert = build(tp)
+    if not optional or convert is _identity:
+        return convert
+    return lambda v: None if v is None else convert(v)
+
+
 @cache
 def encoder(tp: Any) -> Convert:
     """A function turning a value of type `tp` into JSON-able data."""
-    optional, tp = _is_optional(tp)
-    convert = _encoder(tp)
-    if optional:
-        return lambda v: None if v is None else convert(v)
-    return convert
+    return _none_or(tp, _encoder)
 
 
 def _encoder(tp: Any) -> Convert:
@@ -99,11 +104,7 @@ def encode_any(value: Any) -> Any:
 @cache
 def decoder(tp: Any) -> Convert:
     """The inverse of `encoder(tp)`."""
-    optional, tp = _is_optional(tp)
-    convert = _decoder(tp)
-    if optional and convert is not _identity:
-        return lambda v: None if v is None else convert(v)
-    return convert
+    return _none_or(tp, _decoder)
 
 
 def _decoder(tp: Any) -> Convert:

@@ -248,11 +248,9 @@ def _offline_replica(s: _Step, broker: int) -> None:
 def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
     """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica."""
     for broker in replicas:
-        rec = s.record
-        # An offline replica has left the ISR, unless it was the last member. A restored (snapshot) state can
-        # hold offline replicas in a larger ISR: Kafka's OfflineReplica transition takes them out too.
-        if rec.replica_states.get(broker) is not R.OFFLINE or (broker in rec.isr and len(rec.isr) > 1):
-            _offline_replica(s, broker)
+        # Every one goes through OfflineReplica, as in Kafka, also one already offline: a restored (snapshot)
+        # state can hold offline replicas in the ISR, and the transition takes them out.
+        _offline_replica(s, broker)
         s.move_replica(broker, R.DELETION_STARTED)
         s.move_replica(broker, R.DELETION_SUCCESSFUL)
         s.move_replica(broker, R.NON_EXISTENT)

@@ -38,11 +38,6 @@ BatchCheck = Callable[[Any, Any, int], str]
 # foreachBatch expands in the JVM (`expand_output`). Packing is derived from the records' dataclass fields
 # (schemas.codec), so a field added to a record flows through without touching this file.
 
-_encode_record = codec.encoder(PartitionRecord)
-_decode_record = codec.decoder(PartitionRecord)
-_decode_command = codec.decoder(Command)
-
-
 def pack_command(command: Command) -> bytes:
     """The silver `command` column."""
     return codec.dumps(command, Command).encode()
@@ -75,12 +70,12 @@ def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame
                              state: Any, rules: Rules = ZK) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one TopicPartition's commands of this micro-batch, applied in log
     order to the record kept in the state store. Emits audit rows and decisions, packed, in one frame."""
-    commands = [_decode_command(json.loads(p)) for frame in frames for p in frame["command"]]
+    commands = [codec.loads(p, Command) for frame in frames for p in frame["command"]]
     commands.sort(key=lambda c: (c.source_offset, c.step))
     partition_key = key[1] is not None
     record = None
     if partition_key and state.exists:
-        record = _decode_record(json.loads(state.get[0]))
+        record = codec.loads(state.get[0], PartitionRecord)
     out: list[str] = []
     for command in commands:
         applied = apply_command(record, command, rules)
@@ -92,7 +87,7 @@ def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame
             if state.exists:
                 state.remove()
         else:
-            state.update((codec.compact(_encode_record(record)).encode(),))
+            state.update((codec.dumps(record, PartitionRecord).encode(),))
     yield _frame(out)
 
 
