@@ -9,9 +9,10 @@ business: `from_row` takes plain Python values.
 
 from __future__ import annotations
 
+import operator
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from enum import Enum
@@ -144,19 +145,44 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
+@dataclass(frozen=True)
+class _RowFields:
+    """A record class's fields for `to_row`: all of them read at once, then grouped by how a value converts."""
+
+    names: tuple[str, ...]
+    values: Callable[[Any], tuple[Any, ...]]
+    scalars: tuple[str, ...]
+    tuples: tuple[str, ...]
+    maps: tuple[str, ...]
+
+
+@cache
+def _row_fields(cls: type) -> _RowFields:
+    types = field_types(cls)
+    names = tuple(types)
+
+    def kind(k: str) -> tuple[str, ...]:
+        return tuple(name for name, ft in types.items() if ft.kind == k)
+
+    return _RowFields(names, operator.attrgetter(*names), kind("scalar"), kind("tuple"), kind("map"))
+
+
 def to_row(record: Any) -> dict[str, Any]:
     """A record as a plain row: tuples as lists, maps as dicts, enum members as their values."""
-    row: dict[str, Any] = {}
-    for name, ft in field_types(type(record)).items():
-        value = getattr(record, name)
-        if value is None:
-            row[name] = None
-        elif ft.kind == "tuple":
-            row[name] = [_plain(v) for v in value]
-        elif ft.kind == "map":
+    fields_ = _row_fields(type(record))
+    row = dict(zip(fields_.names, fields_.values(record), strict=True))
+    for name in fields_.scalars:
+        value = row[name]
+        if isinstance(value, Enum):
+            row[name] = value.value
+    for name in fields_.tuples:
+        value = row[name]
+        if value is not None:
+            row[name] = [v.value if isinstance(v, Enum) else v for v in value]
+    for name in fields_.maps:
+        value = row[name]
+        if value is not None:
             row[name] = {_plain(k): _plain(v) for k, v in value.items()}
-        else:
-            row[name] = _plain(value)
     return row
 
 

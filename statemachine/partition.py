@@ -58,7 +58,7 @@ class _Step:
     # -- state machine transitions ------------------------------------------------------------
     def move(self, target: PartitionState) -> None:
         check_partition_transition(self.record.state, target)
-        self.record = replace(self.record, state=target)
+        self.record = self.record.evolve(state=target)
 
     def move_replica(self, broker: int, target: ReplicaState) -> None:
         states = self.record.replica_states
@@ -68,7 +68,7 @@ class _Step:
             del updated[broker]
         else:
             updated[broker] = target
-        self.record = replace(self.record, replica_states=updated)
+        self.record = self.record.evolve(replica_states=updated)
 
     # -- writes ---------------------------------------------------------------------------------
     def write(self, leader: int, isr: Iterable[int], recipients: Iterable[int], *,
@@ -78,8 +78,8 @@ class _Step:
         """A controller write of leader/ISR: leader_epoch + 1 (not for a leader's own ISR change)
         and partition_epoch + 1, except the very first write, which starts both at 0."""
         rec = self.record
-        self.record = replace(
-            rec, leader=leader, isr=tuple(isr),
+        self.record = rec.evolve(
+            leader=leader, isr=tuple(isr),
             leader_epoch=rec.leader_epoch + (1 if bump_leader_epoch and not initial else 0),
             partition_epoch=rec.partition_epoch + (0 if initial else 1),
             leader_recovery_state=leader_recovery_state or rec.leader_recovery_state,
@@ -129,19 +129,20 @@ class _Step:
                                                             self.command.min_isr, self.unclean_shutdown)
                         if r != rec.leader)
         last_known = last_known_leader(before.leader, before.isr, before.last_known_elr, rec.isr, rec.leader)
-        self.record = replace(rec, eligible_leader_replicas=elr, last_known_elr=last_known)
+        self.record = rec.evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
         self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
 
     def finish(self) -> Applied:
         if self.decisions and self.elr_on and not self.elr_cleared:
             self._settle_elr()
         if self.decisions:
-            # The rule set decides what the operation's writes publish; the record keeps the published epochs.
+            # The rule set decides what the operation's writes publish; the record keeps the published epochs
+            # (the partition's own, when nothing is published). Under ZK rules every write is published as is.
             self.decisions = self.rules.decisions(self.before, self.decisions)
-            last = self.decisions[-1] if self.decisions else None
-            self.record = replace(
-                self.record, leader_epoch=last.leader_epoch if last else self.before.leader_epoch,
-                partition_epoch=last.partition_epoch if last else self.before.partition_epoch)
+            published = self.decisions[-1] if self.decisions else self.before
+            epochs = (published.leader_epoch, published.partition_epoch)
+            if epochs != (self.record.leader_epoch, self.record.partition_epoch):
+                self.record = self.record.evolve(leader_epoch=epochs[0], partition_epoch=epochs[1])
         changed = self.record != self.before
         if changed:
             outcome, error = Outcome.ACCEPTED, None
@@ -294,7 +295,7 @@ def _progress_reassignment(s: _Step) -> None:
     for broker in rec.adding_replicas:
         s.move_replica(broker, R.ONLINE)
     removing = rec.removing_replicas
-    s.record = replace(s.record, replicas=target, adding_replicas=(), removing_replicas=(),
+    s.record = s.record.evolve(replicas=target, adding_replicas=(), removing_replicas=(),
                        reassignment_in_progress=False)
     moved = rec.leader not in target or rec.leader not in cmd.live_brokers
     if not moved or not s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
@@ -317,7 +318,7 @@ def _start_reassignment(s: _Step, target: tuple[int, ...]) -> None:
         # Deleting them would leave an ISR outside the replica set (KRaft refuses this as well).
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                         f"replicas {list(replicas)} would drop every in-sync replica {list(rec.isr)}")
-    s.record = replace(rec, replicas=replicas, adding_replicas=tuple(r for r in replicas if r not in origin),
+    s.record = rec.evolve(replicas=replicas, adding_replicas=tuple(r for r in replicas if r not in origin),
                        removing_replicas=tuple(r for r in replicas if r not in target),
                        reassignment_in_progress=True)
     _delete_replicas(s, unneeded)
@@ -342,7 +343,7 @@ def _on_create(s: _Step) -> None:
     so this step only records the creation."""
     replicas = s.command.replicas or ()
     s.move(P.NEW)
-    s.record = replace(s.record, replicas=replicas)
+    s.record = s.record.evolve(replicas=replicas)
     for broker in replicas:
         s.move_replica(broker, R.NEW)
     if any(r in s.command.live_brokers for r in replicas):
@@ -528,7 +529,7 @@ def _on_try_election(s: _Step) -> None:
 def _on_delete(s: _Step) -> None:
     _require_partition(s)
     # A pending reassignment ends with the topic (every replica of RS is deleted): nothing resumes it.
-    s.record = replace(s.record, queued_for_deletion=True, reassignment_in_progress=False)
+    s.record = s.record.evolve(queued_for_deletion=True, reassignment_in_progress=False)
     s.move(P.OFFLINE)
     _continue_deletion(s)
 
@@ -578,7 +579,7 @@ def _on_clear_elr(s: _Step) -> None:
     if not s.elr_on or not (rec.eligible_leader_replicas or rec.last_known_elr):
         s.note("no ELR to clear")
         return
-    s.record = replace(rec, eligible_leader_replicas=(), last_known_elr=())
+    s.record = rec.evolve(eligible_leader_replicas=(), last_known_elr=())
     s.elr_cleared = True
     s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in s.command.live_brokers), bump_leader_epoch=False)
     s.note(f"ELR {list(rec.eligible_leader_replicas)} and last known leader {list(rec.last_known_elr)} cleared")
@@ -598,7 +599,7 @@ def _on_restore(s: _Step) -> None:
     leader = NO_LEADER if cmd.leader is None else cmd.leader
     s.move(P.ONLINE if leader != NO_LEADER else P.OFFLINE)
     adding, removing = cmd.adding_replicas or (), cmd.removing_replicas or ()
-    s.record = replace(s.record, replicas=replicas, adding_replicas=adding, removing_replicas=removing,
+    s.record = s.record.evolve(replicas=replicas, adding_replicas=adding, removing_replicas=removing,
                        reassignment_in_progress=bool(adding or removing), leader=leader, isr=cmd.isr or (),
                        leader_epoch=cmd.leader_epoch or 0, partition_epoch=cmd.partition_epoch or 0,
                        leader_recovery_state=cmd.leader_recovery_state or s.record.leader_recovery_state,
