@@ -64,6 +64,8 @@ def write_outputs(result: ReplayResult, out_dir: Path) -> None:
     """DIR/decisions.jsonl, DIR/audit and DIR/quarantine (Delta), as docs/contract.md lists."""
     stamp = now_utc()
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_decisions_jsonl(out_dir / "decisions.jsonl", ({**d, "decided_at": stamp} for d in result.decisions))
+    # The JSON text of the stamp, once: the encoder would write the datetime as this on every line.
+    decided_at = stamp.isoformat()
+    write_decisions_jsonl(out_dir / "decisions.jsonl", ({**d, "decided_at": decided_at} for d in result.decisions))
     write_delta(out_dir / "audit", [{**a, "processed_at": stamp} for a in result.audit], AUDIT)
     write_delta(out_dir / "quarantine", [{**q, "quarantined_at": stamp} for q in result.quarantine], QUARANTINE)

@@ -37,9 +37,14 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+# One encoder for every decision: json.dumps with these options would build a new one per call.
+_DECISION_ENCODER = json.JSONEncoder(default=_json_default, separators=(",", ":"))
+_DECISION_COLUMNS = tuple(DECISION.names)
+
+
 def decision_json(decision: Mapping[str, Any]) -> str:
     """The decision's JSON value, columns in docs/contract.md's order (Kafka record value and JSONL line)."""
-    return json.dumps({c: decision.get(c) for c in DECISION.names}, default=_json_default, separators=(",", ":"))
+    return _DECISION_ENCODER.encode({c: decision.get(c) for c in _DECISION_COLUMNS})
 
 
 def write_decisions_jsonl(path: Path, decisions: Iterable[Mapping[str, Any]]) -> int:
@@ -57,8 +62,15 @@ def arrow_table(rows: list[Mapping[str, Any]], schema: TableSchema) -> Any:
     import pyarrow as pa
 
     arrow_schema = schema.to_arrow()
-    columns = {f.name: pa.array([_arrow_value(r.get(f.name)) for r in rows], type=f.type) for f in arrow_schema}
+    columns = {f.name: pa.array(_column(rows, f.name, pa.types.is_map(f.type)), type=f.type) for f in arrow_schema}
     return pa.Table.from_pydict(columns, schema=arrow_schema)
+
+
+def _column(rows: list[Mapping[str, Any]], name: str, is_map: bool) -> list[Any]:
+    values = [r.get(name) for r in rows]
+    if is_map:  # pyarrow builds a map column from (key, value) pairs
+        return [list(v.items()) if isinstance(v, Mapping) else v for v in values]
+    return values
 
 
 def write_delta(path: Path, rows: list[Mapping[str, Any]], schema: TableSchema, mode: str = "overwrite") -> None:
@@ -68,13 +80,6 @@ def write_delta(path: Path, rows: list[Mapping[str, Any]], schema: TableSchema, 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_deltalake(str(path), arrow_table(rows, schema), mode=mode,
                     schema_mode="overwrite" if mode == "overwrite" else None)
-
-
-def _arrow_value(value: Any) -> Any:
-    # pyarrow builds a map column from (key, value) pairs.
-    if isinstance(value, Mapping):
-        return list(value.items())
-    return value
 
 
 def now_utc() -> datetime:
