@@ -243,6 +243,8 @@ def _short(value: Any) -> str:
 def _string(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise _Invalid(f"field '{name}' must be a string, got {type(value).__name__}")
+    if value.isascii():  # the usual case, and no surrogate is ASCII
+        return value
     try:  # a JSON escape can make a lone surrogate, which no UTF-8 writer (Kafka, Parquet) accepts
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -399,6 +401,11 @@ def _no_constant(name: str) -> Any:
     raise _Invalid(f"not JSON: {name} is not a number in JSON")
 
 
+# NaN and Infinity: Python's json reads them, JSON has no such numbers. One decoder for every record
+# (json.loads with an option builds one per call).
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def parse_event(raw: bytes | str | None) -> ControllerEvent | Malformed:
     """Read one record of the event log. Bad input comes back as `Malformed(reason)`, never raised."""
     if raw is None:
@@ -407,8 +414,9 @@ def parse_event(raw: bytes | str | None) -> ControllerEvent | Malformed:
         return Malformed(f"record of {len(raw)} bytes is larger than {MAX_RECORD_BYTES}")
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes | bytearray) else raw
-        # NaN and Infinity: Python's json reads them, JSON has no such numbers.
-        obj = json.loads(text, parse_constant=_no_constant)
+        if text.startswith("\ufeff"):  # json.loads refuses a byte order mark; the decoder alone does not
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        obj = _DECODER.decode(text)
     except _Invalid as exc:
         return Malformed(str(exc))
     except (UnicodeDecodeError, ValueError) as exc:  # ValueError: JSONDecodeError, ints beyond 4300 digits
