@@ -142,7 +142,8 @@ def field_types(cls: type) -> dict[str, FieldType]:
 
 
 def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, Enum) else value
+    # `_value_` is what an enum member's `value` property returns, without the property's Python-level call.
+    return value._value_ if isinstance(value, Enum) else value
 
 
 @dataclass(frozen=True)
@@ -174,11 +175,11 @@ def to_row(record: Any) -> dict[str, Any]:
     for name in fields_.scalars:
         value = row[name]
         if isinstance(value, Enum):
-            row[name] = value.value
+            row[name] = value._value_
     for name in fields_.tuples:
         value = row[name]
         if value is not None:
-            row[name] = [v.value if isinstance(v, Enum) else v for v in value]
+            row[name] = [_plain(v) for v in value]
     for name in fields_.maps:
         value = row[name]
         if value is not None:
