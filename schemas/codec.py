@@ -67,7 +67,7 @@ def _encoder(tp: Any) -> Convert:
 
         return encode
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return lambda v: v.value
+        return lambda v: v._value_  # the value property's own attribute, without its Python call
     if origin in (tuple, list) or tp in (tuple, list):
         item = encoder(args[0]) if args else encode_any
         if item is _identity:
@@ -87,9 +87,9 @@ def _encoder(tp: Any) -> Convert:
 def encode_any(value: Any) -> Any:
     """Without a type hint (`Any`): by the value's own type."""
     if value is None or isinstance(value, (str, int, float, bool)):
-        return value.value if isinstance(value, enum.Enum) else value
+        return value._value_ if isinstance(value, enum.Enum) else value
     if isinstance(value, enum.Enum):
-        return value.value
+        return value._value_
     if dataclasses.is_dataclass(value):
         return encoder(type(value))(value)
     if isinstance(value, Mapping):

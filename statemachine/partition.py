@@ -172,15 +172,18 @@ class _Step:
         return Applied(kept, self.decisions if outcome is Outcome.ACCEPTED else [], audit)
 
 
+# What an audit row says about the partition, none of which a cluster-level row has.
+_NO_PARTITION_FACTS: dict[str, object] = dict.fromkeys((
+    "partition", "from_state", "to_state", "leader_before", "leader_after", "leader_epoch_before",
+    "leader_epoch_after", "isr_before", "isr_after", "partition_epoch_before", "partition_epoch_after", "election",
+    "replica_states", "replicas_after", "leader_recovery_state_after"))
+
+
 def _audit(cmd: Command, outcome: Outcome, error: Error | None, message: str | None, **partition_facts: object
            ) -> AuditRow:
-    """The audit row of a command: the event's facts from the command, the partition's from the caller (none
-    on a cluster-level row)."""
-    facts: dict[str, object] = {
-        "topic": cmd.topic, "partition": None, "from_state": None, "to_state": None, "leader_before": None,
-        "leader_after": None, "leader_epoch_before": None, "leader_epoch_after": None, "isr_before": None,
-        "isr_after": None, "partition_epoch_before": None, "partition_epoch_after": None, "election": None,
-        "replica_states": None, "replicas_after": None, "leader_recovery_state_after": None, **partition_facts}
+    """The audit row of a command: the event's facts from the command, the partition's from the caller (every
+    one of them, topic included; none on a cluster-level row, whose topic is the event's if it names one)."""
+    facts = partition_facts or {"topic": cmd.topic, **_NO_PARTITION_FACTS}
     return AuditRow(
         event_id=cmd.event_id, event_type=cmd.event_type, source_offset=cmd.source_offset, step=cmd.step,
         controller_epoch=cmd.controller_epoch, outcome=outcome, error=error, message=message,
