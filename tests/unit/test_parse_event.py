@@ -40,6 +40,8 @@ MALFORMED: dict[str, tuple[object, str]] = {
     "not JSON": ("{not json", "not JSON"),
     "truncated JSON": (b'{"type": "BrokerChange"', "not JSON"),
     "not UTF-8": (b"\xff\xfe{}", "not JSON"),
+    "byte order mark": (b"\xef\xbb\xbf" + json.dumps(envelope()).encode(), "not JSON: Unexpected UTF-8 BOM"),
+    "lone surrogate": (json.dumps(envelope(event_id="\ud800")), "'event_id' is not valid unicode"),
     "JSON array": ("[1, 2]", "not a JSON object"),
     "JSON number": ("42", "not a JSON object"),
     "JSON string": ('"BrokerChange"', "not a JSON object"),
@@ -113,6 +115,12 @@ def test_well_formed_events_parse_with_their_defaults() -> None:
     imbalance = parse_event(json.dumps(envelope("LeaderImbalanceCheck", principal="User:ops")))
     assert isinstance(imbalance, ControllerEvent)
     assert imbalance.principal == "User:ops"
+
+
+def test_text_beyond_ascii_is_kept() -> None:
+    parsed = parse_event(json.dumps(envelope(event_id="évènement-1", principal="User:Zoë"), ensure_ascii=False))
+    assert not isinstance(parsed, Malformed), parsed
+    assert (parsed.event_id, parsed.principal) == ("évènement-1", "User:Zoë")
 
 
 def test_kafka_refusals_are_not_malformed() -> None:

@@ -306,3 +306,19 @@ def test_deleting_offline_partitions_removes_them() -> None:
 # - testInvalidNewPartitionToNonexistentPartitionTransition / testInvalidOnlinePartitionToNonexistent...:
 #   no command asks for X -> NonExistentPartition directly (deletion always goes through Offline); the
 #   table itself is checked pair by pair in test_states.py.
+
+
+def test_evolve_builds_what_dataclasses_replace_builds() -> None:
+    """A command derives its records with PartitionRecord.evolve: the same record as dataclasses.replace, the
+    original untouched, a name that is no field refused."""
+    from dataclasses import fields, replace
+
+    before = record(P.ONLINE, (1, 2, 3), 1, (1, 2), adding_replicas=(3,), last_known_elr=(2,))
+    changes = {"state": P.OFFLINE, "replicas": (4,), "leader": 4, "isr": (4,), "leader_epoch": 9,
+               "replica_states": {4: R.NEW}, "reassignment_in_progress": True, "eligible_leader_replicas": (2,)}
+    evolved = before.evolve(**changes)
+    assert evolved == replace(before, **changes)
+    assert all(getattr(evolved, f.name) == changes.get(f.name, getattr(before, f.name)) for f in fields(before))
+    assert before == record(P.ONLINE, (1, 2, 3), 1, (1, 2), adding_replicas=(3,), last_known_elr=(2,))
+    with pytest.raises(AttributeError):
+        before.evolve(lead=2)
