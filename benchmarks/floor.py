@@ -1,7 +1,7 @@
 """Benchmark: the per-group price of applyInPandasWithState, ours next to the minimal no-op floor.
 
 The same silver commands (a cluster of N partitions, then the failure of the broker that leads them all,
-one micro-batch each) go through three stateful operators keyed by (topic, partition), each in its own
+one micro-batch each) go through stateful operators keyed by (topic, partition), each in its own
 query with the `noop` sink, in the same run and the same session:
 - floor: the minimal no-op; rows are the key plus one binary column; reads its frames, emits nothing;
 - echo:  the floor plus what any real operator must do per group: store one binary state, emit one row;
@@ -9,14 +9,19 @@ query with the `noop` sink, in the same run and the same session:
 and the same through transformWithState (state API v2), beside it to compare, not used by the pipeline:
 - tws-floor: transformWithStateInPandas, the minimal no-op (a processor with no state variable);
 - tws-row-floor: transformWithState (Rows, no pandas), the minimal no-op;
-- tws-ours (only with --operators): transformWithStateInPandas running `apply_partition_commands` on a
-  ValueState of our schema. Not comparable yet: with pyspark 4.1.3 some keys read another key's record
-  (about half the groups: 15,036 rows out instead of 20,001 at 10,000 partitions; see docs/performance.md).
+- tws-row-ours (only with --operators): transformWithState with Rows running `apply_packed`, the same
+  work as ours, on a ValueState of PARTITION_STATE;
+- tws-ours (only with --operators): transformWithStateInPandas running `apply_partition_commands` on the
+  same ValueState, its key column made non-null (see `with_processor`: with a null in it, pyspark 4.1.3
+  hands the pandas variant float keys, and every float key reaches one and the same state key).
 Reported: the failure batch's wall seconds and the CPU seconds the JVM and the Python workers spent in it
 (steadier than wall time on a shared machine), per group, and each against the floor.
+--check OPERATORS measures nothing: it runs ours and each of OPERATORS into a foreachBatch that collects the
+`out` rows, and compares them with ours, micro-batch by micro-batch, as multisets (exit 1 if any differs).
 
 Run: .venv/bin/python benchmarks/floor.py [--partitions 10000] [--repeat 2] [--state-store rocksdb|hdfs]
-     [--operators floor,echo,ours,tws-floor,tws-row-floor,tws-ours]
+     [--operators floor,echo,ours,tws-floor,tws-row-floor,tws-row-ours,tws-ours]
+     [--check tws-row-ours,tws-ours]
 (transformWithState needs the RocksDB state store, the session default.)
 """
 
