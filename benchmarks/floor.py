@@ -71,25 +71,38 @@ def echo(key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any) -> It
     yield pd.DataFrame({"out": [last.decode()]}, dtype=object)
 
 
+_UNREAD = object()
+
+
 class ValueStateAsGroupState:
-    """A transformWithState ValueState behind the GroupState calls `apply_partition_commands` makes."""
+    """A transformWithState ValueState behind the GroupState calls `apply_packed` makes, for one key (made in
+    each handleInputRows call): every ValueState call is a round trip to the JVM's state server, so the
+    value is read once, at the first `exists` or `get` (never for a key that does not use its state)."""
 
     def __init__(self, value: Any) -> None:
         self.value = value
+        self.row: Any = _UNREAD
+
+    def _read(self) -> Any:
+        if self.row is _UNREAD:
+            self.row = self.value.get()
+        return self.row
 
     @property
     def exists(self) -> bool:
-        return self.value.exists()
+        return self._read() is not None
 
     @property
     def get(self) -> Any:
-        return self.value.get()
+        return self._read()
 
     def update(self, row: tuple[Any, ...]) -> None:
         self.value.update(row)
+        self.row = row
 
     def remove(self) -> None:
         self.value.clear()
+        self.row = None
 
 
 class TwsFloor(StatefulProcessor):
@@ -109,12 +122,13 @@ class TwsRowOurs(TwsFloor):
     """Our operator on transformWithState with Rows: `apply_packed` on a ValueState of PARTITION_STATE."""
 
     def init(self, handle: Any) -> None:
-        self.state = ValueStateAsGroupState(handle.getValueState("record", PARTITION_STATE.to_spark()))
+        self.record = handle.getValueState("record", PARTITION_STATE.to_spark())
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         from pyspark.sql import Row
 
-        yield from map(Row(*PACKED_OUTPUT.names), apply_packed(key, (row.command for row in rows), self.state))
+        state = ValueStateAsGroupState(self.record)
+        yield from map(Row(*PACKED_OUTPUT.names), apply_packed(key, (row.command for row in rows), state))
 
 
 class TwsOurs(TwsRowOurs):
@@ -124,7 +138,7 @@ class TwsOurs(TwsRowOurs):
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         topic, partition = key
         key = (topic, None if partition == NO_PARTITION else partition)
-        yield from apply_partition_commands(key, rows, self.state)
+        yield from apply_partition_commands(key, rows, ValueStateAsGroupState(self.record))
 
 
 def with_state(function: Any) -> Any:
