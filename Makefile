@@ -43,7 +43,8 @@ test-unit: install
 # The performance benchmarks of docs/performance.md, one after the other (long: run on an idle machine).
 bench: install jars
 	$(PY) benchmarks/floor.py --partitions 10000
-	$(PY) benchmarks/broker_failure.py --partitions 10000
+	$(PY) benchmarks/hot_path.py --partitions 10000
+	$(PY) benchmarks/broker_failure.py --partitions 1000,10000,100000 --plot docs/broker_failure.png
 	$(PY) benchmarks/broker_failure.py --partitions 10000 --controlled-shutdown
 	$(PY) benchmarks/steady_state.py --partitions 1000,10000,100000 --plot docs/steady_state.png
 	$(PY) benchmarks/replay_throughput.py --events 100000

@@ -10,8 +10,8 @@ Measures, on the real pipeline (`run`'s two queries, local Kafka broker, Spark l
   plus one binary column), and the ratio of our operator and of the whole path to it;
 - the pure core (`Controller.handle`) on the same event, for reference.
 
-Run: .venv/bin/python benchmarks/broker_failure.py [--partitions 10000] [--controlled-shutdown]
-     [--trigger "1 second"] [--master spark://...] [--conf k=v ...] [--no-floor]
+Run: .venv/bin/python benchmarks/broker_failure.py [--partitions 10000 | 1000,10000,100000] [--controlled-shutdown]
+     [--trigger "1 second"] [--master spark://...] [--conf k=v ...] [--no-floor] [--plot failure.png]
 Not a test: numbers go to docs/performance.md with the command that produced them.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import floor as floor_bench
-from harness import KeptCounts, Progress, cluster_log, iso_seconds, load, wait_for
+from harness import KeptCounts, Progress, cluster_log, iso_seconds, load, plot_against_size, wait_for
 
 from schemas.events import parse_event
 from statemachine.controller import Controller, ControllerConfig
@@ -60,13 +60,20 @@ def decisions_for(bootstrap: str, topic: str, event_id: str, expected: int, time
         consumer.close()
 
 
-def steps_of(progress: dict[str, Any], kept: dict[str, Any]) -> dict[str, float]:
-    """A micro-batch's seconds: our own steps, then what Spark spent around them."""
-    steps = dict(kept["steps"])
+def steps_of(progress: dict[str, Any], kept: dict[str, Any]) -> list[tuple[str, float]]:
+    """A micro-batch's seconds: our own steps (a step of writes at once followed by each write's own
+    seconds), then what Spark spent around them."""
+    steps = kept["steps"]
+    within = kept.get("within", {})
+    rows: list[tuple[str, float]] = []
+    for step, seconds in steps.items():
+        rows.append((step, seconds))
+        rows.extend((f"    {name} (its own seconds)", within[name]) for name in step.split(" | ")
+                    if " | " in step and name in within)
     add_batch = progress["durationMs"].get("addBatch", 0) / 1000
-    steps["spark around foreachBatch"] = add_batch - sum(steps.values())
-    steps["offsets, planning, commit"] = progress["batchDuration"] / 1000 - add_batch
-    return steps
+    rows.append(("spark around foreachBatch", add_batch - sum(steps.values())))
+    rows.append(("offsets, planning, commit", progress["batchDuration"] / 1000 - add_batch))
+    return rows
 
 
 def measure(partitions: int, tail: str = "failure", trigger: str = "1 second", master: str | None = None,
@@ -132,16 +139,18 @@ def measure(partitions: int, tail: str = "failure", trigger: str = "1 second", m
     echo(f"pure core (Controller.handle of the event): {core_seconds:.2f}s")
     rows = [("trigger wait (append -> sequencer batch starts)", seq_start - appended),
             ("sequencer micro-batch", seq["batchDuration"] / 1000),
-            *((f"    {k}", v) for k, v in steps_of(seq, counts.sequencer.kept[seq["batchId"]]).items()),
+            *((f"    {k}", v) for k, v in steps_of(seq, counts.sequencer.kept[seq["batchId"]])),
             ("Delta hop (silver committed -> partition batch starts)", part_start - seq_end),
             ("partition micro-batch", part["batchDuration"] / 1000),
-            *((f"    {k}", v) for k, v in steps_of(part, counts.partitions.kept[part["batchId"]]).items()),
+            *((f"    {k}", v) for k, v in steps_of(part, counts.partitions.kept[part["batchId"]])),
             ("sink topic -> consumer (after the batch's commit)", last_decision - part_end)]
     for what, seconds in rows:
         echo(f"  {what:58s} {seconds:7.2f}s")
     echo(f"end to end (append -> last decision on the sink topic): {end_to_end:.2f}s")
+    result = {"end_to_end": end_to_end, "sequencer": seq["batchDuration"] / 1000,
+              "partitions": part["batchDuration"] / 1000}
     if floors is None:
-        return {"end_to_end": end_to_end}
+        return result
     floor_s, cpu = floors["seconds"]["floor"], floors["cpu"]
     echo(f"floor (minimal no-op applyInPandasWithState, same {floors['groups']} groups, one micro-batch): "
          f"{floor_s:.2f}s; echo {floors['seconds']['echo']:.2f}s; our operator alone "
@@ -149,22 +158,35 @@ def measure(partitions: int, tail: str = "failure", trigger: str = "1 second", m
          f"workers) floor {cpu['floor']:.2f}s, echo {cpu['echo']:.2f}s, ours {cpu['ours']:.2f}s "
          f"({cpu['ours'] / cpu['floor']:.2f}x)")
     echo(f"ratio end to end / floor: {end_to_end / floor_s:.2f}x")
-    return {"end_to_end": end_to_end, "floor": floor_s}
+    return {**result, "floor": floor_s, "floor CPU": cpu["floor"], "ours CPU": cpu["ours"]}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--partitions", default="10000", help="comma-separated cluster sizes, one run each")
     parser.add_argument("--controlled-shutdown", action="store_true",
                         help="broker 1 shuts down in a controlled way instead of failing")
     parser.add_argument("--trigger", default="1 second", help="both queries' processing-time trigger")
     parser.add_argument("--master", help="a Spark master URL (default: local[2])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     parser.add_argument("--no-floor", action="store_true", help="skip the no-op floor")
+    parser.add_argument("--plot", type=Path, default=None, help="write a PNG of the seconds against cluster size")
     args = parser.parse_args()
     conf = dict(item.split("=", 1) for item in args.conf)
-    measure(args.partitions, "controlled-shutdown" if args.controlled_shutdown else "failure", args.trigger,
-            args.master, conf or None, not args.no_floor)
+    tail = "controlled-shutdown" if args.controlled_shutdown else "failure"
+    results = {}
+    for size in (int(s) for s in args.partitions.split(",")):
+        results[size] = measure(size, tail, args.trigger, args.master, conf or None, not args.no_floor)
+    if len(results) > 1:
+        print(f"{tail}, seconds per cluster size:")
+        for size, r in results.items():
+            print(f"  {size:>7} partitions: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items()))
+    if args.plot:
+        names = {"end_to_end": "end to end", "sequencer": "sequencer micro-batch",
+                 "partitions": "partition micro-batch", "floor": "no-op floor (one micro-batch)"}
+        series = {label: {size: r[key] for size, r in results.items() if key in r} for key, label in names.items()}
+        plot_against_size({label: points for label, points in series.items() if points},
+                          args.plot, "seconds", f"{tail} of the broker leading every partition")
     return 0
 
 

@@ -178,3 +178,29 @@ def cpu_seconds(pid: int) -> float:
             continue
         total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def plot_against_size(series: dict[str, dict[int, float]], path: Path, ylabel: str, title: str) -> None:
+    """A PNG of seconds against the cluster's partitions (log x), one line per series."""
+    import itertools
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for (label, points), marker in zip(series.items(), itertools.cycle("os^vD"), strict=False):
+        sizes = sorted(points)
+        ax.plot(sizes, [points[s] for s in sizes], marker=marker, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("partitions in the cluster")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    print(f"plot: {path}")

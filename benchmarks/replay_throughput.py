@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import isr_churn, load
+from harness import Progress, isr_churn, load, wait_for
 
 from statemachine.controller import ControllerConfig
 from streaming.engine.local import run_local, write_outputs
@@ -48,13 +48,26 @@ def main() -> int:
             from streaming.jobs.replay import replay_spark
 
             spark = build_spark("isrflow-replay-bench")
+            progress = Progress()
+            spark.streams.addListener(progress.listener())
             started_load, started = load(), time.perf_counter()
             replay_spark(spark, isr_churn(args.partitions, args.events), work / "spark", ControllerConfig(),
                          batch_size=args.batch_size)
             seconds = time.perf_counter() - started
+            wait_for(lambda: len(progress.batches("isrflow-partitions")) > 0, 30, "progress events")
             spark.stop()
             print(f"spark: {seconds:.1f}s, {total / seconds:,.0f} events/s (batch size {args.batch_size or 'all'}), "
                   f"load {started_load} -> {load()}")
+            in_batches = 0.0
+            for name in ("isrflow-sequencer", "isrflow-partitions"):
+                batches = progress.batches(name)
+                batch_seconds = sum(b["batchDuration"] for b in batches) / 1000
+                foreach = sum(b["durationMs"].get("addBatch", 0) for b in batches) / 1000
+                in_batches += batch_seconds
+                print(f"  {name}: {len(batches)} micro-batch(es), {batch_seconds:.1f}s "
+                      f"({foreach:.1f}s in foreachBatch)")
+            print(f"  outside the micro-batches (staging the log, starting the queries, decisions.jsonl): "
+                  f"{seconds - in_batches:.1f}s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

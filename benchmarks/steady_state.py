@@ -12,7 +12,6 @@ Run: .venv/bin/python benchmarks/steady_state.py [--partitions 1000,100000] [--b
 from __future__ import annotations
 
 import argparse
-import itertools
 import shutil
 import statistics
 import tempfile
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from floor import STATE_STORES
-from harness import KeptCounts, Progress, isr_churn, load
+from harness import KeptCounts, Progress, isr_churn, load, plot_against_size
 
 from statemachine.controller import ControllerConfig
 from streaming.engine.counts import BatchCounts
@@ -97,26 +96,9 @@ def main() -> int:
 
 
 def plot(results: dict[int, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sizes = sorted(results)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, marker in zip(("sequencer", "partitions"), itertools.cycle("os"), strict=False):
-        ax.plot(sizes, [results[s][name]["median"] for s in sizes], marker=marker,
-                label=f"{name} query, one IsrChange")
-    ax.set_xscale("log")
-    ax.set_xlabel("partitions in the cluster")
-    ax.set_ylabel("seconds per micro-batch")
-    ax.set_ylim(bottom=0)
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    print(f"plot: {path}")
+    plot_against_size({f"{name} query, one IsrChange": {size: r[name]["median"] for size, r in results.items()}
+                       for name in ("sequencer", "partitions")},
+                      path, "seconds per micro-batch", "one IsrChange per micro-batch (median)")
 
 
 if __name__ == "__main__":
