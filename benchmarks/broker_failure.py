@@ -60,13 +60,20 @@ def decisions_for(bootstrap: str, topic: str, event_id: str, expected: int, time
         consumer.close()
 
 
-def steps_of(progress: dict[str, Any], kept: dict[str, Any]) -> dict[str, float]:
-    """A micro-batch's seconds: our own steps, then what Spark spent around them."""
-    steps = dict(kept["steps"])
+def steps_of(progress: dict[str, Any], kept: dict[str, Any]) -> list[tuple[str, float]]:
+    """A micro-batch's seconds: our own steps (a step of writes at once followed by each write's own
+    seconds), then what Spark spent around them."""
+    steps = kept["steps"]
+    within = kept.get("within", {})
+    rows: list[tuple[str, float]] = []
+    for step, seconds in steps.items():
+        rows.append((step, seconds))
+        rows.extend((f"    {name} (its own seconds)", within[name]) for name in step.split(" | ")
+                    if " | " in step and name in within)
     add_batch = progress["durationMs"].get("addBatch", 0) / 1000
-    steps["spark around foreachBatch"] = add_batch - sum(steps.values())
-    steps["offsets, planning, commit"] = progress["batchDuration"] / 1000 - add_batch
-    return steps
+    rows.append(("spark around foreachBatch", add_batch - sum(steps.values())))
+    rows.append(("offsets, planning, commit", progress["batchDuration"] / 1000 - add_batch))
+    return rows
 
 
 def measure(partitions: int, tail: str = "failure", trigger: str = "1 second", master: str | None = None,
@@ -132,10 +139,10 @@ def measure(partitions: int, tail: str = "failure", trigger: str = "1 second", m
     echo(f"pure core (Controller.handle of the event): {core_seconds:.2f}s")
     rows = [("trigger wait (append -> sequencer batch starts)", seq_start - appended),
             ("sequencer micro-batch", seq["batchDuration"] / 1000),
-            *((f"    {k}", v) for k, v in steps_of(seq, counts.sequencer.kept[seq["batchId"]]).items()),
+            *((f"    {k}", v) for k, v in steps_of(seq, counts.sequencer.kept[seq["batchId"]])),
             ("Delta hop (silver committed -> partition batch starts)", part_start - seq_end),
             ("partition micro-batch", part["batchDuration"] / 1000),
-            *((f"    {k}", v) for k, v in steps_of(part, counts.partitions.kept[part["batchId"]]).items()),
+            *((f"    {k}", v) for k, v in steps_of(part, counts.partitions.kept[part["batchId"]])),
             ("sink topic -> consumer (after the batch's commit)", last_decision - part_end)]
     for what, seconds in rows:
         echo(f"  {what:58s} {seconds:7.2f}s")

@@ -9,9 +9,9 @@ import dataclasses
 import functools
 import json
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -66,11 +66,27 @@ def _frame(out: list[str]) -> pd.DataFrame:
                         columns=_OUT, copy=False)
 
 
-def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
-                             state: Any, rules: Rules = ZK) -> Iterator[pd.DataFrame]:
-    """applyInPandasWithState function: one TopicPartition's commands of this micro-batch, applied in log
-    order to the record kept in the state store. Emits audit rows and decisions, packed, in one frame."""
-    commands = [codec.loads(p, Command) for frame in frames for p in frame["command"]]
+class PackedState(Protocol):
+    """The state calls `apply_packed` makes: applyInPandasWithState's GroupState has them; a transformWithState
+    ValueState can be put behind them."""
+
+    @property
+    def exists(self) -> bool: ...
+
+    @property
+    def get(self) -> tuple[Any, ...]: ...
+
+    def update(self, row: tuple[Any, ...]) -> None: ...
+
+    def remove(self) -> None: ...
+
+
+def apply_packed(key: tuple[Any, ...], packed: Iterable[bytes], state: PackedState,
+                 rules: Rules = ZK) -> list[str]:
+    """One TopicPartition's packed commands of this micro-batch, applied in log order to the record kept in
+    `state` (a PARTITION_STATE row); returns the packed audit rows and decisions. A key whose partition is
+    None holds the cluster-level commands: they have no record, so the state is neither read nor written."""
+    commands = [codec.loads(p, Command) for p in packed]
     commands.sort(key=lambda c: (c.source_offset, c.step))
     partition_key = key[1] is not None
     record = None
@@ -88,7 +104,14 @@ def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame
                 state.remove()
         else:
             state.update((codec.dumps(record, PartitionRecord).encode(),))
-    yield _frame(out)
+    return out
+
+
+def apply_partition_commands(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
+                             state: Any, rules: Rules = ZK) -> Iterator[pd.DataFrame]:
+    """applyInPandasWithState function: one TopicPartition's commands of this micro-batch, applied in log
+    order to the record kept in the state store. Emits audit rows and decisions, packed, in one frame."""
+    yield _frame(apply_packed(key, (p for frame in frames for p in frame["command"]), state, rules))
 
 
 def expand_output(packed: Any) -> Any:
