@@ -9,7 +9,7 @@ query with the `noop` sink, in the same run and the same session:
 and the same through transformWithState (state API v2), beside it to compare, not used by the pipeline:
 - tws-floor: transformWithStateInPandas, the minimal no-op (a processor with no state variable);
 - tws-row-floor: transformWithState (Rows, no pandas), the minimal no-op;
-- tws-row-ours (only with --operators): transformWithState with Rows running `apply_packed`, the same
+- tws-row-ours: transformWithState with Rows running `apply_packed`, the same
   work as ours, on a ValueState of PARTITION_STATE;
 - tws-ours (only with --operators): transformWithStateInPandas running `apply_partition_commands` on the
   same ValueState, its key column made non-null (see `with_processor`: with a null in it, pyspark 4.1.3
@@ -172,7 +172,7 @@ def with_processor(processor: type, pandas: bool = True) -> Any:
 OPERATORS = {"floor": with_state(floor), "echo": with_state(echo), "ours": with_state(apply_partition_commands),
              "tws-floor": with_processor(TwsFloor), "tws-row-floor": with_processor(TwsFloor, pandas=False),
              "tws-ours": with_processor(TwsOurs), "tws-row-ours": with_processor(TwsRowOurs, pandas=False)}
-DEFAULT = ("floor", "echo", "ours", "tws-floor", "tws-row-floor")
+DEFAULT = ("floor", "echo", "ours", "tws-floor", "tws-row-floor", "tws-row-ours")
 
 
 def stage(spark: Any, path: Path, batches: list[list[dict[str, Any]]]) -> None:
