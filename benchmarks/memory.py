@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -71,10 +72,18 @@ def main() -> int:
     tenths = [samples[min(len(samples) - 1, len(samples) * i // 10)] for i in range(1, 11)]
     for i, (_, d, j, w) in enumerate(tenths, start=1):
         print(f"  {i * 10:3d}%   {d:8.0f}  {j:8.0f}  {w:8.0f}")
-    first, last = tenths[0], tenths[-1]
-    print(f"growth from 10% to 100%: driver {last[1] - first[1]:+.0f} MiB, JVM {last[2] - first[2]:+.0f} MiB, "
-          f"worker {last[3] - first[3]:+.0f} MiB")
+    # Medians of the first and last quarter; the Python workers exist only while the partition query runs.
+    with_workers = [s for s in samples if s[3] > 0]
+    for name, column, over in (("driver", 1, samples), ("JVM", 2, samples), ("worker", 3, with_workers)):
+        first, last = quarter_medians(over, column)
+        print(f"{name}: median of the first quarter {first:.0f} MiB, of the last {last:.0f} MiB ({last - first:+.0f})")
     return 0
+
+
+def quarter_medians(samples: list[tuple[float, float, float, float]], column: int) -> tuple[float, float]:
+    quarter = max(1, len(samples) // 4)
+    values = [s[column] for s in samples] or [0.0]
+    return statistics.median(values[:quarter]), statistics.median(values[-quarter:])
 
 
 if __name__ == "__main__":
