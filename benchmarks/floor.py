@@ -131,6 +131,9 @@ class TwsRowOurs(TwsFloor):
         yield from map(Row(*PACKED_OUTPUT.names), apply_packed(key, (row.command for row in rows), state))
 
 
+NO_PARTITION = -1  # the pandas variant's key for the cluster-level commands' None (see `with_processor`)
+
+
 class TwsOurs(TwsRowOurs):
     """Our operator on transformWithStateInPandas: `apply_partition_commands` on the same ValueState. Its key
     never holds a null (see `with_processor`): NO_PARTITION stands for the cluster-level commands' None."""
@@ -147,8 +150,6 @@ def with_state(function: Any) -> Any:
     return lambda commands: commands.groupBy("topic", "partition").applyInPandasWithState(
         function, PACKED_OUTPUT.to_spark(), PARTITION_STATE.to_spark(), "append", GroupStateTimeout.NoTimeout)
 
-
-NO_PARTITION = -1
 
 
 def with_processor(processor: type, pandas: bool = True) -> Any:

@@ -51,19 +51,20 @@ def resolve(source: Location) -> Sources:
         delta = source.parent / "decisions"
         return Sources(source, None, delta if DeltaTable.is_deltatable(str(delta)) else None)
     source = Path(source)
-    if (source / "audit" / "_delta_log").is_dir():
-        jsonl = source / "decisions.jsonl"
-        delta = source / "_pipeline" / "decisions"
-        return Sources(source / "audit", jsonl if jsonl.is_file() else None,
-                       delta if not jsonl.is_file() and (delta / "_delta_log").is_dir() else None)
-    if (source / "_delta_log").is_dir():
-        jsonl = source.parent / "decisions.jsonl"
-        delta = source.parent / "decisions"
-        return Sources(source, jsonl if jsonl.is_file() else None,
-                       delta if not jsonl.is_file() and (delta / "_delta_log").is_dir() else None)
+    if (source / "audit" / "_delta_log").is_dir():  # a replay output folder
+        return _local(source / "audit", source / "decisions.jsonl", source / "_pipeline" / "decisions")
+    if (source / "_delta_log").is_dir():  # an audit table
+        return _local(source, source.parent / "decisions.jsonl", source.parent / "decisions")
     if not source.exists():
         raise FileNotFoundError(f"no such replay output folder or audit table: {source}")
     raise FileNotFoundError(f"{source} is neither a replay output folder (with audit/) nor a Delta audit table")
+
+
+def _local(audit: Path, jsonl: Path, delta: Path) -> Sources:
+    """The decisions of a local audit table: its `decisions.jsonl`, else its decisions Delta table, if there."""
+    if jsonl.is_file():
+        return Sources(audit, jsonl)
+    return Sources(audit, None, delta if (delta / "_delta_log").is_dir() else None)
 
 
 def load(source: Location, topic: str, partition: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],

@@ -50,9 +50,13 @@ def _plain(value: Any) -> Any:
 def read_state(spark: Any, checkpoint: Location, topic: str | None = None, partition: int | None = None
                ) -> list[dict[str, Any]]:
     """The state records (PartitionRecord's fields) in (topic, partition) order, optionally filtered."""
+    return _records(spark, state_dir(checkpoint, Storage(spark)), topic, partition)
+
+
+def _records(spark: Any, path: Location, topic: str | None, partition: int | None) -> list[dict[str, Any]]:
+    """`read_state` on the partition query's checkpoint folder itself."""
     from pyspark.sql import functions as F
 
-    path = state_dir(checkpoint, Storage(spark))
     # In a fresh session the state reader fails with "Cannot find endpoint: StateStoreCoordinator" until the
     # streaming query manager exists: touching it once registers the coordinator.
     _ = spark.streams.active
@@ -66,11 +70,12 @@ def read_state(spark: Any, checkpoint: Location, topic: str | None = None, parti
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
 
-def state_batch(spark: Any, checkpoint: Location) -> int | None:
-    """The micro-batch the state store's latest version belongs to (from Spark's state metadata)."""
+def _state_batch(spark: Any, path: Location) -> int | None:
+    """The micro-batch the state store's latest version belongs to (from Spark's state metadata), for the
+    partition query's checkpoint folder `path`."""
     try:
         _ = spark.streams.active
-        rows = spark.read.format("state-metadata").load(str(state_dir(checkpoint, Storage(spark)))).collect()
+        rows = spark.read.format("state-metadata").load(str(path)).collect()
     except Exception:  # older checkpoints have no metadata; the batch is only a nicety
         return None
     batches = [r["maxBatchId"] for r in rows if r["maxBatchId"] is not None]
@@ -120,13 +125,13 @@ def inspect(checkpoint_dir: str | Location, topic: str | None = None, partition:
 
     checkpoint = location(checkpoint_dir, absolute=False)
     # A local checkpoint gets a clear error before Spark starts; a URI is reached through the session.
-    path = checkpoint if isinstance(checkpoint, Uri) else state_dir(checkpoint)
+    path = None if isinstance(checkpoint, Uri) else state_dir(checkpoint)
     existing = SparkSession.getActiveSession()
     spark = build_spark("isrflow-inspect", master, spark_conf)
     try:
-        path = state_dir(path, Storage(spark))
-        rows = read_state(spark, path, topic, partition)
-        batch = state_batch(spark, path)
+        path = path or state_dir(checkpoint, Storage(spark))
+        rows = _records(spark, path, topic, partition)
+        batch = _state_batch(spark, path)
     finally:
         if existing is None:
             spark.stop()

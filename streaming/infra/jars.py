@@ -92,11 +92,13 @@ def fetch_set(jar_set: JarSet) -> None:
         print(f"{jar_set.name}: left out {len(dropped)} jars pyspark already ships: {', '.join(dropped)}")
 
 
+_BY_NAME = {s.name: s for s in (*JAR_SETS, *ON_DEMAND_JAR_SETS)}
+
+
 def fetch(names: list[str] | None = None) -> None:
     """Fetch the named sets, by default every set but the on-demand ones (the `make jars` step)."""
-    by_name = {s.name: s for s in (*JAR_SETS, *ON_DEMAND_JAR_SETS)}
     for name in names or [s.name for s in JAR_SETS]:
-        fetch_set(by_name[name])
+        fetch_set(_BY_NAME[name])
 
 
 def kafka_broker_classpath() -> str:
@@ -110,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streaming.infra.jars", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("fetch", help="download (once) and cache the Kafka broker and Spark connector jars")
-    known = [s.name for s in (*JAR_SETS, *ON_DEMAND_JAR_SETS)]
+    known = list(_BY_NAME)
     # No argparse `choices` here: Python 3.11 checks an empty `nargs="*"` default against them and fails.
     p.add_argument("sets", nargs="*", metavar="SET",
                    help=f"the sets to fetch, of {', '.join(known)} (default: {', '.join(s.name for s in JAR_SETS)}; "

@@ -99,13 +99,11 @@ def scan_delta(path: Location, expression: Any = None, columns: list[str] | None
     from deltalake import DeltaTable
 
     table = DeltaTable(str(path))
-    if isinstance(path, Uri):
-        dataset = table.to_pyarrow_dataset()
-        return dataset.to_table(filter=expression, columns=columns) if table.file_uris() else None
     files = table.file_uris()
     if not files:
         return None
-    return ds.dataset(files, format="parquet").to_table(filter=expression, columns=columns)
+    dataset = table.to_pyarrow_dataset() if isinstance(path, Uri) else ds.dataset(files, format="parquet")
+    return dataset.to_table(filter=expression, columns=columns)
 
 
 def read_delta(path: Location, expression: Any = None) -> list[dict[str, Any]]:
