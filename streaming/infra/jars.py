@@ -1,7 +1,8 @@
 """Java dependencies, fetched from Maven Central with Maven and cached under `.cache/` (git-ignored).
 
-Two sets, each resolved from a pom under `tools/maven/` and copied flat into `.cache/jars/<set>-<fingerprint>/`:
+Each set is resolved from a pom under `tools/maven/` and copied flat into `.cache/jars/<set>-<fingerprint>/`:
 - `kafka-broker`: the KRaft Kafka broker and its log4j2 backend, run by `streaming.infra.localkafka`.
+- `kafka-3.9`: Kafka 3.9.1 with ZooKeeper 3.8.4 and reload4j: ZooKeeper-mode clusters and 3.x KRaft clusters.
 - `spark`: Spark's Kafka connector and Delta Lake, minus every jar pyspark already ships (scala, jackson,
   hadoop, slf4j, ...), so the session's classpath holds one copy of each library; passed as `spark.jars`.
 
@@ -101,9 +102,9 @@ def fetch(names: list[str] | None = None) -> None:
         fetch_set(_BY_NAME[name])
 
 
-def kafka_broker_classpath() -> str:
-    """The `java -cp` value that runs the Kafka broker and its storage tool."""
-    return os.pathsep.join(str(p) for p in require(KAFKA_BROKER))
+def kafka_broker_classpath(jar_set: JarSet = KAFKA_BROKER) -> str:
+    """The `java -cp` value that runs a Kafka broker and its tools: Kafka 4.1 by default, or `KAFKA_39`."""
+    return os.pathsep.join(str(p) for p in require(jar_set))
 
 
 
