@@ -1,18 +1,19 @@
 """A real KRaft cluster (1 controller + 3 brokers) scripted through the Admin API; its metadata log dumped with
 Kafka's own tool, imported, and replayed under the kraft rules: every partition's history must equal the real
-controller's. One cluster per ELR setting, per module; every process is stopped by pid on teardown."""
+controller's. One cluster per ELR setting, per module (the ELR-on one turns the feature off after its scenario and
+fails brokers again); every process is stopped by pid on teardown."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kraft_scenario import run_scenario
+from kraft_scenario import run_scenario, turn_elr_off_mid_run
 
 from schemas.records import audit_sort_key
 from statemachine.controller import ControllerConfig
@@ -22,20 +23,26 @@ from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.delta import read_delta
 from streaming.jobs.kraft import import_kraft, read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay, replay_spark
+from streaming.kraft.agreement import agreement_rows
+from streaming.kraft.convert import event_offset
 from streaming.kraft.metadatalog import plan, read_metadata_log
 
 # The controller rolls a segment and takes a snapshot every few seconds, so its copy of the log is "newest snapshot +
 # several segments"; broker 2 (never restarted) keeps defaults, so its copy holds the whole history from offset 0.
 FAST_ROLLING = {"metadata.log.segment.ms": "8000", "metadata.log.max.snapshot.interval.ms": "8000"}
 HISTORY_BROKER = 2
+ELR = "eligible.leader.replicas.version"
 pytestmark = pytest.mark.kraft_cluster
 
 
-def _scripted_cluster(tmp: Path, elr: bool) -> Iterator[dict[str, Path]]:
+def _scripted_cluster(tmp: Path, elr: bool, then: Callable[[KraftCluster], None] | None = None
+                      ) -> Iterator[dict[str, Path]]:
     cluster = KraftCluster(brokers=3, elr=elr, extra_controller_config=FAST_ROLLING)
     try:
         cluster.start()
         run_scenario(cluster)
+        if then is not None:
+            then(cluster)
         out = {"history": tmp / "broker-metadata", "controller": tmp / "controller-metadata"}
         shutil.copytree(cluster.broker_metadata_dir(HISTORY_BROKER), out["history"])
         shutil.copytree(cluster.metadata_dir, out["controller"])
@@ -52,7 +59,7 @@ def elr_off(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path
 
 @pytest.fixture(scope="module")
 def elr_on(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    yield from _scripted_cluster(tmp_path_factory.mktemp("kraft-elr-on"), elr=True)
+    yield from _scripted_cluster(tmp_path_factory.mktemp("kraft-elr-on"), elr=True, then=turn_elr_off_mid_run)
 
 
 History = dict[tuple[str, int], list[tuple[Any, ...]]]
@@ -139,6 +146,31 @@ def test_elr_on_reproduces_every_partition_history_of_the_real_controller(elr_on
                for o in observed)
     events = read_jsonl(tmp_path / "kraft" / "events.jsonl")
     assert any(e.get("unclean_shutdown") for e in events)
+
+
+def test_a_feature_turned_off_mid_log_applies_from_its_offset(elr_on: dict[str, Path], tmp_path: Path) -> None:
+    """eligible.leader.replicas.version goes 1 -> 0 late in the log (while rf3 holds an ELR), brokers fail before
+    and after: the replay follows each level from its offset (an UpdateFeatures event) and reproduces every
+    decision and partition history; applying one level to the whole log does not."""
+    summary = replay_kraft(elr_on["history"], tmp_path / "levels")
+    events = read_jsonl(tmp_path / "levels" / "kraft" / "events.jsonl")
+    [off] = [e for e in events if e["type"] == "UpdateFeatures" and e["features"] == {ELR: 0}]
+    assert f"{ELR}=1 at " in summary and f"{ELR}=0 at {event_offset(off)}" in summary
+    observed = assert_every_history_reproduced(tmp_path / "levels", summary)
+    after = [o for o in observed if o["source_offset"] > event_offset(off)]
+    assert any(o["cause"] == "BrokerChange" and o["decision"] for o in after), "failures after the switch"
+    # rf3 held an ELR when the feature went off; its next change empties it, and no change after makes one.
+    before = [o for o in observed if o["source_offset"] < event_offset(off)]
+    assert any(o["topic"] == "rf3" and o["eligible_leader_replicas"] == [3] for o in before)
+    assert not any(o["eligible_leader_replicas"] for o in after)
+    # The same log with one level for the whole of it (no UpdateFeatures events): decisions differ.
+    whole = tmp_path / "one-level.jsonl"
+    whole.write_text("".join(json.dumps(e) + "\n" for e in events if e["type"] != "UpdateFeatures"))
+    for elr in (False, True):
+        replay(ReplayOptions(str(whole), tmp_path / f"one-level-{elr}", engine="local",
+                             config=ControllerConfig(rules=KRAFT, eligible_leader_replicas=elr)))
+        rows = agreement_rows(observed, read_jsonl(tmp_path / f"one-level-{elr}" / "decisions.jsonl"))
+        assert not all(r["match"] for r in rows), elr
 
 
 @pytest.mark.spark
