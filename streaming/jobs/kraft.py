@@ -14,6 +14,7 @@ from streaming.kraft.convert import convert
 from streaming.kraft.metadatalog import read_metadata_log
 
 PREFIX = "kraft:"
+ELR_FEATURE = "eligible.leader.replicas.version"
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,14 @@ class ImportSummary:
 
     def describe(self) -> str:
         unknown = ", ".join(f"{k} x{v}" for k, v in sorted(self.unknown.items())) or "none"
+        ending = {ELR_FEATURE: 0, **self.features}
+        levels = ", ".join(f"{name}={level}" for name, level in sorted(ending.items()))
         changes = ", ".join(f"{name}={level} at {offset}" for offset, name, level in self.feature_changes) or "none"
         return (f"read {self.records} metadata records from {len(self.files)} file(s) "
                 f"({', '.join(p.name for p in self.files)}): {self.events} events, {self.observed} observed "
                 f"partition changes; skipped {self.control_batches} control batches, {self.aborted} records of "
                 f"aborted transactions, record types not modelled: {unknown}; unexplained changes: "
-                f"{self.unexplained}; feature levels: {changes}")
+                f"{self.unexplained}; feature levels as the log ends: {levels}; set at: {changes}")
 
 
 def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
