@@ -361,11 +361,14 @@ class Converter:
             if not c.after.adding and not c.after.removing and "isr" in d and set(c.after.isr) != set(c.before.isr):
                 return "ISR"  # the leader's AlterPartition completed the reassignment
             return "REASSIGN"
-        if "isr" in d and "leader" in d and d.get("leaderRecoveryState") == 1 and list(d["isr"]) == [d["leader"]]:
+        # Below metadata version 3.2-IV0 (or when already RECOVERING) an unclean election sets no recovery state.
+        if "isr" in d and "leader" in d and list(d["isr"]) == [d["leader"]] and (
+                d.get("leaderRecoveryState") == 1 or d["leader"] not in c.before.isr):
             return "UNCLEAN"
         if "leader" in d and "isr" not in d and d["leader"] != NO_LEADER:
             return "PREFERRED"
-        if "isr" in d and "leader" not in d:
+        # Below metadata version 3.6-IV0 an ISR shrink also sets `leader`, to the same leader (a leader epoch bump).
+        if "isr" in d and d.get("leader", c.before.leader) == c.before.leader:
             return "ISR"
         return "UNEXPLAINED"
 

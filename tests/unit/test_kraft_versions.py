@@ -201,3 +201,17 @@ def test_metadata_version_option() -> None:
     args = build_parser().parse_args(["replay", "x.jsonl", "--out", "o"])
     assert _controller_config(args).metadata_version == LATEST_PRODUCTION
     assert main(["replay", "x.jsonl", "--out", "o", "--metadata-version", "3.5-IV9"]) == 2
+
+
+def test_old_metadata_version_record_shapes_are_an_isr_change_and_an_unclean_election() -> None:
+    log = started_cluster()
+    [shrink] = log.batch(pcr(0, isr=[1, 2], leader=1))  # below 3.6-IV0: `leader` set to the same leader
+    log.batch(change(1, 1, fenced=1), change(2, 2, fenced=1))
+    [unclean] = log.batch(pcr(0, isr=[3], leader=3))  # below 3.2-IV0: no leaderRecoveryState
+    result = convert(log.records)
+    by_offset = {event_offset(e): e for e in result.events}
+    assert (by_offset[shrink]["type"], by_offset[shrink]["isr"]) == ("IsrChange", [1, 2])
+    assert (by_offset[unclean]["type"], by_offset[unclean]["election_type"]) == ("ElectLeaders", "UNCLEAN")
+    observed = {o["source_offset"]: o for o in result.observed}
+    assert (observed[shrink]["leader_epoch"], observed[unclean]["leader_recovery_state"]) == (1, "RECOVERED")
+    assert not result.unexplained
