@@ -74,3 +74,18 @@ def turn_elr_off_mid_run(c: KraftCluster) -> None:
     c.restart(1)
     c.wait_until(lambda: all(p["isr"] == [1, 2, 3] for p in c.describe("rf3").values()), what="rf3 ISRs full, end")
     time.sleep(1)
+
+
+def upgrade_metadata_version_mid_run(c: KraftCluster) -> None:
+    """After the scenario, on a cluster formatted at metadata.version 3.5-IV2: upgrade to 3.6-IV2 (ISR shrinks
+    stop bumping the leader epoch at 3.6-IV0; below 3.7-IV2, so no directory assignment starts), then kill -9 of
+    broker 3 and SIGTERM of broker 1, both restarted."""
+    update_features(c, metadata_version=14)
+    c.kill(3)
+    c.wait_fenced(3)
+    c.restart(3)
+    c.terminate(1)
+    c.wait_fenced(1)
+    c.restart(1)
+    c.wait_until(lambda: all(p["isr"] == [1, 2, 3] for p in c.describe("rf3").values()), what="rf3 ISRs full, end")
+    time.sleep(1)
