@@ -261,10 +261,13 @@ class Controller:
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
 
     def feature_level(self, name: str) -> int:
-        """The finalized level of a feature: as the log last set it, else as configured."""
-        configured = {METADATA_VERSION: self.config.metadata_version,
-                      ELIGIBLE_LEADER_REPLICAS_VERSION: int(self.config.eligible_leader_replicas)}
-        return self.cluster.features.get(name, configured.get(name, 0))
+        """The finalized level of a feature: as the log last set it, else as configured (0: off)."""
+        level = self.cluster.features.get(name)
+        if level is not None:
+            return level
+        if name == METADATA_VERSION:
+            return self.config.metadata_version
+        return int(self.config.eligible_leader_replicas) if name == ELIGIBLE_LEADER_REPLICAS_VERSION else 0
 
     @property
     def metadata_version(self) -> int:
@@ -394,8 +397,7 @@ class Controller:
         if METADATA_VERSION in ev.features and version < MINIMUM_KRAFT_VERSION:
             raise Rejection(Error.INVALID_UPDATE_VERSION,
                             f"{METADATA_VERSION} {version} is below the first KRaft version {MINIMUM_KRAFT_VERSION}")
-        if levels.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0) >= 1 and not is_elr_supported(version) and (
-                ELIGIBLE_LEADER_REPLICAS_VERSION in ev.features or METADATA_VERSION in ev.features):
+        if levels.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0) >= 1 and not is_elr_supported(version):
             raise Rejection(Error.INVALID_UPDATE_VERSION,
                             f"{ELIGIBLE_LEADER_REPLICAS_VERSION} >= 1 needs {METADATA_VERSION} 4.0-IV1 or later, not "
                             f"{metadata_version_name(version)}")
