@@ -17,7 +17,14 @@ from statemachine import elections
 from statemachine.elections import Elected
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
-from statemachine.rules import ZK, Rules, eligible_leader_replicas, elr_after_disabling, last_known_leader
+from statemachine.rules import (
+    ZK,
+    Rules,
+    eligible_leader_replicas,
+    elr_after_disabling,
+    elr_that_can_lead_without_the_feature,
+    last_known_leader,
+)
 from statemachine.states import (
     IllegalTransition,
     PartitionState,
@@ -221,6 +228,11 @@ def _bring_online(s: _Step, unclean_allowed: bool) -> None:
                 f"no live replica among {list(rec.replicas)}: stays {P.NEW}")
     elif rec.state is P.OFFLINE and s.elr_on:
         _elect_eligible(s, rec.isr, unclean_allowed)
+    elif rec.state is P.OFFLINE and s.rules.eligible_leader_replicas and (
+            kept := elr_that_can_lead_without_the_feature(rec.isr, rec.eligible_leader_replicas)):
+        s.elect(elections.eligible(rec.replicas, rec.isr, kept, (), cmd.live_brokers, unclean_allowed),
+                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no live replica in the ELR {list(kept)} left from when it was "
+                f"on" + ("" if unclean_allowed else " and unclean election disabled") + f": stays {P.OFFLINE}")
     elif rec.state is P.OFFLINE:
         s.elect(elections.offline(rec.replicas, rec.isr, cmd.live_brokers, unclean_allowed),
                 Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,

@@ -116,6 +116,13 @@ def elr_after_disabling(last_known_elr: Sequence[int]) -> tuple[tuple[int, ...],
     return (), tuple(last_known_elr)
 
 
+def elr_that_can_lead_without_the_feature(isr: Sequence[int], elr: Sequence[int]) -> tuple[int, ...]:
+    """KIP-966 with the feature off: the ELR a partition kept from when it was on can still lead while its ISR is
+    empty (PartitionChangeBuilder.isValidNewLeader reads the partition's ELR whatever the feature says; only
+    maybePopulateTargetElr and the last known leader's election need it)."""
+    return () if isr else tuple(elr)
+
+
 def eligible_leader_replicas(elr: Sequence[int], isr: Sequence[int], target_isr: Sequence[int], min_isr: int,
                              unclean_shutdown: Collection[int] = ()) -> tuple[int, ...]:
     """KIP-966 (PartitionChangeBuilder.maybePopulateTargetElr): an ISR of at least min ISR needs no ELR; below

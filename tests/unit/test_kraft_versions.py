@@ -18,7 +18,12 @@ from statemachine.features import (
     is_leader_recovery_supported,
     metadata_version_level,
 )
-from statemachine.rules import eligible_leader_replicas_enabled, elr_after_disabling, rules_named
+from statemachine.rules import (
+    eligible_leader_replicas_enabled,
+    elr_after_disabling,
+    elr_that_can_lead_without_the_feature,
+    rules_named,
+)
 from streaming.cli import _controller_config, build_parser, main
 from streaming.kraft.convert import convert, event_offset
 
@@ -130,14 +135,23 @@ def test_turning_elr_off_keeps_the_elr_until_the_next_change_which_empties_it() 
     assert elr_state(c.failure(1).decision("one", 0)) == (-1, [], [1], [1], "RECOVERED")
 
 
-def test_turning_elr_off_keeps_the_last_known_leader() -> None:
-    c = elr_cluster()
-    c.create("two", [2, 1])
-    c.failure(2)
-    c.failure(1)  # two-0: ISR [], ELR [1], last known leader 1
-    features(c, eligible_leader_replicas_version=0)
+def test_turning_elr_off_keeps_the_last_known_leader_and_the_kept_elr_can_still_lead() -> None:
+    def leaderless_with_elr_then_off() -> Cluster:
+        c = elr_cluster()
+        c.create("two", [2, 1])
+        c.failure(2)
+        c.failure(1)  # two-0: ISR [], ELR [1], last known leader 1
+        features(c, eligible_leader_replicas_version=0)
+        return c
+
+    c = leaderless_with_elr_then_off()
     c.startup(2)
     assert elr_state(c.elect("UNCLEAN", ("two", 0)).decision("two", 0)) == (2, [2], [], [1], "RECOVERING")
+    # The ELR it kept leads once live, cleanly; the change empties the ELR, the last known leader stays.
+    elected = leaderless_with_elr_then_off().startup(1).decision("two", 0)
+    assert elr_state(elected) == (1, [1], [], [1], "RECOVERED") and elected.election == "OFFLINE"
+    assert elr_that_can_lead_without_the_feature((), (1,)) == (1,)
+    assert elr_that_can_lead_without_the_feature((2,), (1,)) == ()
 
 
 def test_feature_updates_the_rules_cannot_run_at_are_refused_and_bad_shapes_quarantined() -> None:
