@@ -25,7 +25,9 @@ holds the levels and MetadataVersion's predicates). The ZK rules ignore it.
 With the feature eligible.leader.replicas.version >= 1 (KIP-966, `Command.elr_enabled`), the kraft
 rules also keep each partition's Eligible Leader Replicas (`eligible_leader_replicas`, `last_known_leader`,
 elections.eligible): the ISR may go empty, its members below min ISR move to the ELR, the ELR can lead when the
-ISR is empty, and the last known leader leads (uncleanly) when both are empty.
+ISR is empty, and the last known leader leads (uncleanly) when both are empty. Once the feature is turned off, a
+partition's next change empties the ELR it kept (`elr_after_disabling`), which can still lead while its ISR is
+empty (`elr_that_can_lead_without_the_feature`).
 """
 
 from __future__ import annotations
