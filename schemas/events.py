@@ -190,11 +190,23 @@ class PartitionSnapshot(Event):
     last_known_elr: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateFeatures(Event):
+    """Finalized feature levels from this point of the log on, as Kafka's UpdateFeatures API sets them (a KRaft
+    FeatureLevelRecord each): feature name -> level, 0 = off. "metadata.version" is one; the kraft rules follow it
+    and "eligible.leader.replicas.version". isrflow's addition to the contract, written by `import-kraft`."""
+
+    type: ClassVar[str] = "UpdateFeatures"
+    features: Mapping[str, int]
+
+
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
-                   | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot)
+                   | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot
+                   | UpdateFeatures)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
-ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig)
+ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig,
+                UpdateFeatures)
 
 
 @dataclass(frozen=True)
@@ -311,6 +323,20 @@ def _configs(value: Any, name: str, allow_null: bool) -> dict[str, str | None]:
     return dict(value)
 
 
+# Feature levels are int16 (FeatureLevelRecord.featureLevel).
+INT16_MAX = 2**15 - 1
+
+
+def _feature_levels(value: Any, name: str) -> dict[str, int]:
+    if not isinstance(value, dict) or not value:
+        raise _Invalid(f"field '{name}' must be a non-empty object of feature name -> level")
+    for key, level in value.items():
+        if not _string(key, f"{name} name"):
+            raise _Invalid(f"field '{name}' has an empty feature name")
+        _non_negative_int(level, f"{name}.{key}", INT16_MAX)
+    return dict(value)
+
+
 def _partition_refs(value: Any, name: str, with_replicas: bool) -> tuple[PartitionRef | Move, ...]:
     if not isinstance(value, list):
         raise _Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
@@ -372,6 +398,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "leader_epoch": _non_negative_int,
         "partition_epoch": _non_negative_int,
     },
+    "UpdateFeatures": {"features": _feature_levels},
 }
 
 # Optional fields: name -> (validator, default).

@@ -37,11 +37,20 @@ from schemas.events import (
     LeaderImbalanceCheck,
     PartitionSnapshot,
     ReassignPartitions,
+    UpdateFeatures,
 )
 from statemachine.errors import Error, Outcome, Rejection
+from statemachine.features import (
+    ELIGIBLE_LEADER_REPLICAS_VERSION,
+    LATEST_PRODUCTION,
+    METADATA_VERSION,
+    MINIMUM_KRAFT_VERSION,
+    is_elr_supported,
+    metadata_version_name,
+)
 from statemachine.partition import apply_command
 from statemachine.record import Action, Applied, Command, PartitionRecord
-from statemachine.rules import ZK, Rules
+from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
 from statemachine.states import PartitionState
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
@@ -62,9 +71,11 @@ class ControllerConfig:
     super_users: frozenset[str] | None = None
     # Which controller's rules: ZK (the design's, default) or KRAFT (Kafka 4.1), see statemachine.rules.
     rules: Rules = ZK
-    # KRaft: the feature eligible.leader.replicas.version >= 1 (KIP-966; only rule sets with ELR use it), and
-    # the cluster default of min.insync.replicas, which only the ELR reads.
+    # KRaft: the feature eligible.leader.replicas.version >= 1 (KIP-966; only rule sets with ELR use it), the
+    # metadata.version feature level, both in force until the log's UpdateFeatures say otherwise, and the cluster
+    # default of min.insync.replicas, which only the ELR reads.
     eligible_leader_replicas: bool = False
+    metadata_version: int = LATEST_PRODUCTION
     min_insync_replicas: int = 1
     # An event_id applied at offset o makes any event with the same id at an offset up to o + this
     # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
@@ -85,6 +96,9 @@ class ClusterView:
     topics_queued_for_deletion: set[str] = field(default_factory=set)
     # event_id -> the offset it was applied at, in log order; only ids within the duplicate window count.
     seen_event_ids: dict[str, int] = field(default_factory=dict)
+    # Finalized feature levels the log set (UpdateFeatures), metadata.version included; a feature it never set
+    # has the configured level (ControllerConfig). Level 0: the feature is off.
+    features: dict[str, int] = field(default_factory=dict)
 
     @property
     def live_brokers(self) -> frozenset[int]:
@@ -171,7 +185,7 @@ class _Fanout:
         self._emit(action, topic=key[0], partition=key[1], step=step,
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
                    else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
-                   elr_enabled=self.controller.elr_on, **fields)
+                   elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version, **fields)
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
                 action: Action = Action.CLUSTER, **fields: Any) -> None:
@@ -246,10 +260,25 @@ class Controller:
         value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
 
+    def feature_level(self, name: str) -> int:
+        """The finalized level of a feature: as the log last set it, else as configured (0: off)."""
+        level = self.cluster.features.get(name)
+        if level is not None:
+            return level
+        if name == METADATA_VERSION:
+            return self.config.metadata_version
+        return int(self.config.eligible_leader_replicas) if name == ELIGIBLE_LEADER_REPLICAS_VERSION else 0
+
+    @property
+    def metadata_version(self) -> int:
+        return self.feature_level(METADATA_VERSION)
+
     @property
     def elr_on(self) -> bool:
-        """Eligible Leader Replicas: the rule set has them and the cluster's feature is on."""
-        return self.config.rules.eligible_leader_replicas and self.config.eligible_leader_replicas
+        """Eligible Leader Replicas: the rule set has them and the cluster's feature is on (rules
+        .eligible_leader_replicas_enabled)."""
+        return self.config.rules.eligible_leader_replicas and eligible_leader_replicas_enabled(
+            self.feature_level(ELIGIBLE_LEADER_REPLICAS_VERSION), self.metadata_version)
 
     def min_isr(self, topic: str) -> int:
         """The topic's min.insync.replicas, else the cluster default, at most its replication factor (that of
@@ -326,6 +355,8 @@ class Controller:
                 self._on_leader_imbalance_check(out)
             case PartitionSnapshot():
                 self._on_partition_snapshot(event, out)
+            case UpdateFeatures():
+                self._on_update_features(event, out)
 
     # -- controller epoch ------------------------------------------------------------------------------
     def _failover(self, out: _Fanout) -> None:
@@ -356,6 +387,25 @@ class Controller:
         elif out.failover is None:
             out.cluster(f"controller epoch {cv.controller_epoch} is already active "
                         f"(controller {cv.controller_id})", Outcome.NO_OP)
+
+    # -- features --------------------------------------------------------------------------------------
+    def _on_update_features(self, ev: UpdateFeatures, out: _Fanout) -> None:
+        """Finalized feature levels from this point of the log on (Kafka's FeatureLevelRecord), checked as
+        FeatureControlManager does the dependencies the rules rely on; level 0 turns a feature off."""
+        levels = {**self.cluster.features, **ev.features}
+        version = levels.get(METADATA_VERSION, self.metadata_version)
+        if METADATA_VERSION in ev.features and version < MINIMUM_KRAFT_VERSION:
+            raise Rejection(Error.INVALID_UPDATE_VERSION,
+                            f"{METADATA_VERSION} {version} is below the first KRaft version {MINIMUM_KRAFT_VERSION}")
+        if levels.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0) >= 1 and not is_elr_supported(version):
+            raise Rejection(Error.INVALID_UPDATE_VERSION,
+                            f"{ELIGIBLE_LEADER_REPLICAS_VERSION} >= 1 needs {METADATA_VERSION} 4.0-IV1 or later, not "
+                            f"{metadata_version_name(version)}")
+        before = {name: self.feature_level(name) for name in ev.features}
+        self.cluster.features.update(ev.features)
+        out.cluster("features: " + ", ".join(
+            f"{name} {before[name]} -> {level}" + (f" ({metadata_version_name(level)})" if name == METADATA_VERSION
+                                                   else "") for name, level in sorted(ev.features.items())))
 
     # -- brokers ---------------------------------------------------------------------------------------
     def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:

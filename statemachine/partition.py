@@ -17,7 +17,14 @@ from statemachine import elections
 from statemachine.elections import Elected
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
-from statemachine.rules import ZK, Rules, eligible_leader_replicas, last_known_leader
+from statemachine.rules import (
+    ZK,
+    Rules,
+    eligible_leader_replicas,
+    elr_after_disabling,
+    elr_that_can_lead_without_the_feature,
+    last_known_leader,
+)
 from statemachine.states import (
     IllegalTransition,
     PartitionState,
@@ -108,8 +115,11 @@ class _Step:
             return False
         self.move(P.ONLINE)
         initial = elected.election is elections.Election.INITIAL
+        recovery = elected.leader_recovery_state
+        if recovery is LeaderRecoveryState.RECOVERING:  # an unclean leader: KIP-704, by metadata version
+            recovery = self.rules.unclean_recovery_state(self.command.metadata_version)
         self.write(elected.leader, elected.isr, elected.recipients, election=elected,
-                   leader_recovery_state=elected.leader_recovery_state, is_new=initial, initial=initial)
+                   leader_recovery_state=recovery, is_new=initial, initial=initial)
         return True
 
     def note(self, text: str) -> None:
@@ -132,13 +142,22 @@ class _Step:
         self.record = rec.evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
         self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
 
+    def _drop_elr(self) -> None:
+        """The feature turned off while the partition still holds an ELR: this change empties it
+        (rules.elr_after_disabling)."""
+        elr, last_known = elr_after_disabling(self.before.last_known_elr)
+        self.record = self.record.evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
+        self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
+
     def finish(self) -> Applied:
         if self.decisions and self.elr_on and not self.elr_cleared:
             self._settle_elr()
+        elif self.decisions and self.rules.eligible_leader_replicas and self.record.eligible_leader_replicas:
+            self._drop_elr()
         if self.decisions:
             # The rule set decides what the operation's writes publish; the record keeps the published epochs
             # (the partition's own, when nothing is published). Under ZK rules every write is published as is.
-            self.decisions = self.rules.decisions(self.before, self.decisions)
+            self.decisions = self.rules.decisions(self.before, self.decisions, self.command.metadata_version)
             published = self.decisions[-1] if self.decisions else self.before
             epochs = (published.leader_epoch, published.partition_epoch)
             if epochs != (self.record.leader_epoch, self.record.partition_epoch):
@@ -209,6 +228,11 @@ def _bring_online(s: _Step, unclean_allowed: bool) -> None:
                 f"no live replica among {list(rec.replicas)}: stays {P.NEW}")
     elif rec.state is P.OFFLINE and s.elr_on:
         _elect_eligible(s, rec.isr, unclean_allowed)
+    elif rec.state is P.OFFLINE and s.rules.eligible_leader_replicas and (
+            kept := elr_that_can_lead_without_the_feature(rec.isr, rec.eligible_leader_replicas)):
+        s.elect(elections.eligible(rec.replicas, rec.isr, kept, (), cmd.live_brokers, unclean_allowed),
+                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no live replica in the ELR {list(kept)} left from when it was "
+                f"on" + ("" if unclean_allowed else " and unclean election disabled") + f": stays {P.OFFLINE}")
     elif rec.state is P.OFFLINE:
         s.elect(elections.offline(rec.replicas, rec.isr, cmd.live_brokers, unclean_allowed),
                 Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,

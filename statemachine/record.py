@@ -10,6 +10,7 @@ from enum import StrEnum
 from schemas.events import LeaderRecoveryState
 from schemas.records import AuditRow, Decision
 from statemachine.errors import Error, Outcome
+from statemachine.features import LATEST_PRODUCTION
 from statemachine.states import PartitionState, ReplicaState
 
 NO_LEADER = -1
@@ -129,10 +130,12 @@ class Command:
     live_brokers: frozenset[int] = frozenset()
     shutting_down_brokers: frozenset[int] = frozenset()
     unclean_allowed: bool = False
-    # KRaft: the topic's effective min.insync.replicas (at most its replication factor) and whether the feature
-    # eligible.leader.replicas.version is on.
+    # KRaft: the topic's effective min.insync.replicas (at most its replication factor), whether Eligible Leader
+    # Replicas are on (the feature eligible.leader.replicas.version on a metadata version that supports it) and the
+    # cluster's metadata.version feature level, as they stood at the event.
     min_isr: int = 1
     elr_enabled: bool = False
+    metadata_version: int = LATEST_PRODUCTION
     # REJECT and CLUSTER: the verdict reached before fan-out.
     outcome: Outcome | None = None
     error: Error | None = None

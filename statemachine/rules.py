@@ -9,7 +9,7 @@ PartitionChangeBuilder / ReplicationControlManager:
   partition_epoch + 1;
 - the leader epoch is bumped only when the leader changes, or when the replica set loses a member
   (PartitionChangeBuilder: tryElection, triggerLeaderEpochBumpForReplicaReassignmentIfNeeded), never for an
-  ISR change alone (metadata version >= 3.6, KAFKA-15021);
+  ISR change alone from metadata version 3.6-IV0 on (KAFKA-15021; below it, also when the ISR shrinks);
 - a controlled shutdown covers every partition the broker leads, one replica or not; when no other ISR
   member can lead, the partition goes leaderless (leader -1) and keeps its last ISR member
   (ReplicationControlManager.handleBrokerInControlledShutdown);
@@ -18,10 +18,16 @@ PartitionChangeBuilder / ReplicationControlManager:
 - the automatic rebalance elects every partition whose leader is not its preferred replica;
 - a new controller (a new Raft epoch) takes over the replicated state as it is: no partition is re-examined.
 
+The kraft rules follow the cluster's metadata version (`Command.metadata_version`) where Kafka's controller does:
+`leader_epoch_bumped`, `unclean_leader_recovery_state`, `eligible_leader_replicas_enabled` (statemachine.features
+holds the levels and MetadataVersion's predicates). The ZK rules ignore it.
+
 With the feature eligible.leader.replicas.version >= 1 (KIP-966, `Command.elr_enabled`), the kraft
 rules also keep each partition's Eligible Leader Replicas (`eligible_leader_replicas`, `last_known_leader`,
 elections.eligible): the ISR may go empty, its members below min ISR move to the ELR, the ELR can lead when the
-ISR is empty, and the last known leader leads (uncleanly) when both are empty.
+ISR is empty, and the last known leader leads (uncleanly) when both are empty. Once the feature is turned off, a
+partition's next change empties the ELR it kept (`elr_after_disabling`), which can still lead while its ISR is
+empty (`elr_that_can_lead_without_the_feature`).
 """
 
 from __future__ import annotations
@@ -30,14 +36,29 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from schemas.events import LeaderRecoveryState
 from schemas.records import Decision
+from statemachine.features import (
+    is_elr_supported,
+    is_leader_epoch_bump_required_on_isr_shrink,
+    is_leader_recovery_supported,
+)
 
 
-def _every_write(before: Any, decisions: Sequence[Decision]) -> list[Decision]:
+def _every_write(before: Any, decisions: Sequence[Decision], metadata_version: int) -> list[Decision]:
     return list(decisions)
 
 
-def _one_record_per_operation(before: Any, decisions: Sequence[Decision]) -> list[Decision]:
+def leader_epoch_bumped(before: Any, after: Decision, metadata_version: int) -> bool:
+    """PartitionChangeBuilder.build: a new leader (tryElection) or a replica set that lost a member
+    (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded) bump the leader epoch; below metadata version 3.6-IV0
+    so does an ISR that lost a member (triggerLeaderEpochBumpForIsrShrinkIfNeeded, KAFKA-15021)."""
+    if after.leader != before.leader or not set(before.replicas) <= set(after.replicas):
+        return True
+    return is_leader_epoch_bump_required_on_isr_shrink(metadata_version) and not set(before.isr) <= set(after.isr)
+
+
+def _one_record_per_operation(before: Any, decisions: Sequence[Decision], metadata_version: int) -> list[Decision]:
     """The last write of the operation, with KRaft's epochs (PartitionRegistration.merge) counted from
     `before`; nothing when the partition ends where it started."""
     if not decisions:
@@ -52,9 +73,9 @@ def _one_record_per_operation(before: Any, decisions: Sequence[Decision]) -> lis
             tuple(before.removing_replicas), str(before.leader_recovery_state),
             tuple(before.eligible_leader_replicas), tuple(before.last_known_elr)):
         return []
-    lost_replica = not set(before.replicas) <= set(last.replicas)
+    bump = 1 if leader_epoch_bumped(before, last, metadata_version) else 0
     # The election that happened in the operation, if any, names the decision.
-    return [replace(last, leader_epoch=before.leader_epoch + (1 if last.leader != before.leader or lost_replica else 0),
+    return [replace(last, leader_epoch=before.leader_epoch + bump,
                     partition_epoch=before.partition_epoch + 1,
                     election=next((d.election for d in reversed(decisions) if d.election), None))]
 
@@ -70,6 +91,38 @@ def _kraft_shutdown_fallback(leader: int, isr: Sequence[int], replicas: Sequence
     """KRaft: leader -1; the broker leaves the ISR unless it is its last member (ELR off)."""
     remaining = tuple(r for r in isr if r != broker)
     return -1, remaining or tuple(isr)
+
+
+def _zk_unclean_leader_recovery_state(metadata_version: int) -> LeaderRecoveryState:
+    """ZK rules: an unclean leader always starts RECOVERING (the design's controller)."""
+    return LeaderRecoveryState.RECOVERING
+
+
+def unclean_leader_recovery_state(metadata_version: int) -> LeaderRecoveryState | None:
+    """KIP-704 (Kafka 3.9 PartitionChangeBuilder.tryElection): an unclean leader starts RECOVERING from metadata
+    version 3.2-IV0 on; below it the record leaves the recovery state as it was (None)."""
+    return LeaderRecoveryState.RECOVERING if is_leader_recovery_supported(metadata_version) else None
+
+
+def eligible_leader_replicas_enabled(elr_version: int, metadata_version: int) -> bool:
+    """KIP-966: ELR is on when the feature eligible.leader.replicas.version is at least 1
+    (FeatureControlManager.isElrFeatureEnabled) on a metadata version that supports it (isElrSupported, 4.0-IV1,
+    which that feature level depends on)."""
+    return elr_version >= 1 and is_elr_supported(metadata_version)
+
+
+def elr_after_disabling(last_known_elr: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """KIP-966 with the feature off (PartitionChangeBuilder.maybeUpdateRecordElr): a change empties the ELR a
+    partition still holds from when it was on, and keeps its last known ELR (maybeUpdateLastKnownLeader does
+    nothing with the feature off). Returns (ELR, last known ELR)."""
+    return (), tuple(last_known_elr)
+
+
+def elr_that_can_lead_without_the_feature(isr: Sequence[int], elr: Sequence[int]) -> tuple[int, ...]:
+    """KIP-966 with the feature off: the ELR a partition kept from when it was on can still lead while its ISR is
+    empty (PartitionChangeBuilder.isValidNewLeader reads the partition's ELR whatever the feature says; only
+    maybePopulateTargetElr and the last known leader's election need it)."""
+    return () if isr else tuple(elr)
 
 
 def eligible_leader_replicas(elr: Sequence[int], isr: Sequence[int], target_isr: Sequence[int], min_isr: int,
@@ -96,8 +149,9 @@ def last_known_leader(before_leader: int, before_isr: Sequence[int], before_last
 @dataclass(frozen=True)
 class Rules:
     name: str
-    # (record before the operation, the operation's writes in order) -> the decisions it publishes.
-    decisions: Callable[[Any, Sequence[Decision]], list[Decision]]
+    # (record before the operation, the operation's writes in order, metadata version) -> the decisions it
+    # publishes.
+    decisions: Callable[[Any, Sequence[Decision], int], list[Decision]]
     # Controlled shutdown when no other ISR member can lead: (leader, isr, replicas, broker) -> new
     # (leader, isr), or None to leave the partition as it is.
     shutdown_fallback: Callable[[int, Sequence[int], Sequence[int], int], tuple[int, tuple[int, ...]] | None]
@@ -117,6 +171,8 @@ class Rules:
     # A new controller epoch: ZK's new controller re-examines every partition (onControllerFailover: offline
     # replicas out of the ISR, elections); a new KRaft controller replays the same metadata log and writes nothing.
     reexamine_on_failover: bool
+    # The recovery state an unclean election gives its leader, by metadata version (None: unchanged).
+    unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = _zk_unclean_leader_recovery_state
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
     # (Command.elr_enabled). The ZK controller never had them.
     eligible_leader_replicas: bool = False
@@ -127,7 +183,8 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            reexamine_on_failover=True)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
-              reexamine_on_failover=False, eligible_leader_replicas=True)
+              reexamine_on_failover=False, unclean_recovery_state=unclean_leader_recovery_state,
+              eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from statemachine.controller import ControllerConfig
+from statemachine.features import LATEST_PRODUCTION, metadata_version_level, metadata_version_name
 from statemachine.rules import rules_named
 from streaming.errors import UsageError
 
@@ -43,7 +44,11 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
     _add_rules_option(g)
     g.add_argument("--eligible-leader-replicas", choices=("true", "false"), default="false",
                    help="kraft rules: the cluster runs with eligible.leader.replicas.version >= 1 (KIP-966); a "
-                        "kraft: replay source reads it from the log instead")
+                        "kraft: replay source takes it from the log where the log sets it")
+    g.add_argument("--metadata-version", default=metadata_version_name(LATEST_PRODUCTION), metavar="VERSION",
+                   help="kraft rules: the cluster's metadata.version, a name such as 3.5-IV2 or a feature level "
+                        "(default %(default)s, Kafka 4.1's latest); a kraft: replay source takes it from the log where "
+                        "the log sets it")
     g.add_argument("--min-insync-replicas", type=int, default=1,
                    help="cluster default of min.insync.replicas (read by the kraft rules' ELR only)")
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
@@ -56,6 +61,10 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
 def _controller_config(args: argparse.Namespace) -> ControllerConfig:
     if args.min_insync_replicas < 1:
         raise UsageError(f"--min-insync-replicas must be >= 1, got {args.min_insync_replicas}")
+    try:
+        metadata_version = metadata_version_level(args.metadata_version)
+    except ValueError as e:
+        raise UsageError(f"--metadata-version: {e}") from None
     return ControllerConfig(
         unclean_leader_election_enable=args.unclean_leader_election_enable == "true",
         auto_leader_rebalance_enable=args.auto_leader_rebalance_enable == "true",
@@ -64,6 +73,7 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         duplicate_window=args.duplicate_window,
         rules=rules_named(args.rules),
         eligible_leader_replicas=args.eligible_leader_replicas == "true",
+        metadata_version=metadata_version,
         min_insync_replicas=args.min_insync_replicas,
     )
 

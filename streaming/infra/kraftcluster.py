@@ -110,16 +110,18 @@ class KraftNode:
 
 class KraftCluster:
     """One controller + `brokers` broker processes (ids 1..N). `elr` sets eligible.leader.replicas.version
-    at format time (Kafka 4.1 turns it on for new clusters; off reproduces the pre-KIP-966 rules)."""
+    at format time (Kafka 4.1 turns it on for new clusters; off reproduces the pre-KIP-966 rules);
+    `release_version` formats it at an older metadata.version (e.g. "3.5-IV2"; default: Kafka's latest)."""
 
     def __init__(self, brokers: int = 3, elr: bool = False, root: str | Path | None = None,
-                 extra_controller_config: dict[str, str] | None = None) -> None:
+                 extra_controller_config: dict[str, str] | None = None, release_version: str | None = None) -> None:
         self._owns_dir = root is None
         if root is None:
             DATA_ROOT.mkdir(parents=True, exist_ok=True)
             root = tempfile.mkdtemp(dir=DATA_ROOT, prefix="cluster-")
         self.root = Path(root).resolve()
         self.elr = elr
+        self.release_version = release_version
         controller_port = free_port()
         quorum = f"127.0.0.1:{controller_port}"
         common = {
@@ -172,7 +174,8 @@ class KraftCluster:
 
     def start(self, timeout: float = 90) -> KraftCluster:
         cluster_id = new_cluster_id()
-        feature = ["-f", f"eligible.leader.replicas.version={1 if self.elr else 0}"]
+        feature = ["-f", f"eligible.leader.replicas.version={1 if self.elr else 0}",
+                   *(["--release-version", self.release_version] if self.release_version else [])]
         self.controller.format(cluster_id, ["--standalone", *feature])
         for b in self.brokers.values():
             b.format(cluster_id, feature)

@@ -27,20 +27,21 @@ class ImportSummary:
     unexplained: int
     aborted: int
     control_batches: int
-    # Feature levels as the log ends; eligible.leader.replicas.version >= 1 turns the kraft rules' ELR on.
+    # Feature levels as the log ends, and every level the log sets with its offset (each an UpdateFeatures event:
+    # the kraft rules follow metadata.version and eligible.leader.replicas.version from there on).
     features: dict[str, int]
-
-    @property
-    def eligible_leader_replicas(self) -> bool:
-        return self.features.get(ELR_FEATURE, 0) >= 1
+    feature_changes: list[tuple[int, str, int]]
 
     def describe(self) -> str:
         unknown = ", ".join(f"{k} x{v}" for k, v in sorted(self.unknown.items())) or "none"
+        ending = {ELR_FEATURE: 0, **self.features}
+        levels = ", ".join(f"{name}={level}" for name, level in sorted(ending.items()))
+        changes = ", ".join(f"{name}={level} at {offset}" for offset, name, level in self.feature_changes) or "none"
         return (f"read {self.records} metadata records from {len(self.files)} file(s) "
                 f"({', '.join(p.name for p in self.files)}): {self.events} events, {self.observed} observed "
                 f"partition changes; skipped {self.control_batches} control batches, {self.aborted} records of "
                 f"aborted transactions, record types not modelled: {unknown}; unexplained changes: "
-                f"{self.unexplained}; {ELR_FEATURE}={self.features.get(ELR_FEATURE, 0)}")
+                f"{self.unexplained}; feature levels as the log ends: {levels}; set at: {changes}")
 
 
 def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -65,7 +66,7 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
         _write_jsonl(observed_out, result.observed)
     return ImportSummary(log.files, len(log.records), len(result.events), len(result.observed),
                          dict(result.unknown + log.unknown), len(result.unexplained), log.aborted,
-                         log.control_batches, dict(result.features))
+                         log.control_batches, dict(result.features), list(result.feature_changes))
 
 
 def write_agreement(out: Path, observed: Path, decisions: Path) -> tuple[float, int, int]:

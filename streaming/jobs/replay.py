@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.tables import AUDIT, QUARANTINE
@@ -99,10 +99,8 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     else:
         path = Path(options.source)
         records, total, source, described = read_event_log(path), count_records(path), "file", str(path)
+    # A KRaft log's feature levels are events at their offsets; the configured ones hold until the log sets them.
     config = options.config
-    if imported is not None:
-        # The log says whether the cluster runs with Eligible Leader Replicas (its FEATURE_LEVEL_RECORD).
-        config = replace(config, eligible_leader_replicas=imported.summary.eligible_leader_replicas)
     layout.clear()
     (layout.root / "agreement.jsonl").unlink(missing_ok=True)  # only a KRaft source writes a new one
     started = time.monotonic()

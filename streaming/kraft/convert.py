@@ -18,6 +18,8 @@ hold several operations, so records are split by pattern (see docs/kraft.md):
 - TOPIC_RECORD [+ CONFIG_RECORD] + PARTITION_RECORDs -> CreateTopic; PARTITION_RECORD alone -> CreatePartitions;
   REMOVE_TOPIC_RECORD -> DeleteTopic; CONFIG_RECORD -> AlterTopicConfig (a cluster default goes to every topic
   without its own value).
+- FEATURE_LEVEL_RECORD (metadata.version among them) -> UpdateFeatures at its offset; a snapshot's levels -> one
+  UpdateFeatures before its other seeds.
 
 Every partition change is also kept as the controller's observed state, with epochs computed by KRaft's merge
 rules: leader_epoch +1 iff the change sets `leader`; partition_epoch +1 on every PartitionChangeRecord.
@@ -118,6 +120,8 @@ class Converted:
     snapshot_state: bool = False
     # FEATURE_LEVEL_RECORDs as the log ends (eligible.leader.replicas.version, metadata.version, ...).
     features: dict[str, int] = field(default_factory=dict)
+    # Every level the log sets, in log order: (offset, feature, level); a snapshot's at the offset of its seeds.
+    feature_changes: list[tuple[int, str, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -192,6 +196,7 @@ class Converter:
             return
         end = self.snapshot_end if self.snapshot_end is not None else next_offset
         at = replace(last, offset=last.offset if end is None else end - 1)
+        self._update_features(at, dict(self.features), "-snapshot-features")
         n = 0
         for broker_id, broker in sorted(self.brokers.items()):
             changes = [] if broker.fenced else ["STARTUP", *(["CONTROLLED_SHUTDOWN"] if broker.in_controlled_shutdown
@@ -356,11 +361,14 @@ class Converter:
             if not c.after.adding and not c.after.removing and "isr" in d and set(c.after.isr) != set(c.before.isr):
                 return "ISR"  # the leader's AlterPartition completed the reassignment
             return "REASSIGN"
-        if "isr" in d and "leader" in d and d.get("leaderRecoveryState") == 1 and list(d["isr"]) == [d["leader"]]:
+        # Below metadata version 3.2-IV0 (or when already RECOVERING) an unclean election sets no recovery state.
+        if "isr" in d and "leader" in d and list(d["isr"]) == [d["leader"]] and (
+                d.get("leaderRecoveryState") == 1 or d["leader"] not in c.before.isr):
             return "UNCLEAN"
         if "leader" in d and "isr" not in d and d["leader"] != NO_LEADER:
             return "PREFERRED"
-        if "isr" in d and "leader" not in d:
+        # Below metadata version 3.6-IV0 an ISR shrink also sets `leader`, to the same leader (a leader epoch bump).
+        if "isr" in d and d.get("leader", c.before.leader) == c.before.leader:
             return "ISR"
         return "UNEXPLAINED"
 
@@ -438,9 +446,16 @@ class Converter:
         elif r.type == "FEATURE_LEVEL_RECORD":
             self.features[d["name"]] = d.get("featureLevel", 0)
             self.result.features = dict(self.features)
+            self._update_features(r, {d["name"]: d.get("featureLevel", 0)})
         elif r.type == "CLEAR_ELR_RECORD":
             self._clear_elr(r)
         # Transaction markers: nothing to convert.
+
+    def _update_features(self, r: MetadataRecord, levels: dict[str, int], id_suffix: str = "") -> None:
+        """The levels in force from `r`'s offset on: the rules follow metadata.version and the ELR feature there."""
+        if levels:
+            self._event(r, "UpdateFeatures", id_suffix, features=levels)
+            self.result.feature_changes.extend((r.offset, name, level) for name, level in sorted(levels.items()))
 
     def _clear_elr(self, r: MetadataRecord) -> None:
         """ClearElrRecord (min.insync.replicas changed; "" = every topic): partitions with an ELR or a last known

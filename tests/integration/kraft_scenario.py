@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
+from pathlib import Path
 
+from streaming.engine.connectors import java_executable
+from streaming.infra.jars import kafka_broker_classpath
 from streaming.infra.kraftcluster import KraftCluster
+
+UPDATE_FEATURES = Path(__file__).parent / "kraftlog" / "UpdateFeatures.java"
 
 
 def run_scenario(c: KraftCluster) -> None:
@@ -40,3 +46,49 @@ def run_scenario(c: KraftCluster) -> None:
     c.elect("PREFERRED", {"rf3": [0, 1, 2], "rf1": [0], "rf2": [0, 1, 2]})
     c.delete_topic("gone")
     time.sleep(1)
+
+
+def update_features(c: KraftCluster, **levels: int) -> None:
+    """Admin UpdateFeatures (what kafka-features.sh upgrade/downgrade sends), names with '_' for '.'."""
+    subprocess.run([java_executable(), "-Xmx128m", "-cp", kafka_broker_classpath(), str(UPDATE_FEATURES),
+                    c.bootstrap_servers, *(f"{name.replace('_', '.')}={level}" for name, level in levels.items())],
+                   check=True, capture_output=True, timeout=120)
+
+
+def turn_elr_off_mid_run(c: KraftCluster) -> None:
+    """After the scenario, on a cluster with ELR on: rf3 at min ISR 3 and broker 3 killed, so each rf3 partition
+    holds ELR [3]; then eligible.leader.replicas.version goes to 0 (a safe downgrade); then broker 3 back (its ISR
+    return empties the ELR), and brokers fail again."""
+    c.alter_topic_config("rf3", {"min.insync.replicas": "3"})
+    c.kill(3)
+    c.wait_fenced(3)
+    c.wait_until(lambda: all(3 not in p["isr"] for p in c.describe("rf3").values()), what="broker 3 out of rf3 ISRs")
+    update_features(c, eligible_leader_replicas_version=0)
+    c.restart(3)
+    _wait_rf3_isrs_full(c)
+    _fail_brokers_again(c)
+
+
+def upgrade_metadata_version_mid_run(c: KraftCluster) -> None:
+    """After the scenario, on a cluster formatted at metadata.version 3.5-IV2: upgrade to 3.6-IV2 (ISR shrinks
+    stop bumping the leader epoch at 3.6-IV0; below 3.7-IV2, so no directory assignment starts), then brokers fail
+    again."""
+    update_features(c, metadata_version=14)
+    _fail_brokers_again(c)
+
+
+def _fail_brokers_again(c: KraftCluster) -> None:
+    """kill -9 of broker 3 and SIGTERM of broker 1, both restarted (broker 2 keeps running: its copy of the log is
+    the whole history)."""
+    c.kill(3)
+    c.wait_fenced(3)
+    c.restart(3)
+    c.terminate(1)
+    c.wait_fenced(1)
+    c.restart(1)
+    _wait_rf3_isrs_full(c)
+    time.sleep(1)
+
+
+def _wait_rf3_isrs_full(c: KraftCluster) -> None:
+    c.wait_until(lambda: all(p["isr"] == [1, 2, 3] for p in c.describe("rf3").values()), what="rf3 ISRs full")

@@ -1,18 +1,20 @@
 """A real KRaft cluster (1 controller + 3 brokers) scripted through the Admin API; its metadata log dumped with
 Kafka's own tool, imported, and replayed under the kraft rules: every partition's history must equal the real
-controller's. One cluster per ELR setting, per module; every process is stopped by pid on teardown."""
+controller's. One cluster per ELR setting, per module (the ELR-on one turns the feature off after its scenario and
+fails brokers again), and one formatted at metadata.version 3.5-IV2 and upgraded after its scenario; every process
+is stopped by pid on teardown."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kraft_scenario import run_scenario
+from kraft_scenario import run_scenario, turn_elr_off_mid_run, upgrade_metadata_version_mid_run
 
 from schemas.records import audit_sort_key
 from statemachine.controller import ControllerConfig
@@ -22,20 +24,26 @@ from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.delta import read_delta
 from streaming.jobs.kraft import import_kraft, read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay, replay_spark
+from streaming.kraft.agreement import agreement_rows
+from streaming.kraft.convert import event_offset
 from streaming.kraft.metadatalog import plan, read_metadata_log
 
 # The controller rolls a segment and takes a snapshot every few seconds, so its copy of the log is "newest snapshot +
 # several segments"; broker 2 (never restarted) keeps defaults, so its copy holds the whole history from offset 0.
 FAST_ROLLING = {"metadata.log.segment.ms": "8000", "metadata.log.max.snapshot.interval.ms": "8000"}
 HISTORY_BROKER = 2
+ELR, MV = "eligible.leader.replicas.version", "metadata.version"
 pytestmark = pytest.mark.kraft_cluster
 
 
-def _scripted_cluster(tmp: Path, elr: bool) -> Iterator[dict[str, Path]]:
-    cluster = KraftCluster(brokers=3, elr=elr, extra_controller_config=FAST_ROLLING)
+def _scripted_cluster(tmp: Path, elr: bool, then: Callable[[KraftCluster], None] | None = None,
+                      release_version: str | None = None) -> Iterator[dict[str, Path]]:
+    cluster = KraftCluster(brokers=3, elr=elr, extra_controller_config=FAST_ROLLING, release_version=release_version)
     try:
         cluster.start()
         run_scenario(cluster)
+        if then is not None:
+            then(cluster)
         out = {"history": tmp / "broker-metadata", "controller": tmp / "controller-metadata"}
         shutil.copytree(cluster.broker_metadata_dir(HISTORY_BROKER), out["history"])
         shutil.copytree(cluster.metadata_dir, out["controller"])
@@ -52,7 +60,13 @@ def elr_off(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path
 
 @pytest.fixture(scope="module")
 def elr_on(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    yield from _scripted_cluster(tmp_path_factory.mktemp("kraft-elr-on"), elr=True)
+    yield from _scripted_cluster(tmp_path_factory.mktemp("kraft-elr-on"), elr=True, then=turn_elr_off_mid_run)
+
+
+@pytest.fixture(scope="module")
+def upgraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    yield from _scripted_cluster(tmp_path_factory.mktemp("kraft-upgraded"), elr=False,
+                                 then=upgrade_metadata_version_mid_run, release_version="3.5-IV2")
 
 
 History = dict[tuple[str, int], list[tuple[Any, ...]]]
@@ -141,6 +155,68 @@ def test_elr_on_reproduces_every_partition_history_of_the_real_controller(elr_on
     assert any(e.get("unclean_shutdown") for e in events)
 
 
+def test_a_feature_turned_off_mid_log_applies_from_its_offset(elr_on: dict[str, Path], tmp_path: Path) -> None:
+    """eligible.leader.replicas.version goes 1 -> 0 late in the log (while rf3 holds an ELR), brokers fail before
+    and after: the replay follows each level from its offset (an UpdateFeatures event) and reproduces every
+    decision and partition history; applying one level to the whole log does not."""
+    summary = replay_kraft(elr_on["history"], tmp_path / "levels")
+    events = read_jsonl(tmp_path / "levels" / "kraft" / "events.jsonl")
+    [off] = [e for e in events if e["type"] == "UpdateFeatures" and e["features"] == {ELR: 0}]
+    assert f"{ELR}=1 at " in summary and f"{ELR}=0 at {event_offset(off)}" in summary and f"{ELR}=0, " in summary
+    observed = assert_every_history_reproduced(tmp_path / "levels", summary)
+    after = [o for o in observed if o["source_offset"] > event_offset(off)]
+    assert any(o["cause"] == "BrokerChange" and o["decision"] for o in after), "failures after the switch"
+    # rf3 held an ELR when the feature went off; its next change empties it, and no change after makes one.
+    before = [o for o in observed if o["source_offset"] < event_offset(off)]
+    assert any(o["topic"] == "rf3" and o["eligible_leader_replicas"] == [3] for o in before)
+    assert not any(o["eligible_leader_replicas"] for o in after)
+    # The same log with one level for the whole of it (no UpdateFeatures events): decisions differ.
+    whole = tmp_path / "one-level.jsonl"
+    whole.write_text("".join(json.dumps(e) + "\n" for e in events if e["type"] != "UpdateFeatures"))
+    for elr in (False, True):
+        replay(ReplayOptions(str(whole), tmp_path / f"one-level-{elr}", engine="local",
+                             config=ControllerConfig(rules=KRAFT, eligible_leader_replicas=elr)))
+        rows = agreement_rows(observed, read_jsonl(tmp_path / f"one-level-{elr}" / "decisions.jsonl"))
+        assert not all(r["match"] for r in rows), elr
+
+
+def test_a_metadata_version_upgraded_mid_log_applies_from_its_offset(upgraded: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    """A cluster formatted at metadata.version 3.5-IV2 (ISR shrinks bump the leader epoch, KAFKA-15021) and upgraded
+    to 3.6-IV2 after its scenario, brokers failing before and after: the replay follows each version from its offset
+    and reproduces every decision and partition history; either version for the whole log does not."""
+    summary = replay_kraft(upgraded["history"], tmp_path / "levels")
+    events = read_jsonl(tmp_path / "levels" / "kraft" / "events.jsonl")
+    [formatted, upgrade] = [e for e in events if e["type"] == "UpdateFeatures" and MV in e["features"]]
+    assert (formatted["features"][MV], upgrade["features"][MV]) == (11, 14)
+    assert f"{MV}=11 at {event_offset(formatted)}" in summary and f"{MV}=14 at {event_offset(upgrade)}" in summary
+    observed = assert_every_history_reproduced(tmp_path / "levels", summary)
+
+    def isr_shrinks(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """(before, after) of each change that shrinks the ISR and keeps the leader."""
+        last: dict[tuple[str, int], dict[str, Any]] = {}
+        out = []
+        for o in rows:
+            key = (o["topic"], o["partition"])
+            b = last.get(key)
+            if b and b["leader"] == o["leader"] >= 0 and not set(b["isr"]) <= set(o["isr"]):
+                out.append((b, o))
+            last[key] = o
+        return out
+
+    shrinks = isr_shrinks(observed)
+    before = [a["leader_epoch"] - b["leader_epoch"] for b, a in shrinks if a["source_offset"] < event_offset(upgrade)]
+    after = [a["leader_epoch"] - b["leader_epoch"] for b, a in shrinks if a["source_offset"] > event_offset(upgrade)]
+    assert before and set(before) == {1} and after and set(after) == {0}, (before, after)
+    whole = tmp_path / "one-version.jsonl"
+    whole.write_text("".join(json.dumps(e) + "\n" for e in events if e["type"] != "UpdateFeatures"))
+    for version in (11, 14):
+        replay(ReplayOptions(str(whole), tmp_path / f"one-version-{version}", engine="local",
+                             config=ControllerConfig(rules=KRAFT, metadata_version=version)))
+        rows = agreement_rows(observed, read_jsonl(tmp_path / f"one-version-{version}" / "decisions.jsonl"))
+        assert not all(r["match"] for r in rows), version
+
+
 @pytest.mark.spark
 def test_spark_engine_reproduces_the_elr_histories_on_the_whole_log(elr_on: dict[str, Path], spark: Any,
                                                                     tmp_path: Path) -> None:
@@ -206,7 +282,7 @@ def test_import_kraft_command_writes_events_and_observed(elr_off: dict[str, Path
     events, observed = tmp_path / "events.jsonl", tmp_path / "observed.jsonl"
     assert main(["import-kraft", str(elr_off["history"]), "--out", str(events), "--observed", str(observed)]) == 0
     assert "metadata records" in capsys.readouterr().out
-    first = json.loads(events.read_text().splitlines()[0])
+    first = next(e for e in map(json.loads, events.read_text().splitlines()) if e["type"] != "UpdateFeatures")
     assert first["type"] == "BrokerChange" and first["event_id"].startswith("kraft-")
     assert read_jsonl(observed)
     assert main(["import-kraft", str(tmp_path / "missing"), "--out", str(events)]) == 2

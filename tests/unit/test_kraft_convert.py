@@ -72,7 +72,7 @@ def events(log: Log) -> list[ControllerEvent]:
 
 
 def test_registration_unfence_and_creation_become_startup_and_create_topic() -> None:
-    evs = events(started_cluster())
+    evs = events(started_cluster())[1:]  # after the log's metadata.version (UpdateFeatures)
     assert [(e.type, getattr(e, "broker_id", None), getattr(e, "broker_epoch", None)) for e in evs[:3]] == [
         ("BrokerChange", 1, 1), ("BrokerChange", 2, 2), ("BrokerChange", 3, 3)]
     create = evs[3]
@@ -161,7 +161,7 @@ def test_unknown_record_types_are_counted_and_skipped() -> None:
     log.batch(("NO_OP_RECORD", {}), ("PRODUCER_IDS_RECORD", {"brokerId": 1}), ("NO_OP_RECORD", {}))
     result = convert(log.records)
     assert result.unknown == {"NO_OP_RECORD": 2, "PRODUCER_IDS_RECORD": 1}
-    assert len(result.events) == 4
+    assert len(result.events) == 5  # UpdateFeatures, 3 STARTUP, CreateTopic
 
 
 def test_new_incarnation_is_a_new_epoch_and_same_incarnation_keeps_it() -> None:

@@ -1,0 +1,66 @@
+"""Feature levels: `metadata.version` and the finalized features Kafka's KRaft controller reads.
+
+A KRaft cluster's metadata log records each level as a FeatureLevelRecord ("metadata.version" is one too); the
+controller decides some things differently below a level (MetadataVersion's predicates, named here as Kafka names
+them; the policies that use them are in statemachine.rules). Levels and names are those of Kafka 4.1
+(server-common MetadataVersion); below 3.3-IV3 they are Kafka 3.9's, whose controller still ran at those levels.
+"""
+
+from __future__ import annotations
+
+METADATA_VERSION = "metadata.version"
+ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
+
+# Feature level -> name (MetadataVersion's ibpVersion), every KRaft metadata version up to Kafka 4.1's latest.
+METADATA_VERSIONS: dict[int, str] = {
+    1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3",
+    8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1", 14: "3.6-IV2",
+    15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0",
+    22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1",
+}
+# The levels the predicates below name.
+IBP_3_2_IV0, IBP_3_6_IV0, IBP_4_0_IV1 = 3, 12, 23
+# Kafka 4.1's latest production version: what the kraft rules assume unless told otherwise.
+LATEST_PRODUCTION = 27
+# The first version a KRaft controller runs at (MetadataVersion.MINIMUM_KRAFT_VERSION in 3.x).
+MINIMUM_KRAFT_VERSION = 1
+
+_BY_NAME = {name: level for level, name in METADATA_VERSIONS.items()}
+# A release alone ("3.5") means its last internal version, as MetadataVersion.fromVersionString reads it.
+_BY_NAME.update({name.split("-")[0]: level for level, name in sorted(METADATA_VERSIONS.items())})
+
+
+def metadata_version_level(text: str) -> int:
+    """A metadata version given as a name ("3.5-IV2", "3.5") or a feature level ("11"); ValueError if unknown."""
+    value = text.strip()
+    if value.isascii() and value.isdigit():
+        level = int(value)
+        if level not in METADATA_VERSIONS:
+            raise ValueError(f"no metadata.version with feature level {level} (known: "
+                             f"{min(METADATA_VERSIONS)}..{max(METADATA_VERSIONS)})")
+        return level
+    try:
+        return _BY_NAME[value]
+    except KeyError:
+        raise ValueError(f"unknown metadata.version '{value}' (known: {METADATA_VERSIONS[MINIMUM_KRAFT_VERSION]} .. "
+                         f"{METADATA_VERSIONS[LATEST_PRODUCTION]}, or a feature level)") from None
+
+
+def metadata_version_name(level: int) -> str:
+    """The version's name, or the bare level for one this isrflow does not know (a newer Kafka's)."""
+    return METADATA_VERSIONS.get(level, f"level {level}")
+
+
+def is_leader_recovery_supported(metadata_version: int) -> bool:
+    """KIP-704: an unclean leader starts RECOVERING only from 3.2-IV0 (Kafka 3.9 PartitionChangeBuilder.tryElection)."""
+    return metadata_version >= IBP_3_2_IV0
+
+
+def is_leader_epoch_bump_required_on_isr_shrink(metadata_version: int) -> bool:
+    """KAFKA-15021: below 3.6-IV0 brokers needed a new leader epoch whenever the ISR shrank."""
+    return metadata_version < IBP_3_6_IV0
+
+
+def is_elr_supported(metadata_version: int) -> bool:
+    """KIP-966: Eligible Leader Replicas need 4.0-IV1 (eligible.leader.replicas.version 1 depends on it)."""
+    return metadata_version >= IBP_4_0_IV1
