@@ -205,7 +205,7 @@ def resolve_window(records: Sequence[MetadataRecord], start: int, bounds: Bounds
         return default
 
     first = max(start, first_batch(bounds.from_offset, bounds.from_time, start))
-    return first, max(first, first_batch(bounds.to_offset, bounds.to_time, end))
+    return first, max(first, min(end, first_batch(bounds.to_offset, bounds.to_time, end)))
 
 
 def _snapshot_records(snapshot: Path, log: DecodedLog, java: str | None) -> list[MetadataRecord]:

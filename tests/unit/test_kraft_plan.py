@@ -89,6 +89,7 @@ def test_a_window_holds_the_whole_batches_that_begin_inside_it() -> None:
     assert resolve_window(RECORDS, 10, Bounds(from_offset=11, to_offset=15)) == (13, 16)
     assert resolve_window(RECORDS, 10, Bounds(from_offset=2)) == (10, 16)  # no earlier history than its start
     assert resolve_window(RECORDS, 10, Bounds(from_offset=40)) == (40, 40)
+    assert resolve_window(RECORDS, 10, Bounds(to_offset=99)) == (10, 16)  # no further than the log's end
 
 
 def test_times_select_batches_by_their_create_time() -> None:
