@@ -201,11 +201,11 @@ class Converter:
             return
         # Log records before `start`: the usual conversion, for the state it leaves; what they decided is in the
         # seed, so their events and observed changes are dropped.
-        events, self.result = self.result, Converted()
+        kept, self.result = self.result, Converted()
         try:
             self._batch(batch)
         finally:
-            read, self.result = self.result, events
+            read, self.result = self.result, kept
         self.result.unknown += read.unknown
         self.result.features = dict(self.features)
         self._unseeded = batch[-1]
