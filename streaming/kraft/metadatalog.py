@@ -56,7 +56,7 @@ class DecodedLog:
     records: list[MetadataRecord]
     files: list[Path]
     snapshot: Path | None = None
-    start_offset: int = 0  # the first log offset the segments were read from (the snapshot's end offset)
+    start_offset: int = 0  # where the state starts: the snapshot's end offset, or 0 (the first log record kept)
     # Offsets [first, end) whose records are events; the log records before `first` are state only.
     window: tuple[int, int] = (0, 0)
     origin: str = ""  # where the state starts, and why
