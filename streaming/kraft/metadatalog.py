@@ -192,8 +192,12 @@ def _drop_aborted(records: list[MetadataRecord], log: DecodedLog) -> list[Metada
 
 def resolve_window(records: Sequence[MetadataRecord], start: int, bounds: Bounds) -> tuple[int, int]:
     """`bounds` as offsets [first, end) over the decoded records. A window holds whole batches (a batch is one
-    controller operation or more): those that begin inside it. Times select by the batch's CreateTime."""
-    batches = sorted({(r.batch, r.create_time) for r in records})
+    controller operation or more): those that begin inside it. Times select by the batch's CreateTime (its first
+    record's)."""
+    times: dict[int, int] = {}
+    for r in records:
+        times.setdefault(r.batch, r.create_time)
+    batches = sorted(times.items())
     end = records[-1].offset + 1 if records else start
 
     def first_batch(offset: int | None, iso: str | None, default: int) -> int:
