@@ -275,7 +275,10 @@ def test_a_window_of_times_holds_the_changes_written_inside_it(elr_off: dict[str
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     source = elr_off["controller"]
     records, a, b = middle_decisions(source)
-    written = {r.offset: r.create_time for r in records}
+    batch_time: dict[int, int] = {}
+    for r in records:
+        batch_time.setdefault(r.batch, r.create_time)
+    written = {r.offset: batch_time[r.batch] for r in records}  # a window selects a batch by its CreateTime
 
     def iso(ms: int) -> str:
         return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
