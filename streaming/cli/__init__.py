@@ -10,11 +10,15 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from statemachine.controller import ControllerConfig
 from statemachine.features import LATEST_PRODUCTION, metadata_version_level, metadata_version_name
 from statemachine.rules import rules_named
 from streaming.errors import UsageError
+
+if TYPE_CHECKING:
+    from streaming.io.eventlog import Bounds
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -104,11 +108,23 @@ def _add_kafka_client_options(p: argparse.ArgumentParser, option_help: str) -> N
                         "values may name environment variables as ${env:NAME}")
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from streaming.jobs.replay import KafkaBounds, ReplayOptions, replay
+def _add_bounds_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--from-offset", type=int, help="first offset (inclusive)")
+    g.add_argument("--to-offset", type=int, help="last offset (exclusive)")
+    g.add_argument("--from", dest="from_time", metavar="ISO-8601", help="first record at or after this time")
+    g.add_argument("--to", dest="to_time", metavar="ISO-8601", help="stop before the first record at this time")
 
-    bounds = KafkaBounds(args.from_offset, args.to_offset, args.from_time, args.to_time)
-    print(replay(ReplayOptions(args.source, args.out, args.engine, args.batch_size, bounds,
+
+def _bounds(args: argparse.Namespace) -> Bounds:
+    from streaming.io.eventlog import Bounds
+
+    return Bounds(args.from_offset, args.to_offset, args.from_time, args.to_time)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from streaming.jobs.replay import ReplayOptions, replay
+
+    print(replay(ReplayOptions(args.source, args.out, args.engine, args.batch_size, _bounds(args),
                                _controller_config(args), args.master, _spark_conf(args),
                                args.kafka_option_file, key_values(args.kafka_option, "--kafka-option"))))
     return 0
@@ -117,7 +133,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_import_kraft(args: argparse.Namespace) -> int:
     from streaming.jobs.kraft import import_kraft
 
-    print(import_kraft(args.path, args.out, args.observed).describe())
+    print(import_kraft(args.path, args.out, args.observed, _bounds(args)).describe())
     return 0
 
 
@@ -237,11 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=("spark", "local"), default="spark")
     p.add_argument("--batch-size", type=int, default=0,
                    help="events per micro-batch with the spark engine (default: all at once)")
-    bounds = p.add_argument_group("bounds of a kafka:// source (default: from the beginning to the current end)")
-    bounds.add_argument("--from-offset", type=int, help="first offset (inclusive)")
-    bounds.add_argument("--to-offset", type=int, help="last offset (exclusive)")
-    bounds.add_argument("--from", dest="from_time", metavar="ISO-8601", help="first record at or after this time")
-    bounds.add_argument("--to", dest="to_time", metavar="ISO-8601", help="stop before the first record at this time")
+    bounds = p.add_argument_group("bounds of a kafka:// source (default: from the beginning to the current end) or a "
+                                  "kraft: source (a window of its history, seeded with the state at its start)")
+    _add_bounds_options(bounds)
     _add_kafka_client_options(bounds, "Kafka client property of a kafka:// source, e.g. security.protocol=SASL_SSL")
     _add_spark_options(p)
     _add_controller_options(p)
@@ -258,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", type=Path)
     p.add_argument("--out", required=True, type=Path, help="the events JSONL to write")
     p.add_argument("--observed", type=Path, help="also write the controller's partition changes (JSONL)")
+    _add_bounds_options(p.add_argument_group(
+        "a window of the history: metadata offsets or record CreateTimes (default: the whole retained history); "
+        "the state at its start is seeded, its records are the events"))
     p.set_defaults(func=_cmd_import_kraft)
 
     p = sub.add_parser("bridge", help="follow a live KRaft node's metadata log and publish its new events to the "

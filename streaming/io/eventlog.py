@@ -93,7 +93,18 @@ def is_kafka_url(source: str) -> bool:
     return source.startswith("kafka://")
 
 
-def _millis(iso: str) -> int:
+@dataclass(frozen=True)
+class Bounds:
+    """Bounds of a kafka:// or kraft: source: offsets [from_offset, to_offset) or record times [from_time, to_time)
+    (ISO-8601)."""
+
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: str | None = None
+    to_time: str | None = None
+
+
+def millis(iso: str) -> int:
     instant = parse_ts(iso)
     if instant is None:
         raise ValueError(f"not an ISO-8601 time: {iso!r}")
@@ -122,7 +133,7 @@ def open_kafka_log(url: str, from_offset: int | None = None, to_offset: int | No
         def at(iso: str | None) -> int | None:
             if iso is None:
                 return None
-            found = consumer.offsets_for_times({tp: _millis(iso)})[tp]
+            found = consumer.offsets_for_times({tp: millis(iso)})[tp]
             return end if found is None else found.offset
 
         start = max(begin, from_offset if from_offset is not None else (at(from_time) or begin))

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streaming.io.eventlog import Bounds
 from streaming.kraft.agreement import agreement_rate, agreement_rows
 from streaming.kraft.convert import convert
-from streaming.kraft.metadatalog import read_metadata_log
+from streaming.kraft.metadatalog import DecodedLog, read_metadata_log
 
 PREFIX = "kraft:"
 ELR_FEATURE = "eligible.leader.replicas.version"
@@ -31,13 +32,14 @@ class ImportSummary:
     # the kraft rules follow metadata.version and eligible.leader.replicas.version from there on).
     features: dict[str, int]
     feature_changes: list[tuple[int, str, int]]
+    replayed: str  # which offsets became events, from which state, and why
 
     def describe(self) -> str:
         unknown = ", ".join(f"{k} x{v}" for k, v in sorted(self.unknown.items())) or "none"
         ending = {ELR_FEATURE: 0, **self.features}
         levels = ", ".join(f"{name}={level}" for name, level in sorted(ending.items()))
         changes = ", ".join(f"{name}={level} at {offset}" for offset, name, level in self.feature_changes) or "none"
-        return (f"read {self.records} metadata records from {len(self.files)} file(s) "
+        return (f"{self.replayed}\n  read {self.records} metadata records from {len(self.files)} file(s) "
                 f"({', '.join(p.name for p in self.files)}): {self.events} events, {self.observed} observed "
                 f"partition changes; skipped {self.control_batches} control batches, {self.aborted} records of "
                 f"aborted transactions, record types not modelled: {unknown}; unexplained changes: "
@@ -56,17 +58,29 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def import_kraft(source: Path, events_out: Path, observed_out: Path | None = None) -> ImportSummary:
+def replayed(log: DecodedLog) -> str:
+    """Which offsets of `log` are events, and where their state starts, in words."""
+    first, end = log.window
+    if first == log.start_offset:
+        return f"offsets [{first}, {end}) replayed from {log.origin}"
+    state = sum(1 for r in log.records if not r.snapshot and r.offset < first)
+    return (f"window [{first}, {end}) replayed, seeded from {log.origin} + {state} records that decide nothing "
+            f"(offsets [{log.start_offset}, {first}))")
+
+
+def import_kraft(source: Path, events_out: Path, observed_out: Path | None = None,
+                 bounds: Bounds | None = None) -> ImportSummary:
     """Decode `source` (a __cluster_metadata-0 dir, a segment or a snapshot) with Kafka's dump tool and write
-    the contract events to `events_out` (and the controller's partition changes to `observed_out`)."""
-    log = read_metadata_log(source)
-    result = convert(log.records, log.start_offset if log.snapshot else None)
+    the contract events to `events_out` (and the controller's partition changes to `observed_out`): its whole
+    retained history, or the window `bounds` of it, seeded with the state at the window's start."""
+    log = read_metadata_log(source, bounds=bounds)
+    result = convert(log.records, log.window[0])
     _write_jsonl(events_out, result.events)
     if observed_out is not None:
         _write_jsonl(observed_out, result.observed)
     return ImportSummary(log.files, len(log.records), len(result.events), len(result.observed),
                          dict(result.unknown + log.unknown), len(result.unexplained), log.aborted,
-                         log.control_batches, dict(result.features), list(result.feature_changes))
+                         log.control_batches, dict(result.features), list(result.feature_changes), replayed(log))
 
 
 def write_agreement(out: Path, observed: Path, decisions: Path) -> tuple[float, int, int]:

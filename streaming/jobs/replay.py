@@ -15,7 +15,7 @@ from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
 from streaming.io.delta import read_delta, write_decisions_jsonl, write_delta
-from streaming.io.eventlog import count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
+from streaming.io.eventlog import Bounds, count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.io.layout import ReplayOutput
 from streaming.jobs.kraft import PREFIX, ImportSummary, import_kraft, write_agreement
@@ -28,21 +28,12 @@ class _KraftImport:
     summary: ImportSummary
 
 
-def _import_kraft_source(source: str, out: Path) -> _KraftImport:
-    """`kraft:PATH`: the metadata log converted into `out/kraft/events.jsonl`, observed into `out/observed.jsonl`."""
+def _import_kraft_source(source: str, out: Path, bounds: Bounds) -> _KraftImport:
+    """`kraft:PATH`: the metadata log (the window `bounds` of it) converted into `out/kraft/events.jsonl`, observed
+    into `out/observed.jsonl`."""
     events, observed = out / "kraft" / "events.jsonl", out / "observed.jsonl"
-    summary = import_kraft(Path(source[len(PREFIX):]), events, observed)
+    summary = import_kraft(Path(source[len(PREFIX):]), events, observed, bounds)
     return _KraftImport(events, observed, summary)
-
-
-@dataclass(frozen=True)
-class KafkaBounds:
-    """Bounds of a kafka:// source: offsets [from_offset, to_offset) or record times [from_time, to_time)."""
-
-    from_offset: int | None = None
-    to_offset: int | None = None
-    from_time: str | None = None
-    to_time: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +42,7 @@ class ReplayOptions:
     out: Path
     engine: str = "spark"
     batch_size: int = 0
-    bounds: KafkaBounds = field(default_factory=KafkaBounds)
+    bounds: Bounds = field(default_factory=Bounds)
     config: ControllerConfig = field(default_factory=ControllerConfig)
     master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
@@ -87,7 +78,7 @@ def replay(options: ReplayOptions) -> str:
 def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
-    imported = _import_kraft_source(options.source, layout.root) if options.source.startswith(PREFIX) else None
+    imported = _import_kraft_source(options.source, layout.root, b) if options.source.startswith(PREFIX) else None
     if imported is not None:
         path = imported.events
         records, total, source, described = read_event_log(path), count_records(path), "file", options.source

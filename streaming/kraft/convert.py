@@ -12,9 +12,10 @@ hold several operations, so records are split by pattern (see docs/kraft.md):
 - any other PCR stands alone: ISR only -> IsrChange from the leader; leader only -> ElectLeaders PREFERRED;
   `isr:[x], leader:x, leaderRecoveryState:1` -> ElectLeaders UNCLEAN; replicas/adding/removing -> ReassignPartitions
   (start, cancel, or completion, which the leader's AlterPartition triggers).
-- a snapshot (the starting state of a log that begins there) -> BrokerChange STARTUP of each unfenced broker, then
-  one PartitionSnapshot per partition (leader, ISR, epochs as the snapshot holds them, the topic's configs), at
-  the snapshot's last offset (its end offset - 1): they seed the state and decide nothing.
+- the state before the first event (a snapshot's records, then the log's records before `start`: a window's start
+  or the snapshot's end offset) -> read as state only, then BrokerChange STARTUP of each unfenced broker and one
+  PartitionSnapshot per partition (leader, ISR, epochs as they stand, the topic's configs), at offset `start - 1`:
+  they seed the state and decide nothing.
 - TOPIC_RECORD [+ CONFIG_RECORD] + PARTITION_RECORDs -> CreateTopic; PARTITION_RECORD alone -> CreatePartitions;
   REMOVE_TOPIC_RECORD -> DeleteTopic; CONFIG_RECORD -> AlterTopicConfig (a cluster default goes to every topic
   without its own value).
@@ -133,13 +134,19 @@ class _Change:
 
 
 class Converter:
-    """Feed records in log order (`feed`); read `result`. `snapshot_end`: the end offset of the snapshot the
-    records start with (the first offset after it), when known."""
+    """Feed records in log order (`feed`); read `result`.
 
-    def __init__(self, snapshot_end: int | None = None) -> None:
+    `start`: the first log offset whose records are events. Everything before it (a snapshot's records, then the
+    log's records before `start`) is state only: converted for what it leaves behind, its events and observed
+    changes dropped; once it is read, that state becomes the seed events at `start - 1`, which decide nothing.
+    The same holds for a log that begins at a snapshot (`start` = its end offset), a window of the history
+    (`start` = the window's first offset) and a follower that resumes after the last offset it published:
+    `Converter(start).feed(state)` seeds, a later `feed` of the records from `start` on converts them."""
+
+    def __init__(self, start: int | None = None) -> None:
         self.result = Converted()
-        self.snapshot_end = snapshot_end
-        self._last_snapshot_record: MetadataRecord | None = None  # set while the snapshot's state is not seeded
+        self.start = start
+        self._unseeded: MetadataRecord | None = None  # the last record of a state read and not seeded yet
         self.topic_names: dict[str, str] = {}  # topic id -> name
         self.partitions: dict[tuple[str, int], PartitionView] = {}
         self.brokers: dict[int, Broker] = {}
@@ -174,27 +181,46 @@ class Converter:
 
     # ---- input ------------------------------------------------------------------------------------
 
+    def _state(self, r: MetadataRecord) -> bool:
+        return r.snapshot or (self.start is not None and r.offset < self.start)
+
     def feed(self, records: Iterable[MetadataRecord]) -> Converted:
         batch: list[MetadataRecord] = []
         for r in records:
-            if batch and (r.batch != batch[0].batch or r.snapshot != batch[0].snapshot):
-                self._batch(batch)
+            if batch and (r.batch != batch[0].batch or r.snapshot != batch[0].snapshot
+                          or self._state(r) != self._state(batch[0])):
+                self._convert(batch)
                 batch = []
-            if not r.snapshot:
+            if not self._state(r):
                 self._seed(r.offset)
             batch.append(r)
         if batch:
-            self._batch(batch)
+            self._convert(batch)
         self._seed(None)
         return self.result
 
+    def _convert(self, batch: list[MetadataRecord]) -> None:
+        if batch[0].snapshot or not self._state(batch[0]):
+            self._batch(batch)
+            return
+        # Log records before `start`: the usual conversion, for the state it leaves; what they decided is in the
+        # seed, so their events and observed changes are dropped.
+        kept, self.result = self.result, Converted()
+        try:
+            self._batch(batch)
+        finally:
+            read, self.result = self.result, kept
+        self.result.unknown += read.unknown
+        self.result.features = dict(self.features)
+        self._unseeded = batch[-1]
+
     def _seed(self, next_offset: int | None) -> None:
-        """The snapshot's state as events, once its records are read, in an order that decides nothing: the
-        live brokers first (no partition exists yet), then each partition as the snapshot holds it."""
-        last, self._last_snapshot_record = self._last_snapshot_record, None
+        """The state read so far as events, once read, in an order that decides nothing: the live brokers first
+        (no partition exists yet), then each partition as it stands."""
+        last, self._unseeded = self._unseeded, None
         if last is None:
             return
-        end = self.snapshot_end if self.snapshot_end is not None else next_offset
+        end = self.start if self.start is not None else next_offset
         at = replace(last, offset=last.offset if end is None else end - 1)
         self._update_features(at, dict(self.features), "-snapshot-features")
         n = 0
@@ -519,7 +545,7 @@ class Converter:
     def _snapshot_record(self, r: MetadataRecord) -> None:
         """A snapshot is state, not history: it seeds the view, then the PartitionSnapshot events (`_seed`)."""
         self.result.snapshot_state = True
-        self._last_snapshot_record = r
+        self._unseeded = r
         d = r.data
         if r.type == "TOPIC_RECORD":
             self.topic_names[topic_id_text(d["topicId"])] = d["name"]
@@ -545,8 +571,9 @@ def event_offset(event: dict[str, Any]) -> int:
     return int(event["event_id"].split("-")[1])
 
 
-def convert(records: Iterable[MetadataRecord], snapshot_end: int | None = None) -> Converted:
-    result = Converter(snapshot_end).feed(records)
+def convert(records: Iterable[MetadataRecord], start: int | None = None) -> Converted:
+    """`records` as events from log offset `start` on, the records before it read as state (see `Converter`)."""
+    result = Converter(start).feed(records)
     # Operations are recognised at their last record (a FAILURE at its fence): put events in log order.
     result.events.sort(key=event_offset)
     return result

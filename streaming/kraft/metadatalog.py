@@ -2,9 +2,11 @@
 --cluster-metadata-decoder`), never a hand-written parser of the binary format.
 
 A source is a `__cluster_metadata-0` directory, one segment (`*.log`) or one snapshot (`*.checkpoint`). A
-directory reads as Kafka itself recovers: the newest snapshot is the starting state, then the records of the
-segments from the snapshot's end offset on. Control batches (LeaderChange, SnapshotHeader/Footer, ...) are
-skipped; records between BEGIN_TRANSACTION_RECORD and ABORT_TRANSACTION_RECORD are dropped; transaction
+directory is its whole retained history: from offset 0 when its first segment starts there, else from the oldest
+snapshot that reaches its first segment, then the records of the segments from that snapshot's end offset on. A
+window of that history (offsets, or record CreateTimes) starts from the newest snapshot at or before it; the
+records between are state for the converter, not events. Control batches (LeaderChange, SnapshotHeader/Footer,
+...) are skipped; records between BEGIN_TRANSACTION_RECORD and ABORT_TRANSACTION_RECORD are dropped; transaction
 markers themselves carry no state.
 """
 
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from streaming.engine.connectors import KAFKA_BROKER, java_executable, require
+from streaming.errors import UsageError
+from streaming.io.eventlog import Bounds, millis
 
 # `| offset: 178 CreateTime: 1795361531372 keySize: -1 valueSize: 19 ... payload: {json}`
 _RECORD = re.compile(r"^\| offset: (\d+) CreateTime: (-?\d+) .*? payload: (\{.*\})$")
@@ -52,7 +56,10 @@ class DecodedLog:
     records: list[MetadataRecord]
     files: list[Path]
     snapshot: Path | None = None
-    start_offset: int = 0  # the first log offset the segments were read from (the snapshot's end offset)
+    start_offset: int = 0  # where the state starts: the snapshot's end offset, or 0 (the first log record kept)
+    # Offsets [first, end) whose records are events; the log records before `first` are state only.
+    window: tuple[int, int] = (0, 0)
+    origin: str = ""  # where the state starts, and why
     control_batches: int = 0
     aborted: int = 0  # records dropped inside aborted transactions
     unknown: Counter[str] = field(default_factory=Counter)  # record types the converter does not model
@@ -63,29 +70,68 @@ def snapshot_end_offset(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def plan(source: Path) -> tuple[Path | None, list[Path], int]:
-    """The files a source reads, in order: (snapshot or None, segments, first offset to keep)."""
+@dataclass(frozen=True)
+class Plan:
+    """The files a source reads, in order: the snapshot the state starts from (or None), the segments that may
+    hold offsets >= `start` (the snapshot's end offset, or 0), and why it starts there."""
+
+    snapshot: Path | None
+    segments: list[Path]
+    start: int
+    reason: str
+
+
+def _base(segment: Path) -> int:
+    return int(segment.name[:20])
+
+
+def plan(source: Path, at: int | None = None) -> Plan:
+    """Where the state of `source` starts: for a directory, its whole retained history (offset 0 when the first
+    segment starts there, else the oldest snapshot that reaches the first segment); with `at`, the newest
+    snapshot at or before offset `at` whose end the segments continue, else offset 0 if the segments start there."""
     source = Path(source)
     if not source.exists():
         raise FileNotFoundError(f"no such metadata log: {source}")
     if source.is_file():
         end = snapshot_end_offset(source)
         if end is not None:
-            return source, [], end
+            return Plan(source, [], end, f"snapshot {source.name}")
         if source.suffix != ".log":
             raise ValueError(f"{source} is neither a segment (*.log) nor a snapshot (*.checkpoint)")
-        return None, [source], 0
+        return Plan(None, [source], 0, f"segment {source.name} alone")
     snapshots = sorted((p for p in source.iterdir() if _SNAPSHOT.match(p.name)), key=lambda p: p.name)
     segments = sorted((p for p in source.iterdir() if _SEGMENT.match(p.name)), key=lambda p: p.name)
     if not snapshots and not segments:
         raise FileNotFoundError(f"{source} holds no metadata segments (*.log) or snapshots (*.checkpoint)")
-    snapshot = snapshots[-1] if snapshots else None
-    start = snapshot_end_offset(snapshot) if snapshot else 0
-    assert start is not None
+    first = _base(segments[0]) if segments else None
+    # A snapshot the retained segments continue: every record after its end offset is still there.
+    reaching = [s for s in snapshots if first is None or (snapshot_end_offset(s) or 0) >= first]
+    if at is not None:
+        before = [s for s in reaching if (snapshot_end_offset(s) or 0) <= at]
+        if before:
+            return _plan(before[-1], segments, f"snapshot {before[-1].name}, the newest at or before offset {at}")
+        if first == 0:
+            return Plan(None, segments, 0, "offset 0")
+        oldest = f"offset {snapshot_end_offset(reaching[0])} (snapshot {reaching[0].name})" if reaching else \
+            "no offset: no snapshot reaches the first segment"
+        raise UsageError(f"{source}: offset {at} is before the oldest state the directory can rebuild, {oldest}")
+    if first == 0:
+        return Plan(None, segments, 0, f"offset 0: the first segment {segments[0].name} starts there")
+    if not segments:
+        return _plan(snapshots[-1], [], f"snapshot {snapshots[-1].name}: the directory holds no segment")
+    if not reaching:
+        raise UsageError(f"{source}: the first segment {segments[0].name} starts at offset {first} and no snapshot "
+                         f"reaches it (end offset >= {first}): the state before it is lost")
+    return _plan(reaching[0], segments,
+                 f"snapshot {reaching[0].name}: the oldest one that reaches the first retained segment "
+                 f"{segments[0].name}")
+
+
+def _plan(snapshot: Path, segments: list[Path], reason: str) -> Plan:
+    start = snapshot_end_offset(snapshot) or 0
     # A segment is needed if the next one starts after `start` (it may hold offsets >= start).
-    bases = [int(_SEGMENT.match(p.name).group(1)) for p in segments]  # type: ignore[union-attr]
-    needed = [p for i, p in enumerate(segments) if i + 1 == len(segments) or bases[i + 1] > start]
-    return snapshot, needed, start
+    needed = [p for i, p in enumerate(segments) if i + 1 == len(segments) or _base(segments[i + 1]) > start]
+    return Plan(snapshot, needed, start, reason)
 
 
 def dump(files: Sequence[Path], java: str | None = None) -> str:
@@ -144,22 +190,57 @@ def _drop_aborted(records: list[MetadataRecord], log: DecodedLog) -> list[Metada
     return out
 
 
-def read_metadata_log(source: Path | str, java: str | None = None) -> DecodedLog:
-    """Decode `source` (a __cluster_metadata-0 directory, a segment or a snapshot) into metadata records."""
-    snapshot, segments, start = plan(Path(source))
-    log = DecodedLog([], [*([snapshot] if snapshot else []), *segments], snapshot, start)
+def resolve_window(records: Sequence[MetadataRecord], start: int, bounds: Bounds) -> tuple[int, int]:
+    """`bounds` as offsets [first, end) over the decoded records. A window holds whole batches (a batch is one
+    controller operation or more): those that begin inside it. Times select by the batch's CreateTime (its first
+    record's)."""
+    times: dict[int, int] = {}
+    for r in records:
+        times.setdefault(r.batch, r.create_time)
+    batches = sorted(times.items())
+    end = records[-1].offset + 1 if records else start
+
+    def first_batch(offset: int | None, iso: str | None, default: int) -> int:
+        if offset is not None:
+            return next((b for b, _ in batches if b >= offset), max(offset, end))
+        if iso is not None:
+            ms = millis(iso)
+            return next((b for b, t in batches if t >= ms), end)
+        return default
+
+    first = max(start, first_batch(bounds.from_offset, bounds.from_time, start))
+    return first, max(first, min(end, first_batch(bounds.to_offset, bounds.to_time, end)))
+
+
+def _snapshot_records(snapshot: Path, log: DecodedLog, java: str | None) -> list[MetadataRecord]:
+    records = []
+    for kind, item in parse_dump(dump([snapshot], java), snapshot=True):
+        if kind == "record":
+            records.append(item)
+        else:
+            log.control_batches += 1
+    return records
+
+
+def read_metadata_log(source: Path | str, java: str | None = None, bounds: Bounds | None = None) -> DecodedLog:
+    """Decode `source` (a __cluster_metadata-0 directory, a segment or a snapshot) into metadata records: its
+    whole retained history, or with `bounds` a window of it, preceded by the records its state starts from (the
+    newest snapshot at or before the window, then the log's records up to the window)."""
+    source = Path(source)
+    history = plan(source)
+    log = DecodedLog([], [])
     records: list[MetadataRecord] = []
-    if snapshot is not None:
-        for kind, item in parse_dump(dump([snapshot], java), snapshot=True):
-            if kind == "record":
-                records.append(item)
-            else:
-                log.control_batches += 1
-    if segments:
-        for kind, item in parse_dump(dump(segments, java)):
+    if history.segments:
+        for kind, item in parse_dump(dump(history.segments, java)):
             if kind == "control":
                 log.control_batches += 1
-            elif item.offset >= start:
+            elif item.offset >= history.start:
                 records.append(item)
-    log.records = _drop_aborted(records, log)
+    records = _drop_aborted(records, log)
+    first, end = resolve_window(records, history.start, bounds or Bounds())
+    seed = history if first == history.start else plan(source, first)
+    log.files = [*([seed.snapshot] if seed.snapshot else []), *history.segments]
+    log.snapshot, log.start_offset, log.window, log.origin = seed.snapshot, seed.start, (first, end), seed.reason
+    state = _snapshot_records(seed.snapshot, log, java) if seed.snapshot is not None else []
+    log.records = [*state, *(r for r in records if seed.start <= r.offset and r.batch < end)]
     return log

@@ -10,6 +10,8 @@ import json
 import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +24,15 @@ from statemachine.rules import KRAFT
 from streaming.cli import main
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.delta import read_delta
+from streaming.io.eventlog import Bounds
 from streaming.jobs.kraft import import_kraft, read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay, replay_spark
 from streaming.kraft.agreement import agreement_rows
-from streaming.kraft.convert import event_offset
-from streaming.kraft.metadatalog import plan, read_metadata_log
+from streaming.kraft.convert import convert, event_offset
+from streaming.kraft.metadatalog import MetadataRecord, plan, read_metadata_log, snapshot_end_offset
 
-# The controller rolls a segment and takes a snapshot every few seconds, so its copy of the log is "newest snapshot +
-# several segments"; broker 2 (never restarted) keeps defaults, so its copy holds the whole history from offset 0.
+# The controller rolls a segment and takes a snapshot every few seconds, so its copy of the log is "segment 0, several
+# snapshots and several segments"; broker 2 (never restarted) keeps defaults, so its copy is one segment from offset 0.
 FAST_ROLLING = {"metadata.log.segment.ms": "8000", "metadata.log.max.snapshot.interval.ms": "8000"}
 HISTORY_BROKER = 2
 ELR, MV = "eligible.leader.replicas.version", "metadata.version"
@@ -224,30 +227,43 @@ def test_spark_engine_reproduces_the_elr_histories_on_the_whole_log(elr_on: dict
                                   ControllerConfig(rules=KRAFT, eligible_leader_replicas=True))
 
 
-def test_import_reads_newest_snapshot_then_several_segments(elr_off: dict[str, Path], tmp_path: Path) -> None:
+def decisions_by_offset(out: Path) -> list[tuple[int, str, int]]:
+    return [(o["source_offset"], o["topic"], o["partition"]) for o in read_jsonl(out / "observed.jsonl")
+            if o["decision"]]
+
+
+def test_a_directory_holding_segment_0_is_replayed_from_0_whatever_its_snapshots(elr_off: dict[str, Path],
+                                                                                 tmp_path: Path) -> None:
+    """The controller's copy holds segment 0, several snapshots and several segments: it is the whole history,
+    replayed from offset 0, every decision of it in agreement.jsonl and in agreement."""
     source = elr_off["controller"]
-    snapshot, _, start = plan(source)
-    assert snapshot is not None and start > 0, "the controller should have taken a snapshot"
+    assert len(list(source.glob("*.checkpoint"))) > 1, "the controller should have taken several snapshots"
     assert len(list(source.glob("*.log"))) > 1, "the controller should have rolled several segments"
+    history = plan(source)
+    assert (history.snapshot, history.start, history.segments) == (None, 0, sorted(source.glob("*.log")))
+    summary = replay_kraft(source, tmp_path / "controller")
+    assert "offsets [0, " in summary
+    assert "replayed from offset 0: the first segment 00000000000000000000.log starts there" in summary
+    assert_every_history_reproduced(tmp_path / "controller", summary)
+    events = read_jsonl(tmp_path / "controller" / "kraft" / "events.jsonl")
+    assert not any(e["type"] == "PartitionSnapshot" for e in events)
+    # Every decision the controller wrote, from the first one on, has its row in agreement.jsonl.
+    decisions = decisions_by_offset(tmp_path / "controller")
+    rows = read_jsonl(tmp_path / "controller" / "agreement.jsonl")
+    assert decisions and decisions == [(r["source_offset"], r["topic"], r["partition"]) for r in rows
+                                       if r["controller"] is not None]
+    # The broker's copy (the same replicated log, never snapshotted) holds the same decisions.
+    replay_kraft(elr_off["history"], tmp_path / "broker")
+    assert decisions_by_offset(tmp_path / "broker") == decisions
     log = read_metadata_log(source)
-    assert log.snapshot == snapshot and log.start_offset == start
-    assert all(r.offset >= start for r in log.records if not r.snapshot)
-    assert any(r.snapshot and r.type == "TOPIC_RECORD" for r in log.records)
-    summary = import_kraft(source, tmp_path / "events.jsonl", tmp_path / "observed.jsonl")
-    # The snapshot names every topic, so no change after it is left unexplained.
-    assert summary.unexplained == 0
-    # The snapshot's state comes first, at its last offset; every other event is read after it.
-    events = read_jsonl(tmp_path / "events.jsonl")
-    seeds = [e for e in events if "-snapshot-" in e["event_id"]]
-    assert seeds and events[:len(seeds)] == seeds
-    assert {int(e["event_id"].split("-")[1]) for e in seeds} == {start - 1}
-    assert all(int(e["event_id"].split("-")[1]) >= start for e in events[len(seeds):])
-    assert summary.unknown.get("NO_OP_RECORD", 0) > 0  # counted and skipped
+    assert log.snapshot is None and not any(r.snapshot for r in log.records)
+    assert log.control_batches > 0
+    summary_counts = import_kraft(source, tmp_path / "events.jsonl")
+    assert summary_counts.unknown.get("NO_OP_RECORD", 0) > 0  # counted and skipped
     # All segments of the broker's copy, read one file at a time, give the same records as the directory.
     whole = read_metadata_log(elr_off["history"])
     [segment] = sorted(elr_off["history"].glob("*.log"))
-    assert [r.offset for r in read_metadata_log(segment).records] == [r.offset for r in whole.records
-                                                                      if not r.snapshot]
+    assert [r.offset for r in read_metadata_log(segment).records] == [r.offset for r in whole.records]
 
 
 def _final_states(out: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
@@ -259,22 +275,98 @@ def _final_states(out: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
             for k, r in last.items() if r["to_state"] != "NonExistentPartition"}
 
 
+def retained(source: Path, dest: Path) -> tuple[Path, Path]:
+    """A copy of `source` as retention leaves it: the segments wholly before a middle snapshot deleted (Kafka
+    deletes a segment once a snapshot covers it). Returns the copy and its first segment."""
+    shutil.copytree(source, dest)
+    snapshots = sorted(dest.glob("*.checkpoint"))
+    assert len(snapshots) >= 3, "the controller should have taken several snapshots"
+    cut = snapshot_end_offset(snapshots[len(snapshots) // 2]) or 0
+    segments = sorted(dest.glob("*.log"))
+    for segment, following in pairwise(segments):
+        if int(following.name[:20]) <= cut:
+            for file in dest.glob(segment.name[:20] + ".*"):
+                file.unlink()
+    return dest, sorted(dest.glob("*.log"))[0]
+
+
 @pytest.mark.parametrize("cluster", ["elr_off", "elr_on"])
-def test_a_log_that_starts_at_a_snapshot_replays_from_the_snapshots_state(cluster: str, tmp_path: Path,
-                                                                          request: pytest.FixtureRequest) -> None:
-    """The controller's copy (newest snapshot + the segments after it) replayed on its own: the snapshot seeds
-    every partition as it stood (with ELR on, its ELR and last known leader too), the controller's decisions
-    after it are reproduced, and every partition ends where the replay of the whole history (the broker's copy,
-    from offset 0) ends."""
+def test_a_directory_whose_early_segments_were_deleted_starts_at_the_oldest_snapshot_that_reaches_them(
+        cluster: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Without segment 0 the state starts at the oldest snapshot whose end offset reaches the first retained
+    segment (older ones miss the records between them and it): the snapshot seeds every partition as it stood
+    (with ELR on, its ELR and last known leader too), the controller's decisions after it are reproduced, and
+    every partition ends where the replay of the whole history (the broker's copy, from offset 0) ends."""
     logs: dict[str, Path] = request.getfixturevalue(cluster)
-    summary = replay_kraft(logs["controller"], tmp_path / "from-snapshot")
+    source, first = retained(logs["controller"], tmp_path / "retained")
+    base = int(first.name[:20])
+    assert base > 0
+    expected = min(s for s in source.glob("*.checkpoint") if (snapshot_end_offset(s) or 0) >= base)
+    start = snapshot_end_offset(expected)
+    assert plan(source).snapshot == expected
+    summary = replay_kraft(source, tmp_path / "from-snapshot")
+    assert (f"offsets [{start}, " in summary and f"replayed from snapshot {expected.name}: the oldest one that reaches "
+            f"the first retained segment {first.name}" in summary)
     events = read_jsonl(tmp_path / "from-snapshot" / "kraft" / "events.jsonl")
-    assert any(e["type"] == "PartitionSnapshot" for e in events)
+    seeds = [e for e in events if "-snapshot-" in e["event_id"]]
+    assert any(e["type"] == "PartitionSnapshot" for e in seeds) and events[:len(seeds)] == seeds
+    assert {event_offset(e) for e in seeds} == {(start or 0) - 1}
+    assert all(event_offset(e) >= (start or 0) for e in events[len(seeds):])
     rows = read_jsonl(tmp_path / "from-snapshot" / "agreement.jsonl")
-    assert all(r["match"] for r in rows), [r for r in rows if not r["match"]]
+    assert rows and all(r["match"] for r in rows), [r for r in rows if not r["match"]]
     assert "agreement with the controller: 100.0%" in summary
     replay_kraft(logs["history"], tmp_path / "whole")
     assert _final_states(tmp_path / "from-snapshot") == _final_states(tmp_path / "whole")
+
+
+def middle_decisions(source: Path) -> tuple[list[MetadataRecord], int, int]:
+    """The log's records and a window [a, b) of batches around the middle third of the controller's decisions."""
+    log = read_metadata_log(source)
+    batch = {r.offset: r.batch for r in log.records}
+    decisions = [o["source_offset"] for o in convert(log.records).observed if o["decision"]]
+    return log.records, batch[decisions[len(decisions) // 3]], batch[decisions[2 * len(decisions) // 3]]
+
+
+@pytest.mark.parametrize("cluster", ["elr_off", "elr_on"])
+def test_a_window_of_offsets_is_seeded_at_its_start_and_agrees_with_the_controller_inside_it(
+        cluster: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    source = request.getfixturevalue(cluster)["controller"]
+    records, a, b = middle_decisions(source)
+    seed = plan(source, a)
+    summary = replay(ReplayOptions(f"kraft:{source}", tmp_path, engine="local", config=ControllerConfig(rules=KRAFT),
+                                   bounds=Bounds(from_offset=a, to_offset=b)))
+    between = sum(1 for r in records if seed.start <= r.offset < a)
+    origin = f"snapshot {seed.snapshot.name}, the newest at or before offset {a}" if seed.snapshot else "offset 0"
+    assert f"window [{a}, {b}) replayed, seeded from {origin} + {between} records that decide nothing" in summary
+    # observed.jsonl holds the window's partition changes: exactly the controller's between a and b.
+    whole = [o for o in convert(records).observed if a <= o["source_offset"] < b]
+    assert whole and read_jsonl(tmp_path / "observed.jsonl") == whole
+    rows = read_jsonl(tmp_path / "agreement.jsonl")
+    assert rows and all(r["match"] for r in rows), [r for r in rows if not r["match"]]
+    assert "agreement with the controller: 100.0%" in summary
+
+
+def test_a_window_of_times_holds_the_changes_written_inside_it(elr_off: dict[str, Path], tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    source = elr_off["controller"]
+    records, a, b = middle_decisions(source)
+    batch_time: dict[int, int] = {}
+    for r in records:
+        batch_time.setdefault(r.batch, r.create_time)
+    written = {r.offset: batch_time[r.batch] for r in records}  # a window selects a batch by its CreateTime
+
+    def iso(ms: int) -> str:
+        return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    since, until = written[a], written[b]
+    assert main(["replay", f"kraft:{source}", "--out", str(tmp_path), "--engine", "local", "--rules", "kraft",
+                 "--from", iso(since), "--to", iso(until)]) == 0
+    summary = capsys.readouterr().out
+    whole = [o for o in convert(records).observed if since <= written[o["source_offset"]] < until]
+    assert whole and read_jsonl(tmp_path / "observed.jsonl") == whole
+    rows = read_jsonl(tmp_path / "agreement.jsonl")
+    assert rows and all(r["match"] for r in rows), [r for r in rows if not r["match"]]
+    assert "agreement with the controller: 100.0%" in summary and "records that decide nothing" in summary
 
 
 def test_import_kraft_command_writes_events_and_observed(elr_off: dict[str, Path], tmp_path: Path,
@@ -286,3 +378,8 @@ def test_import_kraft_command_writes_events_and_observed(elr_off: dict[str, Path
     assert first["type"] == "BrokerChange" and first["event_id"].startswith("kraft-")
     assert read_jsonl(observed)
     assert main(["import-kraft", str(tmp_path / "missing"), "--out", str(events)]) == 2
+    # A window: the state before it is seeded, its records are the events.
+    assert main(["import-kraft", str(elr_off["history"]), "--out", str(events), "--from-offset", "40"]) == 0
+    out = capsys.readouterr().out
+    [seeded] = {event_offset(e) for e in read_jsonl(events) if "-snapshot-" in e["event_id"]}
+    assert f"window [{seeded + 1}, " in out and "records that decide nothing" in out

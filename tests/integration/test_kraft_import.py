@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from streaming.engine.connectors import java_executable
+from streaming.errors import UsageError
 from streaming.infra.jars import kafka_broker_classpath
+from streaming.io.eventlog import Bounds
 from streaming.kraft.convert import convert
 from streaming.kraft.metadatalog import read_metadata_log
 
@@ -85,3 +87,31 @@ def test_several_segments_unknown_types_and_tagged_defaults(writer: Path, tmp_pa
     last = result.observed[-1]
     assert (last["leader"], last["leader_epoch"], last["partition_epoch"], last["leader_recovery_state"]) == (
         1, 0, 1, "RECOVERED")
+
+
+def test_a_window_of_a_directory_is_seeded_at_its_start_and_converts_only_its_records(writer: Path,
+                                                                                      tmp_path: Path) -> None:
+    change = {"partitionId": 0, "topicId": T1}
+    write_segment(writer, tmp_path / "00000000000000000000.log", [
+        *topic(0, "t", T1, [1, 2]),                                             # offsets 0, 1
+        rec(1, "PARTITION_CHANGE_RECORD", {**change, "isr": [1]}),              # 2: the leader shrinks the ISR
+        rec(2, "PARTITION_CHANGE_RECORD", {**change, "isr": [1, 2]}),           # 3: and expands it
+        rec(3, "PARTITION_CHANGE_RECORD", {**change, "leader": 2}),             # 4: a preferred election
+    ])
+    # The writer stamps record i with 1_700_000_000_000 + i ms: offset 3 was written at ...003.
+    for bounds in (Bounds(from_offset=3, to_offset=4), Bounds(from_time="2023-11-14T22:13:20.003Z",
+                                                              to_time="2023-11-14T22:13:20.004Z")):
+        log = read_metadata_log(tmp_path, bounds=bounds)
+        assert (log.window, log.snapshot, log.origin) == ((3, 4), None, "offset 0")
+        result = convert(log.records, log.window[0])
+        # The creation and the shrink before the window are state: one seed, as the partition stood at offset 2.
+        assert [(e["type"], e["event_id"]) for e in result.events] == [
+            ("PartitionSnapshot", "kraft-2-snapshot-0"), ("IsrChange", "kraft-3")]
+        assert (result.events[0]["isr"], result.events[0]["partition_epoch"]) == ([1], 1)
+        assert [o["source_offset"] for o in result.observed] == [3]
+
+
+def test_a_directory_whose_first_segment_no_snapshot_reaches_is_refused(writer: Path, tmp_path: Path) -> None:
+    write_segment(writer, tmp_path / f"{5:020d}.log", topic(0, "t", T1, [1]), base_offset=5)
+    with pytest.raises(UsageError, match="no snapshot reaches it"):
+        read_metadata_log(tmp_path)

@@ -9,7 +9,7 @@ from schemas.events import ControllerEvent, CreateTopic, Malformed, parse_event
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.rules import KRAFT
 from streaming.kraft.agreement import agreement_rate, agreement_rows
-from streaming.kraft.convert import PartitionView, convert, topic_id_text
+from streaming.kraft.convert import Converter, PartitionView, convert, event_offset, topic_id_text
 from streaming.kraft.metadatalog import MetadataRecord, parse_dump
 
 T1 = "AAu-oSgDTO63js0uIRkgdQ"
@@ -350,7 +350,7 @@ def test_a_snapshot_becomes_the_live_brokers_then_each_partition_as_it_stood() -
     ])]
     after = MetadataRecord(100, 100, 1_700_000_001_000, 4, "PARTITION_CHANGE_RECORD",
                            0, {"partitionId": 0, "topicId": T1, "isr": [1, 2]})
-    result = convert([*snap, after], snapshot_end=100)
+    result = convert([*snap, after], start=100)
     evs = [parse_event(json.dumps(e)) for e in result.events]
     assert not any(isinstance(e, Malformed) for e in evs)
     assert [(e.type, e.event_id) for e in evs] == [
@@ -375,7 +375,7 @@ def test_a_snapshot_partition_carries_its_elr_into_the_shadow() -> None:
                               "leaderEpoch": 3, "partitionEpoch": 7, "eligibleLeaderReplicas": [1],
                               "lastKnownElr": [1]}),
     ])]
-    result = convert(snap, snapshot_end=10)
+    result = convert(snap, start=10)
     assert result.features == {"eligible.leader.replicas.version": 1}
     seed = parse_event(json.dumps(result.events[-1]))
     assert (seed.type, seed.eligible_leader_replicas, seed.last_known_elr) == ("PartitionSnapshot", (1,), (1,))
@@ -384,3 +384,72 @@ def test_a_snapshot_partition_carries_its_elr_into_the_shadow() -> None:
         shadow.handle(parse_event(json.dumps(e)), offset)
     rec = shadow.partitions[("t", 0)]
     assert (rec.leader, rec.isr, rec.eligible_leader_replicas, rec.last_known_elr) == (-1, (), (1,), (1,))
+
+
+def replayed(events: list[dict[str, Any]]) -> Controller:
+    shadow = Controller(ControllerConfig(rules=KRAFT))
+    for offset, e in enumerate(events):
+        shadow.handle(parse_event(json.dumps(e)), offset)
+    return shadow
+
+
+def incident() -> tuple[Log, int]:
+    """Broker 1 fails and comes back, then broker 2 fails: the window starts at broker 1's return."""
+    log = started_cluster()
+    log.batch(pcr(0, isr=[2, 3], leader=2), pcr(1, isr=[2, 3]), change(1, 1, fenced=1))
+    log.batch(register(1, log.offset, "again"))
+    start = log.offset
+    log.batch(change(1, start - 1, fenced=-1))
+    log.batch(pcr(0, isr=[2, 3, 1]))
+    log.batch(pcr(0, isr=[3, 1], leader=3), pcr(1, isr=[3, 1], leader=3), change(2, 2, fenced=1))
+    return log, start
+
+
+def test_a_window_is_seeded_with_the_state_its_earlier_records_leave_and_decides_only_inside() -> None:
+    log, start = incident()
+    whole, window = convert(log.records), convert(log.records, start=start)
+    # The records before the window decide nothing: the seed (at start - 1) holds what they left, the feature levels
+    # first, then the brokers, then the partitions.
+    seeds = [e for e in window.events if event_offset(e) < start]
+    assert [(e["type"], e.get("broker_id"), e.get("broker_epoch"), e["event_id"]) for e in seeds] == [
+        ("UpdateFeatures", None, None, f"kraft-{start - 1}-snapshot-features"),
+        ("BrokerChange", 2, 2, f"kraft-{start - 1}-snapshot-0"),
+        ("BrokerChange", 3, 3, f"kraft-{start - 1}-snapshot-1"),
+        ("PartitionSnapshot", None, None, f"kraft-{start - 1}-snapshot-2"),
+        ("PartitionSnapshot", None, None, f"kraft-{start - 1}-snapshot-3")]
+    assert [(e["leader"], e["isr"], e["leader_epoch"], e["partition_epoch"]) for e in seeds[3:]] == [
+        (2, [2, 3], 1, 1), (2, [2, 3], 0, 1)]
+    # From the window's start on, the same events as the whole log's, and only the window's partition changes.
+    assert window.events[len(seeds):] == [e for e in whole.events if event_offset(e) >= start]
+    assert window.observed == [o for o in whole.observed if o["source_offset"] >= start]
+    assert window.features == whole.features and not window.unexplained
+    # The shadow seeded there reproduces the controller's decisions inside the window and ends in the same state.
+    shadow_whole, shadow_window = replayed(whole.events), replayed(window.events)
+    assert shadow_window.partitions == shadow_whole.partitions
+    assert shadow_window.partitions[("t", 1)].leader == 3  # broker 2's failure, inside the window, moved it
+
+
+def test_a_snapshot_plus_records_up_to_the_window_seed_as_the_whole_log_does() -> None:
+    """One mechanism: state from a snapshot and the log's records up to the window, or from the log alone,
+    gives the same seed and the same events."""
+    log, start = incident()
+    cut = start - 2  # the snapshot ends at the failure's batch: the records between it and the window are state
+    state = Converter()
+    state.feed(r for r in log.records if r.offset < cut)
+    snapshot = [MetadataRecord(i, 0, 1_700_000_000_000, 1, t, 0, d, snapshot=True) for i, (t, d) in enumerate([
+        ("FEATURE_LEVEL_RECORD", {"name": "metadata.version", "featureLevel": 27}),
+        *(("REGISTER_BROKER_RECORD", {"brokerId": b, "incarnationId": broker.incarnation, "brokerEpoch": broker.epoch,
+                                      "fenced": broker.fenced}) for b, broker in sorted(state.brokers.items())),
+        ("TOPIC_RECORD", {"name": "t", "topicId": T1}),
+        ("CONFIG_RECORD", {"resourceType": 2, "resourceName": "t", "name": "min.insync.replicas", "value": "2"}),
+        *(("PARTITION_RECORD", {"partitionId": p, "topicId": T1, "replicas": list(v.replicas), "isr": list(v.isr),
+                                "leader": v.leader, "leaderEpoch": v.leader_epoch, "partitionEpoch": v.partition_epoch})
+          for (_, p), v in sorted(state.partitions.items()))])]
+    from_snapshot = convert([*snapshot, *(r for r in log.records if r.offset >= cut)], start=start)
+    from_zero = convert(log.records, start=start)
+    assert from_snapshot.events == from_zero.events and from_snapshot.observed == from_zero.observed
+
+
+def test_a_window_from_offset_0_has_no_seed() -> None:
+    log, _ = incident()
+    assert convert(log.records, start=0).events == convert(log.records).events

@@ -202,7 +202,7 @@ def test_a_snapshots_feature_levels_are_one_update_before_its_other_seeds() -> N
                 ("REGISTER_BROKER_RECORD", {"brokerId": 1, "incarnationId": "a", "brokerEpoch": 5, "fenced": False})]
     log.batch(*snapshot)
     log.records = [replace(r, snapshot=True) for r in log.records]
-    result = convert(log.records, snapshot_end=10)
+    result = convert(log.records, start=10)
     first, startup = result.events[:2]
     assert (first["type"], first["features"], event_offset(first)) == ("UpdateFeatures", {MV: 11, ELR: 0}, 9)
     assert first["event_id"] == "kraft-9-snapshot-features" and startup["type"] == "BrokerChange"
