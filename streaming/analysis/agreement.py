@@ -9,7 +9,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from streaming.kraft.agreement import COMPARED, agreement_rate
+from streaming.history.agreement import COMPARED, agreement_rate
 
 RECENT = 3
 

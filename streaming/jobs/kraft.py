@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streaming.history.agreement import agreement_rate, agreement_rows
 from streaming.io.eventlog import Bounds
-from streaming.kraft.agreement import agreement_rate, agreement_rows
 from streaming.kraft.convert import convert
 from streaming.kraft.metadatalog import DecodedLog, read_metadata_log
 

@@ -22,12 +22,12 @@ from schemas.records import audit_sort_key
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
 from streaming.cli import main
+from streaming.history.agreement import agreement_rows
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.delta import read_delta
 from streaming.io.eventlog import Bounds
 from streaming.jobs.kraft import import_kraft, read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay, replay_spark
-from streaming.kraft.agreement import agreement_rows
 from streaming.kraft.convert import convert, event_offset
 from streaming.kraft.metadatalog import MetadataRecord, plan, read_metadata_log, snapshot_end_offset
 

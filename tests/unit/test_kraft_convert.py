@@ -8,7 +8,7 @@ from typing import Any
 from schemas.events import ControllerEvent, CreateTopic, Malformed, parse_event
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.rules import KRAFT
-from streaming.kraft.agreement import agreement_rate, agreement_rows
+from streaming.history.agreement import agreement_rate, agreement_rows
 from streaming.kraft.convert import Converter, PartitionView, convert, event_offset, topic_id_text
 from streaming.kraft.metadatalog import MetadataRecord, parse_dump
 
