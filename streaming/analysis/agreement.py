@@ -1,5 +1,6 @@
-"""The report's "isrflow vs the controller" section, for a replay of a KRaft metadata log: the agreement rate
-and every disagreement with both sides and the partition's recent changes at the controller."""
+"""The report's "isrflow vs the controller" section, for a replay of a real controller's history: the agreement
+rate and every disagreement with both sides and the partition's recent changes at the controller, then the
+partition histories and, for each that differs, where it first parts from the controller's."""
 
 from __future__ import annotations
 
@@ -52,4 +53,33 @@ def agreement_section(out_dir: Path) -> str | None:
                          f"<td>{_side(r['controller'], r['differing'])}</td>"
                          f"<td>{_side(r['isrflow'], r['differing'])}</td><td>{history}</td></tr>")
         parts.append("</table>")
+    histories_path = Path(out_dir) / "histories.jsonl"
+    if histories_path.exists():
+        parts.extend(_histories(_rows(histories_path)))
     return "\n".join(parts)
+
+
+def _histories(rows: list[dict[str, Any]]) -> list[str]:
+    parts, states = [], sum(r["states_compared"] for r in rows)
+    differing = [r for r in rows if not r["match"]]
+    parts.append(f"<p>Partition histories: {len(rows) - len(differing)} of {len(rows)} partitions went through the "
+                 f"same sequence of states as at the controller ({sum(r['states_equal'] for r in rows)} of {states} "
+                 f"states equal).</p>")
+    if differing:
+        parts.append("<table><tr><th>partition</th><th>states equal</th><th>first difference</th>"
+                     "<th>controller</th><th>isrflow</th></tr>")
+        for r in differing:
+            d = r["first_difference"]
+            parts.append(f"<tr><td>{escape(r['topic'])}-{r['partition']}</td>"
+                         f"<td>{r['states_equal']}/{r['states_compared']}</td>"
+                         f"<td>state {d['state'] + 1}, metadata offset {d['source_offset']}</td>"
+                         f"<td>{_state(d['controller'], d['differing'])}</td>"
+                         f"<td>{_state(d['isrflow'], d['differing'])}</td></tr>")
+        parts.append("</table>")
+    return parts
+
+
+def _state(values: Mapping[str, Any] | None, differing: list[str]) -> str:
+    if values is None:
+        return "<em>no state</em>"
+    return f"@{values['source_offset']} {escape(str(values.get('cause')))}<br>{_side(values, differing)}"

@@ -18,7 +18,8 @@ COMPARED = ("leader", "isr", "leader_epoch", "partition_epoch", "leader_recovery
 _SETS = frozenset({"isr", "eligible_leader_replicas", "last_known_elr"})
 
 
-def _value(row: Mapping[str, Any], name: str) -> Any:
+def compared_value(row: Mapping[str, Any], name: str) -> Any:
+    """A compared field as both sides are compared: sets sorted, a missing ELR empty."""
     value = row.get(name)
     if name in _SETS:
         return sorted(value or ())  # a decision written before ELR existed has none
@@ -38,7 +39,7 @@ def agreement_rows(observed: Iterable[Mapping[str, Any]],
         if not o.get("decision"):
             continue
         mine = ours.get((o["topic"], o["partition"], o.get("cause_event_id") or ""))
-        differing = [f for f in COMPARED if mine is None or _value(mine, f) != _value(o, f)]
+        differing = [f for f in COMPARED if mine is None or compared_value(mine, f) != compared_value(o, f)]
         rows.append({
             "topic": o["topic"], "partition": o["partition"], "source_offset": o["source_offset"],
             "cause": o.get("cause"), "cause_event_id": o.get("cause_event_id"), "match": not differing,

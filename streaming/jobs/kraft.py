@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming.history.agreement import agreement_rate, agreement_rows
+from streaming.history.histories import history_rows, history_totals
 from streaming.io.eventlog import Bounds
 from streaming.kraft.convert import convert
 from streaming.kraft.metadatalog import DecodedLog, read_metadata_log
@@ -83,8 +84,33 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
                          log.control_batches, dict(result.features), list(result.feature_changes), replayed(log))
 
 
-def write_agreement(out: Path, observed: Path, decisions: Path) -> tuple[float, int, int]:
-    """`out/agreement.jsonl` from observed and isrflow decisions; returns (rate, rows, disagreements)."""
-    rows = agreement_rows(read_jsonl(observed), read_jsonl(decisions))
+@dataclass(frozen=True)
+class Agreement:
+    """A replay beside the controller: per decision (agreement.jsonl) and per partition history
+    (histories.jsonl)."""
+
+    rate: float
+    decisions: int
+    disagreements: int
+    partitions: int
+    partitions_equal: int
+    states: int
+    states_equal: int
+
+    def describe(self, out: Path) -> str:
+        return (f"agreement with the controller: {self.rate:.1%} of {self.decisions} observed decisions "
+                f"({self.disagreements} disagreements) in {out / 'agreement.jsonl'}\n"
+                f"  partition histories: {self.partitions_equal} of {self.partitions} equal, {self.states_equal} of "
+                f"{self.states} states equal, in {out / 'histories.jsonl'}")
+
+
+def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
+    """`out/agreement.jsonl` (per observed decision) and `out/histories.jsonl` (per partition) from the observed
+    partition changes and isrflow's decisions."""
+    controller, ours = read_jsonl(observed), read_jsonl(decisions)
+    rows = agreement_rows(controller, ours)
     _write_jsonl(out / "agreement.jsonl", rows)
-    return agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"])
+    histories = history_rows(controller, ours)
+    _write_jsonl(out / "histories.jsonl", histories)
+    return Agreement(agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"]),
+                     *history_totals(histories))

@@ -71,7 +71,7 @@ def kraft_demo(work_dir: Path = Path("out/demo-kraft"), master: str | None = Non
         # The controller's own decisions, from the same log the bridge read.
         import_kraft(metadata, work / "events.jsonl", work / "observed.jsonl")
     write_decisions_jsonl(work / "decisions.jsonl", read_delta(Lake.beside(audit).decisions))
-    write_agreement(work, work / "observed.jsonl", work / "decisions.jsonl")
+    histories = write_agreement(work, work / "observed.jsonl", work / "decisions.jsonl")
     rows = read_jsonl(work / "agreement.jsonl")
     print(f"\n{'partition':<12} {'cause':<14} {'real controller':<36} {'isrflow (kraft rules)':<36} match")
     for r in rows:
@@ -79,5 +79,6 @@ def kraft_demo(work_dir: Path = Path("out/demo-kraft"), master: str | None = Non
               f"{_cell(r['isrflow']):<36} {'yes' if r['match'] else 'NO: ' + ', '.join(r['differing'])}")
     agreed = sum(1 for r in rows if r["match"])
     print(f"\nagreement: {agreed}/{len(rows)} decisions of the real controller reproduced by `isrflow run`; "
-          f"decisions on {DECISIONS_TOPIC} and in {Lake.beside(audit).decisions} (Delta)")
-    return 0 if agreed == len(rows) else 1
+          f"decisions on {DECISIONS_TOPIC} and in {Lake.beside(audit).decisions} (Delta); partition histories: "
+          f"{histories.partitions_equal}/{histories.partitions} equal")
+    return 0 if agreed == len(rows) and histories.partitions_equal == histories.partitions else 1

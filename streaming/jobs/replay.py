@@ -93,7 +93,8 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     # A KRaft log's feature levels are events at their offsets; the configured ones hold until the log sets them.
     config = options.config
     layout.clear()
-    (layout.root / "agreement.jsonl").unlink(missing_ok=True)  # only a KRaft source writes a new one
+    for name in ("agreement.jsonl", "histories.jsonl"):  # only a KRaft source writes new ones
+        (layout.root / name).unlink(missing_ok=True)
     started = time.monotonic()
     with Progress(total) as progress:
         if options.engine == "local":
@@ -105,9 +106,8 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
             replay_spark(spark, records, layout.root, config, options.batch_size, source, progress)
     agreement = ""
     if imported is not None:
-        rate, rows, bad = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
-        agreement = (f"\n  {imported.summary.describe()}\n  agreement with the controller: {rate:.1%} of {rows} "
-                     f"observed decisions ({bad} disagreements) in {layout.root / 'agreement.jsonl'}")
+        agreed = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
+        agreement = f"\n  {imported.summary.describe()}\n  {agreed.describe(layout.root)}"
     report = write_report(layout.root)
     audit = read_delta(layout.audit)
     quarantined = len(read_delta(layout.quarantine))

@@ -1,23 +1,36 @@
-"""`isrflow check`'s rule for a replay of a KRaft metadata log: every decision the real controller wrote must be
-reproduced (agreement.jsonl beside the audit table, written by `replay kraft:PATH`)."""
+"""`isrflow check`'s rules for a replay of a real controller's history: every decision the controller wrote must
+be reproduced (agreement.jsonl beside the audit table, written by `replay kraft:PATH`), and every partition must
+go through the same states (histories.jsonl)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from streaming.quality.results import RuleResult
 
 RULE = "isrflow_agrees_with_the_controller"
+HISTORY_RULE = "isrflow_reproduces_every_partition_history"
 
 
-def agreement_result(audit_table: Path) -> RuleResult | None:
-    """The rule's result, or None when the audit table did not come from a KRaft replay."""
-    path = Path(audit_table).parent / "agreement.jsonl"
+def _rows(path: Path) -> list[dict[str, Any]] | None:
     if not path.exists():
         return None
     with path.open() as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def agreement_results(audit_table: Path) -> list[RuleResult]:
+    """Both rules' results; none when the audit table did not come from a replay of a controller's history."""
+    return [r for r in (agreement_result(audit_table), histories_result(audit_table)) if r is not None]
+
+
+def agreement_result(audit_table: Path) -> RuleResult | None:
+    """The per-decision rule's result, or None when the audit table did not come from a KRaft replay."""
+    rows = _rows(Path(audit_table).parent / "agreement.jsonl")
+    if rows is None:
+        return None
     bad = [r for r in rows if not r["match"]]
     examples = [{"event_id": r["cause_event_id"], "topic": r["topic"], "partition": r["partition"],
                  "source_offset": r["source_offset"], "detail": "differs: " + ", ".join(r["differing"])}
@@ -25,3 +38,18 @@ def agreement_result(audit_table: Path) -> RuleResult | None:
     return RuleResult(RULE, "critical", "failed" if bad else "passed", len(bad), examples,
                       "every observed controller decision has an equal isrflow decision",
                       f"{len(rows) - len(bad)}/{len(rows)} observed decisions agree")
+
+
+def histories_result(audit_table: Path) -> RuleResult | None:
+    """The per-partition-history rule's result, or None without histories.jsonl."""
+    rows = _rows(Path(audit_table).parent / "histories.jsonl")
+    if rows is None:
+        return None
+    bad = [r for r in rows if not r["match"]]
+    examples = [{"topic": r["topic"], "partition": r["partition"],
+                 "source_offset": r["first_difference"]["source_offset"],
+                 "detail": f"state {r['first_difference']['state'] + 1} differs: "
+                           + ", ".join(r["first_difference"]["differing"])} for r in bad[:20]]
+    return RuleResult(HISTORY_RULE, "critical", "failed" if bad else "passed", len(bad), examples,
+                      "every partition goes through the controller's sequence of states",
+                      f"{len(rows) - len(bad)}/{len(rows)} partition histories equal")

@@ -146,11 +146,10 @@ def check(table: str | Location, since_batch: int | None = None, html: Path | No
     decisions_path = find_decisions(table, storage)
     decisions = read_decisions(spark, decisions_path) if decisions_path is not None else None
     report = run_suite(spark, audit, decisions, html)
-    from streaming.quality.agreement import agreement_result  # a KRaft replay's extra rule
+    from streaming.quality.agreement import agreement_results  # a KRaft replay's extra rules
 
-    kraft = agreement_result(table) if isinstance(table, Path) else None  # KRaft replays are local folders
-    if kraft is not None:
-        report.results.append(kraft)
+    if isinstance(table, Path):  # KRaft replays are local folders
+        report.results.extend(agreement_results(table))
     source = str(table) + (f" (batches >= {since_batch})" if since_batch is not None else "")
     print_report(report, source, decisions_path)
     return report.exit_code

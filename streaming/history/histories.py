@@ -1,0 +1,69 @@
+"""Agreement per partition history: the sequence of states the real controller wrote for each partition, beside
+the sequence isrflow wrote.
+
+Pure. The per-decision agreement (agreement.py) asks whether isrflow made each decision the controller made; a
+history also catches what that misses: a write isrflow makes where the controller made none, or the other way
+round, and a difference that a later decision hides. The controller's states are every partition change it
+wrote (`observed` rows, in log order, including a leader's ISR expansions, which are not decisions); isrflow's
+are its decisions, in order. The n-th states of both are compared with the fields of agreement.py (sets as
+sets), so the first difference names the offset where the two histories part.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from streaming.history.agreement import COMPARED, compared_value
+
+Key = tuple[str, int]
+
+
+def _by_partition(rows: Iterable[Mapping[str, Any]]) -> dict[Key, list[Mapping[str, Any]]]:
+    out: dict[Key, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        out[(r["topic"], r["partition"])].append(r)
+    return out
+
+
+def _state(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {f: compared_value(row, f) for f in COMPARED}
+
+
+def _side(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {"source_offset": row["source_offset"], "cause": row.get("cause"), **{f: row.get(f) for f in COMPARED}}
+
+
+def history_rows(observed: Iterable[Mapping[str, Any]],
+                 decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per partition either side wrote: states compared, states equal, and the first difference."""
+    theirs, ours = _by_partition(observed), _by_partition(decisions)
+    rows = []
+    for key in sorted(theirs.keys() | ours.keys()):
+        controller, isrflow = theirs.get(key, []), ours.get(key, [])
+        compared = max(len(controller), len(isrflow))
+        equal = sum(1 for c, i in zip(controller, isrflow, strict=False) if _state(c) == _state(i))
+        first = next((n for n in range(compared)
+                      if n >= len(controller) or n >= len(isrflow) or _state(controller[n]) != _state(isrflow[n])),
+                     None)
+        difference = None
+        if first is not None:
+            c = controller[first] if first < len(controller) else None
+            i = isrflow[first] if first < len(isrflow) else None
+            both = [r for r in (c, i) if r is not None]
+            differing = list(COMPARED) if len(both) < 2 else [f for f in COMPARED
+                                                              if compared_value(c, f) != compared_value(i, f)]
+            difference = {"state": first, "source_offset": min(r["source_offset"] for r in both),
+                          "differing": differing, "controller": _side(c), "isrflow": _side(i)}
+        rows.append({"topic": key[0], "partition": key[1], "states_compared": compared, "states_equal": equal,
+                     "match": first is None, "first_difference": difference})
+    return rows
+
+
+def history_totals(rows: list[Mapping[str, Any]]) -> tuple[int, int, int, int]:
+    """(partitions, partitions with an equal history, states compared, states equal)."""
+    return (len(rows), sum(1 for r in rows if r["match"]), sum(r["states_compared"] for r in rows),
+            sum(r["states_equal"] for r in rows))
