@@ -603,7 +603,8 @@ class Controller:
         if MIN_ISR_CONFIG in ev.configs and self.elr_on and topic not in cv.topics_queued_for_deletion:
             for key in self.partitions_of(topic):
                 out.partition(Action.CLEAR_ELR, key)
-        if self.unclean_allowed(topic) and not was_unclean and topic not in cv.topics_queued_for_deletion:
+        if (self.config.rules.elects_unclean_at_config_change and self.unclean_allowed(topic) and not was_unclean
+                and topic not in cv.topics_queued_for_deletion):
             for key in self.partitions_of(topic):
                 if self.partitions[key].state in (PartitionState.NEW, PartitionState.OFFLINE):
                     out.partition(Action.TRY_ELECTION, key)

@@ -171,6 +171,11 @@ class Rules:
     # A new controller epoch: ZK's new controller re-examines every partition (onControllerFailover: offline
     # replicas out of the ISR, elections); a new KRaft controller replays the same metadata log and writes nothing.
     reexamine_on_failover: bool
+    # Turning unclean.leader.election.enable on: ZK's controller elects the topic's offline partitions at once
+    # (TopicConfigHandler -> enableTopicUncleanLeaderElection); KRaft's does not, it elects them at its periodic
+    # task (unclean.leader.election.interval.ms) or the next fence, unfence or AlterPartition, each of which is an
+    # event of its own.
+    elects_unclean_at_config_change: bool
     # The recovery state an unclean election gives its leader, by metadata version (None: unchanged).
     unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = _zk_unclean_leader_recovery_state
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
@@ -180,10 +185,11 @@ class Rules:
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
            reassign_to_live_brokers_only=True, preferred_falls_back=False, rebalance_batch=None,
-           reexamine_on_failover=True)
+           reexamine_on_failover=True, elects_unclean_at_config_change=True)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
-              reexamine_on_failover=False, unclean_recovery_state=unclean_leader_recovery_state,
+              reexamine_on_failover=False, elects_unclean_at_config_change=False,
+              unclean_recovery_state=unclean_leader_recovery_state,
               eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 

@@ -243,3 +243,18 @@ def test_preferred_election_of_a_leaderless_partition_takes_the_elr_then_the_las
     assert elr_state(d) == (2, [2], [], [], "RECOVERING")
     # The same request without the feature: nobody in the (empty) ISR can lead.
     assert apply_command(only_last_known, replace(elect, elr_enabled=False), KRAFT).decisions == []
+
+
+def test_turning_unclean_election_on_elects_at_once_only_under_zk() -> None:
+    for name in ("zk", "kraft"):
+        c = cluster(name)
+        c.failure(2)
+        c.failure(3)  # two-0 [2, 3] is offline, 3 the last in its ISR
+        assert c.startup(2).decisions_for("two", 0) == []  # 2 left the ISR: no clean election
+        at_config = c.alter("two", {"unclean.leader.election.enable": "true"}).decisions_for("two", 0)
+        if name == "zk":  # TopicConfigHandler: the controller elects the topic's offline partitions at once
+            assert [(d.leader, list(d.isr), d.leader_recovery_state) for d in at_config] == [(2, [2], "RECOVERING")]
+        else:  # the periodic task elects later: its own record, an event of its own
+            assert at_config == []
+            task = c.elect("UNCLEAN", ("two", 0)).decision("two", 0)
+            assert (task.leader, list(task.isr), task.leader_recovery_state) == (2, [2], "RECOVERING")
