@@ -384,8 +384,14 @@ class Converter:
         d = c.record.data
         if any(k in d for k in ("replicas", "addingReplicas", "removingReplicas")) and (
                 c.before.replicas != c.after.replicas or c.before.adding or c.after.adding or c.after.removing):
-            if not c.after.adding and not c.after.removing and "isr" in d and set(c.after.isr) != set(c.before.isr):
-                return "ISR"  # the leader's AlterPartition completed the reassignment
+            b, a = c.before, c.after
+            # The leader's AlterPartition completed a reassignment in progress: the replicas became its target.
+            # Anything else is the admin's: a start (which may complete at once), or a cancel, whose revert
+            # to the original replicas may shrink the ISR too (PartitionReassignmentRevert).
+            completed = (b.adding or b.removing) and not a.adding and not a.removing and \
+                a.replicas == tuple(r for r in b.replicas if r not in b.removing)
+            if completed and "isr" in d and set(a.isr) != set(b.isr):
+                return "ISR"
             return "REASSIGN"
         # Below metadata version 3.2-IV0 (or when already RECOVERING) an unclean election sets no recovery state.
         if "isr" in d and "leader" in d and list(d["isr"]) == [d["leader"]] and (
