@@ -14,8 +14,9 @@ UPDATE_FEATURES = Path(__file__).parent / "kraftlog" / "UpdateFeatures.java"
 
 
 def run_scenario(c: KraftCluster) -> None:
-    """RF 1, 2, 3 topics; reassign and cancel; kill -9 and restart; SIGTERM; preferred and unclean
-    elections; min.insync.replicas and unclean config changes; a new partition; a topic deletion."""
+    """RF 1, 2, 3 topics; reassign and cancel (every shape of reassignment record); kill -9 and restart; SIGTERM;
+    preferred and unclean elections; min.insync.replicas and unclean config changes; a new partition; a topic
+    deletion."""
     c.create_topic("rf1", {0: [1], 1: [2]})
     c.create_topic("rf2", {0: [1, 2], 1: [2, 3]})
     c.create_topic("rf3", {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}, {"min.insync.replicas": "2"})
@@ -29,6 +30,17 @@ def run_scenario(c: KraftCluster) -> None:
     c.reassign({("rf2", 1): [1, 3]})  # broker 1 is down: stays in progress
     time.sleep(1)
     c.reassign({("rf2", 1): None})
+    # More shapes while broker 1 is down, throttled as kafka-reassign-partitions --throttle does: a cancel that
+    # shrinks the ISR (3 caught up, 1 never does), a move that removes the leader, replicas reordered.
+    c.create_topic("moves", {0: [2], 1: [3]})
+    c.wait_until(lambda: all(p["leader"] >= 0 for p in c.describe("moves").values()), what="moves leaders")
+    c.alter_topic_config("moves", {"leader.replication.throttled.replicas": "*",
+                                   "follower.replication.throttled.replicas": "*"})
+    c.reassign({("moves", 0): [2, 3, 1], ("moves", 1): [2], ("rf2", 1): [3, 2]})
+    c.wait_until(lambda: 3 in c.describe("moves")[0]["isr"] and c.describe("moves")[1]["replicas"] == [2],
+                 what="moves-0 half caught up, moves-1 moved")
+    c.reassign({("moves", 0): None})
+    c.wait_until(lambda: c.describe("moves")[0]["replicas"] == [2], what="moves-0 reverted")
     c.create_partitions("rf2", 3, [[3, 1]])
     c.restart(1)
     c.wait_until(lambda: sorted(c.describe("rf3")[0]["isr"]) == [1, 2, 3], what="broker 1 back in rf3-0's ISR")

@@ -80,7 +80,8 @@ def assert_every_history_reproduced(out: Path, summary: str) -> list[dict[str, A
     observed = read_jsonl(out / "observed.jsonl")
     histories = read_jsonl(out / "histories.jsonl")
     assert {(h["topic"], h["partition"]) for h in histories} == {
-        ("rf1", 0), ("rf1", 1), ("rf2", 0), ("rf2", 1), ("rf2", 2), ("rf3", 0), ("rf3", 1), ("rf3", 2), ("gone", 0)}
+        ("rf1", 0), ("rf1", 1), ("rf2", 0), ("rf2", 1), ("rf2", 2), ("rf3", 0), ("rf3", 1), ("rf3", 2), ("gone", 0),
+        ("moves", 0), ("moves", 1)}
     assert all(h["match"] for h in histories), [h for h in histories if not h["match"]]
     assert f"partition histories: {len(histories)} of {len(histories)} equal" in summary
     agreement = read_jsonl(out / "agreement.jsonl")
