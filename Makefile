@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install jars jars-s3a demo test test-unit faults lint clean
+.PHONY: install jars jars-s3a demo test test-unit faults kraft-campaign lint clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -36,6 +36,17 @@ test: install jars
 faults: install jars
 	ISRFLOW_FAULT_TRIALS=100 ISRFLOW_FUZZ_INPUTS=1000000 ISRFLOW_FUZZ_EXAMPLES=20000 \
 		$(VENV)/bin/pytest -ra -s tests/faults
+
+# The differential campaign on real KRaft clusters (docs/kraft.md, "The campaign"): RUNS seeded random scripts of
+# OPS operations from SEED on, over the Kafka VERSIONS in turn, each replayed from the controller's log and compared with it (make test runs one
+# short run); SPARK=1 also replays the first run with the Spark engine.
+RUNS ?= 20
+SEED ?= 1
+OPS ?= 30
+VERSIONS ?= 4.1,3.9
+kraft-campaign: install jars
+	cd tests/integration && ../../$(PY) kraft_campaign.py --runs $(RUNS) --seed $(SEED) --ops $(OPS) --versions $(VERSIONS) \
+		--out ../../out/kraft-campaign $(if $(SPARK),--spark)
 
 test-unit: install
 	$(VENV)/bin/pytest -ra tests/unit tests/analysis

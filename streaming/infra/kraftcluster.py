@@ -36,13 +36,22 @@ from streaming.infra.processes import die_with_parent
 DATA_ROOT = connectors.CACHE / "kraft-clusters"
 JVM_OPTS = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 CONTROLLER_ID = 100
+LOG4J_PROPERTIES = """\
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=${kafka.logs.dir}/server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
 
 
 class KraftNode:
     """One Kafka process (a controller or a broker) with its own config, log dir and log file."""
 
-    def __init__(self, node_id: int, root: Path, settings: dict[str, str], port: int = 0) -> None:
+    def __init__(self, node_id: int, root: Path, settings: dict[str, str], port: int = 0,
+                 jar_set: connectors.JarSet = connectors.KAFKA_BROKER) -> None:
         self.node_id = node_id
+        self.jar_set = jar_set
         self.port = port  # the client port (brokers only)
         self.dir = root / f"node-{node_id}"
         self.settings = settings
@@ -57,14 +66,24 @@ class KraftNode:
         return self.dir / "logs"
 
     def java_cmd(self, main_class: str, *args: str) -> list[str]:
-        return [connectors.java_executable(), *JVM_OPTS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
-                f"-Dkafka.logs.dir={self.dir}", "-cp", jars.kafka_broker_classpath(), main_class, *args]
+        # Kafka 4 logs through log4j 2, Kafka 3.9 through reload4j (log4j 1's API).
+        logging = (f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}" if self.log4j2
+                   else f"-Dlog4j.configuration=file:{self.dir / 'log4j.properties'}")
+        return [connectors.java_executable(), *JVM_OPTS, logging, f"-Dkafka.logs.dir={self.dir}", "-cp",
+                jars.kafka_broker_classpath(self.jar_set), main_class, *args]
+
+    @property
+    def log4j2(self) -> bool:
+        return self.jar_set is connectors.KAFKA_BROKER
 
     def format(self, cluster_id: str, extra: list[str]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         settings = {**self.settings, "log.dirs": str(self.log_dir)}
         self.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-        (self.dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        if self.log4j2:
+            (self.dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        else:
+            (self.dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
         fmt = subprocess.run(self.java_cmd("kafka.tools.StorageTool", "format", "-t", cluster_id,
                                            "-c", str(self.config), *extra),
                              capture_output=True, text=True, check=False)
@@ -111,10 +130,13 @@ class KraftNode:
 class KraftCluster:
     """One controller + `brokers` broker processes (ids 1..N). `elr` sets eligible.leader.replicas.version
     at format time (Kafka 4.1 turns it on for new clusters; off reproduces the pre-KIP-966 rules);
-    `release_version` formats it at an older metadata.version (e.g. "3.5-IV2"; default: Kafka's latest)."""
+    `release_version` formats it at an older metadata.version (e.g. "3.5-IV2"; default: Kafka's latest); `racks`
+    spreads the brokers over that many racks (`broker.rack` rack-0, rack-1, ...; 0: none); `jar_set` runs
+    another Kafka (`connectors.KAFKA_39`: Kafka 3.9)."""
 
-    def __init__(self, brokers: int = 3, elr: bool = False, root: str | Path | None = None,
-                 extra_controller_config: dict[str, str] | None = None, release_version: str | None = None) -> None:
+    def __init__(self, brokers: int = 3, elr: bool | None = False, root: str | Path | None = None,
+                 extra_controller_config: dict[str, str] | None = None, release_version: str | None = None,
+                 racks: int = 0, jar_set: connectors.JarSet = connectors.KAFKA_BROKER) -> None:
         self._owns_dir = root is None
         if root is None:
             DATA_ROOT.mkdir(parents=True, exist_ok=True)
@@ -122,11 +144,15 @@ class KraftCluster:
         self.root = Path(root).resolve()
         self.elr = elr
         self.release_version = release_version
+        self.dynamic_quorum = jar_set is connectors.KAFKA_BROKER
         controller_port = free_port()
         quorum = f"127.0.0.1:{controller_port}"
         common = {
             "controller.listener.names": "CONTROLLER",
-            "controller.quorum.bootstrap.servers": quorum,
+            # Kafka 3.9 takes a dynamic quorum (--standalone, kraft.version 1) only at metadata.version 3.9-IV0: it
+            # gets the static voter set, which every version takes.
+            **({"controller.quorum.bootstrap.servers": quorum} if self.dynamic_quorum
+               else {"controller.quorum.voters": f"{CONTROLLER_ID}@{quorum}"}),
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             **SMALL_TEST_CLUSTER,
             # The automatic rebalance would write elections at times a test cannot control.
@@ -139,7 +165,7 @@ class KraftCluster:
             "listeners": f"CONTROLLER://{quorum}",
             "broker.session.timeout.ms": "4000",
             **(extra_controller_config or {}),
-        })
+        }, jar_set=jar_set)
         self.brokers: dict[int, KraftNode] = {}
         for broker_id in range(1, brokers + 1):
             port = free_port()
@@ -153,7 +179,8 @@ class KraftCluster:
                 "broker.heartbeat.interval.ms": "1000",
                 # A follower leaves the ISR within seconds when its broker dies, as the test expects.
                 "replica.lag.time.max.ms": "4000",
-            }, port)
+                **({"broker.rack": f"rack-{(broker_id - 1) % racks}"} if racks else {}),
+            }, port, jar_set)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -174,9 +201,10 @@ class KraftCluster:
 
     def start(self, timeout: float = 90) -> KraftCluster:
         cluster_id = new_cluster_id()
-        feature = ["-f", f"eligible.leader.replicas.version={1 if self.elr else 0}",
-                   *(["--release-version", self.release_version] if self.release_version else [])]
-        self.controller.format(cluster_id, ["--standalone", *feature])
+        # Kafka 3.9 has no eligible.leader.replicas.version feature (elr=None leaves it out).
+        feature = [*(["-f", f"eligible.leader.replicas.version={1 if self.elr else 0}"] if self.elr is not None
+                     else []), *(["--release-version", self.release_version] if self.release_version else [])]
+        self.controller.format(cluster_id, [*(["--standalone"] if self.dynamic_quorum else []), *feature])
         for b in self.brokers.values():
             b.format(cluster_id, feature)
         atexit.register(self.stop)
