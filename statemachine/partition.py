@@ -529,6 +529,8 @@ def _on_elect_preferred(s: _Step) -> None:
         _bring_online(s, unclean_allowed=False)
         if s.failed is None:
             return
+    if _write_emptied_elr(s):
+        return
     raise Rejection(Error.PREFERRED_LEADER_NOT_AVAILABLE, s.notes[-1])
 
 
@@ -542,8 +544,22 @@ def _on_elect_unclean(s: _Step) -> None:
     if rec.state is P.ONLINE:
         s.move(P.OFFLINE)
     _bring_online(s, unclean_allowed=True)
-    if s.failed is not None:
+    if s.failed is not None and not _write_emptied_elr(s):
         raise Rejection(Error.ELIGIBLE_LEADERS_NOT_AVAILABLE, s.notes[-1])
+
+
+def _write_emptied_elr(s: _Step) -> bool:
+    """KRaft with the ELR feature off: an admin election that elects nobody still publishes the change that empties
+    the ELR the partition kept from when it was on (ReplicationControlManager.electLeader writes whatever record
+    PartitionChangeBuilder makes, and answers success; rules.elr_after_disabling)."""
+    rec = s.record
+    if not (s.rules.eligible_leader_replicas and not s.elr_on and rec.eligible_leader_replicas):
+        return False
+    s.failed = None
+    s.note(f"elects nobody; the change empties the ELR {list(rec.eligible_leader_replicas)} kept from when the "
+           f"feature was on")
+    s.write(rec.leader, rec.isr, ())
+    return True
 
 
 def _on_try_election(s: _Step) -> None:

@@ -393,6 +393,11 @@ class Converter:
             if completed and "isr" in d and set(a.isr) != set(b.isr):
                 return "ISR"
             return "REASSIGN"
+        # An admin election that elected nobody while the ELR feature is off writes only the emptied ELR the
+        # partition kept (the admin's type is not in the record; the kraft rules treat both types alike there).
+        if set(d) <= {"partitionId", "topicId", "eligibleLeaderReplicas", "lastKnownElr"} and \
+                c.before.elr and not c.after.elr and c.before.leader == NO_LEADER:
+            return "UNCLEAN"
         # Below metadata version 3.2-IV0 (or when already RECOVERING) an unclean election sets no recovery state.
         if "isr" in d and "leader" in d and list(d["isr"]) == [d["leader"]] and (
                 d.get("leaderRecoveryState") == 1 or d["leader"] not in c.before.isr):
