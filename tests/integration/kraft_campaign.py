@@ -51,9 +51,11 @@ VERSIONS = {
     # 3.7-IV2 or later, whose directory assignments isrflow does not model (docs/kraft.md).
     "3.9": Version("3.9", KAFKA_39, "3.5-IV2", None, upgrade_to=14),
 }
-# The controller writes what a real one writes on its own: the periodic unclean election every few seconds (its
-# default is 5 minutes), and snapshots and segment rolls inside a run.
-CONTROLLER_CONFIG = {"unclean.leader.election.interval.ms": "3000"}
+# The controller writes what a real one writes on its own, sooner: the periodic unclean election every few seconds
+# (its default is 5 minutes), and a segment roll and a snapshot every 8 seconds, so the copy replayed is segment 0,
+# several snapshots and several segments.
+CONTROLLER_CONFIG = {"unclean.leader.election.interval.ms": "3000", "metadata.log.segment.ms": "8000",
+                     "metadata.log.max.snapshot.interval.ms": "8000"}
 
 
 @dataclass(frozen=True)
