@@ -20,7 +20,7 @@ class ZnodeOp:
     ephemeral: bool = False
     # closeSession: the ephemeral znodes the session's end deleted (written since ZooKeeper 3.6).
     deleted: tuple[str, ...] = ()
-    error: int = 0  # error: ZooKeeper's error code (a failed multi is only errors: nothing changed)
+    error: int = 0  # error: ZooKeeper's error code
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,9 @@ class ZkTxn:
 
     @property
     def failed(self) -> bool:
-        return bool(self.ops) and all(op.kind == "error" for op in self.ops)
+        """ZooKeeper logs a multi that failed with the failing op (and the ops after it) as errors, the ops
+        before it as they were: a multi with any error changed nothing."""
+        return any(op.kind == "error" for op in self.ops)
 
 
 @dataclass(frozen=True, slots=True)
