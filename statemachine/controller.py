@@ -451,6 +451,10 @@ class Controller:
 
     def _broker_failure(self, out: _Fanout, broker: int, epoch: int) -> None:
         registered = self.cluster.broker_epochs.get(broker)
+        if registered is None and self.config.rules.fenced_brokers_stay_registered and \
+                self.cluster.last_broker_epochs.get(broker) == epoch:
+            self._fenced_again(out, broker)
+            return
         if registered is None:
             raise Rejection(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
         if epoch < registered:
@@ -469,6 +473,15 @@ class Controller:
         offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
         out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
                     + _names(offline))
+
+    def _fenced_again(self, out: _Fanout, broker: int) -> None:
+        """KRaft: a fenced broker keeps its registration, and its session timing out later fences it again (after
+        a controlled shutdown, say), which takes it out of the ISRs it was left in: the last member of an ISR,
+        once the ELR feature lets the ISR go empty."""
+        in_isr = [k for k in self.partitions_on(broker) if broker in self.partitions[k].isr]
+        for key in in_isr:
+            out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
+        out.cluster(f"broker {broker} fenced again; still in {len(in_isr)} ISR(s): " + _names(in_isr))
 
     def _controlled_shutdown(self, out: _Fanout, broker: int, epoch: int) -> None:
         registered = self.cluster.broker_epochs.get(broker)

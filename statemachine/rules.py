@@ -138,8 +138,9 @@ def eligible_leader_replicas(elr: Sequence[int], isr: Sequence[int], target_isr:
 def last_known_leader(before_leader: int, before_isr: Sequence[int], before_last_known: Sequence[int],
                       isr: Sequence[int], leader: int) -> tuple[int, ...]:
     """KIP-966 (PartitionChangeBuilder.maybeUpdateLastKnownLeader): when a change empties the ISR, the leader
-    it had is remembered; as soon as the partition has a leader again, it is forgotten."""
-    if not isr and before_isr:
+    it had is remembered (a partition already leaderless has none to remember: Kafka 4.1 writes no last known
+    ELR then); as soon as the partition has a leader again, it is forgotten."""
+    if not isr and before_isr and before_leader >= 0:
         return (before_leader,)
     if leader >= 0:
         return ()
@@ -176,6 +177,9 @@ class Rules:
     # task (unclean.leader.election.interval.ms) or the next fence, unfence or AlterPartition, each of which is an
     # event of its own.
     elects_unclean_at_config_change: bool
+    # A fenced broker: ZK deletes its registration; KRaft keeps it, and may fence it again (its session timing out
+    # after a controlled shutdown), which is a failure of the same broker epoch.
+    fenced_brokers_stay_registered: bool
     # The recovery state an unclean election gives its leader, by metadata version (None: unchanged).
     unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = _zk_unclean_leader_recovery_state
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
@@ -185,10 +189,11 @@ class Rules:
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
            reassign_to_live_brokers_only=True, preferred_falls_back=False, rebalance_batch=None,
-           reexamine_on_failover=True, elects_unclean_at_config_change=True)
+           reexamine_on_failover=True, elects_unclean_at_config_change=True,
+           fenced_brokers_stay_registered=False)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
-              reexamine_on_failover=False, elects_unclean_at_config_change=False,
+              reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,
               unclean_recovery_state=unclean_leader_recovery_state,
               eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}

@@ -258,3 +258,21 @@ def test_turning_unclean_election_on_elects_at_once_only_under_zk() -> None:
             assert at_config == []
             task = c.elect("UNCLEAN", ("two", 0)).decision("two", 0)
             assert (task.leader, list(task.isr), task.leader_recovery_state) == (2, [2], "RECOVERING")
+
+
+def test_the_last_known_leader_is_the_leader_the_emptied_isr_had_and_none_when_already_leaderless() -> None:
+    assert last_known_leader(3, (3,), (), (), -1) == (3,)
+    assert last_known_leader(-1, (3,), (), (), -1) == ()  # fenced again: leader -1 already (Kafka 4.1)
+    assert last_known_leader(-1, (), (3,), (3,), 3) == ()  # a leader again: forgotten
+
+
+def test_a_fenced_broker_fenced_again_leaves_the_isrs_it_was_left_in_only_under_kraft() -> None:
+    for name in ("zk", "kraft"):
+        c = cluster(name)
+        c.create("one", [3])
+        c.failure(3)  # one-0: leader -1, ISR [3] (without ELR the last member stays)
+        again = c.failure(3, epoch=c.controller.cluster.last_broker_epochs[3])
+        if name == "zk":
+            assert again.errors == {"BROKER_NOT_AVAILABLE"}
+        else:
+            assert "BROKER_NOT_AVAILABLE" not in again.errors and "fenced again" in again.cluster_row.message
