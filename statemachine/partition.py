@@ -24,6 +24,7 @@ from statemachine.rules import (
     elr_after_disabling,
     elr_that_can_lead_without_the_feature,
     last_known_leader,
+    reassignment_from_original,
 )
 from statemachine.states import (
     IllegalTransition,
@@ -308,10 +309,10 @@ def _progress_reassignment(s: _Step) -> None:
     rec, cmd = s.record, s.command
     target = rec.target_replicas
     live = cmd.live_or_shutting_down
-    if not all(r in rec.isr for r in target):
-        # A: LeaderAndIsr (epoch bump) to the whole RS, new replicas start. A partition that never had a
+    if not _reassignment_caught_up(rec):
+        # A: LeaderAndIsr (epoch bump) to the whole RS, new replicas start. Under ZK a partition that never had a
         # leader has no LeaderAndIsr to send: its first decision stays its INITIAL election.
-        if rec.has_leader_and_isr:
+        if rec.has_leader_and_isr or s.rules.registered_from_creation:
             s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live))
         for broker in rec.adding_replicas:
             if broker not in s.record.replica_states:
@@ -335,19 +336,25 @@ def _progress_reassignment(s: _Step) -> None:
     _elect_if_leaderless(s)
 
 
-def _start_reassignment(s: _Step, target: tuple[int, ...]) -> None:
+def _reassignment_caught_up(rec: PartitionRecord) -> bool:
+    """Every target replica is in the ISR: the reassignment can complete."""
+    return all(r in rec.isr for r in rec.target_replicas)
+
+
+def _start_reassignment(s: _Step, target: tuple[int, ...], cancel: bool = False) -> None:
     rec = s.record
-    origin = rec.origin_replicas
-    replicas = tuple(dict.fromkeys(target + origin))
+    # A cancel goes back to the original replicas under every rule set; a new target is laid over the partition's
+    # replicas as the rule set does it.
+    reassign = reassignment_from_original if cancel else s.rules.reassignment_replicas
+    replicas, adding, removing = reassign(rec.replicas, rec.adding_replicas, rec.removing_replicas, target)
     # Replicas the previous reassignment was adding that this one no longer wants.
     unneeded = [r for r in rec.replicas if r not in replicas]
     if rec.isr and not any(r in replicas for r in rec.isr):
         # Deleting them would leave an ISR outside the replica set (KRaft refuses this as well).
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                         f"replicas {list(replicas)} would drop every in-sync replica {list(rec.isr)}")
-    s.record = rec.evolve(replicas=replicas, adding_replicas=tuple(r for r in replicas if r not in origin),
-                       removing_replicas=tuple(r for r in replicas if r not in target),
-                       reassignment_in_progress=True)
+    s.record = rec.evolve(replicas=replicas, adding_replicas=adding, removing_replicas=removing,
+                          reassignment_in_progress=True)
     _delete_replicas(s, unneeded)
     _elect_if_leaderless(s)
     _progress_reassignment(s)
@@ -396,6 +403,12 @@ def _on_isr_change(s: _Step) -> None:
     recovery = cmd.leader_recovery_state or LeaderRecoveryState.RECOVERED
     if (cmd.broker_id == rec.leader and cmd.isr == rec.isr and recovery == rec.leader_recovery_state
             and cmd.partition_epoch <= rec.partition_epoch):
+        if (s.rules.completes_reassignment_before_election and cmd.partition_epoch == rec.partition_epoch
+                and rec.reassignment_in_progress and _reassignment_caught_up(rec)):
+            # KRaft builds a change from every AlterPartition: an ISR that covers the targets completes the
+            # reassignment an election left in progress.
+            _progress_reassignment(s)
+            return
         s.note("ISR already as requested")
         return
     if cmd.partition_epoch < rec.partition_epoch:
@@ -433,6 +446,13 @@ def _on_broker_startup(s: _Step) -> None:
         s.note(f"replica {broker} online")
     if s.record.queued_for_deletion:
         _continue_deletion(s)
+        return
+    if s.rules.completes_reassignment_before_election:
+        # KRaft writes only leaderless partitions at an unfence; one whose targets are all in the ISR it has
+        # completes before its election.
+        if s.record.state is P.OFFLINE and s.record.reassignment_in_progress and _reassignment_caught_up(s.record):
+            _progress_reassignment(s)
+        _bring_online(s, s.command.unclean_allowed)
         return
     _bring_online(s, s.command.unclean_allowed)
     if s.record.reassignment_in_progress and broker in s.record.target_replicas:
@@ -500,7 +520,7 @@ def _on_reassign(s: _Step) -> None:
         if not rec.reassignment_in_progress:
             raise Rejection(Error.NO_REASSIGNMENT_IN_PROGRESS, "no reassignment in progress to cancel")
         s.note(f"cancel: back to {list(rec.origin_replicas)}")
-        _start_reassignment(s, rec.origin_replicas)
+        _start_reassignment(s, rec.origin_replicas, cancel=True)
         return
     if not target or len(set(target)) != len(target) or any(r < 0 for r in target):
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,

@@ -14,6 +14,9 @@ PartitionChangeBuilder / ReplicationControlManager:
   member can lead, the partition goes leaderless (leader -1) and keeps its last ISR member
   (ReplicationControlManager.handleBrokerInControlledShutdown);
 - a reassignment may add a fenced broker (it stays in progress until the broker catches up);
+- a new reassignment over one in progress starts from the current replicas, those being added included
+  (`reassignment_from_current`), and a reassignment completes only with the ISR an operation starts from, never
+  with the one its election sets (`Rules.completes_reassignment_before_election`);
 - a preferred election of a leaderless partition falls back to the first other valid replica;
 - the automatic rebalance elects every partition whose leader is not its preferred replica;
 - a new controller (a new Raft epoch) takes over the replicated state as it is: no partition is re-examined.
@@ -56,6 +59,26 @@ def leader_epoch_bumped(before: Any, after: Decision, metadata_version: int) -> 
     if after.leader != before.leader or not set(before.replicas) <= set(after.replicas):
         return True
     return is_leader_epoch_bump_required_on_isr_shrink(metadata_version) and not set(before.isr) <= set(after.isr)
+
+
+def reassignment_from_original(replicas: Sequence[int], adding: Sequence[int], removing: Sequence[int],
+                               target: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """ZK (ReplicaAssignment.reassignTo): the replica set is the target, then the original replicas it drops (the
+    original ones: those a reassignment in progress was not adding). Returns (replicas, adding, removing)."""
+    origin = tuple(r for r in replicas if r not in adding)
+    full = tuple(dict.fromkeys((*target, *origin)))
+    return full, tuple(r for r in full if r not in origin), tuple(r for r in full if r not in target)
+
+
+def reassignment_from_current(replicas: Sequence[int], adding: Sequence[int], removing: Sequence[int],
+                              target: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """KRaft (ReplicationControlManager.changePartitionReassignment, PartitionReassignmentReplicas): from the current
+    replicas, those a reassignment in progress is adding included: the target, then the current replicas it drops,
+    in id order (a TreeSet); adding and removing in id order too. An empty adding or removing list is not set on
+    the change, so the partition keeps the one it had. Returns (replicas, adding, removing)."""
+    dropped = tuple(sorted(set(replicas) - set(target)))
+    added = tuple(sorted(set(target) - set(replicas)))
+    return (*target, *dropped), added or tuple(adding), dropped or tuple(removing)
 
 
 def _one_record_per_operation(before: Any, decisions: Sequence[Decision], metadata_version: int) -> list[Decision]:
@@ -180,6 +203,22 @@ class Rules:
     # A fenced broker: ZK deletes its registration; KRaft keeps it, and may fence it again (its session timing out
     # after a controlled shutdown), which is a failure of the same broker epoch.
     fenced_brokers_stay_registered: bool
+    # A new reassignment's (replicas, adding, removing) from the partition's and the target:
+    # reassignment_from_original (ZK) or reassignment_from_current (KRaft). A cancel reverts to the original replicas
+    # under both.
+    reassignment_replicas: Callable[[Sequence[int], Sequence[int], Sequence[int], Sequence[int]],
+                                    tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]
+    # When a reassignment whose targets are all in the ISR completes. ZK: whenever the controller looks at it, also
+    # right after the election of a starting broker (onBrokerStartup, then maybeResumeReassignments). KRaft: in the
+    # change an operation writes, judged by the ISR the operation starts from (PartitionChangeBuilder.build runs
+    # completeReassignmentIfNeeded before tryElection), so the ISR an election sets completes nothing until the
+    # partition's next change.
+    completes_reassignment_before_election: bool
+    # Whether a partition's leader and ISR are registered from its creation on. ZK writes a partition's state znode
+    # at its first election, so a partition that never had a leader (nor, with ELR, one it remembers) has nothing to
+    # write a reassignment into; KRaft's PartitionRecord exists from the topic's creation, so every change of the
+    # replicas is a PartitionChangeRecord, leader or not.
+    registered_from_creation: bool
     # The recovery state an unclean election gives its leader, by metadata version (None: unchanged).
     unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = _zk_unclean_leader_recovery_state
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
@@ -190,10 +229,13 @@ class Rules:
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
            reassign_to_live_brokers_only=True, preferred_falls_back=False, rebalance_batch=None,
            reexamine_on_failover=True, elects_unclean_at_config_change=True,
-           fenced_brokers_stay_registered=False)
+           fenced_brokers_stay_registered=False, reassignment_replicas=reassignment_from_original,
+           completes_reassignment_before_election=False, registered_from_creation=False)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
               reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,
+              reassignment_replicas=reassignment_from_current, completes_reassignment_before_election=True,
+              registered_from_creation=True,
               unclean_recovery_state=unclean_leader_recovery_state,
               eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}

@@ -41,7 +41,8 @@ TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 NO_LEADER, LEADER_UNCHANGED = -1, -2
 RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
 # Cluster-default configs (broker resource "") the rules read, handed to each topic without its own value.
-INHERITED = frozenset({"min.insync.replicas", "unclean.leader.election.enable"})
+MIN_ISR = "min.insync.replicas"
+INHERITED = frozenset({MIN_ISR, "unclean.leader.election.enable"})
 # Records that carry state the converter needs. Others (producer ids, ACLs, quotas, controller registrations,
 # no-ops, delegation tokens, ...) are counted and skipped.
 MODELLED = frozenset({
@@ -153,7 +154,8 @@ class Converter:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.cluster_configs: dict[str, str] = {}
         self.features: dict[str, int] = {}
-        self._config_events: dict[str, str] = {}  # topic -> its last AlterTopicConfig event id
+        # topic -> its last min.insync.replicas change (AlterTopicConfig event id): the cause of a ClearElrRecord.
+        self._min_isr_events: dict[str, str] = {}
         self._creating: tuple[MetadataRecord, str, dict[str, str], dict[str, list[int]]] | None = None
 
     # ---- output -----------------------------------------------------------------------------------
@@ -382,6 +384,10 @@ class Converter:
     @staticmethod
     def _kind(c: _Change) -> str:
         d = c.record.data
+        # Only the leader's AlterPartition sets a partition RECOVERED (ReplicationControlManager.alterPartition is the
+        # one caller of setTargetLeaderRecoveryState), also when the ISR it brings completes a reassignment.
+        if d.get("leaderRecoveryState") == 0 and c.before.leader_recovery_state == 1:
+            return "ISR"
         if any(k in d for k in ("replicas", "addingReplicas", "removingReplicas")) and (
                 c.before.replicas != c.after.replicas or c.before.adding or c.after.adding or c.after.removing):
             b, a = c.before, c.after
@@ -504,7 +510,7 @@ class Converter:
                 continue
             after = replace(view, elr=(), last_known_elr=(), partition_epoch=view.partition_epoch + 1)
             self.partitions[key] = after
-            self._observe(_Change(r, key, view, after), "AlterTopicConfig", self._config_events.get(key[0]))
+            self._observe(_Change(r, key, view, after), "AlterTopicConfig", self._min_isr_events.get(key[0]))
 
     def _partition_record(self, r: MetadataRecord) -> None:
         d = r.data
@@ -542,7 +548,8 @@ class Converter:
                 fallback = self.cluster_configs.get(name) if name in INHERITED else None
                 event = self._event(r, "AlterTopicConfig", topic=resource,
                                     configs={name: value if value is not None else fallback})
-                self._config_events[resource] = event["event_id"]
+                if name == MIN_ISR:
+                    self._min_isr_events[resource] = event["event_id"]
         elif d.get("resourceType") == BROKER_RESOURCE and resource == "":
             if value is None:
                 self.cluster_configs.pop(name, None)
@@ -551,7 +558,8 @@ class Converter:
             for topic, own in self.topic_configs.items():
                 if name not in own:
                     event = self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs={name: value})
-                    self._config_events[topic] = event["event_id"]
+                    if name == MIN_ISR:
+                        self._min_isr_events[topic] = event["event_id"]
 
     def _snapshot_record(self, r: MetadataRecord) -> None:
         """A snapshot is state, not history: it seeds the view, then the PartitionSnapshot events (`_seed`)."""

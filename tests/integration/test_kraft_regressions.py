@@ -12,10 +12,7 @@ from statemachine.rules import KRAFT
 from streaming.jobs.kraft import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 
-# Kept logs isrflow does not reproduce yet (their README says what differs): strict, so a fix must remove them here.
-NOT_YET = {"kafka-4.1-seed-7": "a reassignment of a leaderless partition: leader epoch bumped at its start"}
-REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
-                            if p.name in NOT_YET else [])
+REGRESSIONS = [pytest.param(p, id=p.name)
                for p in sorted((Path(__file__).parent / "kraftlog" / "regressions").iterdir())]
 
 

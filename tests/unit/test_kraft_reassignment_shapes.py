@@ -85,3 +85,20 @@ def test_replicas_reordered_only_change_no_isr_and_keep_the_leader() -> None:
     assert events[-1]["partitions"] == [{"topic": "t", "partition": 0, "replicas": [3, 2, 1]}]
     assert (decisions[-1]["replicas"], decisions[-1]["leader"], decisions[-1]["leader_epoch"]) == ([3, 2, 1], 1, 0)
     assert_every_history_equal(observed, decisions)
+
+
+def test_a_completion_that_sets_the_leader_recovered_is_the_leaders_alter_partition() -> None:
+    log = five_brokers()
+    log.batch(pcr(0, replicas=[4, 1, 2, 3], addingReplicas=[4], removingReplicas=[1, 2, 3]))  # -> [4]
+    log.batch(pcr(0, isr=[2, 3], leader=2), pcr(1, isr=[2, 3]), change(1, 1, fenced=1))
+    log.batch(pcr(0, isr=[3], leader=3), pcr(1, isr=[3], leader=3), change(2, 2, fenced=1))
+    log.batch(pcr(0, leader=-1), pcr(1, leader=-1), change(3, 3, fenced=1))
+    log.batch(pcr(0, isr=[4], leader=4, leaderRecoveryState=1))  # an unclean election: 4 leads, RECOVERING
+    # 4 recovered: its AlterPartition (the only request that sets RECOVERED) brings an ISR that covers the target,
+    # so the same record completes the move (one record, a replica set that lost members: a leader epoch bump).
+    log.batch(pcr(0, replicas=[4], addingReplicas=[], removingReplicas=[], leader=4, leaderRecoveryState=0))
+    events, observed, decisions = replayed(log)
+    assert [e["type"] for e in events[-2:]] == ["ElectLeaders", "IsrChange"]
+    last = decisions[-1]
+    assert (last["replicas"], last["leader"], last["leader_recovery_state"]) == ([4], 4, "RECOVERED")
+    assert_every_history_equal(observed, decisions)

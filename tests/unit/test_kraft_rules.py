@@ -276,3 +276,63 @@ def test_a_fenced_broker_fenced_again_leaves_the_isrs_it_was_left_in_only_under_
             assert again.errors == {"BROKER_NOT_AVAILABLE"}
         else:
             assert "BROKER_NOT_AVAILABLE" not in again.errors and "fenced again" in again.cluster_row.message
+
+
+def test_a_new_reassignment_over_one_in_progress_starts_from_the_current_replicas_under_kraft() -> None:
+    # two-0 [2, 3] -> [2, 1] is in progress ([2, 1, 3], adding [1], removing [3]: broker 1 has not caught up) when
+    # it is sent to [4, 2]. ZK starts again from the original replicas [2, 3]; KRaft from the current ones, 1
+    # included, each list in id order, so no replica leaves the set and the leader epoch stays.
+    expected = {"zk": ((4, 2, 3), (4,), (3,), 2), "kraft": ((4, 2, 1, 3), (4,), (1, 3), 0)}
+    for name, (replicas, adding, removing, leader_epoch) in expected.items():
+        c = cluster(name)
+        c.startup(4)
+        c.reassign(("two", 0, [2, 1]))
+        c.reassign(("two", 0, [4, 2]))
+        rec = c.rec("two", 0)
+        assert (rec.replicas, rec.adding_replicas, rec.removing_replicas, rec.leader_epoch) == (
+            replicas, adding, removing, leader_epoch), name
+
+
+def test_a_reassignment_to_what_is_in_progress_keeps_its_adding_and_removing_under_kraft() -> None:
+    # KRaft sets adding/removing on the change only when they are not empty: a target equal to the current
+    # replicas leaves the reassignment in progress as it is. ZK makes it a reassignment of its own.
+    c = cluster("kraft")
+    c.reassign(("two", 0, [2, 1]))
+    result = c.reassign(("two", 0, [2, 1, 3]))
+    rec = c.rec("two", 0)
+    assert (rec.replicas, rec.adding_replicas, rec.removing_replicas) == ((2, 1, 3), (1,), (3,))
+    assert result.decisions_for("two", 0) == []
+
+
+def test_an_unclean_leader_at_broker_startup_completes_no_reassignment_under_kraft() -> None:
+    # two-0 [2, 3] goes leaderless with broker 3 in its ISR, is reassigned to [3] (removing 2), and broker 3 comes
+    # back. ZK elects 3 and then completes the reassignment; KRaft judges completion by the ISR the unfence
+    # starts from: [3] already covers the target, so it completes too, in the same record as the election.
+    for name in ("zk", "kraft"):
+        c = cluster(name)
+        c.failure(2)
+        c.failure(3)
+        c.reassign(("two", 0, [3]))
+        c.startup(3)
+        rec = c.rec("two", 0)
+        assert (rec.leader, rec.isr, rec.replicas, rec.reassignment_in_progress) == (3, (3,), (3,), False), name
+
+
+def test_a_reassignment_is_not_completed_by_the_isr_an_election_sets_under_kraft() -> None:
+    # two-0 [3, 2], min ISR 2, ELR on. Brokers 2 and 3 fail: ISR empty, ELR [2, 3]. Reassigned to [3] (removing 2),
+    # then broker 3 comes back and leads from the ELR with ISR [3]. ZK (no ELR: ISR [3] throughout) completes the
+    # reassignment at that startup; KRaft judged completion by the empty ISR the unfence started from, and completes
+    # it at the leader's next AlterPartition, even one that asks for the ISR it has.
+    for name, in_progress_after_startup in (("zk", False), ("kraft", True)):
+        c = Cluster(ControllerConfig(rules=rules_named(name)))
+        c.start(1, 2, 3)
+        c.send("UpdateFeatures", features={"eligible.leader.replicas.version": 1})
+        c.create("two", [3, 2], configs={"min.insync.replicas": "2"})
+        c.failure(2)
+        c.failure(3)
+        c.reassign(("two", 0, [3]))
+        c.startup(3)
+        rec = c.rec("two", 0)
+        assert (rec.leader, rec.isr, rec.reassignment_in_progress) == (3, (3,), in_progress_after_startup), name
+    done = c.isr_change("two", 0, [3], broker=3).decision("two", 0)
+    assert (done.leader, list(done.isr), list(done.replicas), done.leader_epoch) == (3, [3], [3], rec.leader_epoch + 1)
