@@ -1,5 +1,6 @@
-"""A real multi-node KRaft cluster on 127.0.0.1: one controller process and N broker processes, from the
-project's Kafka jars, with fast session timeouts so failures show in seconds. For tests and the demo.
+"""A real multi-node KRaft cluster on 127.0.0.1: one controller process (or a quorum of them) and N broker
+processes, from the project's Kafka jars, with fast session timeouts so failures show in seconds. For tests and the
+demo.
 
     with KraftCluster(brokers=3, elr=False) as cluster:
         cluster.create_topic("t", {0: [1, 2, 3]})
@@ -7,12 +8,16 @@ project's Kafka jars, with fast session timeouts so failures show in seconds. Fo
         cluster.restart(2)
         cluster.metadata_dir       # the controller's __cluster_metadata-0
 
+    with KraftCluster(brokers=3, controllers=3) as cluster:
+        cluster.kill_controller(cluster.active_controller())   # kill -9: another voter takes over, a new epoch
+
 Every process is started by this object and stopped by its pid (`stop()`, also at exit).
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import signal
@@ -128,7 +133,9 @@ class KraftNode:
 
 
 class KraftCluster:
-    """One controller + `brokers` broker processes (ids 1..N). `elr` sets eligible.leader.replicas.version
+    """`controllers` controller processes (ids 100, 101, ...) + `brokers` broker processes (ids 1..N). One controller
+    runs as a dynamic quorum on Kafka 4 (`--standalone`); several form a static voter set (`controller.quorum.voters`),
+    which every Kafka version takes. `elr` sets eligible.leader.replicas.version
     at format time (Kafka 4.1 turns it on for new clusters; off reproduces the pre-KIP-966 rules);
     `release_version` formats it at an older metadata.version (e.g. "3.5-IV2"; default: Kafka's latest); `racks`
     spreads the brokers over that many racks (`broker.rack` rack-0, rack-1, ...; 0: none); `jar_set` runs
@@ -136,7 +143,7 @@ class KraftCluster:
 
     def __init__(self, brokers: int = 3, elr: bool | None = False, root: str | Path | None = None,
                  extra_controller_config: dict[str, str] | None = None, release_version: str | None = None,
-                 racks: int = 0, jar_set: connectors.JarSet = connectors.KAFKA_BROKER) -> None:
+                 racks: int = 0, jar_set: connectors.JarSet = connectors.KAFKA_BROKER, controllers: int = 1) -> None:
         self._owns_dir = root is None
         if root is None:
             DATA_ROOT.mkdir(parents=True, exist_ok=True)
@@ -144,28 +151,28 @@ class KraftCluster:
         self.root = Path(root).resolve()
         self.elr = elr
         self.release_version = release_version
-        self.dynamic_quorum = jar_set is connectors.KAFKA_BROKER
-        controller_port = free_port()
-        quorum = f"127.0.0.1:{controller_port}"
+        # Kafka 3.9 takes a dynamic quorum (--standalone, kraft.version 1) only at metadata.version 3.9-IV0, and a
+        # quorum of several is simplest as a static voter set: those get the static voter set, which every version
+        # takes.
+        self.dynamic_quorum = jar_set is connectors.KAFKA_BROKER and controllers == 1
+        voters = {CONTROLLER_ID + i: f"127.0.0.1:{free_port()}" for i in range(controllers)}
         common = {
             "controller.listener.names": "CONTROLLER",
-            # Kafka 3.9 takes a dynamic quorum (--standalone, kraft.version 1) only at metadata.version 3.9-IV0: it
-            # gets the static voter set, which every version takes.
-            **({"controller.quorum.bootstrap.servers": quorum} if self.dynamic_quorum
-               else {"controller.quorum.voters": f"{CONTROLLER_ID}@{quorum}"}),
+            **({"controller.quorum.bootstrap.servers": ",".join(voters.values())} if self.dynamic_quorum
+               else {"controller.quorum.voters": ",".join(f"{i}@{a}" for i, a in voters.items())}),
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             **SMALL_TEST_CLUSTER,
             # The automatic rebalance would write elections at times a test cannot control.
             "auto.leader.rebalance.enable": "false",
         }
-        self.controller = KraftNode(CONTROLLER_ID, self.root, {
+        self.controllers = {node_id: KraftNode(node_id, self.root, {
             **common,
             "process.roles": "controller",
-            "node.id": str(CONTROLLER_ID),
-            "listeners": f"CONTROLLER://{quorum}",
+            "node.id": str(node_id),
+            "listeners": f"CONTROLLER://{address}",
             "broker.session.timeout.ms": "4000",
             **(extra_controller_config or {}),
-        }, jar_set=jar_set)
+        }, jar_set=jar_set) for node_id, address in voters.items()}
         self.brokers: dict[int, KraftNode] = {}
         for broker_id in range(1, brokers + 1):
             port = free_port()
@@ -187,9 +194,20 @@ class KraftCluster:
         return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers.values())
 
     @property
+    def controller(self) -> KraftNode:
+        """The first controller that is running (the first one if none is)."""
+        return next((n for n in self.controllers.values() if n.running), next(iter(self.controllers.values())))
+
+    @property
+    def nodes(self) -> list[KraftNode]:
+        return [*self.controllers.values(), *self.brokers.values()]
+
+    @property
     def metadata_dir(self) -> Path:
-        """The controller's copy of the metadata log (every node keeps a byte-identical one)."""
-        return self.controller.log_dir / "__cluster_metadata-0"
+        """The active controller's copy of the metadata log (every node keeps the same records; a voter restarted
+        late may still be catching up)."""
+        node = self.controllers[self.active_controller()] if len(self.controllers) > 1 else self.controller
+        return node.log_dir / "__cluster_metadata-0"
 
     def broker_metadata_dir(self, broker_id: int) -> Path:
         """A broker's copy of the metadata log: the same records, with its own segments and snapshots."""
@@ -197,26 +215,49 @@ class KraftCluster:
 
     @property
     def pids(self) -> list[int]:
-        return [n.pid for n in (self.controller, *self.brokers.values()) if n.running and n.pid is not None]
+        return [n.pid for n in self.nodes if n.running and n.pid is not None]
 
     def start(self, timeout: float = 90) -> KraftCluster:
         cluster_id = new_cluster_id()
         # Kafka 3.9 has no eligible.leader.replicas.version feature (elr=None leaves it out).
         feature = [*(["-f", f"eligible.leader.replicas.version={1 if self.elr else 0}"] if self.elr is not None
                      else []), *(["--release-version", self.release_version] if self.release_version else [])]
-        self.controller.format(cluster_id, [*(["--standalone"] if self.dynamic_quorum else []), *feature])
+        for c in self.controllers.values():
+            c.format(cluster_id, [*(["--standalone"] if self.dynamic_quorum else []), *feature])
         for b in self.brokers.values():
             b.format(cluster_id, feature)
         atexit.register(self.stop)
         try:
-            self.controller.start()
-            for b in self.brokers.values():
-                b.start()
+            for node in self.nodes:
+                node.start()
             self.wait_for_brokers(set(self.brokers), timeout)
         except BaseException:
             self.stop()
             raise
         return self
+
+    # ---- controller quorum ------------------------------------------------------------------------
+
+    def active_controller(self, timeout: float = 30) -> int:
+        """The quorum's leader, as a running controller's quorum-state file names it once the quorum has one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            # The newest epoch any running voter has seen: a restarted voter's file may still name an old leader.
+            known = [state for node in self.controllers.values() if node.running and (state := _quorum_leader(node))]
+            leader = max(known, default=(-1, -1))[1]
+            if leader in self.controllers and self.controllers[leader].running:
+                return leader
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no running controller leads the quorum after {timeout}s")
+            time.sleep(0.3)
+
+    def kill_controller(self, node_id: int, timeout: float = 30) -> int:
+        """kill -9 of a controller; when it led, waits until another voter leads. Returns the leader after."""
+        self.controllers[node_id].signal(signal.SIGKILL)
+        return self.active_controller(timeout)
+
+    def restart_controller(self, node_id: int) -> None:
+        self.controllers[node_id].start()
 
     # ---- broker lifecycle -------------------------------------------------------------------------
 
@@ -243,7 +284,7 @@ class KraftCluster:
     def _wait(self, ok: Any, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            for node in (self.controller, *self.brokers.values()):
+            for node in self.nodes:
                 if node.proc is not None and node.proc.poll() not in (None, 0, 143, 137, -9, -15):
                     raise RuntimeError(f"node {node.node_id} exited {node.proc.returncode}:\n{node.log_tail()}")
             if ok(self.live_brokers()):
@@ -360,7 +401,8 @@ class KraftCluster:
                 os.kill(b.pid, signal.SIGTERM)  # type: ignore[arg-type]
         for b in self.brokers.values():
             b.signal(signal.SIGTERM, timeout=20)
-        self.controller.signal(signal.SIGTERM, timeout=20)
+        for c in self.controllers.values():
+            c.signal(signal.SIGTERM, timeout=20)
         if self._owns_dir:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -370,3 +412,14 @@ class KraftCluster:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def _quorum_leader(node: KraftNode) -> tuple[int, int] | None:
+    """(epoch, leader) as a node's `quorum-state` file records them (KRaft writes it at every election), or None
+    while it knows no leader."""
+    try:
+        state = json.loads((node.log_dir / "__cluster_metadata-0" / "quorum-state").read_text())
+    except (OSError, ValueError):
+        return None
+    leader, epoch = state.get("leaderId", -1), state.get("leaderEpoch", -1)
+    return (epoch, leader) if isinstance(leader, int) and leader >= 0 else None

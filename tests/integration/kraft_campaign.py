@@ -31,6 +31,8 @@ from streaming.jobs.replay import ReplayOptions, replay
 
 BROKERS = 4
 RACKS = 2
+# A quorum of three, so the active controller can be killed (kill -9) and another voter takes over mid-run.
+CONTROLLERS = 3
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class _Model:
 
     up: set[int]
     topics: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    controller_down: bool = False  # one voter of the three at most, so the quorum keeps a majority
     elr: bool = True
     next_topic: int = 0
 
@@ -95,7 +98,8 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
     down = lambda: sorted(set(range(1, brokers + 1)) - m.up)  # noqa: E731
     while len(out) < ops + 2:
         kind = rng.choice(["kill", "terminate", "restart", "restart", "reassign", "reassign", "cancel", "preferred",
-                           "unclean", "config", "create_partitions", "create_topic", "delete_topic", "elr"])
+                           "unclean", "config", "create_partitions", "create_topic", "delete_topic", "elr",
+                           "controller"])
         topic = rng.choice(sorted(m.topics)) if m.topics else None
         if kind in ("kill", "terminate") and len(m.up) > 2:
             broker = rng.choice(sorted(m.up))
@@ -131,6 +135,10 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
         elif kind == "delete_topic" and len(m.topics) > 2:
             del m.topics[topic]
             out.append(Op(kind, (topic,)))
+        elif kind == "controller":
+            # kill -9 of the active controller, or the killed one back.
+            out.append(Op("restart_controller" if m.controller_down else "kill_controller"))
+            m.controller_down = not m.controller_down
         elif kind == "elr" and version.elr is not None:
             m.elr = not m.elr
             out.append(Op(kind, (int(m.elr),)))
@@ -143,6 +151,7 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
 def execute(c: KraftCluster, op: Op) -> str:
     """Apply one operation and wait until the cluster has taken it; returns what happened, in words."""
     a = op.args
+    done = "ok"
     try:
         if op.kind == "kill":
             c.kill(a[0])
@@ -152,6 +161,13 @@ def execute(c: KraftCluster, op: Op) -> str:
             c.wait_fenced(a[0])
         elif op.kind == "restart":
             c.restart(a[0])
+        elif op.kind == "kill_controller":
+            killed = c.active_controller()
+            done = f"ok: controller {killed} killed, {c.kill_controller(killed)} leads"
+        elif op.kind == "restart_controller":
+            for node_id, node in c.controllers.items():
+                if not node.running:
+                    c.restart_controller(node_id)
         elif op.kind == "create_topic":
             c.create_topic(a[0], a[1])
         elif op.kind == "reassign":
@@ -179,7 +195,7 @@ def execute(c: KraftCluster, op: Op) -> str:
     except Exception as exc:  # Kafka refusing an operation is part of the run (a cancel with nothing to cancel)
         return f"refused: {type(exc).__name__}: {str(exc)[:120]}"
     time.sleep(1.0)  # let the controller's own follow-ups (elections, ISR changes) land
-    return "ok"
+    return done
 
 
 @dataclass
@@ -217,7 +233,8 @@ def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], eng
     steps = script(seed, ops, version)
     here = work / f"kafka-{version.name}-seed-{seed}"
     with KraftCluster(brokers=BROKERS, elr=version.elr, racks=RACKS, extra_controller_config=CONTROLLER_CONFIG,
-                      release_version=version.release_version, jar_set=version.jar_set) as c:
+                      release_version=version.release_version, jar_set=version.jar_set,
+                      controllers=CONTROLLERS) as c:
         for op in steps:
             log(f"  kafka {version.name} seed {seed}: {op} -> {execute(c, op)}")
         time.sleep(2)

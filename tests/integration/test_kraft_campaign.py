@@ -1,6 +1,7 @@
 """The differential campaign's smoke run inside `make test`: one short seeded script on a real KRaft cluster
-(4 brokers on 2 racks, ELR on), replayed from the controller's copy of the log; every partition history and every
-decision must equal the controller's. `make kraft-campaign` runs the long campaign (docs/kraft.md)."""
+(3 controllers, the active one killed with kill -9; 4 brokers on 2 racks, ELR on), replayed from the controller's
+copy of the log; every partition history and every decision must equal the controller's. `make kraft-campaign`
+runs the long campaign (docs/kraft.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def test_a_seed_always_gives_the_same_script_and_different_seeds_differ() -> Non
     assert script(7, 25) != script(8, 25)
     kinds = {op.kind for seed in range(1, 6) for op in script(seed, 30)}
     assert {"kill", "terminate", "restart", "reassign", "cancel", "preferred", "unclean", "config",
-            "create_partitions", "create_topic", "delete_topic", "elr"} <= kinds
+            "create_partitions", "create_topic", "delete_topic", "elr", "kill_controller",
+            "restart_controller"} <= kinds
 
 
 def test_smoke_run_reproduces_every_partition_history(tmp_path: Path) -> None:
