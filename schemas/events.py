@@ -160,6 +160,10 @@ class AlterTopicConfig(Event):
 class ControllerChange(Event):
     type: ClassVar[str] = "ControllerChange"
     controller_id: int
+    # The brokers registered when the new controller read the cluster (addition; None: not known). A broker that
+    # is not among them died while no controller was active (the old one with it, say): the new controller takes
+    # it as gone from the start, as ZooKeeper-era onControllerFailover reads /brokers/ids.
+    live_brokers: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -407,6 +411,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED)},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
+    "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else _int_list(v, n), None)},
     "PartitionSnapshot": {
         "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
         "adding_replicas": (_int_list, ()),

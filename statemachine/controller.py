@@ -371,8 +371,12 @@ class Controller:
         if not self.config.rules.reexamine_on_failover:
             out.cluster(f"controller epoch {cv.controller_epoch}: the new controller keeps the replicated state")
             return
-        # A new controller knows nothing of the old one's shutting-down brokers (they retry).
+        # A new controller knows nothing of the old one's shutting-down brokers (they retry), and takes as gone
+        # every broker it does not find registered (one that died with the old controller).
         cv.shutting_down.clear()
+        if isinstance(ev, ControllerChange) and ev.live_brokers is not None:
+            for broker in sorted(set(cv.broker_epochs) - set(ev.live_brokers)):
+                del cv.broker_epochs[broker]
         out.facts_changed()
         for key in sorted(self.partitions):
             out.partition(Action.CONTROLLER_FAILOVER, key)

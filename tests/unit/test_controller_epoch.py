@@ -209,3 +209,15 @@ def test_without_super_users_any_principal_may_administer() -> None:
     assert cluster.delete("t").row("t", 0).outcome == "ACCEPTED"
 
 
+
+
+def test_a_broker_that_died_with_the_old_controller_is_gone_when_the_new_one_reads_the_cluster() -> None:
+    # ZooKeeper: broker 1, the controller, dies; its session's end deletes /controller and /brokers/ids/1 in one
+    # transaction and nobody handles the failure until broker 2 takes over and reads /brokers/ids (2 and 3).
+    # onControllerFailover takes 1's replica offline first (leader -1, out of the ISR), then elects.
+    c = cluster_with(1, 2, 3)
+    c.create("t", [1, 2, 3])
+    result = c.controller_change(2, epoch=2, live_brokers=[2, 3])
+    assert [(d.leader, list(d.isr), d.leader_epoch, d.partition_epoch) for d in result.decisions_for("t", 0)] == [
+        (-1, [2, 3], 1, 1), (2, [2, 3], 2, 2)]
+    assert c.controller.cluster.live_brokers == {2, 3}
