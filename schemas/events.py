@@ -160,10 +160,10 @@ class AlterTopicConfig(Event):
 class ControllerChange(Event):
     type: ClassVar[str] = "ControllerChange"
     controller_id: int
-    # The brokers registered when the new controller read the cluster (addition; None: not known). A broker that
-    # is not among them died while no controller was active (the old one with it, say): the new controller takes
-    # it as gone from the start, as ZooKeeper-era onControllerFailover reads /brokers/ids.
-    live_brokers: tuple[int, ...] | None = None
+    # The brokers registered when the new controller read the cluster, broker id -> broker epoch (addition; None:
+    # not known). ZooKeeper-era onControllerFailover reads /brokers/ids: a broker that died or registered while no
+    # controller was active (the old one died with it, say) is gone, or registered, from the failover on.
+    live_brokers: Mapping[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -307,6 +307,18 @@ def _assignment(value: Any, name: str) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def _broker_epochs(value: Any, name: str) -> dict[int, int]:
+    if not isinstance(value, dict):
+        raise _Invalid(f"field '{name}' must be an object of broker id -> broker epoch")
+    out: dict[int, int] = {}
+    for key, epoch in value.items():
+        if not (key.isascii() and key.isdigit() and int(key) <= INT32_MAX):
+            raise _Invalid(f"field '{name}' has a broker id that is not a non-negative integer: "
+                           f"'{_short(key.encode('utf-8', 'backslashreplace').decode())}'")
+        out[int(key)] = _long(epoch, f"{name}.{key}")
+    return out
+
+
 def _bool(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise _Invalid(f"field '{name}' must be true or false, got {_short(value)}")
@@ -411,7 +423,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED)},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
-    "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else _int_list(v, n), None)},
+    "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else _broker_epochs(v, n), None)},
     "PartitionSnapshot": {
         "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
         "adding_replicas": (_int_list, ()),

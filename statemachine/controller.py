@@ -364,6 +364,8 @@ class Controller:
         first = cv.controller_epoch < 0
         cv.controller_epoch = ev.controller_epoch
         cv.controller_id = ev.controller_id if isinstance(ev, ControllerChange) else -1
+        if isinstance(ev, ControllerChange) and ev.live_brokers is not None:
+            self._read_registrations(ev.live_brokers, out)
         if first:
             out.failover = "first"  # the log's first controller: nothing to take over from
             return
@@ -371,18 +373,27 @@ class Controller:
         if not self.config.rules.reexamine_on_failover:
             out.cluster(f"controller epoch {cv.controller_epoch}: the new controller keeps the replicated state")
             return
-        # A new controller knows nothing of the old one's shutting-down brokers (they retry), and takes as gone
-        # every broker it does not find registered (one that died with the old controller).
+        # A new controller knows nothing of the old one's shutting-down brokers (they retry).
         cv.shutting_down.clear()
-        if isinstance(ev, ControllerChange) and ev.live_brokers is not None:
-            for broker in sorted(set(cv.broker_epochs) - set(ev.live_brokers)):
-                del cv.broker_epochs[broker]
         out.facts_changed()
         for key in sorted(self.partitions):
             out.partition(Action.CONTROLLER_FAILOVER, key)
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
         out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
                     f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)
+
+    def _read_registrations(self, live: Mapping[int, int], out: _Fanout) -> None:
+        """The brokers a new controller finds registered (ZooKeeper's /brokers/ids at onControllerFailover): one
+        that died, or registered again, while no controller was active is gone, or registered with its new epoch,
+        from here on; no controller handled that change, so it decides nothing by itself."""
+        cv = self.cluster
+        for broker in sorted(set(cv.broker_epochs) - set(live)):
+            del cv.broker_epochs[broker]
+            cv.shutting_down.discard(broker)
+        for broker, epoch in live.items():
+            cv.broker_epochs[broker] = epoch
+            cv.last_broker_epochs[broker] = max(epoch, cv.last_broker_epochs.get(broker, epoch))
+        out.facts_changed()
 
     def _on_controller_change(self, out: _Fanout) -> None:
         cv = self.cluster

@@ -259,17 +259,17 @@ def _elect_eligible(s: _Step, isr: tuple[int, ...], unclean_allowed: bool) -> bo
 
 def _offline_replica(s: _Step, broker: int) -> None:
     """Replica -> OfflineReplica. If the ISR holds it, the controller writes it out of the ISR (never
-    emptying the ISR, unless ELR is on) and drops it as leader; a topic being deleted gets no LeaderAndIsr, so
-    no write."""
+    emptying the ISR, unless ELR is on) and drops it as leader. For a topic being deleted the ZK controller still
+    writes that (removeReplicasFromIsr) but sends no LeaderAndIsr; KRaft removes the topic in one record."""
     s.move_replica(broker, R.OFFLINE)
     rec = s.record
-    if rec.queued_for_deletion or broker not in rec.isr:
+    if broker not in rec.isr or (rec.queued_for_deletion and not s.rules.deletion_writes_offline_replicas):
         return
     # The last member stays, unless ELR is on: then the ISR may go empty (the member moves to the ELR).
     isr = rec.isr if len(rec.isr) == 1 and not s.elr_on else tuple(r for r in rec.isr if r != broker)
     leader = NO_LEADER if rec.leader == broker else rec.leader
     live = s.command.live_or_shutting_down
-    s.write(leader, isr, (r for r in rec.replicas if r != broker and r in live))
+    s.write(leader, isr, () if rec.queued_for_deletion else (r for r in rec.replicas if r != broker and r in live))
     s.note(f"replica {broker} offline: ISR {list(rec.isr)} -> {list(isr)}"
            + (", leader -1" if leader == NO_LEADER and rec.leader == broker else ""))
 
@@ -337,8 +337,9 @@ def _progress_reassignment(s: _Step) -> None:
 
 
 def _reassignment_caught_up(rec: PartitionRecord) -> bool:
-    """Every target replica is in the ISR: the reassignment can complete."""
-    return all(r in rec.isr for r in rec.target_replicas)
+    """The reassignment can complete: nothing is being added or removed (a cancel, a reorder: ZK's
+    isReassignmentComplete, KRaft's revert), or every target replica is in the ISR."""
+    return not (rec.adding_replicas or rec.removing_replicas) or all(r in rec.isr for r in rec.target_replicas)
 
 
 def _start_reassignment(s: _Step, target: tuple[int, ...], cancel: bool = False) -> None:

@@ -219,6 +219,10 @@ class Rules:
     # write a reassignment into; KRaft's PartitionRecord exists from the topic's creation, so every change of the
     # replicas is a PartitionChangeRecord, leader or not.
     registered_from_creation: bool
+    # Whether a topic's deletion writes its replicas out of the ISR as they go offline. ZK: yes, the partition state
+    # znode is written (ReplicaStateMachine OfflineReplica -> removeReplicasFromIsr), only the LeaderAndIsr request
+    # is skipped. KRaft: the topic goes in one RemoveTopicRecord, no partition change.
+    deletion_writes_offline_replicas: bool
     # The recovery state an unclean election gives its leader, by metadata version (None: unchanged).
     unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = _zk_unclean_leader_recovery_state
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
@@ -230,12 +234,13 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            reassign_to_live_brokers_only=True, preferred_falls_back=False, rebalance_batch=None,
            reexamine_on_failover=True, elects_unclean_at_config_change=True,
            fenced_brokers_stay_registered=False, reassignment_replicas=reassignment_from_original,
-           completes_reassignment_before_election=False, registered_from_creation=False)
+           completes_reassignment_before_election=False, registered_from_creation=False,
+           deletion_writes_offline_replicas=True)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
               reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,
               reassignment_replicas=reassignment_from_current, completes_reassignment_before_election=True,
-              registered_from_creation=True,
+              registered_from_creation=True, deletion_writes_offline_replicas=False,
               unclean_recovery_state=unclean_leader_recovery_state,
               eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}

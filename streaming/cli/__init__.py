@@ -137,6 +137,13 @@ def _cmd_import_kraft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_import_zk(args: argparse.Namespace) -> int:
+    from streaming.jobs.zookeeper import import_zk
+
+    print(import_zk(args.path, args.out, args.observed).describe())
+    return 0
+
+
 def _cmd_bridge(args: argparse.Namespace) -> int:
     from streaming.jobs.bridge import BridgeOptions, bridge
 
@@ -246,8 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("replay", help="replay an event log (JSONL file or folder, kafka://HOST:PORT/TOPIC, or "
-                                      "kraft:PATH for a KRaft metadata log)")
+    p = sub.add_parser("replay", help="replay an event log (JSONL file or folder, kafka://HOST:PORT/TOPIC, "
+                                      "kraft:PATH for a KRaft metadata log, or zk:PATH for a ZooKeeper server's "
+                                      "version-2 directory)")
     p.add_argument("source")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--engine", choices=("spark", "local"), default="spark")
@@ -276,6 +284,13 @@ def build_parser() -> argparse.ArgumentParser:
         "a window of the history: metadata offsets or record CreateTimes (default: the whole retained history); "
         "the state at its start is seeded, its records are the events"))
     p.set_defaults(func=_cmd_import_kraft)
+
+    p = sub.add_parser("import-zk", help="a ZooKeeper-mode cluster's history (a ZooKeeper server's version-2 "
+                                         "directory or dataDir, a log.* or a snapshot.* file) as a contract event log")
+    p.add_argument("path", type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the events JSONL to write")
+    p.add_argument("--observed", type=Path, help="also write every partition state write of the controller (JSONL)")
+    p.set_defaults(func=_cmd_import_zk)
 
     p = sub.add_parser("bridge", help="follow a live KRaft node's metadata log and publish its new events to the "
                                       "events topic (resumes after the last published metadata offset)")

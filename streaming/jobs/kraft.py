@@ -3,14 +3,10 @@ the controller's own decisions beside them, and the agreement between the two af
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from streaming.history.agreement import agreement_rate, agreement_rows
-from streaming.history.histories import history_rows, history_totals
+from streaming.history.outputs import write_jsonl
 from streaming.io.eventlog import Bounds
 from streaming.kraft.convert import convert
 from streaming.kraft.metadatalog import DecodedLog, read_metadata_log
@@ -47,18 +43,6 @@ class ImportSummary:
                 f"{self.unexplained}; feature levels as the log ends: {levels}; set at: {changes}")
 
 
-def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open() as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
 def replayed(log: DecodedLog) -> str:
     """Which offsets of `log` are events, and where their state starts, in words."""
     first, end = log.window
@@ -76,41 +60,9 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
     retained history, or the window `bounds` of it, seeded with the state at the window's start."""
     log = read_metadata_log(source, bounds=bounds)
     result = convert(log.records, log.window[0])
-    _write_jsonl(events_out, result.events)
+    write_jsonl(events_out, result.events)
     if observed_out is not None:
-        _write_jsonl(observed_out, result.observed)
+        write_jsonl(observed_out, result.observed)
     return ImportSummary(log.files, len(log.records), len(result.events), len(result.observed),
                          dict(result.unknown + log.unknown), len(result.unexplained), log.aborted,
                          log.control_batches, dict(result.features), list(result.feature_changes), replayed(log))
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """A replay beside the controller: per decision (agreement.jsonl) and per partition history
-    (histories.jsonl)."""
-
-    rate: float
-    decisions: int
-    disagreements: int
-    partitions: int
-    partitions_equal: int
-    states: int
-    states_equal: int
-
-    def describe(self, out: Path) -> str:
-        return (f"agreement with the controller: {self.rate:.1%} of {self.decisions} observed decisions "
-                f"({self.disagreements} disagreements) in {out / 'agreement.jsonl'}\n"
-                f"  partition histories: {self.partitions_equal} of {self.partitions} equal, {self.states_equal} of "
-                f"{self.states} states equal, in {out / 'histories.jsonl'}")
-
-
-def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
-    """`out/agreement.jsonl` (per observed decision) and `out/histories.jsonl` (per partition) from the observed
-    partition changes and isrflow's decisions."""
-    controller, ours = read_jsonl(observed), read_jsonl(decisions)
-    rows = agreement_rows(controller, ours)
-    _write_jsonl(out / "agreement.jsonl", rows)
-    histories = history_rows(controller, ours)
-    _write_jsonl(out / "histories.jsonl", histories)
-    return Agreement(agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"]),
-                     *history_totals(histories))

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
+from streaming.history.outputs import read_jsonl, write_agreement
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.infra.localkafka import create_topic
 from streaming.io.delta import read_delta, write_decisions_jsonl
 from streaming.io.layout import Lake
 from streaming.jobs.bridge import BridgeOptions, KraftBridge
-from streaming.jobs.kraft import import_kraft, read_jsonl, write_agreement
+from streaming.jobs.kraft import import_kraft
 from streaming.jobs.run import RunOptions, run
 
 EVENTS_TOPIC = "isrflow-kraft-events"

@@ -4,9 +4,10 @@ incident report."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import ControllerConfig
@@ -14,26 +15,36 @@ from statemachine.errors import Outcome
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
+from streaming.history.outputs import write_agreement
 from streaming.io.delta import read_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import Bounds, count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.io.layout import ReplayOutput
-from streaming.jobs.kraft import PREFIX, ImportSummary, import_kraft, write_agreement
+from streaming.jobs import kraft, zookeeper
+
+# A real cluster's history, by source prefix: read a node's files, write contract events and the controller's
+# observed decisions, return a summary that describes itself.
+HISTORY_SOURCES: dict[str, Callable[[Path, Path, Path, Bounds], Any]] = {
+    kraft.PREFIX: kraft.import_kraft, zookeeper.PREFIX: zookeeper.import_zk}
 
 
 @dataclass(frozen=True)
-class _KraftImport:
+class _HistoryImport:
     events: Path
     observed: Path
-    summary: ImportSummary
+    summary: Any  # ImportSummary or ZkImportSummary: describe() says what was read
 
 
-def _import_kraft_source(source: str, out: Path, bounds: Bounds) -> _KraftImport:
-    """`kraft:PATH`: the metadata log (the window `bounds` of it) converted into `out/kraft/events.jsonl`, observed
-    into `out/observed.jsonl`."""
-    events, observed = out / "kraft" / "events.jsonl", out / "observed.jsonl"
-    summary = import_kraft(Path(source[len(PREFIX):]), events, observed, bounds)
-    return _KraftImport(events, observed, summary)
+def _history_source(source: str) -> str | None:
+    return next((prefix for prefix in HISTORY_SOURCES if source.startswith(prefix)), None)
+
+
+def _import_history(source: str, prefix: str, out: Path, bounds: Bounds) -> _HistoryImport:
+    """`kraft:PATH` / `zk:PATH`: the history (for kraft:, the window `bounds` of it) converted into
+    `out/<kind>/events.jsonl`, the controller's decisions into `out/observed.jsonl`."""
+    events, observed = out / prefix.rstrip(":") / "events.jsonl", out / "observed.jsonl"
+    summary = HISTORY_SOURCES[prefix](Path(source[len(prefix):]), events, observed, bounds)
+    return _HistoryImport(events, observed, summary)
 
 
 @dataclass(frozen=True)
@@ -78,7 +89,8 @@ def replay(options: ReplayOptions) -> str:
 def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
-    imported = _import_kraft_source(options.source, layout.root, b) if options.source.startswith(PREFIX) else None
+    prefix = _history_source(options.source)
+    imported = _import_history(options.source, prefix, layout.root, b) if prefix is not None else None
     if imported is not None:
         path = imported.events
         records, total, source, described = read_event_log(path), count_records(path), "file", options.source
@@ -93,7 +105,7 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     # A KRaft log's feature levels are events at their offsets; the configured ones hold until the log sets them.
     config = options.config
     layout.clear()
-    for name in ("agreement.jsonl", "histories.jsonl"):  # only a KRaft source writes new ones
+    for name in ("agreement.jsonl", "histories.jsonl"):  # only a real cluster's history writes new ones
         (layout.root / name).unlink(missing_ok=True)
     started = time.monotonic()
     with Progress(total) as progress:

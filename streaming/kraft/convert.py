@@ -389,7 +389,8 @@ class Converter:
         if d.get("leaderRecoveryState") == 0 and c.before.leader_recovery_state == 1:
             return "ISR"
         if any(k in d for k in ("replicas", "addingReplicas", "removingReplicas")) and (
-                c.before.replicas != c.after.replicas or c.before.adding or c.after.adding or c.after.removing):
+                c.before.replicas != c.after.replicas or c.before.adding or c.before.removing or c.after.adding
+                or c.after.removing):
             b, a = c.before, c.after
             # The leader's AlterPartition completed a reassignment in progress: the replicas became its target.
             # Anything else is the admin's: a start (which may complete at once), or a cancel, whose revert

@@ -217,7 +217,8 @@ def test_a_broker_that_died_with_the_old_controller_is_gone_when_the_new_one_rea
     # onControllerFailover takes 1's replica offline first (leader -1, out of the ISR), then elects.
     c = cluster_with(1, 2, 3)
     c.create("t", [1, 2, 3])
-    result = c.controller_change(2, epoch=2, live_brokers=[2, 3])
+    epochs = c.controller.cluster.broker_epochs
+    result = c.controller_change(2, epoch=2, live_brokers={str(b): epochs[b] for b in (2, 3)})
     assert [(d.leader, list(d.isr), d.leader_epoch, d.partition_epoch) for d in result.decisions_for("t", 0)] == [
         (-1, [2, 3], 1, 1), (2, [2, 3], 2, 2)]
     assert c.controller.cluster.live_brokers == {2, 3}

@@ -21,7 +21,12 @@ def test_delete_topic_with_live_brokers_is_immediate() -> None:
     cluster = cluster_with(1, 2)
     cluster.create("t", [1, 2], [2, 1], configs={UNCLEAN: "true"})
     out = cluster.delete("t")
-    assert out.decisions == []
+    # Each live replica goes offline first (ReplicaStateMachine removeReplicasFromIsr): the state znode is written,
+    # one replica at a time (the last ISR member stays), but no LeaderAndIsr is sent for a topic being deleted.
+    assert [(d.leader, list(d.isr), d.leader_epoch, d.recipients) for d in out.decisions_for("t", 0)] == [
+        (-1, [2], 1, ()), (-1, [2], 2, ())]
+    assert [(d.leader, list(d.isr), d.leader_epoch, d.recipients) for d in out.decisions_for("t", 1)] == [
+        (2, [2], 1, ()), (-1, [2], 2, ())]
     for p in (0, 1):
         row = out.row("t", p)
         assert (row.from_state, row.to_state, row.outcome, row.replica_states) == (
@@ -40,7 +45,8 @@ def test_delete_topic_waits_for_a_dead_broker() -> None:
     row = out.row("t", 0)
     assert (row.from_state, row.to_state) == ("OnlinePartition", "OfflinePartition")
     assert row.replica_states == {2: "ReplicaDeletionIneligible"}
-    assert out.decisions == []
+    # Broker 1's live replica goes offline (its ISR write, no LeaderAndIsr); dead 2 waits, out of the ISR already.
+    assert [(d.leader, list(d.isr), d.recipients) for d in out.decisions] == [(-1, [1], ())]
     # Queued: the name is still taken, a second delete changes nothing.
     assert_rejected(cluster.create("t", [1]).only_row, "TOPIC_ALREADY_EXISTS")
     assert cluster.delete("t").only_row.outcome == "NO_OP"

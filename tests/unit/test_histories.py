@@ -60,7 +60,7 @@ def test_totals_count_partitions_and_states_on_either_side() -> None:
 
 
 def _replay_dir(tmp_path: Path, controller: list[dict[str, Any]], ours: list[dict[str, Any]]) -> Path:
-    from streaming.jobs.kraft import write_agreement
+    from streaming.history.outputs import write_agreement
 
     for name, rows in (("observed.jsonl", controller), ("decisions.jsonl", ours)):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -69,7 +69,7 @@ def _replay_dir(tmp_path: Path, controller: list[dict[str, Any]], ours: list[dic
 
 
 def test_replay_writes_histories_beside_agreement_and_says_how_many_are_equal(tmp_path: Path) -> None:
-    from streaming.jobs.kraft import write_agreement
+    from streaming.history.outputs import write_agreement
 
     _replay_dir(tmp_path, [CREATED, FAILOVER], [CREATED])
     agreed = write_agreement(tmp_path, tmp_path / "observed.jsonl", tmp_path / "decisions.jsonl")

@@ -239,7 +239,9 @@ def test_offline_to_nonexistent_partition() -> None:
     before = record(P.OFFLINE, (BROKER,), -1, (BROKER,), replica_states={BROKER: R.OFFLINE})
     applied = apply_command(before, command(Action.DELETE, live={BROKER}))
     assert applied.record is None
-    assert applied.decisions == []
+    # The live replica goes offline before its deletion: the ZK controller writes the state (removeReplicasFromIsr,
+    # the last ISR member stays, the leader epoch moves) and sends no LeaderAndIsr for a topic being deleted.
+    assert [(d.leader, d.isr, d.recipients) for d in applied.decisions] == [(-1, (BROKER,), ())]
     assert applied.audit.outcome == "ACCEPTED"
     assert applied.audit.from_state == "OfflinePartition"
     assert applied.audit.to_state == "NonExistentPartition"

@@ -379,9 +379,10 @@ class Invariants:
                 assert d.leader_epoch >= previous[0], (previous, d)
             self.last_decision[key] = (d.leader_epoch, d.partition_epoch)
             if before is not None and before.queued_for_deletion:
-                # No elections and no controller writes for a topic being deleted (its leader's own ISR change
-                # is still accepted, as Kafka's AlterPartition handling does).
-                assert cmd.action is Action.ISR_CHANGE and d.election is None, d
+                # No elections and no LeaderAndIsr for a topic being deleted: only its replicas' way out of the ISR
+                # as they go offline (written, sent to nobody), and its leader's own ISR change, which is still
+                # accepted, as Kafka's AlterPartition handling does.
+                assert d.election is None and (cmd.action is Action.ISR_CHANGE or d.recipients == ()), d
 
     def _check_records(self, controller: Controller) -> None:
         cv = controller.cluster

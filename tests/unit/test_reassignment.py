@@ -232,8 +232,8 @@ def test_isr_change_of_a_topic_being_deleted_does_not_resume_its_reassignment() 
     cluster.create("t", [1, 2])
     cluster.reassign(("t", 0, [1, 3]))
     cluster.failure(2)  # the deletion will wait on broker 2
-    cluster.delete("t")
-    out = cluster.isr_change("t", 0, [1, 3])
+    cluster.delete("t")  # broker 1's replica goes offline: leader -1
+    out = cluster.isr_change("t", 0, [1, 3], broker=1)
     assert out.only_row.error != "INVALID_TRANSITION", out.only_row
     assert all(d.election is None for d in out.decisions)
 

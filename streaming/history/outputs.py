@@ -1,0 +1,58 @@
+"""What a replay beside a real controller writes, for every source of a real history (KRaft, ZooKeeper): the
+observed and per-decision rows as JSON lines, the agreement per decision (`agreement.jsonl`) and per partition
+history (`histories.jsonl`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streaming.history.agreement import agreement_rate, agreement_rows
+from streaming.history.histories import history_rows, history_totals
+
+
+def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open() as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """A replay beside the controller: per decision (agreement.jsonl) and per partition history
+    (histories.jsonl)."""
+
+    rate: float
+    decisions: int
+    disagreements: int
+    partitions: int
+    partitions_equal: int
+    states: int
+    states_equal: int
+
+    def describe(self, out: Path) -> str:
+        return (f"agreement with the controller: {self.rate:.1%} of {self.decisions} observed decisions "
+                f"({self.disagreements} disagreements) in {out / 'agreement.jsonl'}\n"
+                f"  partition histories: {self.partitions_equal} of {self.partitions} equal, {self.states_equal} of "
+                f"{self.states} states equal, in {out / 'histories.jsonl'}")
+
+
+def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
+    """`out/agreement.jsonl` (per observed decision) and `out/histories.jsonl` (per partition) from the observed
+    partition changes and isrflow's decisions."""
+    controller, ours = read_jsonl(observed), read_jsonl(decisions)
+    rows = agreement_rows(controller, ours)
+    write_jsonl(out / "agreement.jsonl", rows)
+    histories = history_rows(controller, ours)
+    write_jsonl(out / "histories.jsonl", histories)
+    return Agreement(agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"]),
+                     *history_totals(histories))

@@ -1,0 +1,484 @@
+"""From a ZooKeeper ensemble's transactions to isrflow's contract events, and the ZooKeeper-era controller's own
+decisions.
+
+Pure: a `ZkHistory` in, `ZkConverted` out (events in zxid order, every partition state write as the controller's
+observed decision, what could not be explained). In ZooKeeper mode every controller input and every decision is a
+znode write (docs/zookeeper.md, "Record patterns"):
+
+- `create /brokers/ids/N` (ephemeral) -> BrokerChange STARTUP, broker epoch = the create's zxid (its czxid);
+  `closeSession` (or `delete`) of it -> BrokerChange FAILURE. While no controller is active (before the first one,
+  or once the session that held `/controller` ended: the controller's broker died, and the broker with it)
+  nobody handles a registration or a death, so neither is an event: the next controller reads /brokers/ids.
+- `create /controller` with `setData /controller_epoch` -> ControllerChange with the brokers registered then and
+  their epochs (`live_brokers`); the envelope's controller epoch is /controller_epoch's value from there on.
+- `create /brokers/topics/T` -> CreateTopic (with `/config/topics/T`, written just before); `setData` of it with
+  more partitions -> CreatePartitions; with a partition's replicas, adding or removing changed -> ReassignPartitions
+  (start, or cancel: back to the original replicas), unless it completes the reassignment in progress (the
+  controller's own write after the partition states) or comes from `/admin/reassign_partitions`.
+- `create /admin/delete_topics/T` -> DeleteTopic; `/admin/reassign_partitions` -> ReassignPartitions;
+  `/admin/preferred_replica_election` -> ElectLeaders PREFERRED; `/config/topics/T` -> AlterTopicConfig.
+- `create`/`setData` of `/brokers/topics/T/partitions/P/state` -> an observed decision (zkVersion = the znode's
+  version = partition epoch). The leader epoch unchanged: the leader's AlterPartition (IsrChange; below
+  inter.broker.protocol 2.7 the leader's own session writes it and announces it under /isr_change_notification).
+  The leader epoch bumped: a controller decision, caused by the event being handled (the last input whose scope
+  the partition is in), else by a request that leaves no znode: a controlled shutdown (a registered broker dropped
+  from leadership and ISR), an admin preferred election (the leader moves to the first replica, ISR unchanged) or
+  an admin unclean election (a leader from outside the ISR, alone in it).
+- A history that starts at a snapshot: the ensemble's state as events at the snapshot's zxid that decide nothing:
+  ControllerChange (with the registered brokers), one PartitionSnapshot per partition.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
+
+NO_LEADER = -1
+# Cluster-default configs the rules read, handed to each topic without its own value (as the KRaft importer does).
+INHERITED = frozenset({"min.insync.replicas", "unclean.leader.election.enable"})
+BROKER_DEFAULTS = "/config/brokers/<default>"
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """A partition state znode: what the controller decided, and the znode's version (Kafka's zkVersion)."""
+
+    leader: int
+    isr: tuple[int, ...]
+    leader_epoch: int
+    version: int
+    recovering: bool = False
+
+    @classmethod
+    def parse(cls, data: bytes | None, version: int) -> PartitionState:
+        d = json.loads(data or b"{}")
+        return cls(d.get("leader", NO_LEADER), tuple(d.get("isr", ())), d.get("leader_epoch", 0), version,
+                   d.get("leader_recovery_state", 0) == 1)
+
+
+@dataclass
+class TopicAssignment:
+    """`/brokers/topics/T`: each partition's replicas, and the adding/removing replicas of a reassignment."""
+
+    replicas: dict[int, tuple[int, ...]]
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, data: bytes | None) -> TopicAssignment:
+        d = json.loads(data or b"{}")
+
+        def ids(m: dict[str, list[int]] | None) -> dict[int, tuple[int, ...]]:
+            return {int(p): tuple(r) for p, r in (m or {}).items() if r}
+
+        return cls(ids(d.get("partitions")), ids(d.get("adding_replicas")), ids(d.get("removing_replicas")))
+
+    def target(self, partition: int) -> tuple[int, ...]:
+        removing = self.removing.get(partition, ())
+        return tuple(r for r in self.replicas.get(partition, ()) if r not in removing)
+
+    def origin(self, partition: int) -> tuple[int, ...]:
+        adding = self.adding.get(partition, ())
+        return tuple(r for r in self.replicas.get(partition, ()) if r not in adding)
+
+    def reassigning(self, partition: int) -> bool:
+        return bool(self.adding.get(partition) or self.removing.get(partition))
+
+
+@dataclass
+class _Cause:
+    """An event whose consequences the controller may still be writing, and the partitions they may touch."""
+
+    event: dict[str, Any]
+    kind: str  # STARTUP, FAILURE, CONTROLLED_SHUTDOWN, FAILOVER, TOPIC, PARTITIONS, PREFERRED, UNCLEAN, ISR
+    broker: int | None = None
+    topic: str | None = None
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+
+
+@dataclass
+class ZkConverted:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    observed: list[dict[str, Any]] = field(default_factory=list)
+    # Partition state writes no pattern explains (zxids): kept in `observed`, no event.
+    unexplained: list[int] = field(default_factory=list)
+    failed_txns: int = 0  # multis that failed (changed nothing)
+    snapshot_state: bool = False
+
+
+def _event_id(zxid: int, suffix: str = "") -> str:
+    return f"zk-{zxid}{suffix}"
+
+
+def event_zxid(event: dict[str, Any]) -> int:
+    """The zxid an event was read at (its id is `zk-<zxid>[-<suffix>]`)."""
+    return int(event["event_id"].split("-")[1])
+
+
+class Converter:
+    """Feed a history (`convert`); read `result`."""
+
+    def __init__(self) -> None:
+        self.result = ZkConverted()
+        self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
+        self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
+        self.controller_id = -1
+        self.controller_session: int | None = None
+        self.controller_epoch = 0
+        self.topics: dict[str, TopicAssignment] = {}
+        self.states: dict[tuple[str, int], PartitionState] = {}
+        self.configs: dict[str, dict[str, str]] = {}
+        self.cluster_configs: dict[str, str] = {}
+        self.deleting: set[str] = set()
+        self.created: dict[str, dict[str, Any]] = {}  # topic -> the event that created its newest partitions
+        self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
+        self.causes: list[_Cause] = []  # newest last
+
+    # ---- output ---------------------------------------------------------------------------------------
+
+    def _event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
+        ts = datetime.fromtimestamp(max(txn.time, 0) / 1000, UTC).isoformat(timespec="milliseconds")
+        event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": ts.replace("+00:00", "Z"),
+                 "controller_epoch": self.controller_epoch, **fields}
+        self.result.events.append(event)
+        return event
+
+    def _cause(self, cause: _Cause) -> _Cause:
+        self.causes = [*self.causes[-7:], cause]  # the controller works through a few queued events at most
+        return cause
+
+    def _observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
+                 cause: str, event_id: str | None) -> None:
+        topic = self.topics.get(key[0]) or TopicAssignment({})
+        self.result.observed.append({
+            "topic": key[0], "partition": key[1], "leader": after.leader, "isr": list(after.isr),
+            "leader_epoch": after.leader_epoch, "partition_epoch": after.version,
+            "replicas": list(topic.replicas.get(key[1], ())), "adding_replicas": list(topic.adding.get(key[1], ())),
+            "removing_replicas": list(topic.removing.get(key[1], ())),
+            "leader_recovery_state": "RECOVERING" if after.recovering else "RECOVERED",
+            "eligible_leader_replicas": [], "last_known_elr": [], "source_offset": txn.zxid, "cause": cause,
+            "cause_event_id": event_id,
+            "decision": before is None or before.leader != after.leader or not set(before.isr) <= set(after.isr),
+        })
+
+    # ---- input ----------------------------------------------------------------------------------------
+
+    def convert(self, history: ZkHistory) -> ZkConverted:
+        if history.snapshot is not None:
+            self._seed(history.snapshot)
+        for txn in history.txns:
+            if txn.failed:
+                self.result.failed_txns += 1
+                continue
+            self._txn(txn)
+        return self.result
+
+    def _txn(self, txn: ZkTxn) -> None:
+        elected: int | None = None
+        for op in txn.ops:
+            path = op.path
+            if op.kind == "closeSession":
+                self._session_closed(txn, op)
+            elif path.startswith("/brokers/ids/") and path.count("/") == 3:
+                self._registration(txn, op)
+            elif path == "/controller" and op.kind == "create":
+                elected = json.loads(op.data or b"{}").get("brokerid", -1)
+            elif path == "/controller" and op.kind == "delete":
+                self.controller_session = None
+            elif path == "/controller_epoch" and op.kind in ("create", "setData"):
+                self.controller_epoch = int((op.data or b"0").decode() or 0)
+            elif path.startswith("/brokers/topics/"):
+                self._topic_znode(txn, op)
+            elif path.startswith("/config/topics/") or path == BROKER_DEFAULTS:
+                self._config(txn, op)
+            elif path.startswith("/admin/"):
+                self._admin(txn, op)
+        if elected is not None:
+            self.controller_id, self.controller_session = elected, txn.session
+            # The brokers registered as the new controller reads them: the failover's live set.
+            event = self._event(txn, "ControllerChange", controller_id=max(elected, 0),
+                                live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
+            self._cause(_Cause(event, "FAILOVER"))
+
+    # ---- brokers and the controller -------------------------------------------------------------------
+
+    def _registration(self, txn: ZkTxn, op: ZnodeOp) -> None:
+        broker = int(op.path.rsplit("/", 1)[1])
+        if op.kind == "create":
+            if self.brokers.get(broker) == txn.zxid:
+                return  # already in the snapshot the history starts from
+            self.brokers[broker] = txn.zxid
+            self.sessions[txn.session] = broker
+            if self.controller_session is None:
+                return  # no controller to handle it: the next one reads it
+            event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
+                                broker_epoch=txn.zxid)
+            self._cause(_Cause(event, "STARTUP", broker))
+        elif op.kind == "delete":
+            self._broker_gone(txn, broker)
+
+    def _session_closed(self, txn: ZkTxn, op: ZnodeOp) -> None:
+        gone = [int(p.rsplit("/", 1)[1]) for p in op.deleted if p.startswith("/brokers/ids/")]
+        if "/controller" in op.deleted:
+            self.controller_session = None
+        for broker in gone:
+            self._broker_gone(txn, broker)
+        self.sessions.pop(txn.session, None)
+
+    def _broker_gone(self, txn: ZkTxn, broker: int) -> None:
+        epoch = self.brokers.pop(broker, None)
+        if epoch is None or self.controller_session is None:
+            return  # no controller to handle it (it died with this broker, say): the next one reads /brokers/ids
+        event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="FAILURE",
+                            broker_epoch=epoch)
+        self._cause(_Cause(event, "FAILURE", broker))
+
+    # ---- topics and partitions --------------------------------------------------------------------------
+
+    def _topic_znode(self, txn: ZkTxn, op: ZnodeOp) -> None:
+        parts = op.path.split("/")  # ['', 'brokers', 'topics', T, ('partitions', P, 'state')]
+        topic = parts[3]
+        if len(parts) == 4:
+            if op.kind == "create":
+                self._topic_created(txn, topic, TopicAssignment.parse(op.data))
+            elif op.kind == "setData":
+                self._topic_changed(txn, topic, TopicAssignment.parse(op.data))
+            elif op.kind == "delete":
+                self._topic_deleted(topic)
+        elif len(parts) == 7 and parts[6] == "state" and op.kind in ("create", "setData"):
+            self._state_write(txn, op, (topic, int(parts[5])))
+
+    def _topic_created(self, txn: ZkTxn, topic: str, assignment: TopicAssignment) -> None:
+        if topic in self.topics:
+            return  # in the snapshot already
+        self.topics[topic] = assignment
+        configs = {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED}, **self.configs.get(topic, {})}
+        event = self._event(txn, "CreateTopic", topic=topic,
+                            assignment={str(p): list(r) for p, r in sorted(assignment.replicas.items())},
+                            **({"configs": configs} if configs else {}))
+        self.created[topic] = event
+        self._cause(_Cause(event, "TOPIC", topic=topic))
+
+    def _topic_deleted(self, topic: str) -> None:
+        self.topics.pop(topic, None)
+        self.configs.pop(topic, None)
+        for key in [k for k in self.states if k[0] == topic]:
+            del self.states[key]
+
+    def _topic_changed(self, txn: ZkTxn, topic: str, new: TopicAssignment) -> None:
+        old = self.topics.get(topic)
+        if old is None:
+            return
+        self.topics[topic] = new
+        added = sorted(set(new.replicas) - set(old.replicas))
+        if added:
+            event = self._event(txn, "CreatePartitions", topic=topic,
+                                assignment={str(p): list(new.replicas[p]) for p in added})
+            self.created[topic] = event
+            self._cause(_Cause(event, "TOPIC", topic=topic))
+        moves = []
+        for p in sorted(set(old.replicas) & set(new.replicas)):
+            if (old.replicas[p], old.adding.get(p), old.removing.get(p)) == (
+                    new.replicas[p], new.adding.get(p), new.removing.get(p)):
+                continue
+            if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.target(p):
+                continue  # the controller completing the reassignment (after its partition writes)
+            replicas = None if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.origin(p) \
+                else list(new.target(p))
+            if (topic, p) in self.znode_reassignments:
+                continue  # /admin/reassign_partitions asked for it: its event
+            moves.append({"topic": topic, "partition": p, "replicas": replicas})
+        if moves:
+            event = self._event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
+            self._cause(_Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
+
+    def _state_write(self, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> None:
+        version = 0 if op.kind == "create" else op.version
+        before = self.states.get(key)
+        if before is not None and version <= before.version:
+            return  # a fuzzy snapshot already holds it
+        after = PartitionState.parse(op.data, version)
+        self.states[key] = after
+        if before is None:
+            created = self.created.get(key[0], {})
+            self._observe(txn, key, None, after, created.get("type", "Unexplained"), created.get("event_id"))
+            return
+        if after.leader_epoch == before.leader_epoch or txn.session != self.controller_session:
+            self._leader_isr_change(txn, key, before, after)
+            return
+        cause = next((c for c in reversed(self.causes) if self._fits(c, key, before, after)), None)
+        if cause is None:
+            cause = self._request(txn, key, before, after)
+        if cause is None:
+            self.result.unexplained.append(txn.zxid)
+            self._observe(txn, key, before, after, "Unexplained", None)
+            return
+        cause.partitions.add(key)
+        self._observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
+
+    def _leader_isr_change(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
+                           after: PartitionState) -> None:
+        """The leader's AlterPartition, written by the controller (or by the leader itself below IBP 2.7)."""
+        leader = before.leader
+        event = self._event(txn, "IsrChange", f"-{key[0]}-{key[1]}", topic=key[0], partition=key[1],
+                            broker_id=max(leader, 0), broker_epoch=self.brokers.get(leader, 0),
+                            leader_epoch=before.leader_epoch, partition_epoch=before.version, isr=list(after.isr),
+                            leader_recovery_state="RECOVERING" if after.recovering else "RECOVERED")
+        self._cause(_Cause(event, "ISR", partitions={key}))
+        self._observe(txn, key, before, after, "IsrChange", event["event_id"])
+
+    def _fits(self, cause: _Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+        """Whether a controller write of `key` can be a consequence of `cause`."""
+        topic = self.topics.get(key[0])
+        match cause.kind:
+            case "FAILOVER":
+                return True
+            case "STARTUP":
+                return before.leader == NO_LEADER or (topic is not None and topic.reassigning(key[1]) and
+                                                      cause.broker in topic.target(key[1]))
+            case "FAILURE":
+                return cause.broker == before.leader or cause.broker in before.isr or \
+                    (before.leader not in self.brokers and after.leader != before.leader)
+            case "CONTROLLED_SHUTDOWN":
+                return cause.broker == before.leader or (cause.broker in before.isr and cause.broker not in after.isr)
+            case "TOPIC":
+                return key[0] == cause.topic
+            case _:
+                return key in cause.partitions or (cause.topic is not None and key[0] == cause.topic)
+
+    def _request(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
+                 after: PartitionState) -> _Cause | None:
+        """A controller decision with no znode input before it: the request that caused it, by its shape."""
+        if key[0] in self.deleting:
+            return None
+        topic = self.topics.get(key[0])
+        replicas = topic.replicas.get(key[1], ()) if topic else ()
+        dropped = [b for b in before.isr if b not in after.isr]
+        if len(dropped) == 1 and dropped[0] in self.brokers and after.leader != dropped[0] and \
+                (before.leader == dropped[0] or after.leader == before.leader):
+            broker = dropped[0]
+            event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
+                                broker_epoch=self.brokers[broker])
+            return self._cause(_Cause(event, "CONTROLLED_SHUTDOWN", broker))
+        if after.leader != before.leader and after.leader >= 0 and not dropped:
+            kind = "PREFERRED" if replicas and after.leader == replicas[0] and after.leader in before.isr else \
+                "UNCLEAN" if after.leader not in before.isr and after.isr == (after.leader,) else None
+            if kind is None:
+                return None
+            last = self.causes[-1] if self.causes else None
+            if last is not None and last.kind == kind and last.event["event_id"].startswith(_event_id(txn.zxid - 1)):
+                last.event["partitions"].append({"topic": key[0], "partition": key[1]})
+                return last  # consecutive writes of one admin election
+            event = self._event(txn, "ElectLeaders", election_type=kind,
+                                partitions=[{"topic": key[0], "partition": key[1]}])
+            return self._cause(_Cause(event, kind))
+        return None
+
+    # ---- configs and admin znodes -----------------------------------------------------------------------
+
+    def _config(self, txn: ZkTxn, op: ZnodeOp) -> None:
+        if op.kind not in ("create", "setData", "delete"):
+            return
+        values = {} if op.kind == "delete" else dict(json.loads(op.data or b"{}").get("config", {}))
+        if op.path == BROKER_DEFAULTS:
+            changed = {k: values.get(k) for k in INHERITED if values.get(k) != self.cluster_configs.get(k)}
+            self.cluster_configs = values
+            for topic in sorted(self.topics):
+                own = {k: v for k, v in changed.items() if k not in self.configs.get(topic, {})}
+                if own:
+                    self._config_event(txn, topic, own, f"-{topic}")
+            return
+        topic = op.path.split("/")[3]
+        old = self.configs.get(topic, {})
+        self.configs[topic] = values
+        if topic not in self.topics:
+            return  # a topic being created: its CreateTopic carries them
+        changed = {k: v for k, v in values.items() if old.get(k) != v}
+        for k in old.keys() - values.keys():
+            changed[k] = self.cluster_configs.get(k) if k in INHERITED else None
+        if changed:
+            self._config_event(txn, topic, changed)
+
+    def _config_event(self, txn: ZkTxn, topic: str, configs: dict[str, str | None], suffix: str = "") -> None:
+        event = self._event(txn, "AlterTopicConfig", suffix, topic=topic, configs=configs)
+        self._cause(_Cause(event, "TOPIC", topic=topic))
+
+    def _admin(self, txn: ZkTxn, op: ZnodeOp) -> None:
+        path = op.path
+        if path.startswith("/admin/delete_topics/"):
+            topic = path.rsplit("/", 1)[1]
+            if op.kind == "create" and topic in self.topics and topic not in self.deleting:
+                self.deleting.add(topic)
+                event = self._event(txn, "DeleteTopic", f"-{topic}", topic=topic)
+                self._cause(_Cause(event, "TOPIC", topic=topic))
+            elif op.kind == "delete":
+                self.deleting.discard(topic)
+        elif path == "/admin/reassign_partitions":
+            if op.kind == "delete":
+                self.znode_reassignments.clear()
+                return
+            wanted = {(p["topic"], p["partition"]): tuple(p["replicas"])
+                      for p in json.loads(op.data or b"{}").get("partitions", [])}
+            new = {k: r for k, r in wanted.items() if self.znode_reassignments.get(k) != r}
+            self.znode_reassignments = wanted
+            if op.kind == "create" and new:
+                event = self._event(txn, "ReassignPartitions", partitions=[
+                    {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(new.items())])
+                self._cause(_Cause(event, "PARTITIONS", partitions=set(new)))
+        elif path == "/admin/preferred_replica_election" and op.kind == "create":
+            refs = sorted({(p["topic"], p["partition"]) for p in json.loads(op.data or b"{}").get("partitions", [])})
+            event = self._event(txn, "ElectLeaders", election_type="PREFERRED",
+                                partitions=[{"topic": t, "partition": p} for t, p in refs])
+            self._cause(_Cause(event, "PREFERRED", partitions=set(refs)))
+
+    # ---- a snapshot -------------------------------------------------------------------------------------
+
+    def _seed(self, snapshot: ZkSnapshot) -> None:
+        """The ensemble's state at the snapshot, as events that decide nothing (at the snapshot's zxid)."""
+        self.result.snapshot_state = True
+        nodes = snapshot.nodes
+        at = ZkTxn(snapshot.zxid, 0, 0, 0, ())
+        if "/controller_epoch" in nodes:
+            self.controller_epoch = int(nodes["/controller_epoch"].data.decode() or 0)
+        for path, node in sorted(nodes.items()):
+            if path.startswith("/brokers/ids/") and path.count("/") == 3:
+                broker = int(path.rsplit("/", 1)[1])
+                self.brokers[broker] = node.czxid
+                self.sessions[node.ephemeral_owner] = broker
+            elif path.startswith("/brokers/topics/") and path.count("/") == 3:
+                self.topics[path.split("/")[3]] = TopicAssignment.parse(node.data)
+            elif path.startswith("/brokers/topics/") and path.endswith("/state"):
+                parts = path.split("/")
+                self.states[(parts[3], int(parts[5]))] = PartitionState.parse(node.data, node.version)
+            elif path.startswith("/config/topics/"):
+                self.configs[path.split("/")[3]] = dict(json.loads(node.data or b"{}").get("config", {}))
+            elif path == BROKER_DEFAULTS:
+                self.cluster_configs = dict(json.loads(node.data or b"{}").get("config", {}))
+            elif path.startswith("/admin/delete_topics/"):
+                self.deleting.add(path.rsplit("/", 1)[1])
+        if "/controller" in nodes:
+            self.controller_id = json.loads(nodes["/controller"].data or b"{}").get("brokerid", -1)
+            self.controller_session = nodes["/controller"].ephemeral_owner
+            self._event(at, "ControllerChange", "-snapshot", controller_id=max(self.controller_id, 0),
+                        live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
+        for (topic, partition), state in sorted(self.states.items()):
+            assignment = self.topics.get(topic) or TopicAssignment({})
+            configs = {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED},
+                       **self.configs.get(topic, {})}
+            self._event(at, "PartitionSnapshot", f"-snapshot-{topic}-{partition}", topic=topic, partition=partition,
+                        replicas=list(assignment.replicas.get(partition, ())), isr=list(state.isr),
+                        leader=state.leader, leader_epoch=state.leader_epoch, partition_epoch=state.version,
+                        leader_recovery_state="RECOVERING" if state.recovering else "RECOVERED",
+                        adding_replicas=list(assignment.adding.get(partition, ())),
+                        removing_replicas=list(assignment.removing.get(partition, ())),
+                        **({"configs": configs} if configs else {}))
+
+
+def convert(history: ZkHistory) -> ZkConverted:
+    """`history` as contract events and the controller's observed decisions."""
+    return Converter().convert(history)
+
