@@ -94,7 +94,8 @@ class _Cause:
     """An event whose consequences the controller may still be writing, and the partitions they may touch."""
 
     event: dict[str, Any]
-    kind: str  # STARTUP, FAILURE, CONTROLLED_SHUTDOWN, FAILOVER, TOPIC, PARTITIONS, PREFERRED, UNCLEAN, ISR
+    kind: str  # STARTUP, FAILURE, CONTROLLED_SHUTDOWN, FAILOVER, CREATED, CONFIG, DELETE, PARTITIONS, PREFERRED,
+    # UNCLEAN, ISR
     broker: int | None = None
     topic: str | None = None
     partitions: set[tuple[str, int]] = field(default_factory=set)
@@ -108,6 +109,11 @@ class ZkConverted:
     unexplained: list[int] = field(default_factory=list)
     failed_txns: int = 0  # multis that failed (changed nothing)
     snapshot_state: bool = False
+
+
+def _drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
+    """Whether a write takes `broker` out of the leadership or the ISR."""
+    return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
 
 
 def _event_id(zxid: int, suffix: str = "") -> str:
@@ -261,7 +267,7 @@ class Converter:
                             assignment={str(p): list(r) for p, r in sorted(assignment.replicas.items())},
                             **({"configs": configs} if configs else {}))
         self.created[topic] = event
-        self._cause(_Cause(event, "TOPIC", topic=topic))
+        self._cause(_Cause(event, "CREATED", topic=topic))
 
     def _topic_deleted(self, topic: str) -> None:
         self.topics.pop(topic, None)
@@ -279,7 +285,7 @@ class Converter:
             event = self._event(txn, "CreatePartitions", topic=topic,
                                 assignment={str(p): list(new.replicas[p]) for p in added})
             self.created[topic] = event
-            self._cause(_Cause(event, "TOPIC", topic=topic))
+            self._cause(_Cause(event, "CREATED", topic=topic))
         moves = []
         for p in sorted(set(old.replicas) & set(new.replicas)):
             if (old.replicas[p], old.adding.get(p), old.removing.get(p)) == (
@@ -332,23 +338,33 @@ class Converter:
         self._observe(txn, key, before, after, "IsrChange", event["event_id"])
 
     def _fits(self, cause: _Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """Whether a controller write of `key` can be a consequence of `cause`."""
+        """Whether a controller write of `key` can be a consequence of `cause`: what that event's handler in Kafka's
+        KafkaController writes."""
         topic = self.topics.get(key[0])
+        reassigning = topic is not None and topic.reassigning(key[1])
+        newest = cause is self.causes[-1]
         match cause.kind:
-            case "FAILOVER":
-                return True
-            case "STARTUP":
-                return before.leader == NO_LEADER or (topic is not None and topic.reassigning(key[1]) and
-                                                      cause.broker in topic.target(key[1]))
-            case "FAILURE":
-                return cause.broker == before.leader or cause.broker in before.isr or \
+            case "FAILOVER":  # onControllerFailover: anything, before the next input
+                return newest
+            case "STARTUP":  # offline partitions elect; reassignments onto the broker resume
+                return before.leader == NO_LEADER or (reassigning and cause.broker in topic.target(key[1]))
+            case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone
+                return _drops(cause.broker, before, after) or \
                     (before.leader not in self.brokers and after.leader != before.leader)
             case "CONTROLLED_SHUTDOWN":
-                return cause.broker == before.leader or (cause.broker in before.isr and cause.broker not in after.isr)
-            case "TOPIC":
+                return _drops(cause.broker, before, after)
+            case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly
+                return key[0] == cause.topic and (before.leader == NO_LEADER or after.leader not in before.isr)
+            case "DELETE":  # replicas out of the ISR on their way to deletion
                 return key[0] == cause.topic
+            case "PARTITIONS":  # a reassignment's start or cancel, and its phases
+                return key in cause.partitions and (reassigning or newest)
+            case "ISR":  # a leader's ISR change that lets a reassignment complete
+                return key in cause.partitions and reassigning
+            case "PREFERRED" | "UNCLEAN":
+                return key in cause.partitions and newest
             case _:
-                return key in cause.partitions or (cause.topic is not None and key[0] == cause.topic)
+                return False
 
     def _request(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
                  after: PartitionState) -> _Cause | None:
@@ -405,7 +421,7 @@ class Converter:
 
     def _config_event(self, txn: ZkTxn, topic: str, configs: dict[str, str | None], suffix: str = "") -> None:
         event = self._event(txn, "AlterTopicConfig", suffix, topic=topic, configs=configs)
-        self._cause(_Cause(event, "TOPIC", topic=topic))
+        self._cause(_Cause(event, "CONFIG", topic=topic))
 
     def _admin(self, txn: ZkTxn, op: ZnodeOp) -> None:
         path = op.path
@@ -414,7 +430,7 @@ class Converter:
             if op.kind == "create" and topic in self.topics and topic not in self.deleting:
                 self.deleting.add(topic)
                 event = self._event(txn, "DeleteTopic", f"-{topic}", topic=topic)
-                self._cause(_Cause(event, "TOPIC", topic=topic))
+                self._cause(_Cause(event, "DELETE", topic=topic))
             elif op.kind == "delete":
                 self.deleting.discard(topic)
         elif path == "/admin/reassign_partitions":

@@ -1,0 +1,166 @@
+"""The ZooKeeper importer (streaming/zookeeper/convert.py): a real ZooKeeper server's files (tests/unit/zkdata) and
+transactions built as the ZooKeeper-era controller writes them (../shared/zk/ZNODES.md), read as contract events
+and the controller's observed decisions, and replayed under the zk rules to the controller's own states."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from statemachine.controller import ControllerConfig
+from statemachine.rules import ZK
+from streaming.engine.local import run_local
+from streaming.history.histories import history_rows
+from streaming.zookeeper.convert import convert
+from streaming.zookeeper.files import read_zk_history
+from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
+
+DATA = Path(__file__).parent / "zkdata"
+CONTROLLER_SESSION = 0x100
+STATE = "/brokers/topics/t/partitions/{}/state"
+
+
+def replayed(history: ZkHistory) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    converted = convert(history)
+    records = [(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)]
+    result = run_local(records, ControllerConfig(rules=ZK))
+    return converted.events, converted.observed, result.decisions
+
+
+def assert_every_history_equal(observed: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
+    histories = history_rows(observed, decisions)
+    assert histories and all(h["match"] for h in histories), [h["first_difference"] for h in histories
+                                                              if not h["match"]]
+
+
+def test_a_real_servers_history_becomes_the_controllers_events_and_is_reproduced() -> None:
+    # One Kafka 3.9.1 broker: started, topic t created (2 partitions), its config set, a partition added, topic
+    # "gone" created and deleted, the broker shut down with the controller, started again (a new controller).
+    events, observed, decisions = replayed(read_zk_history(DATA / "version-2"))
+    assert [(e["type"], e.get("topic")) for e in events] == [
+        ("ControllerChange", None), ("CreateTopic", "t"), ("AlterTopicConfig", "t"), ("CreatePartitions", "t"),
+        ("CreateTopic", "gone"), ("DeleteTopic", "gone"), ("ControllerChange", None)]
+    first, second = events[0], events[-1]
+    assert (first["controller_epoch"], first["live_brokers"]) == (1, {"1": 0x19})  # the registration's zxid
+    assert (second["controller_epoch"], second["live_brokers"]) == (2, {"1": 0x4B})
+    # Every state znode write: the creations (version 0) and the deletion's way out of the ISR (leader -1).
+    assert [(o["topic"], o["partition"], o["leader"], o["leader_epoch"], o["partition_epoch"], o["cause"])
+            for o in observed] == [("t", 0, 1, 0, 0, "CreateTopic"), ("t", 1, 1, 0, 0, "CreateTopic"),
+                                   ("t", 2, 1, 0, 0, "CreatePartitions"), ("gone", 0, 1, 0, 0, "CreateTopic"),
+                                   ("gone", 0, -1, 1, 1, "DeleteTopic")]
+    assert_every_history_equal(observed, decisions)
+
+
+class Ensemble:
+    """Transactions as a ZooKeeper-mode cluster writes them: brokers' sessions, the controller's multis."""
+
+    def __init__(self, brokers: tuple[int, ...] = (1, 2, 3)) -> None:
+        self.txns: list[ZkTxn] = []
+        self.sessions = {b: 0x1000 + b for b in brokers}
+        for b in brokers:
+            self.txn(self.sessions[b], ZnodeOp("create", f"/brokers/ids/{b}", b"{}", 0, ephemeral=True))
+        self.txn(self.sessions[brokers[0]], ZnodeOp("create", "/controller", b'{"brokerid":%d}' % brokers[0]),
+                 ZnodeOp("setData", "/controller_epoch", b"1", 1))
+        self.controller = self.sessions[brokers[0]]
+        self.versions: dict[int, int] = {}
+
+    @property
+    def zxid(self) -> int:
+        return len(self.txns) + 1
+
+    def txn(self, session: int, *ops: ZnodeOp) -> None:
+        self.txns.append(ZkTxn(self.zxid, 1_700_000_000_000 + self.zxid, session, 0, ops))
+
+    def topic(self, assignment: dict[int, list[int]], op: str = "create", **extra: dict[int, list[int]]) -> None:
+        data = {"partitions": {str(p): r for p, r in assignment.items()}, "version": 3,
+                **{k: {str(p): r for p, r in v.items()} for k, v in extra.items()}}
+        self.txn(self.controller, ZnodeOp(op, "/brokers/topics/t", json.dumps(data).encode(), 0))
+
+    def state(self, partition: int, leader: int, isr: list[int], leader_epoch: int, session: int | None = None,
+              recovering: bool = False) -> None:
+        version = self.versions.get(partition, -1) + 1
+        self.versions[partition] = version
+        data = {"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr,
+                **({"leader_recovery_state": 1} if recovering else {})}
+        self.txn(session or self.controller, ZnodeOp("check", "/controller_epoch", None, 1),
+                 ZnodeOp("create" if version == 0 else "setData", STATE.format(partition), json.dumps(data).encode(),
+                         version))
+
+    def session_end(self, broker: int) -> None:
+        self.txn(self.sessions[broker], ZnodeOp("closeSession", deleted=(f"/brokers/ids/{broker}",)))
+
+    def history(self) -> ZkHistory:
+        return ZkHistory(None, self.txns, [], "test")
+
+
+def created() -> Ensemble:
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 2, [2, 3, 1], 0)
+    return z
+
+
+def test_a_broker_failure_is_its_session_end_and_the_controllers_writes_follow_it() -> None:
+    z = created()
+    z.session_end(2)
+    z.state(1, 3, [3, 1], 1)  # t-1: led by 2, elected 3 (the election drops 2 from the ISR)
+    z.state(0, 1, [1, 3], 1)  # t-0: 2 out of the ISR
+    events, observed, decisions = replayed(z.history())
+    assert (events[-1]["type"], events[-1]["change"], events[-1]["broker_id"]) == ("BrokerChange", "FAILURE", 2)
+    assert [o["cause_event_id"] for o in observed[-2:]] == [events[-1]["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_controlled_shutdown_is_read_from_the_writes_before_the_brokers_session_ends() -> None:
+    z = created()
+    z.state(1, 3, [3, 1], 1)  # t-1: leadership moves away from 2, which leaves the ISR: no znode says why
+    z.state(0, 1, [1, 3], 1)
+    z.session_end(2)
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e.get("change")) for e in events[-2:]] == [("BrokerChange", "CONTROLLED_SHUTDOWN"),
+                                                                   ("BrokerChange", "FAILURE")]
+    assert {o["cause"] for o in observed[-2:]} == {"BrokerChange"}
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_leaders_isr_change_keeps_the_leader_epoch_whoever_writes_it() -> None:
+    z = created()
+    z.state(0, 1, [1, 2], 0)  # the controller writes the leader's AlterPartition (IBP 2.7+)
+    z.state(1, 2, [2, 3], 0, session=z.sessions[2])  # the leader's own write (IBP below 2.7)
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e["broker_id"], e["isr"], e["partition_epoch"]) for e in events[-2:]] == [
+        ("IsrChange", 1, [1, 2], 0), ("IsrChange", 2, [2, 3], 0)]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_an_admin_preferred_election_is_read_from_the_leader_moving_to_the_first_replica() -> None:
+    z = created()
+    z.session_end(2)
+    z.state(1, 3, [3, 1], 1)  # t-1 [2, 3, 1]: 2 died, 3 leads
+    z.state(0, 1, [1, 3], 1)
+    z.txn(0x2002, ZnodeOp("create", "/brokers/ids/2", b"{}", 0, ephemeral=True))
+    z.state(1, 3, [3, 1, 2], 1)  # 2 catches up (AlterPartition)
+    z.state(1, 2, [3, 1, 2], 2)  # ElectLeaders PREFERRED: the leader moves back to 2, the ISR stays
+    events, observed, decisions = replayed(z.history())
+    assert (events[-1]["type"], events[-1]["election_type"]) == ("ElectLeaders", "PREFERRED")
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_reassignment_starts_at_the_topic_znode_and_completes_after_the_new_replica_joins() -> None:
+    z = created()
+    # [1, 2, 3] -> [1, 2, 4]: RS = target + origin, adding 4, removing 3 (KIP-455), then the leader epoch bump.
+    z.txn(0x2000, ZnodeOp("create", "/brokers/ids/4", b"{}", 0, ephemeral=True))
+    z.topic({0: [1, 2, 4, 3], 1: [2, 3, 1]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [3]})
+    z.state(0, 1, [1, 2, 3], 1)
+    z.state(0, 1, [1, 2, 3, 4], 1)  # 4 joined: the leader's AlterPartition
+    z.state(0, 1, [1, 2, 3, 4], 2)  # B3: the new replica set goes out with a new leader epoch
+    z.state(0, 1, [1, 2, 4], 3)  # B4: 3 out of the ISR
+    z.topic({0: [1, 2, 4], 1: [2, 3, 1]}, op="setData")  # B6: RS = target, the maps cleared
+    events, observed, decisions = replayed(z.history())
+    types = [e["type"] for e in events]
+    assert types[-2:] == ["ReassignPartitions", "IsrChange"]
+    assert events[-2]["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 2, 4]}]
+    assert [o["cause"] for o in observed[-3:]] == ["IsrChange"] * 3
+    assert_every_history_equal(observed, decisions)
