@@ -1,11 +1,15 @@
 """Agreement between isrflow's decisions and the real controller's (the `observed.jsonl` of an import).
 
-Pure. An observed decision (an election or an ISR shrink the controller wrote) matches when isrflow's last
-decision for the same partition, caused by the same event, has the same leader, ISR (as a set: KRaft keeps
-the order the leader sent), leader epoch, partition epoch, recovery state, and (as sets) the Eligible Leader
-Replicas and last known ELR (KIP-966; empty on both sides unless the cluster runs with ELR). A decision of
+Pure. An observed decision (an election or an ISR shrink the controller wrote) matches when isrflow's decision in
+the same place, among those for the same partition caused by the same event, has the same leader, ISR (as a set:
+KRaft keeps the order the leader sent), leader epoch, partition epoch, recovery state, and (as sets) the Eligible
+Leader Replicas and last known ELR (KIP-966; empty on both sides unless the cluster runs with ELR). A decision of
 isrflow's with no partition change of the controller's for that partition and event is a disagreement too
 (`controller` is then None).
+
+The same place: the controller's writes for a partition and an event are paired with isrflow's from the last one
+back. A KRaft operation is one record, so that is isrflow's last decision; the ZooKeeper-era controller writes a
+partition several times for one event (an election, then a replica out of the ISR), and so does isrflow.
 """
 
 from __future__ import annotations
@@ -29,31 +33,39 @@ def compared_value(row: Mapping[str, Any], name: str) -> Any:
 def agreement_rows(observed: Iterable[Mapping[str, Any]],
                    decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per observed decision: match, the differing fields, both sides."""
-    ours: dict[tuple[str, int, str], Mapping[str, Any]] = {}
-    for d in decisions:  # in order: the last decision of a partition per event wins
-        ours[(d["topic"], d["partition"], d.get("cause_event_id") or "")] = d
-    rows = []
-    observed = list(observed)
-    changed = {(o["topic"], o["partition"], o.get("cause_event_id") or "") for o in observed}
+    ours: dict[tuple[str, int, str], list[Mapping[str, Any]]] = {}
+    for d in decisions:
+        ours.setdefault((d["topic"], d["partition"], d.get("cause_event_id") or ""), []).append(d)
+    theirs: dict[tuple[str, int, str], list[Mapping[str, Any]]] = {}
     for o in observed:
-        if not o.get("decision"):
-            continue
-        mine = ours.get((o["topic"], o["partition"], o.get("cause_event_id") or ""))
-        differing = [f for f in COMPARED if mine is None or compared_value(mine, f) != compared_value(o, f)]
-        rows.append({
-            "topic": o["topic"], "partition": o["partition"], "source_offset": o["source_offset"],
-            "cause": o.get("cause"), "cause_event_id": o.get("cause_event_id"), "match": not differing,
-            "differing": differing,
-            "controller": {f: o.get(f) for f in COMPARED},
-            "isrflow": None if mine is None else {f: mine.get(f) for f in COMPARED},
-        })
-    for key, mine in ours.items():
-        if key not in changed:  # isrflow decided where the controller changed nothing
+        theirs.setdefault((o["topic"], o["partition"], o.get("cause_event_id") or ""), []).append(o)
+    rows = []
+    for key, writes in theirs.items():
+        mine_all = ours.get(key, [])
+        for back, o in enumerate(reversed(writes), start=1):
+            if o.get("decision"):
+                rows.append(_row(o, mine_all[-back] if back <= len(mine_all) else None))
+    rows.sort(key=lambda r: r["source_offset"])
+    for key, mine_all in ours.items():
+        if key not in theirs:  # isrflow decided where the controller changed nothing
+            mine = mine_all[-1]
             rows.append({"topic": mine["topic"], "partition": mine["partition"], "source_offset": mine["source_offset"],
                          "cause": mine.get("cause"), "cause_event_id": mine.get("cause_event_id"), "match": False,
                          "differing": list(COMPARED), "controller": None,
                          "isrflow": {f: mine.get(f) for f in COMPARED}})
     return rows
+
+
+def _row(o: Mapping[str, Any], mine: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An observed decision beside isrflow's in the same place (None: isrflow wrote nothing there)."""
+    differing = [f for f in COMPARED if mine is None or compared_value(mine, f) != compared_value(o, f)]
+    return {
+        "topic": o["topic"], "partition": o["partition"], "source_offset": o["source_offset"],
+        "cause": o.get("cause"), "cause_event_id": o.get("cause_event_id"), "match": not differing,
+        "differing": differing,
+        "controller": {f: o.get(f) for f in COMPARED},
+        "isrflow": None if mine is None else {f: mine.get(f) for f in COMPARED},
+    }
 
 
 def agreement_rate(rows: list[Mapping[str, Any]]) -> float:
