@@ -47,8 +47,11 @@ def duration(seconds: float) -> str:
 
 
 def and_list(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'; '' for none."""
     items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def gap(start: datetime | None, end: datetime | None) -> str:
