@@ -44,7 +44,6 @@ from statemachine.features import (
     ELIGIBLE_LEADER_REPLICAS_VERSION,
     LATEST_PRODUCTION,
     METADATA_VERSION,
-    MINIMUM_KRAFT_VERSION,
     is_elr_supported,
     metadata_version_name,
 )
@@ -409,9 +408,11 @@ class Controller:
         FeatureControlManager does the dependencies the rules rely on; level 0 turns a feature off."""
         levels = {**self.cluster.features, **ev.features}
         version = levels.get(METADATA_VERSION, self.metadata_version)
-        if METADATA_VERSION in ev.features and version < MINIMUM_KRAFT_VERSION:
+        lowest = self.config.rules.minimum_metadata_version
+        if METADATA_VERSION in ev.features and version < lowest:
             raise Rejection(Error.INVALID_UPDATE_VERSION,
-                            f"{METADATA_VERSION} {version} is below the first KRaft version {MINIMUM_KRAFT_VERSION}")
+                            f"{METADATA_VERSION} {version} is below the first version the {self.config.rules.name} "
+                            f"rules run at, {lowest}")
         if levels.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0) >= 1 and not is_elr_supported(version):
             raise Rejection(Error.INVALID_UPDATE_VERSION,
                             f"{ELIGIBLE_LEADER_REPLICAS_VERSION} >= 1 needs {METADATA_VERSION} 4.0-IV1 or later, not "

@@ -24,6 +24,10 @@ IBP_3_2_IV0, IBP_3_6_IV0, IBP_4_0_IV1 = 3, 12, 23
 LATEST_PRODUCTION = 27
 # The first version a KRaft controller runs at (MetadataVersion.MINIMUM_KRAFT_VERSION in 3.x).
 MINIMUM_KRAFT_VERSION = 1
+# A ZooKeeper-era controller runs at its inter.broker.protocol.version, which Kafka 3.x models as a MetadataVersion
+# too; those before 3.0 (2.x and older) have no KRaft feature level: they are all level 0 here. Only the zk rules run
+# at it.
+ZOOKEEPER_ERA_PROTOCOL = 0
 
 _BY_NAME = {name: level for level, name in METADATA_VERSIONS.items()}
 # A release alone ("3.5") means its last internal version, as MetadataVersion.fromVersionString reads it.
@@ -31,8 +35,12 @@ _BY_NAME.update({name.split("-")[0]: level for level, name in sorted(METADATA_VE
 
 
 def metadata_version_level(text: str) -> int:
-    """A metadata version given as a name ("3.5-IV2", "3.5") or a feature level ("11"); ValueError if unknown."""
+    """A metadata version given as a name ("3.5-IV2", "3.5") or a feature level ("11"), or a ZooKeeper-era
+    inter.broker.protocol.version before 3.0 ("2.6", "2.8-IV1": level 0); ValueError if unknown."""
     value = text.strip()
+    major = value.split(".", 1)[0]
+    if "." in value and major.isascii() and major.isdigit() and int(major) < 3:
+        return ZOOKEEPER_ERA_PROTOCOL
     if value.isascii() and value.isdigit():
         level = int(value)
         if level not in METADATA_VERSIONS:
@@ -48,6 +56,8 @@ def metadata_version_level(text: str) -> int:
 
 def metadata_version_name(level: int) -> str:
     """The version's name, or the bare level for one this isrflow does not know (a newer Kafka's)."""
+    if level == ZOOKEEPER_ERA_PROTOCOL:
+        return "an inter.broker.protocol.version before 3.0"
     return METADATA_VERSIONS.get(level, f"level {level}")
 
 

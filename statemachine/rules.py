@@ -42,6 +42,8 @@ from typing import Any
 from schemas.events import LeaderRecoveryState
 from schemas.records import Decision
 from statemachine.features import (
+    MINIMUM_KRAFT_VERSION,
+    ZOOKEEPER_ERA_PROTOCOL,
     is_elr_supported,
     is_leader_epoch_bump_required_on_isr_shrink,
     is_leader_recovery_supported,
@@ -116,14 +118,10 @@ def _kraft_shutdown_fallback(leader: int, isr: Sequence[int], replicas: Sequence
     return -1, remaining or tuple(isr)
 
 
-def _zk_unclean_leader_recovery_state(metadata_version: int) -> LeaderRecoveryState:
-    """ZK rules: an unclean leader always starts RECOVERING (the design's controller)."""
-    return LeaderRecoveryState.RECOVERING
-
-
 def unclean_leader_recovery_state(metadata_version: int) -> LeaderRecoveryState | None:
-    """KIP-704 (Kafka 3.9 PartitionChangeBuilder.tryElection): an unclean leader starts RECOVERING from metadata
-    version 3.2-IV0 on; below it the record leaves the recovery state as it was (None)."""
+    """KIP-704: an unclean leader starts RECOVERING from metadata version 3.2-IV0 on (Kafka 3.9
+    PartitionChangeBuilder.tryElection; for the ZooKeeper-era controller the inter.broker.protocol.version,
+    PartitionStateMachine's leaderForOffline); below it the election leaves the recovery state as it was (None)."""
     return LeaderRecoveryState.RECOVERING if is_leader_recovery_supported(metadata_version) else None
 
 
@@ -223,8 +221,11 @@ class Rules:
     # znode is written (ReplicaStateMachine OfflineReplica -> removeReplicasFromIsr), only the LeaderAndIsr request
     # is skipped. KRaft: the topic goes in one RemoveTopicRecord, no partition change.
     deletion_writes_offline_replicas: bool
+    # The lowest metadata.version the rules run at: a KRaft controller's first (3.0-IV1), or for the ZooKeeper-era
+    # controller any inter.broker.protocol.version (those before 3.0 are level 0).
+    minimum_metadata_version: int
     # The recovery state an unclean election gives its leader, by metadata version (None: unchanged).
-    unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = _zk_unclean_leader_recovery_state
+    unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = unclean_leader_recovery_state
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
     # (Command.elr_enabled). The ZK controller never had them.
     eligible_leader_replicas: bool = False
@@ -235,13 +236,13 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            reexamine_on_failover=True, elects_unclean_at_config_change=True,
            fenced_brokers_stay_registered=False, reassignment_replicas=reassignment_from_original,
            completes_reassignment_before_election=False, registered_from_creation=False,
-           deletion_writes_offline_replicas=True)
+           deletion_writes_offline_replicas=True, minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
               reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,
               reassignment_replicas=reassignment_from_current, completes_reassignment_before_election=True,
               registered_from_creation=True, deletion_writes_offline_replicas=False,
-              unclean_recovery_state=unclean_leader_recovery_state,
+              minimum_metadata_version=MINIMUM_KRAFT_VERSION,
               eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 

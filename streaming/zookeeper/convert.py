@@ -24,6 +24,8 @@ znode write (docs/zookeeper.md, "Record patterns"):
   the partition is in), else by a request that leaves no znode: a controlled shutdown (a registered broker dropped
   from leadership and ISR), an admin preferred election (the leader moves to the first replica, ISR unchanged) or
   an admin unclean election (a leader from outside the ISR, alone in it).
+- Leaders that write their own ISR changes (below inter.broker.protocol.version 2.7) -> UpdateFeatures
+  metadata.version 0 first: the zk rules run at a protocol before 3.0 (no KIP-704 recovery state).
 - A history that starts at a snapshot: the ensemble's state as events at the snapshot's zxid that decide nothing:
   ControllerChange (with the registered brokers), one PartitionSnapshot per partition.
 """
@@ -111,6 +113,14 @@ class ZkConverted:
     snapshot_state: bool = False
 
 
+def _leaders_write_their_isr(history: ZkHistory) -> bool:
+    """Whether the cluster runs below inter.broker.protocol.version 2.7: its leaders announce their own ISR changes
+    under /isr_change_notification (from 2.7 on they send AlterPartition to the controller)."""
+    notification = "/isr_change_notification/"
+    return any(op.kind == "create" and op.path.startswith(notification) for txn in history.txns for op in txn.ops) \
+        or (history.snapshot is not None and any(p.startswith(notification) for p in history.snapshot.nodes))
+
+
 def _drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
     """Whether a write takes `broker` out of the leadership or the ISR."""
     return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
@@ -174,6 +184,12 @@ class Converter:
     # ---- input ----------------------------------------------------------------------------------------
 
     def convert(self, history: ZkHistory) -> ZkConverted:
+        if _leaders_write_their_isr(history):
+            # Brokers below inter.broker.protocol.version 2.7 (Kafka 2.x): the rules run at a protocol before 3.0,
+            # where an unclean election keeps the leader's recovery state.
+            first = history.snapshot.zxid if history.snapshot else 0
+            self._event(ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()), "UpdateFeatures",
+                        "-protocol", features={"metadata.version": 0})
         if history.snapshot is not None:
             self._seed(history.snapshot)
         for txn in history.txns:

@@ -86,13 +86,16 @@ def test_an_unclean_leader_is_recovering_only_from_3_2_iv0() -> None:
         c.startup(2)
         elected = c.elect("UNCLEAN", ("t", 0)).decision("t", 0)
         assert (elected.leader, list(elected.isr), str(elected.leader_recovery_state)) == (2, [2], recovery), version
-    # The zk rules do not follow the metadata version.
-    z = at(IBP_3_1_IV0, "zk")
-    z.failure(2)
-    z.failure(3)
-    z.failure(1)
-    z.startup(2)
-    assert str(z.elect("UNCLEAN", ("t", 0)).decision("t", 0).leader_recovery_state) == "RECOVERING"
+    # The ZooKeeper-era controller follows its inter.broker.protocol.version the same way (PartitionStateMachine's
+    # leaderForOffline: isLeaderRecoverySupported); one before 3.0 (2.6: level 0) is below 3.2 too.
+    for version, recovery in ((metadata_version_level("2.6"), "RECOVERED"), (IBP_3_1_IV0, "RECOVERED"),
+                              (IBP_3_2_IV0, "RECOVERING")):
+        z = at(version, "zk")
+        z.failure(2)
+        z.failure(3)
+        z.failure(1)
+        z.startup(2)
+        assert str(z.elect("UNCLEAN", ("t", 0)).decision("t", 0).leader_recovery_state) == recovery, version
 
 
 def test_eligible_leader_replicas_need_4_0_iv1_and_the_feature() -> None:
