@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import KafkaConnectionError, KafkaError, NoBrokersAvailable, NodeNotReadyError
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ElectionType, ElectLeadersRequest
@@ -107,8 +107,20 @@ class ServerProcess:
         return "\n".join(out)
 
 
+def listed_brokers(admin: KafkaAdminClient) -> set[int]:
+    """The broker ids a broker's metadata lists (registered and unfenced)."""
+    return {int(n["node_id"]) for n in admin.describe_cluster()["brokers"]}
+
+
 def write_properties(path: Path, settings: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+
+
+def log4j_file_appender(name: str, file_name: str) -> str:
+    """log4j 1 lines of a file appender `name` writing ${kafka.logs.dir}/`file_name` in Kafka's layout."""
+    prefix = f"log4j.appender.{name}"
+    return (f"{prefix}=org.apache.log4j.FileAppender\n{prefix}.File=${{kafka.logs.dir}}/{file_name}\n"
+            f"{prefix}.layout=org.apache.log4j.PatternLayout\n{prefix}.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
 
 
 class KafkaTestCluster:
@@ -168,11 +180,11 @@ class KafkaTestCluster:
                 raise TimeoutError(f"{what} after {timeout}s:\n{self._quorum().log_tail()}")
             time.sleep(0.3)
 
-    def _ask_a_broker(self, fn: Callable[[KafkaAdminClient], Any]) -> Any:
+    def _ask_a_broker(self, fn: Callable[[KafkaAdminClient], Any], other_than: int | None = None) -> Any:
         """`fn` on an admin client of the first running broker that answers (None if none does); a paused one
-        would hold the call until its timeout, so it is not asked."""
+        would hold the call until its timeout, so it is not asked, nor broker `other_than`."""
         for b in self.brokers.values():
-            if not b.running or b.paused:
+            if not b.running or b.paused or b.node_id == other_than:
                 continue
             try:
                 admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{b.port}", request_timeout_ms=3000)
@@ -187,16 +199,25 @@ class KafkaTestCluster:
         return None
 
     def live_brokers(self) -> set[int]:
-        """Broker ids the cluster lists as available (registered and unfenced), asked of a running broker."""
-        live = self._ask_a_broker(lambda a: {int(n["node_id"]) for n in a.describe_cluster()["brokers"]})
+        """Broker ids the cluster lists as available (registered and unfenced), asked of a running broker; none
+        when no broker answers."""
+        live = self._ask_a_broker(listed_brokers)
         return live if live is not None else set()
 
     # ---- admin operations (Kafka's Admin API through kafka-python) --------------------------------
 
+    def _reachable_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers.values() if b.running and not b.paused)
+
     def admin(self) -> KafkaAdminClient:
-        live = [b for b in self.brokers.values() if b.running and not b.paused]
-        servers = ",".join(f"127.0.0.1:{b.port}" for b in live)
-        return KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=15000)
+        return KafkaAdminClient(bootstrap_servers=self._reachable_servers(), request_timeout_ms=15000)
+
+    def producer(self, acks: int | str = 1) -> KafkaProducer:
+        """A producer on the running brokers (acks=1: the leader's acknowledgement alone, so a follower that
+        does not fetch falls behind). Send once before pausing a broker: the client learns the leaders while
+        every broker answers."""
+        return KafkaProducer(bootstrap_servers=self._reachable_servers(), acks=acks, request_timeout_ms=10000,
+                             max_block_ms=10000)
 
     def _call(self, fn: Callable[[KafkaAdminClient], Any], attempts: int = 5) -> Any:
         # The client's "controller" (any broker under KRaft, which forwards admin requests; the elected one in

@@ -18,18 +18,12 @@ import tempfile
 from pathlib import Path
 
 from streaming.engine import connectors
-from streaming.infra.cluster import KafkaTestCluster, ServerProcess, write_properties
+from streaming.infra.cluster import KafkaTestCluster, ServerProcess, log4j_file_appender, write_properties
 from streaming.infra.localkafka import LOG4J2_PROPERTIES, SMALL_TEST_CLUSTER, free_port, new_cluster_id
 
 DATA_ROOT = connectors.CACHE / "kraft-clusters"
 CONTROLLER_ID = 100
-LOG4J_PROPERTIES = """\
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File=${kafka.logs.dir}/server.log
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-"""
+LOG4J_PROPERTIES = "log4j.rootLogger=INFO, file\n" + log4j_file_appender("file", "server.log")
 
 
 class KraftNode(ServerProcess):
