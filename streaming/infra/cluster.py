@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -130,6 +131,14 @@ class KafkaTestCluster:
     brokers: dict[int, ServerProcess]
     root: Path
     _owns_dir: bool
+
+    def _use_root(self, root: str | Path | None, data_root: Path) -> None:
+        """The cluster's directory: `root`, or a new one under `data_root` that `stop()` deletes."""
+        self._owns_dir = root is None
+        if root is None:
+            data_root.mkdir(parents=True, exist_ok=True)
+            root = tempfile.mkdtemp(dir=data_root, prefix="cluster-")
+        self.root = Path(root).resolve()
 
     def _quorum(self) -> ServerProcess:
         """The process the brokers need to register and to shut down cleanly: stopped last."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import subprocess
-import tempfile
 from pathlib import Path
 
 from streaming.engine import connectors
@@ -69,11 +68,7 @@ class KraftCluster(KafkaTestCluster):
     def __init__(self, brokers: int = 3, elr: bool | None = False, root: str | Path | None = None,
                  extra_controller_config: dict[str, str] | None = None, release_version: str | None = None,
                  racks: int = 0, jar_set: connectors.JarSet = connectors.KAFKA_BROKER) -> None:
-        self._owns_dir = root is None
-        if root is None:
-            DATA_ROOT.mkdir(parents=True, exist_ok=True)
-            root = tempfile.mkdtemp(dir=DATA_ROOT, prefix="cluster-")
-        self.root = Path(root).resolve()
+        self._use_root(root, DATA_ROOT)
         self.elr = elr
         self.release_version = release_version
         self.dynamic_quorum = jar_set is connectors.KAFKA_BROKER

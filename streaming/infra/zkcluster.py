@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import socket
-import tempfile
 import time
 from pathlib import Path
 
@@ -129,11 +128,7 @@ class ZkCluster(KafkaTestCluster):
     def __init__(self, brokers: int = 3, inter_broker_protocol: str | None = None, root: str | Path | None = None,
                  auto_leader_rebalance: bool = False, racks: int = 0, snap_count: int = 100,
                  extra_broker_config: dict[str, str] | None = None) -> None:
-        self._owns_dir = root is None
-        if root is None:
-            DATA_ROOT.mkdir(parents=True, exist_ok=True)
-            root = tempfile.mkdtemp(dir=DATA_ROOT, prefix="cluster-")
-        self.root = Path(root).resolve()
+        self._use_root(root, DATA_ROOT)
         self.zookeeper = ZooKeeperServer(self.root, free_port(), snap_count)
         self.brokers: dict[int, ZkBroker] = {}
         for broker_id in range(1, brokers + 1):

@@ -19,6 +19,7 @@ import pytest
 
 from streaming.infra.zkcluster import ZkCluster
 from streaming.zookeeper.files import read_zk_history
+from streaming.zookeeper.statechange import LEADER_AND_ISR, ControlRequest, read_state_change_log
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
 pytestmark = pytest.mark.zk_cluster
@@ -186,6 +187,23 @@ def test_the_controllers_state_change_log_holds_the_requests_it_sent(run: Run) -
     # As a broker too, it cached what its own UpdateMetadata requests said (TRACE).
     assert any(" TRACE " in ln and f"Cached leader info UpdateMetadataPartitionState(topicName='{TOPIC}'," in ln
                for ln in lines)
+    # Read as requests: every LeaderAndIsr the killed broker received from this controller is one it sent, in order.
+    sent = [r for r in read_state_change_log(run.cluster.state_change_log(run.controller)).requests
+            if r.direction == "sent" and r.request == LEADER_AND_ISR and r.broker == run.killed]
+    received = [r for r in read_state_change_log(run.cluster.state_change_log(run.killed)).requests
+                if r.request == LEADER_AND_ISR and r.controller_id == run.controller]
+    assert received and _in_order([_states(r) for r in received], [_states(r) for r in sent])
+
+
+def _states(r: ControlRequest) -> list[tuple[object, ...]]:
+    return [(p.topic, p.partition, p.leader, p.leader_epoch, p.isr, p.zk_version, p.is_new) for p in r.partitions]
+
+
+def _in_order(items: list[Any], within: list[Any]) -> bool:
+    """Whether `items` appear in `within` in the same order (a request sent to a broker that dies is never
+    received)."""
+    rest = iter(within)
+    return all(any(item == other for other in rest) for item in items)
 
 
 # ---- inter.broker.protocol.version 2.6: leaders write their own ISR changes ----------------------------------
