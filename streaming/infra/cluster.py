@@ -256,6 +256,9 @@ class KafkaTestCluster:
     def delete_topic(self, name: str) -> None:
         self._call(lambda a: a.delete_topics([name]))
 
+    def list_topics(self) -> list[str]:
+        return list(self._call(lambda a: a.list_topics()))
+
     def alter_topic_config(self, name: str, configs: dict[str, str]) -> None:
         # AlterConfigs (not incremental) replaces the topic's whole dynamic config, as ConfigCommand's old path.
         self._call(lambda a: a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs)]))

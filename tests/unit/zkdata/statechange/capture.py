@@ -27,7 +27,7 @@ def capture(out: Path, inter_broker_protocol: str | None) -> None:
         c.restart(broker)
         c.wait_until(lambda: all(p["isr"] == [1, 2, 3] for p in c.describe("t").values()), what="full ISRs")
         c.delete_topic("t")
-        c.wait_until(lambda: "t" not in c._call(lambda a: a.list_topics()), what="t deleted")
+        c.wait_until(lambda: "t" not in c.list_topics(), what="t deleted")
         time.sleep(1)  # the last responses and metadata updates
         suffix = f"-ibp{inter_broker_protocol}" if inter_broker_protocol else ""
         shutil.copy(c.state_change_log(controller), out / f"controller-{controller}{suffix}.state-change.log")
