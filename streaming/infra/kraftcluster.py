@@ -18,49 +18,27 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
-from typing import Any
-
-from kafka import KafkaAdminClient
-from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
-from kafka.errors import KafkaConnectionError, KafkaError, NoBrokersAvailable, NodeNotReadyError
-from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ElectionType, ElectLeadersRequest
 
 from streaming.engine import connectors
-from streaming.infra import jars
+from streaming.infra.cluster import KafkaTestCluster, ServerProcess, log4j_file_appender, write_properties
 from streaming.infra.localkafka import LOG4J2_PROPERTIES, SMALL_TEST_CLUSTER, free_port, new_cluster_id
-from streaming.infra.processes import die_with_parent
 
 DATA_ROOT = connectors.CACHE / "kraft-clusters"
-JVM_OPTS = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 CONTROLLER_ID = 100
-LOG4J_PROPERTIES = """\
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File=${kafka.logs.dir}/server.log
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-"""
+LOG4J_PROPERTIES = "log4j.rootLogger=INFO, file\n" + log4j_file_appender("file", "server.log")
 
 
-class KraftNode:
+class KraftNode(ServerProcess):
     """One Kafka process (a controller or a broker) with its own config, log dir and log file."""
 
     def __init__(self, node_id: int, root: Path, settings: dict[str, str], port: int = 0,
                  jar_set: connectors.JarSet = connectors.KAFKA_BROKER) -> None:
-        self.node_id = node_id
-        self.jar_set = jar_set
-        self.port = port  # the client port (brokers only)
-        self.dir = root / f"node-{node_id}"
+        super().__init__(node_id, root / f"node-{node_id}", jar_set, port)
         self.settings = settings
-        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def config(self) -> Path:
@@ -70,21 +48,9 @@ class KraftNode:
     def log_dir(self) -> Path:
         return self.dir / "logs"
 
-    def java_cmd(self, main_class: str, *args: str) -> list[str]:
-        # Kafka 4 logs through log4j 2, Kafka 3.9 through reload4j (log4j 1's API).
-        logging = (f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}" if self.log4j2
-                   else f"-Dlog4j.configuration=file:{self.dir / 'log4j.properties'}")
-        return [connectors.java_executable(), *JVM_OPTS, logging, f"-Dkafka.logs.dir={self.dir}", "-cp",
-                jars.kafka_broker_classpath(self.jar_set), main_class, *args]
-
-    @property
-    def log4j2(self) -> bool:
-        return self.jar_set is connectors.KAFKA_BROKER
-
     def format(self, cluster_id: str, extra: list[str]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        settings = {**self.settings, "log.dirs": str(self.log_dir)}
-        self.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        write_properties(self.config, {**self.settings, "log.dirs": str(self.log_dir)})
         if self.log4j2:
             (self.dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         else:
@@ -95,44 +61,11 @@ class KraftNode:
         if fmt.returncode != 0:
             raise RuntimeError(f"formatting node {self.node_id} failed:\n{fmt.stdout}{fmt.stderr}")
 
-    def start(self) -> None:
-        if self.running:
-            raise RuntimeError(f"node {self.node_id} is already running (pid {self.pid})")
-        with open(self.dir / "kafka.out", "ab") as out:
-            self.proc = subprocess.Popen(self.java_cmd("kafka.Kafka", str(self.config)),
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                         preexec_fn=die_with_parent)
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def signal(self, sig: int, timeout: float = 30) -> None:
-        """Send `sig` to this node's pid and wait for it to exit (SIGKILL after `timeout`)."""
-        proc = self.proc
-        if proc is None or proc.poll() is not None:
-            return
-        os.kill(proc.pid, sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-    def log_tail(self, lines: int = 30) -> str:
-        out = []
-        for name in ("kafka.out", "server.log"):
-            path = self.dir / name
-            if path.exists():
-                out += path.read_text(errors="replace").splitlines()[-lines:]
-        return "\n".join(out)
+    def command(self) -> list[str]:
+        return self.java_cmd("kafka.Kafka", str(self.config))
 
 
-class KraftCluster:
+class KraftCluster(KafkaTestCluster):
     """`controllers` controller processes (ids 100, 101, ...) + `brokers` broker processes (ids 1..N). One controller
     runs as a dynamic quorum on Kafka 4 (`--standalone`); several form a static voter set (`controller.quorum.voters`),
     which every Kafka version takes. `elr` sets eligible.leader.replicas.version
@@ -144,11 +77,7 @@ class KraftCluster:
     def __init__(self, brokers: int = 3, elr: bool | None = False, root: str | Path | None = None,
                  extra_controller_config: dict[str, str] | None = None, release_version: str | None = None,
                  racks: int = 0, jar_set: connectors.JarSet = connectors.KAFKA_BROKER, controllers: int = 1) -> None:
-        self._owns_dir = root is None
-        if root is None:
-            DATA_ROOT.mkdir(parents=True, exist_ok=True)
-            root = tempfile.mkdtemp(dir=DATA_ROOT, prefix="cluster-")
-        self.root = Path(root).resolve()
+        self._use_root(root, DATA_ROOT)
         self.elr = elr
         self.release_version = release_version
         # Kafka 3.9 takes a dynamic quorum (--standalone, kraft.version 1) only at metadata.version 3.9-IV0, and a
@@ -190,17 +119,9 @@ class KraftCluster:
             }, port, jar_set)
 
     @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers.values())
-
-    @property
     def controller(self) -> KraftNode:
         """The first controller that is running (the first one if none is)."""
         return next((n for n in self.controllers.values() if n.running), next(iter(self.controllers.values())))
-
-    @property
-    def nodes(self) -> list[KraftNode]:
-        return [*self.controllers.values(), *self.brokers.values()]
 
     @property
     def metadata_dir(self) -> Path:
@@ -213,10 +134,6 @@ class KraftCluster:
         """A broker's copy of the metadata log: the same records, with its own segments and snapshots."""
         return self.brokers[broker_id].log_dir / "__cluster_metadata-0"
 
-    @property
-    def pids(self) -> list[int]:
-        return [n.pid for n in self.nodes if n.running and n.pid is not None]
-
     def start(self, timeout: float = 90) -> KraftCluster:
         cluster_id = new_cluster_id()
         # Kafka 3.9 has no eligible.leader.replicas.version feature (elr=None leaves it out).
@@ -228,13 +145,16 @@ class KraftCluster:
             b.format(cluster_id, feature)
         atexit.register(self.stop)
         try:
-            for node in self.nodes:
+            for node in (*self.controllers.values(), *self.brokers.values()):
                 node.start()
             self.wait_for_brokers(set(self.brokers), timeout)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _quorum(self) -> list[KraftNode]:
+        return list(self.controllers.values())
 
     # ---- controller quorum ------------------------------------------------------------------------
 
@@ -258,160 +178,6 @@ class KraftCluster:
 
     def restart_controller(self, node_id: int) -> None:
         self.controllers[node_id].start()
-
-    # ---- broker lifecycle -------------------------------------------------------------------------
-
-    def kill(self, broker_id: int) -> None:
-        """kill -9: no controlled shutdown; the controller fences it when its session times out."""
-        self.brokers[broker_id].signal(signal.SIGKILL)
-
-    def terminate(self, broker_id: int, timeout: float = 60) -> None:
-        """SIGTERM: Kafka's controlled shutdown; returns once the process has exited."""
-        self.brokers[broker_id].signal(signal.SIGTERM, timeout)
-
-    def restart(self, broker_id: int, timeout: float = 60) -> None:
-        """Start a stopped broker again and wait until the cluster lists it (unfenced)."""
-        self.brokers[broker_id].start()
-        self.wait_for_brokers({broker_id}, timeout)
-
-    def wait_fenced(self, broker_id: int, timeout: float = 30) -> None:
-        """Wait until the cluster no longer lists `broker_id` (fenced or shut down)."""
-        self._wait(lambda live: broker_id not in live, timeout, f"broker {broker_id} still listed")
-
-    def wait_for_brokers(self, ids: set[int], timeout: float = 60) -> None:
-        self._wait(lambda live: ids <= live, timeout, f"brokers {sorted(ids)} not all registered")
-
-    def _wait(self, ok: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            for node in self.nodes:
-                if node.proc is not None and node.proc.poll() not in (None, 0, 143, 137, -9, -15):
-                    raise RuntimeError(f"node {node.node_id} exited {node.proc.returncode}:\n{node.log_tail()}")
-            if ok(self.live_brokers()):
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{what} after {timeout}s:\n{self.controller.log_tail()}")
-            time.sleep(0.3)
-
-    def live_brokers(self) -> set[int]:
-        """Broker ids the cluster lists as available (registered and unfenced), asked of a running broker."""
-        for b in self.brokers.values():
-            if not b.running:
-                continue
-            try:
-                admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{b.port}", request_timeout_ms=3000)
-            except (KafkaError, OSError):
-                continue
-            try:
-                return {int(n["node_id"]) for n in admin.describe_cluster()["brokers"]}
-            except KafkaError:
-                continue
-            finally:
-                admin.close()
-        return set()
-
-    # ---- admin operations (Kafka's Admin API through kafka-python) --------------------------------
-
-    def admin(self) -> KafkaAdminClient:
-        live = [b for b in self.brokers.values() if b.running]
-        servers = ",".join(f"127.0.0.1:{b.port}" for b in live)
-        return KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=15000)
-
-    def _call(self, fn: Any, attempts: int = 5) -> Any:
-        # The client picks any broker as its "controller" (KRaft brokers forward admin requests); right after a
-        # kill that broker may be the dead one: connect again.
-        for attempt in range(attempts):
-            try:
-                admin = self.admin()
-            except (NodeNotReadyError, KafkaConnectionError, NoBrokersAvailable):
-                if attempt + 1 == attempts:
-                    raise
-                time.sleep(1)
-                continue
-            try:
-                return fn(admin)
-            finally:
-                admin.close()
-        raise AssertionError("unreachable")
-
-    def create_topic(self, name: str, assignment: dict[int, list[int]],
-                     configs: dict[str, str] | None = None) -> None:
-        self._call(lambda a: a.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment,
-                                                       topic_configs=configs or {})]))
-
-    def create_partitions(self, name: str, total: int, new_assignments: list[list[int]]) -> None:
-        self._call(lambda a: a.create_partitions({name: NewPartitions(total, new_assignments)}))
-
-    def delete_topic(self, name: str) -> None:
-        self._call(lambda a: a.delete_topics([name]))
-
-    def alter_topic_config(self, name: str, configs: dict[str, str]) -> None:
-        # AlterConfigs (not incremental) replaces the topic's whole dynamic config, as ConfigCommand's old path.
-        self._call(lambda a: a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs)]))
-
-    def elect(self, election: str, partitions: dict[str, list[int]]) -> dict[tuple[str, int], int]:
-        """Admin ElectLeaders (`election` PREFERRED or UNCLEAN): the error code per partition (0 = elected;
-        Kafka answers ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ... per partition)."""
-        request = ElectLeadersRequest[1](election_type=ElectionType[election], timeout=15000,
-                                         topic_partitions=[(t, ps) for t, ps in partitions.items()])
-        response = self._call(lambda a: self._to_controller(a, request))
-        return {(t, p): code for t, results in response.replication_election_results for p, code, _ in results}
-
-    def reassign(self, moves: dict[tuple[str, int], list[int] | None]) -> None:
-        """AlterPartitionReassignments; a None target cancels the partition's ongoing reassignment."""
-        by_topic: dict[str, list[tuple[int, list[int] | None, dict[str, Any]]]] = {}
-        for (topic, partition), replicas in moves.items():
-            by_topic.setdefault(topic, []).append((partition, replicas, {}))
-        request = AlterPartitionReassignmentsRequest[0](
-            timeout_ms=15000, topics=[(t, ps, {}) for t, ps in by_topic.items()], tags={})
-        response = self._call(lambda a: self._to_controller(a, request))
-        errors = [(t, p, code, msg) for t, ps, _ in response.responses for p, code, msg, _ in ps if code]
-        if response.error_code or errors:
-            raise RuntimeError(f"reassignment refused: {response.error_code} {errors}")
-
-    @staticmethod
-    def _to_controller(admin: KafkaAdminClient, request: Any) -> Any:
-        # kafka-python has the request type but no Admin method for it: send it to the active controller
-        # (the broker that forwards it) with the client's own plumbing.
-        future = admin._send_request_to_node(admin._controller_id, request)
-        admin._wait_for_futures([future])
-        return future.value
-
-    def describe(self, topic: str) -> dict[int, dict[str, Any]]:
-        """partition -> {leader, isr, replicas} as the brokers' metadata shows it now."""
-        desc = self._call(lambda a: a.describe_topics([topic]))
-        return {p["partition"]: {"leader": p["leader"], "isr": sorted(p["isr"]), "replicas": p["replicas"]}
-                for p in desc[0]["partitions"]}
-
-    def wait_until(self, ok: Any, timeout: float = 30, what: str = "condition") -> None:
-        deadline = time.monotonic() + timeout
-        while not ok():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{what} not reached after {timeout}s")
-            time.sleep(0.3)
-
-    # ---- teardown ---------------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        """Stop every process this cluster started, by pid: brokers by SIGTERM then the controller (a
-        broker cannot shut down cleanly without it); SIGKILL whatever does not exit in time."""
-        atexit.unregister(self.stop)
-        for b in self.brokers.values():
-            if b.running:
-                os.kill(b.pid, signal.SIGTERM)  # type: ignore[arg-type]
-        for b in self.brokers.values():
-            b.signal(signal.SIGTERM, timeout=20)
-        for c in self.controllers.values():
-            c.signal(signal.SIGTERM, timeout=20)
-        if self._owns_dir:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> KraftCluster:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
 
 def _quorum_leader(node: KraftNode) -> tuple[int, int] | None:

@@ -1,0 +1,236 @@
+"""A real ZooKeeper-mode Kafka cluster on 127.0.0.1: one standalone ZooKeeper server and N Kafka 3.9.1 brokers
+(ZooKeeper mode, the last Kafka line that has it), from the project's `kafka-3.9` jars, with short timeouts so
+failures show in seconds. One broker is the controller, elected through ZooKeeper; every decision it makes is a
+znode write, kept in order in ZooKeeper's transaction log (`zookeeper_data_dir`, read by
+`streaming.zookeeper.files.read_zk_history`), and every request it sends is a line of its `state-change.log`.
+
+    with ZkCluster(brokers=3) as cluster:
+        cluster.create_topic("t", {0: [1, 2, 3]})
+        cluster.kill(cluster.controller_id())   # kill -9: its ZooKeeper session expires, another broker takes over
+        cluster.restart(2)
+        cluster.zookeeper_data_dir               # ZooKeeper's dataDir, holding version-2/
+        cluster.state_change_log(1)
+
+Every process is started by this object and stopped by its pid (`stop()`, also at exit and on leaving a `with`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import socket
+import time
+from pathlib import Path
+
+from streaming.engine import connectors
+from streaming.infra.cluster import (
+    KafkaTestCluster,
+    ServerProcess,
+    listed_brokers,
+    log4j_file_appender,
+    write_properties,
+)
+from streaming.infra.localkafka import SMALL_TEST_CLUSTER, free_port
+
+DATA_ROOT = connectors.CACHE / "zk-clusters"
+SESSION_TIMEOUT_MS = 6000
+ZOOKEEPER_ID = 0
+
+# ZooKeeper's settings for a fast, small run (measured: /work/shared/zk/ZNODES.md). tickTime 500 ms allows
+# session timeouts of 1 to 10 s; the default preAllocSize writes 64 MB per log file; snapCount is small so that
+# a test's run rolls a log and takes snapshots, as a long-lived server does; autopurge off keeps every file.
+ZOO_CFG = {
+    "tickTime": "500",
+    "preAllocSize": "512",  # KB
+    "admin.enableServer": "false",
+    "autopurge.purgeInterval": "0",
+    "maxClientCnxns": "0",
+    "4lw.commands.whitelist": "srvr",  # `srvr` tells when the server is up
+}
+
+# Kafka's own config/log4j.properties layout: the state-change logger (every partition and replica state
+# change, and every request the controller sends, at TRACE) and the controller's logger in files of their own.
+BROKER_LOG4J = (
+    "log4j.rootLogger=INFO, kafkaAppender\n"
+    + log4j_file_appender("kafkaAppender", "server.log")
+    + log4j_file_appender("stateChangeAppender", "state-change.log")
+    + log4j_file_appender("controllerAppender", "controller.log")
+    + "log4j.logger.org.apache.zookeeper=WARN\n"
+    "log4j.logger.kafka.controller=DEBUG, controllerAppender\n"
+    "log4j.additivity.kafka.controller=false\n"
+    "log4j.logger.state.change.logger=TRACE, stateChangeAppender\n"
+    "log4j.additivity.state.change.logger=false\n"
+)
+ZOOKEEPER_LOG4J = "log4j.rootLogger=INFO, file\n" + log4j_file_appender("file", "zookeeper.log")
+
+
+class ZooKeeperServer(ServerProcess):
+    """ZooKeeper standalone (QuorumPeerMain with a zoo.cfg that names no other server)."""
+
+    LOGS = ("zookeeper.out", "zookeeper.log")
+
+    def __init__(self, root: Path, port: int, snap_count: int) -> None:
+        super().__init__(ZOOKEEPER_ID, root / "zookeeper", connectors.KAFKA_39, port)
+        self.settings = {**ZOO_CFG, "snapCount": str(snap_count), "dataDir": str(self.data_dir),
+                         "clientPort": str(port), "clientPortAddress": "127.0.0.1"}
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "data"
+
+    def write_config(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        write_properties(self.dir / "zoo.cfg", self.settings)
+        (self.dir / "log4j.properties").write_text(ZOOKEEPER_LOG4J)
+
+    def command(self) -> list[str]:
+        return self.java_cmd("org.apache.zookeeper.server.quorum.QuorumPeerMain", str(self.dir / "zoo.cfg"))
+
+    def serving(self) -> bool:
+        """Whether the server answers `srvr` (it has loaded its database and takes sessions)."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"srvr")
+                return b"Mode:" in s.recv(4096)
+        except OSError:
+            return False
+
+
+class ZkBroker(ServerProcess):
+    """One Kafka broker in ZooKeeper mode."""
+
+    def __init__(self, broker_id: int, root: Path, settings: dict[str, str], port: int) -> None:
+        super().__init__(broker_id, root / f"broker-{broker_id}", connectors.KAFKA_39, port)
+        self.settings = settings
+
+    @property
+    def log_dir(self) -> Path:
+        return self.dir / "logs"
+
+    def write_config(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_properties(self.dir / "server.properties", {**self.settings, "log.dirs": str(self.log_dir)})
+        (self.dir / "log4j.properties").write_text(BROKER_LOG4J)
+
+    def command(self) -> list[str]:
+        return self.java_cmd("kafka.Kafka", str(self.dir / "server.properties"))
+
+
+class ZkCluster(KafkaTestCluster):
+    """One ZooKeeper server + `brokers` Kafka 3.9.1 brokers in ZooKeeper mode (ids 1..N).
+
+    `inter_broker_protocol` sets `inter.broker.protocol.version` on every broker (e.g. "2.6": the Kafka 2.x path
+    where a leader writes its own ISR changes to ZooKeeper and announces them under /isr_change_notification;
+    default: 3.9's); `auto_leader_rebalance` turns the controller's periodic preferred election on (off by
+    default: it would write elections at times a test cannot control); `racks` spreads the brokers over that many
+    racks (`broker.rack` rack-0, rack-1, ...; 0: none); `snap_count` is ZooKeeper's snapCount;
+    `extra_broker_config` is added to every broker's server.properties."""
+
+    def __init__(self, brokers: int = 3, inter_broker_protocol: str | None = None, root: str | Path | None = None,
+                 auto_leader_rebalance: bool = False, racks: int = 0, snap_count: int = 100,
+                 extra_broker_config: dict[str, str] | None = None) -> None:
+        self._use_root(root, DATA_ROOT)
+        self.zookeeper = ZooKeeperServer(self.root, free_port(), snap_count)
+        self.brokers: dict[int, ZkBroker] = {}
+        for broker_id in range(1, brokers + 1):
+            port = free_port()
+            self.brokers[broker_id] = ZkBroker(broker_id, self.root, {
+                **SMALL_TEST_CLUSTER,
+                "broker.id": str(broker_id),
+                "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                # No chroot: the znodes are where ZNODES.md and Kafka's docs put them (/brokers/ids/N, ...).
+                "zookeeper.connect": f"127.0.0.1:{self.zookeeper.port}",
+                # A kill -9 shows as a closed session (and a broker change) after 6 s.
+                "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                # A follower that stops fetching leaves the ISR within seconds.
+                "replica.lag.time.max.ms": "3000",
+                "auto.leader.rebalance.enable": str(auto_leader_rebalance).lower(),
+                # A controlled shutdown the controller cannot answer (it is shutting down too, at stop()) is
+                # retried after 0.5 s, not 5 s.
+                "controlled.shutdown.retry.backoff.ms": "500",
+                **({"inter.broker.protocol.version": inter_broker_protocol} if inter_broker_protocol else {}),
+                **({"broker.rack": f"rack-{(broker_id - 1) % racks}"} if racks else {}),
+                **(extra_broker_config or {}),
+            }, port)
+
+    @property
+    def zookeeper_data_dir(self) -> Path:
+        """ZooKeeper's dataDir: `version-2/` in it holds the transaction logs and snapshots."""
+        return self.zookeeper.data_dir
+
+    def state_change_log(self, broker_id: int) -> Path:
+        """Broker `broker_id`'s state-change.log: as controller, every state change and request sent (TRACE);
+        as broker, every request received."""
+        return self.brokers[broker_id].dir / "state-change.log"
+
+    def controller_log(self, broker_id: int) -> Path:
+        return self.brokers[broker_id].dir / "controller.log"
+
+    def _quorum(self) -> list[ZooKeeperServer]:
+        return [self.zookeeper]
+
+    def start(self, timeout: float = 90) -> ZkCluster:
+        self.zookeeper.write_config()
+        for b in self.brokers.values():
+            b.write_config()
+        atexit.register(self.stop)
+        try:
+            self.zookeeper.start()
+            # A broker that cannot reach ZooKeeper within its session timeout exits: start them once it serves.
+            deadline = time.monotonic() + timeout
+            while not self.zookeeper.serving():
+                if not self.zookeeper.running or time.monotonic() > deadline:
+                    raise RuntimeError(f"ZooKeeper did not start:\n{self.zookeeper.log_tail()}")
+                time.sleep(0.2)
+            for b in self.brokers.values():
+                b.start()
+            self.wait_for_brokers(set(self.brokers), max(deadline - time.monotonic(), 1))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    # ---- ZooKeeper-mode lifecycle and state -------------------------------------------------------
+
+    def controller_id(self) -> int:
+        """The active controller (the broker whose id /controller holds), as the brokers' metadata shows it;
+        -1 while there is none."""
+        answer = self._ask_a_broker(lambda a: a.describe_cluster()["controller_id"])
+        return -1 if answer is None else int(answer)
+
+    def wait_for_controller(self, other_than: int | None = None, timeout: float = 30) -> int:
+        """Wait until a live broker (not `other_than`) is the controller; its id."""
+        found: list[int] = []
+
+        def elected() -> bool:
+            found[:] = [self.controller_id()]
+            return found[0] >= 0 and found[0] != other_than and found[0] in self.live_brokers()
+
+        self.wait_until(elected, timeout, f"a controller other than {other_than}")
+        return found[0]
+
+    def pause(self, broker_id: int) -> None:
+        """SIGSTOP: the broker neither fetches nor heartbeats ZooKeeper; it keeps its session until that times
+        out. A pause shorter than the session timeout only lags its replicas out of ISRs."""
+        self.brokers[broker_id].pause()
+
+    def resume(self, broker_id: int) -> None:
+        self.brokers[broker_id].resume()
+
+    def expire_session(self, broker_id: int, timeout: float = 30) -> None:
+        """Pause the broker past its session timeout (ZooKeeper closes the session, deleting /brokers/ids/N and
+        /controller if it held it), then resume it: it opens a new session and registers again."""
+        self.pause(broker_id)
+        try:
+            # Asked of the others only, and only an answer counts: an admin client may pick the paused broker,
+            # time out, and answer nothing.
+            self.wait_until(lambda: broker_id not in (self._listed_by_others(broker_id) or {broker_id}), timeout,
+                            f"broker {broker_id}'s session closed")
+        finally:
+            self.resume(broker_id)
+        # Until it learns that its session expired, the resumed broker still lists itself: ask the others.
+        self.wait_until(lambda: broker_id in (self._listed_by_others(broker_id) or set()), timeout,
+                        f"broker {broker_id} registered again")
+
+    def _listed_by_others(self, broker_id: int) -> set[int] | None:
+        return self._ask_a_broker(listed_brokers, other_than=broker_id)

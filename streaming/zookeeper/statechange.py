@@ -1,0 +1,274 @@
+"""Read the control requests out of a ZooKeeper-mode broker's `state-change.log` (the `state.change.logger` at TRACE,
+in Kafka's log4j layout `[time] LEVEL message (logger)`): what the controller sent, and what a broker received.
+
+The controller (Kafka 3.9's ControllerChannelManager) logs, per batch and per target broker:
+- LeaderAndIsr: one TRACE line per partition, `Sending become-leader|become-follower LeaderAndIsr request
+  LeaderAndIsrPartitionState(...) to broker B for partition T-P`, then the INFO summary `Sending LeaderAndIsr request
+  to broker B with X become-leader and Y become-follower partitions`;
+- UpdateMetadata: only the INFO `Sending UpdateMetadata request to brokers HashSet(B, ...) for N partitions` (one
+  request per broker named; the partitions are not listed: the receivers list them);
+- StopReplica: one TRACE line per partition, `Sending StopReplica request StopReplicaPartitionState(...) to broker B
+  for partition T-P`, then the INFO `Sending StopReplica request for N replicas to broker B` (inter.broker.protocol
+  2.6 and later) or `Sending StopReplica request (delete = true|false) for N replicas to broker B` (earlier: one
+  request per flag);
+- each response, at TRACE: `Received response ...ResponseData(...) for request TYPE with correlation id N sent to
+  broker host:port (id: B rack: R)`. Only responses name the correlation id on this side: they are kept as records of
+  their own, not matched to requests (a request to a broker that died is never answered).
+
+A broker (ReplicaManager, ZkMetadataCache) logs what it received, each line naming the controller, its epoch and the
+correlation id: `Received LeaderAndIsr request LeaderAndIsrPartitionState(...) correlation id N from controller C
+epoch E`, `Cached leader info UpdateMetadataPartitionState(...) for partition T-P in response to UpdateMetadata
+request sent by controller C epoch E with correlation id N` (and `Deleted partition T-P ...`), `Received StopReplica
+request StopReplicaPartitionState(...) correlation id N from controller C epoch E for partition T-P`.
+
+Every other line (state machine changes, stack traces, ...) is counted, not read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+
+LEADER_AND_ISR, UPDATE_METADATA, STOP_REPLICA = "LEADER_AND_ISR", "UPDATE_METADATA", "STOP_REPLICA"
+_LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>[A-Z]+) "
+                   r"\[(?P<who>Controller|Broker) id=(?P<id>\d+)(?: epoch=(?P<epoch>\d+))?\] (?P<msg>.*?)"
+                   r"(?: \(state\.change\.logger\))?$")
+_STATE = r"(?P<state>\w+PartitionState\(.*?\))"
+_TP = r"(?P<topic>.+)-(?P<partition>\d+)"
+_FROM = r"from controller (?P<controller>\d+) epoch (?P<cepoch>\d+)"
+# The controller's lines.
+_SEND_LAI = re.compile(rf"^Sending (?P<become>become-leader|become-follower) LeaderAndIsr request {_STATE} "
+                       rf"to broker (?P<broker>\d+) for partition {_TP}$")
+_SENT_LAI = re.compile(r"^Sending LeaderAndIsr request to broker (?P<broker>\d+) with (?P<leaders>\d+) "
+                       r"become-leader and (?P<followers>\d+) become-follower partitions$")
+_SENT_UM = re.compile(r"^Sending UpdateMetadata request to brokers \w*\((?P<brokers>[\d, ]*)\) "
+                      r"for (?P<count>\d+) partitions$")
+_SEND_SR = re.compile(rf"^Sending StopReplica request {_STATE} to broker (?P<broker>\d+) for partition {_TP}$")
+_SENT_SR = re.compile(r"^Sending StopReplica request (?:\(delete = (?P<delete>true|false)\) )?for (?P<count>\d+) "
+                      r"replicas to broker (?P<broker>\d+)$")
+_RESPONSE = re.compile(r"^Received response (?P<body>\w+ResponseData\(.*\)) for request (?P<type>\w+) with "
+                       r"correlation id (?P<correlation>\d+) sent to broker \S+ \(id: (?P<broker>\d+) rack: .*\)$")
+# A broker's lines.
+_GOT_LAI = re.compile(rf"^Received LeaderAndIsr request {_STATE} correlation id (?P<correlation>\d+) {_FROM}$")
+_UM_REQUEST = (r" in response to UpdateMetadata request sent by controller (?P<controller>\d+) epoch (?P<cepoch>\d+) "
+               r"with correlation id (?P<correlation>\d+)$")
+_GOT_UM = re.compile(rf"^(?:Cached leader info {_STATE} for partition {_TP}"
+                     r"|Deleted partition (?P<d_topic>.+)-(?P<d_partition>\d+) from metadata cache)" + _UM_REQUEST)
+_GOT_UM_DONE = re.compile(r"^Add (?P<added>\d+) partitions and deleted (?P<deleted>\d+) partitions from metadata "
+                          r"cache" + _UM_REQUEST)
+# Logged before a request's partition lines: the start of a request, also when the correlation id repeats (the
+# controller numbers its requests to a broker from 0 again when that broker comes back).
+_HANDLING = re.compile(r"^Handling (?P<type>LeaderAndIsr|StopReplica) request correlationId \d+ from controller \d+ "
+                       r"for (?P<count>\d+) partitions$")
+_GOT_SR = re.compile(rf"^Received StopReplica request {_STATE} correlation id (?P<correlation>\d+) {_FROM} "
+                     rf"for partition {_TP}$")
+_FIELD = re.compile(r"(\w+)=(\[[^\]]*\]|'[^']*'|[^,)]*)")
+_ERROR_CODE = re.compile(r"errorCode=(-?\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInRequest:
+    """One partition's state in a request, as Kafka's PartitionState of that request spells it."""
+
+    topic: str
+    partition: int
+    leader: int | None = None  # StopReplica names no leader
+    leader_epoch: int | None = None  # StopReplica: -2 while the topic is being deleted
+    isr: tuple[int, ...] = ()
+    # The state znode's version: partitionEpoch (LeaderAndIsr), zkVersion (UpdateMetadata).
+    zk_version: int | None = None
+    replicas: tuple[int, ...] = ()
+    controller_epoch: int | None = None  # the epoch of the controller that wrote this state
+    is_new: bool | None = None  # LeaderAndIsr: the replica is new (no log to truncate)
+    delete: bool | None = None  # StopReplica's deletePartition; UpdateMetadata: the partition was deleted
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    offline_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int | None = None
+    become: str | None = None  # LeaderAndIsr sent: "leader" or "follower" for the target broker
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRequest:
+    """One request from the controller to a broker: `direction` "sent" (the controller's log) or "received" (the
+    broker's log)."""
+
+    request: str  # LEADER_AND_ISR | UPDATE_METADATA | STOP_REPLICA
+    direction: str
+    controller_id: int
+    controller_epoch: int
+    broker: int  # the broker it went to
+    time: datetime  # the first line's log time (the JVM's local time)
+    partitions: tuple[PartitionInRequest, ...] = ()
+    correlation_id: int | None = None  # named on the receiving side only
+    # What the controller's summary line counts: for UpdateMetadata the only trace of its partitions on that side.
+    partition_count: int | None = None
+    delete: bool | None = None  # a StopReplica request before version 3 carries one flag for all its partitions
+
+
+@dataclass(frozen=True, slots=True)
+class ControlResponse:
+    """A broker's answer as the controller logged it."""
+
+    request: str
+    controller_id: int
+    controller_epoch: int
+    broker: int
+    correlation_id: int
+    error_code: int  # the top-level errorCode
+    time: datetime
+
+
+@dataclass
+class StateChangeLog:
+    requests: list[ControlRequest] = field(default_factory=list)
+    responses: list[ControlResponse] = field(default_factory=list)
+    other_lines: int = 0  # state.change.logger lines that are not requests, and continuation lines
+
+
+@dataclass
+class _Received:
+    """A broker handles the requests of one type one at a time: the open one per type (its index in the requests),
+    extended while the lines name the same controller, epoch and correlation id; and the partition count its
+    `Handling ...` line announced for the next one."""
+
+    open: dict[str, int] = field(default_factory=dict)
+    count: dict[str, int] = field(default_factory=dict)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.strip("[]").split(",") if x.strip())
+
+
+def _partition_state(text: str, topic: str | None = None, partition: int | None = None) -> PartitionInRequest:
+    """A `...PartitionState(key=value, ...)` text (Kafka's generated toString) as a record; StopReplica's names neither
+    topic nor partition: the line does."""
+    f = {k: v.strip("'") for k, v in _FIELD.findall(text)}
+
+    def num(*keys: str) -> int | None:
+        return next((int(f[k]) for k in keys if k in f), None)
+
+    index = partition if partition is not None else int(f["partitionIndex"])
+
+    def flag(key: str) -> bool | None:
+        return None if key not in f else f[key] == "true"
+
+    return PartitionInRequest(
+        topic=f.get("topicName") or topic or "", partition=index,
+        leader=num("leader"), leader_epoch=num("leaderEpoch"), isr=_ints(f.get("isr", "")),
+        zk_version=num("partitionEpoch", "zkVersion"), replicas=_ints(f.get("replicas", "")),
+        controller_epoch=num("controllerEpoch"), is_new=flag("isNew"), delete=flag("deletePartition"),
+        adding_replicas=_ints(f.get("addingReplicas", "")), removing_replicas=_ints(f.get("removingReplicas", "")),
+        offline_replicas=_ints(f.get("offlineReplicas", "")), leader_recovery_state=num("leaderRecoveryState"))
+
+
+def _time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f")
+
+
+def parse_state_change_log(lines: Iterable[str]) -> StateChangeLog:
+    """The requests and responses in a state-change.log's lines, in the order of their first line."""
+    out = StateChangeLog()
+    # The controller's per-partition lines wait for the summary line that sends them: (controller, epoch, type,
+    # broker) -> partitions.
+    pending: dict[tuple[int, int, str, int], list[PartitionInRequest]] = {}
+    received = _Received()
+    for raw in lines:
+        m = _LINE.match(raw.rstrip("\n"))
+        if m is None:
+            out.other_lines += 1
+            continue
+        msg, at, node = m["msg"], _time(m["time"]), int(m["id"])
+        if m["who"] == "Controller":
+            epoch = int(m["epoch"] or -1)
+            if not _controller_line(out, pending, msg, at, node, epoch):
+                out.other_lines += 1
+        elif not _broker_line(out, received, msg, at, node):
+            out.other_lines += 1
+    return out
+
+
+def _controller_line(out: StateChangeLog, pending: dict[tuple[int, int, str, int], list[PartitionInRequest]],
+                     msg: str, at: datetime, controller: int, epoch: int) -> bool:
+    if s := _SEND_LAI.match(msg):
+        state = replace(_partition_state(s["state"], s["topic"], int(s["partition"])),
+                        become=s["become"].removeprefix("become-"))
+        pending.setdefault((controller, epoch, LEADER_AND_ISR, int(s["broker"])), []).append(state)
+        return True
+    if s := _SEND_SR.match(msg):
+        state = _partition_state(s["state"], s["topic"], int(s["partition"]))
+        pending.setdefault((controller, epoch, STOP_REPLICA, int(s["broker"])), []).append(state)
+        return True
+    if s := _SENT_LAI.match(msg):
+        broker = int(s["broker"])
+        parts = pending.pop((controller, epoch, LEADER_AND_ISR, broker), [])
+        out.requests.append(ControlRequest(LEADER_AND_ISR, "sent", controller, epoch, broker, at, tuple(parts),
+                                           partition_count=int(s["leaders"]) + int(s["followers"])))
+        return True
+    if s := _SENT_UM.match(msg):
+        for broker in _ints(s["brokers"]):
+            out.requests.append(ControlRequest(UPDATE_METADATA, "sent", controller, epoch, broker, at,
+                                               partition_count=int(s["count"])))
+        return True
+    if s := _SENT_SR.match(msg):
+        broker, key = int(s["broker"]), (controller, epoch, STOP_REPLICA, int(s["broker"]))
+        delete = None if s["delete"] is None else s["delete"] == "true"
+        waiting = pending.pop(key, [])
+        # Before version 3 the partitions of one batch go in two requests, one per deletePartition flag.
+        parts = [p for p in waiting if delete is None or p.delete == delete]
+        if rest := [p for p in waiting if p not in parts]:
+            pending[key] = rest
+        out.requests.append(ControlRequest(STOP_REPLICA, "sent", controller, epoch, broker, at, tuple(parts),
+                                           partition_count=int(s["count"]), delete=delete))
+        return True
+    if s := _RESPONSE.match(msg):
+        code = _ERROR_CODE.search(s["body"])
+        out.responses.append(ControlResponse(s["type"], controller, epoch, int(s["broker"]), int(s["correlation"]),
+                                             int(code.group(1)) if code else 0, at))
+        return True
+    return False
+
+
+def _broker_line(out: StateChangeLog, received: _Received, msg: str, at: datetime, broker: int) -> bool:
+    if s := _HANDLING.match(msg):
+        kind = LEADER_AND_ISR if s["type"] == "LeaderAndIsr" else STOP_REPLICA
+        received.open.pop(kind, None)
+        received.count[kind] = int(s["count"])
+        return True
+    state: PartitionInRequest | None = None
+    if s := _GOT_LAI.match(msg):
+        kind, state = LEADER_AND_ISR, _partition_state(s["state"])
+    elif s := _GOT_SR.match(msg):
+        kind, state = STOP_REPLICA, _partition_state(s["state"], s["topic"], int(s["partition"]))
+    elif s := _GOT_UM.match(msg):
+        kind = UPDATE_METADATA
+        state = (_partition_state(s["state"]) if s["state"]
+                 else PartitionInRequest(s["d_topic"], int(s["d_partition"]), delete=True))
+    elif s := _GOT_UM_DONE.match(msg):  # after its partitions: ends the request, which may hold none
+        kind = UPDATE_METADATA
+        received.count[kind] = int(s["added"]) + int(s["deleted"])
+    else:
+        return False
+    controller, epoch, correlation = int(s["controller"]), int(s["cepoch"]), int(s["correlation"])
+    index = received.open.get(kind)
+    current = out.requests[index] if index is not None else None
+    if current is None or (current.controller_id, current.controller_epoch, current.correlation_id,
+                           current.broker) != (controller, epoch, correlation, broker):
+        index = received.open[kind] = len(out.requests)
+        current = ControlRequest(kind, "received", controller, epoch, broker, at, correlation_id=correlation,
+                                 partition_count=received.count.pop(kind, None))
+        out.requests.append(current)
+    if state is not None:
+        out.requests[index] = replace(current, partitions=(*current.partitions, state))
+    else:
+        out.requests[index] = replace(current, partition_count=received.count.pop(kind, None))
+        del received.open[kind]
+    return True
+
+
+def read_state_change_log(path: Path) -> StateChangeLog:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return parse_state_change_log(f)
