@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install jars jars-s3a demo test test-unit faults kraft-campaign lint clean
+.PHONY: install jars jars-s3a demo test test-unit faults kraft-campaign zk-campaign lint clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -47,6 +47,13 @@ VERSIONS ?= 4.1,3.9
 kraft-campaign: install jars
 	cd tests/integration && ../../$(PY) kraft_campaign.py --runs $(RUNS) --seed $(SEED) --ops $(OPS) --versions $(VERSIONS) \
 		--out ../../out/kraft-campaign $(if $(SPARK),--spark)
+
+# The same campaign on real ZooKeeper-mode clusters (docs/zookeeper.md, "The campaign"): Kafka 3.9 brokers at its own
+# inter.broker.protocol.version and at 2.6, taken in turn; make test runs one short run.
+ZK_VERSIONS ?= 3.9,2.6
+zk-campaign: install jars
+	cd tests/integration && ../../$(PY) zk_campaign.py --runs $(RUNS) --seed $(SEED) --ops $(OPS) \
+		--versions $(ZK_VERSIONS) --out ../../out/zk-campaign $(if $(SPARK),--spark)
 
 test-unit: install
 	$(VENV)/bin/pytest -ra tests/unit tests/analysis

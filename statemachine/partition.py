@@ -285,17 +285,24 @@ def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
         s.move_replica(broker, R.NON_EXISTENT)
 
 
-def _continue_deletion(s: _Step) -> None:
-    """Delete every replica whose broker is live; one on a dead broker waits, ReplicaDeletionIneligible,
-    for that broker's startup. The partition ceases to exist once no replica is left."""
+def _continue_deletion(s: _Step, retry: bool = False) -> None:
+    """Delete every replica whose broker is live; one on a dead broker fails (ReplicaDeletionIneligible) and waits
+    for that broker's startup. TopicDeletionManager.resumeDeletions retries a failed replica once no deletion is in
+    flight (here: once the live ones are deleted, or at once when `retry`, a failure's resumeDeletions): back to
+    OfflineReplica, which takes it out of the ISR where it still is (the last member stays; the ZK controller writes
+    that). The partition ceases to exist once no replica is left."""
     live = s.command.live_brokers
     states = s.record.replica_states
-    _delete_replicas(s, [b for b in sorted(states) if b in live])
+    deleted = [b for b in sorted(states) if b in live]
+    _delete_replicas(s, deleted)
     for broker in sorted(b for b in states if b not in live):
         if s.record.replica_states[broker] is not R.DELETION_INELIGIBLE:
             if s.record.replica_states[broker] is not R.OFFLINE:
                 s.move_replica(broker, R.OFFLINE)
             s.move_replica(broker, R.DELETION_INELIGIBLE)
+    if deleted or retry:
+        for broker in sorted(b for b, state in s.record.replica_states.items() if state is R.DELETION_INELIGIBLE):
+            _offline_replica(s, broker)
     waiting = sorted(s.record.replica_states)
     if waiting:
         s.note(f"deletion waits for dead broker(s) {waiting}")
@@ -467,7 +474,7 @@ def _on_broker_failure(s: _Step) -> None:
     _require_partition(s)
     if s.record.queued_for_deletion:
         if broker in s.record.replica_states:
-            _continue_deletion(s)
+            _continue_deletion(s, retry=True)  # failReplicaDeletion, then resumeDeletions
         return
     rec = s.record
     if rec.has_leader_and_isr and rec.leader not in s.command.live_brokers:

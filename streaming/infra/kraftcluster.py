@@ -176,8 +176,11 @@ class KraftCluster(KafkaTestCluster):
         self.controllers[node_id].signal(signal.SIGKILL)
         return self.active_controller(timeout)
 
-    def restart_controller(self, node_id: int) -> None:
-        self.controllers[node_id].start()
+    def restart_controllers(self) -> None:
+        """Start every controller that is not running."""
+        for node in self.controllers.values():
+            if not node.running:
+                node.start()
 
 
 def _quorum_leader(node: KraftNode) -> tuple[int, int] | None:

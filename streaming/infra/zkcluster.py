@@ -130,6 +130,7 @@ class ZkCluster(KafkaTestCluster):
                  extra_broker_config: dict[str, str] | None = None) -> None:
         self._use_root(root, DATA_ROOT)
         self.zookeeper = ZooKeeperServer(self.root, free_port(), snap_count)
+        self._killed_controllers: set[int] = set()
         self.brokers: dict[int, ZkBroker] = {}
         for broker_id in range(1, brokers + 1):
             port = free_port()
@@ -208,6 +209,23 @@ class ZkCluster(KafkaTestCluster):
 
         self.wait_until(elected, timeout, f"a controller other than {other_than}")
         return found[0]
+
+    def active_controller(self, timeout: float = 30) -> int:
+        """The broker that is the controller (waits until there is one)."""
+        return self.wait_for_controller(timeout=timeout)
+
+    def kill_controller(self, broker_id: int, timeout: float = 30) -> int:
+        """kill -9 of the controller's broker; waits until another broker is elected. Returns the new one."""
+        self.kill(broker_id)
+        self._killed_controllers.add(broker_id)
+        return self.wait_for_controller(other_than=broker_id, timeout=timeout)
+
+    def restart_controllers(self) -> None:
+        """Start again the brokers `kill_controller` killed (those not running)."""
+        for broker_id in sorted(self._killed_controllers):
+            if not self.brokers[broker_id].running:
+                self.restart(broker_id)
+        self._killed_controllers.clear()
 
     def pause(self, broker_id: int) -> None:
         """SIGSTOP: the broker neither fetches nor heartbeats ZooKeeper; it keeps its session until that times

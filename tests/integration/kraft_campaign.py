@@ -23,7 +23,7 @@ from typing import Any
 from kraft_scenario import update_features
 
 from statemachine.controller import ControllerConfig
-from statemachine.rules import KRAFT
+from statemachine.rules import KRAFT, Rules
 from streaming.engine.connectors import KAFKA_39, KAFKA_BROKER, JarSet
 from streaming.history.outputs import read_jsonl
 from streaming.infra.kraftcluster import KraftCluster
@@ -88,9 +88,11 @@ class _Model:
         return Op("create_topic", (name, {p: list(r) for p, r in assignment.items()}))
 
 
-def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int = BROKERS) -> list[Op]:
+def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int = BROKERS,
+           extra: tuple[str, ...] = ()) -> list[Op]:
     """A seeded random script of `ops` operations (after two topics are created) for a Kafka `version`: ELR
-    turned on and off where it exists, else one metadata.version upgrade."""
+    turned on and off where it exists, else one metadata.version upgrade; `extra` adds operations a cluster kind
+    has of its own (a ZooKeeper session's expiry: "expire")."""
     rng = random.Random(seed)
     m = _Model(up=set(range(1, brokers + 1)), elr=bool(version.elr))
     upgraded = version.upgrade_to is None
@@ -99,7 +101,7 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
     while len(out) < ops + 2:
         kind = rng.choice(["kill", "terminate", "restart", "restart", "reassign", "reassign", "cancel", "preferred",
                            "unclean", "config", "create_partitions", "create_topic", "delete_topic", "elr",
-                           "controller"])
+                           "controller", *extra])
         topic = rng.choice(sorted(m.topics)) if m.topics else None
         if kind in ("kill", "terminate") and len(m.up) > 2:
             broker = rng.choice(sorted(m.up))
@@ -135,6 +137,8 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
         elif kind == "delete_topic" and len(m.topics) > 2:
             del m.topics[topic]
             out.append(Op(kind, (topic,)))
+        elif kind == "expire" and m.up:
+            out.append(Op(kind, (rng.choice(sorted(m.up)),)))
         elif kind == "controller":
             # kill -9 of the active controller, or the killed one back.
             out.append(Op("restart_controller" if m.controller_down else "kill_controller"))
@@ -148,7 +152,7 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
     return out
 
 
-def execute(c: KraftCluster, op: Op) -> str:
+def execute(c: Any, op: Op) -> str:
     """Apply one operation and wait until the cluster has taken it; returns what happened, in words."""
     a = op.args
     done = "ok"
@@ -165,9 +169,9 @@ def execute(c: KraftCluster, op: Op) -> str:
             killed = c.active_controller()
             done = f"ok: controller {killed} killed, {c.kill_controller(killed)} leads"
         elif op.kind == "restart_controller":
-            for node_id, node in c.controllers.items():
-                if not node.running:
-                    c.restart_controller(node_id)
+            c.restart_controllers()
+        elif op.kind == "expire":
+            c.expire_session(a[0])
         elif op.kind == "create_topic":
             c.create_topic(a[0], a[1])
         elif op.kind == "reassign":
@@ -217,9 +221,11 @@ class RunResult:
         return self.partitions == self.partitions_equal and self.decisions == self.decisions_agreeing
 
 
-def compare(metadata_copy: Path, out: Path, engine: str, seed: int, version: str) -> RunResult:
-    """Replay the copy through the directory path under the kraft rules and compare with the controller."""
-    replay(ReplayOptions(f"kraft:{metadata_copy}", out, engine=engine, config=ControllerConfig(rules=KRAFT)))
+def compare(metadata_copy: Path, out: Path, engine: str, seed: int, version: str, source: str = "kraft:",
+            rules: Rules = KRAFT) -> RunResult:
+    """Replay the copy through the directory path (`source` kraft: or zk:) under `rules` and compare with the
+    controller."""
+    replay(ReplayOptions(f"{source}{metadata_copy}", out, engine=engine, config=ControllerConfig(rules=rules)))
     histories, agreement = read_jsonl(out / "histories.jsonl"), read_jsonl(out / "agreement.jsonl")
     return RunResult(version, seed, engine, len(histories), sum(1 for h in histories if h["match"]),
                      sum(h["states_compared"] for h in histories), sum(h["states_equal"] for h in histories),
@@ -241,7 +247,12 @@ def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], eng
         copy = here / "metadata"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(c.metadata_dir, copy)
-    results = [compare(copy, here / engine, engine, seed, version.name) for engine in engines]
+    return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name) for engine in engines],
+                               here, copy)
+
+
+def kept_if_disagreeing(results: list[RunResult], here: Path, copy: Path) -> list[RunResult]:
+    """A run that agrees leaves nothing behind; one that disagrees keeps its log copy, to become a regression."""
     if all(r.agrees for r in results):
         shutil.rmtree(here, ignore_errors=True)
     else:
@@ -272,24 +283,32 @@ def summary(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def campaign(argv: list[str] | None, versions: dict[str, Any], default_versions: str, default_out: str,
+             run_one: Any) -> int:
+    """The command line of a campaign: RUNS runs over the versions in turn, each `run_one(seed, ops, out, version,
+    engines)`, Spark beside the local engine on each version's first run with --spark."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--seed", type=int, default=1, help="the first run's seed; run n uses seed + n")
     p.add_argument("--ops", type=int, default=30, help="operations per run, after two topics are created")
-    p.add_argument("--versions", default="4.1,3.9", help="Kafka versions, taken in turn (4.1, 3.9)")
+    p.add_argument("--versions", default=default_versions,
+                   help=f"versions, taken in turn ({', '.join(versions)})")
     p.add_argument("--spark", action="store_true", help="also replay each version's first run with Spark")
-    p.add_argument("--out", type=Path, default=Path("out/kraft-campaign"))
+    p.add_argument("--out", type=Path, default=Path(default_out))
     args = p.parse_args(argv)
     results: list[RunResult] = []
-    versions = [VERSIONS[v] for v in args.versions.split(",")]
+    chosen = [versions[v] for v in args.versions.split(",")]
     for n in range(args.runs):
-        version = versions[n % len(versions)]
-        engines = ("local", "spark") if args.spark and n < len(versions) else ("local",)
-        results += run(args.seed + n, args.ops, args.out, version, engines)
+        version = chosen[n % len(chosen)]
+        engines = ("local", "spark") if args.spark and n < len(chosen) else ("local",)
+        results += run_one(args.seed + n, args.ops, args.out, version, engines)
         print(summary(results[-len(engines):]).splitlines()[1], flush=True)
     print(summary(results))
     return 0 if all(r.agrees for r in results) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return campaign(argv, VERSIONS, "4.1,3.9", "out/kraft-campaign", run)
 
 
 if __name__ == "__main__":

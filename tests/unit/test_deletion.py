@@ -44,7 +44,9 @@ def test_delete_topic_waits_for_a_dead_broker() -> None:
     out = cluster.delete("t")
     row = out.row("t", 0)
     assert (row.from_state, row.to_state) == ("OnlinePartition", "OfflinePartition")
-    assert row.replica_states == {2: "ReplicaDeletionIneligible"}
+    # Broker 2's replica fails (ReplicaDeletionIneligible); once 1's is deleted, resumeDeletions retries it: back to
+    # OfflineReplica, where it waits for its broker.
+    assert row.replica_states == {2: "OfflineReplica"}
     # Broker 1's live replica goes offline (its ISR write, no LeaderAndIsr); dead 2 waits, out of the ISR already.
     assert [(d.leader, list(d.isr), d.recipients) for d in out.decisions] == [(-1, [1], ())]
     # Queued: the name is still taken, a second delete changes nothing.
@@ -62,9 +64,10 @@ def test_delete_topic_waits_for_a_shutting_down_broker_across_its_failure() -> N
     cluster.create("t", [1, 2])
     cluster.shutdown(2)
     cluster.delete("t")
-    assert cluster.replica_states("t", 0) == {2: "ReplicaDeletionIneligible"}
+    # Not live for a deletion: it fails, and is retried once 1's replica is deleted (back to OfflineReplica).
+    assert cluster.replica_states("t", 0) == {2: "OfflineReplica"}
     cluster.failure(2)
-    assert cluster.replica_states("t", 0) == {2: "ReplicaDeletionIneligible"}
+    assert cluster.replica_states("t", 0) == {2: "OfflineReplica"}
     cluster.startup(2)
     assert cluster.record("t", 0) is None
 

@@ -171,14 +171,15 @@ def test_offline_to_deletion_started_to_successful_to_nonexistent() -> None:
     assert applied.audit.to_state == "NonExistentPartition"
 
 
-def test_offline_to_deletion_ineligible_replica_on_a_dead_broker() -> None:
+def test_a_replica_on_a_dead_broker_fails_its_deletion_and_is_retried_back_to_offline() -> None:
     cluster = Cluster()
     cluster.start(BROKER, OTHER)
     cluster.create("t", [BROKER, OTHER])
     cluster.failure(OTHER)
     out = cluster.delete("t")
-    # The live broker's replica went all the way to NonExistentReplica; the dead one's waits.
-    assert out.row("t", 0).replica_states == {OTHER: "ReplicaDeletionIneligible"}
+    # The live broker's replica went all the way to NonExistentReplica; the dead one's failed
+    # (ReplicaDeletionIneligible) and, no deletion being in flight any more, was retried: OfflineReplica, waiting.
+    assert out.row("t", 0).replica_states == {OTHER: "OfflineReplica"}
     assert cluster.rec("t", 0).replicas == (BROKER, OTHER)
 
 

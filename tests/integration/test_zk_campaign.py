@@ -1,0 +1,28 @@
+"""The ZooKeeper-mode differential campaign's smoke run inside `make test`: one short seeded script on a real
+ZooKeeper 3.8.4 + four Kafka 3.9.1 brokers (the controller's broker may be killed, sessions expire), replayed from
+ZooKeeper's version-2 directory under the zk rules; every partition history and every decision must equal the
+controller's writes. `make zk-campaign` runs the long campaign (docs/zookeeper.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kraft_campaign import script, summary
+from zk_campaign import VERSIONS, run
+
+pytestmark = pytest.mark.zk_cluster
+
+
+def test_the_zookeeper_script_draws_session_expiries_and_no_kraft_features() -> None:
+    kinds = {op.kind for seed in range(1, 6) for op in script(seed, 30, VERSIONS["3.9"], extra=("expire",))}
+    assert {"kill", "terminate", "expire", "kill_controller", "reassign", "cancel", "delete_topic"} <= kinds
+    assert not kinds & {"elr", "upgrade"}
+
+
+def test_smoke_run_reproduces_every_partition_history(tmp_path: Path) -> None:
+    results = run(seed=3, ops=10, work=tmp_path, version=VERSIONS["2.6"])
+    print(summary(results))
+    [result] = results
+    assert result.partitions > 0 and result.states > 0
+    assert result.agrees, summary(results)

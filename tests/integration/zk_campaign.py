@@ -1,0 +1,62 @@
+"""The differential campaign on real ZooKeeper-mode clusters (`make zk-campaign`, docs/zookeeper.md "The campaign").
+
+Each run: a seeded random script of operations (the KRaft campaign's, `kraft_campaign.script`, with the session
+expiry only ZooKeeper has) on a real ZooKeeper 3.8.4 + four Kafka 3.9.1 brokers started from the project's jars, at
+Kafka 3.9's inter.broker.protocol.version or at 2.6 (the Kafka 2.x path); then ZooKeeper's `version-2` directory is
+replayed through the directory path (`replay zk:DIR --rules zk`) and every partition history and every decision is
+compared with the controller's writes. A run that disagrees keeps its copy, to become a regression test.
+
+    .venv/bin/python tests/integration/zk_campaign.py --runs 20 --seed 1 --ops 25 [--spark] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kraft_campaign import BROKERS, RACKS, RunResult, campaign, compare, execute, kept_if_disagreeing, script
+
+from statemachine.rules import ZK
+from streaming.infra.zkcluster import ZkCluster
+
+
+@dataclass(frozen=True)
+class ZkVersion:
+    """Kafka 3.9 in ZooKeeper mode at an inter.broker.protocol.version (None: 3.9's own)."""
+
+    name: str
+    inter_broker_protocol: str | None
+    # What the shared script reads of a version: no ELR, no metadata.version upgrade in ZooKeeper mode.
+    elr: bool | None = None
+    upgrade_to: int | None = None
+
+
+VERSIONS = {"3.9": ZkVersion("3.9", None), "2.6": ZkVersion("2.6", "2.6")}
+
+
+def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], engines: tuple[str, ...] = ("local",),
+        log: Any = print) -> list[RunResult]:
+    """One campaign run: the script of `seed` on a fresh ZooKeeper-mode cluster, then one comparison per engine."""
+    steps = script(seed, ops, version, extra=("expire",))  # type: ignore[arg-type]
+    here = work / f"zookeeper-{version.name}-seed-{seed}"
+    with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS) as c:
+        for op in steps:
+            log(f"  zookeeper {version.name} seed {seed}: {op} -> {execute(c, op)}")
+        time.sleep(2)
+        copy = here / "zookeeper"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(c.zookeeper_data_dir, copy)
+    return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name, "zk:", ZK)
+                                for engine in engines], here, copy)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return campaign(argv, VERSIONS, "3.9,2.6", "out/zk-campaign", run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
