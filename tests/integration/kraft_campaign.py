@@ -241,14 +241,20 @@ def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], eng
     with KraftCluster(brokers=BROKERS, elr=version.elr, racks=RACKS, extra_controller_config=CONTROLLER_CONFIG,
                       release_version=version.release_version, jar_set=version.jar_set,
                       controllers=CONTROLLERS) as c:
-        for op in steps:
-            log(f"  kafka {version.name} seed {seed}: {op} -> {execute(c, op)}")
-        time.sleep(2)
-        copy = here / "metadata"
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(c.metadata_dir, copy)
+        copy = play(c, steps, f"kafka {version.name} seed {seed}", lambda: c.metadata_dir, here / "metadata", log)
     return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name) for engine in engines],
                                here, copy)
+
+
+def play(c: Any, steps: list[Op], label: str, history: Any, copy: Path, log: Any = print) -> Path:
+    """Run the script on a started cluster, let the controller finish, and copy its history directory
+    (`history()`, asked at the end: KRaft's active controller may have changed) to `copy`."""
+    for op in steps:
+        log(f"  {label}: {op} -> {execute(c, op)}")
+    time.sleep(2)
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(history(), copy)
+    return copy
 
 
 def kept_if_disagreeing(results: list[RunResult], here: Path, copy: Path) -> list[RunResult]:

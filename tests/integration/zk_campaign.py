@@ -11,14 +11,12 @@ compared with the controller's writes. A run that disagrees keeps its copy, to b
 
 from __future__ import annotations
 
-import shutil
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraft_campaign import BROKERS, RACKS, RunResult, campaign, compare, execute, kept_if_disagreeing, script
+from kraft_campaign import BROKERS, RACKS, RunResult, campaign, compare, kept_if_disagreeing, play, script
 
 from statemachine.rules import ZK
 from streaming.infra.zkcluster import ZkCluster
@@ -44,12 +42,8 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
     steps = script(seed, ops, version, extra=("expire",))  # type: ignore[arg-type]
     here = work / f"zookeeper-{version.name}-seed-{seed}"
     with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS) as c:
-        for op in steps:
-            log(f"  zookeeper {version.name} seed {seed}: {op} -> {execute(c, op)}")
-        time.sleep(2)
-        copy = here / "zookeeper"
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(c.zookeeper_data_dir, copy)
+        copy = play(c, steps, f"zookeeper {version.name} seed {seed}", lambda: c.zookeeper_data_dir,
+                    here / "zookeeper", log)
     return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name, "zk:", ZK)
                                 for engine in engines], here, copy)
 
