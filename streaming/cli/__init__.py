@@ -170,6 +170,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         from streaming.jobs.kraftdemo import kraft_demo
 
         return kraft_demo(args.work_dir.with_name(args.work_dir.name + "-kraft"), args.master, _spark_conf(args))
+    if args.zookeeper:
+        from streaming.jobs.zkdemo import zookeeper_demo
+
+        return zookeeper_demo(args.work_dir.with_name(args.work_dir.name + "-zookeeper"), args.master,
+                              _spark_conf(args))
     from streaming.jobs.demo import demo
 
     return demo(args.port, args.work_dir, args.master, _spark_conf(args), args.rules)
@@ -223,6 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kraft", action="store_true",
                    help="instead: a real 3-broker KRaft cluster, a broker killed and one shut down, its metadata log "
                         "bridged and replayed under the kraft rules, next to the real controller's decisions")
+    p.add_argument("--zookeeper", action="store_true",
+                   help="instead: a real ZooKeeper-mode cluster (3 Kafka 3.9 brokers) through a failure, a controlled "
+                        "shutdown and a reassignment, its history decided by `isrflow run` under the zk rules, next "
+                        "to the real controller's writes")
     _add_spark_options(p)
     p.set_defaults(func=_cmd_demo)
 

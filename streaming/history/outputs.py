@@ -56,3 +56,31 @@ def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
     write_jsonl(out / "histories.jsonl", histories)
     return Agreement(agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"]),
                      *history_totals(histories))
+
+
+def _cell(values: Mapping[str, Any] | None) -> str:
+    if values is None:
+        return "-"
+    return f"leader {values['leader']} isr {sorted(values['isr'])} epochs {values['leader_epoch']}/" \
+           f"{values['partition_epoch']}"
+
+
+def show_agreement(work: Path, audit: Path, decisions_topic: str, rules: str) -> int:
+    """A demo's last word: `isrflow run`'s decisions (the Delta table beside `audit`) next to the real controller's
+    (`work/observed.jsonl`), printed as a table with the agreement; 0 when every one is reproduced."""
+    from streaming.io.delta import read_delta, write_decisions_jsonl
+    from streaming.io.layout import Lake
+
+    decisions = Lake.beside(audit).decisions
+    write_decisions_jsonl(work / "decisions.jsonl", read_delta(decisions))
+    histories = write_agreement(work, work / "observed.jsonl", work / "decisions.jsonl")
+    rows = read_jsonl(work / "agreement.jsonl")
+    print(f"\n{'partition':<12} {'cause':<18} {'real controller':<36} {'isrflow (' + rules + ')':<36} match")
+    for r in rows:
+        print(f"{r['topic'] + '-' + str(r['partition']):<12} {r['cause']:<18} {_cell(r['controller']):<36} "
+              f"{_cell(r['isrflow']):<36} {'yes' if r['match'] else 'NO: ' + ', '.join(r['differing'])}")
+    agreed = sum(1 for r in rows if r["match"])
+    print(f"\nagreement: {agreed}/{len(rows)} decisions of the real controller reproduced by `isrflow run`; "
+          f"decisions on {decisions_topic} and in {decisions} (Delta); partition histories: "
+          f"{histories.partitions_equal}/{histories.partitions} equal")
+    return 0 if agreed == len(rows) and histories.partitions_equal == histories.partitions else 1

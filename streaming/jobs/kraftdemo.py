@@ -10,11 +10,9 @@ from pathlib import Path
 
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
-from streaming.history.outputs import read_jsonl, write_agreement
+from streaming.history.outputs import show_agreement
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.infra.localkafka import create_topic
-from streaming.io.delta import read_delta, write_decisions_jsonl
-from streaming.io.layout import Lake
 from streaming.jobs.bridge import BridgeOptions, KraftBridge
 from streaming.jobs.kraft import import_kraft
 from streaming.jobs.run import RunOptions, run
@@ -37,13 +35,6 @@ def _script(c: KraftCluster) -> None:
     print("restarting brokers 1 and 2 ...", flush=True)
     c.restart(1)
     c.restart(2)
-
-
-def _cell(values: dict | None) -> str:
-    if values is None:
-        return "-"
-    return f"leader {values['leader']} isr {sorted(values['isr'])} epochs {values['leader_epoch']}/" \
-           f"{values['partition_epoch']}"
 
 
 def kraft_demo(work_dir: Path = Path("out/demo-kraft"), master: str | None = None,
@@ -71,15 +62,4 @@ def kraft_demo(work_dir: Path = Path("out/demo-kraft"), master: str | None = Non
             return code
         # The controller's own decisions, from the same log the bridge read.
         import_kraft(metadata, work / "events.jsonl", work / "observed.jsonl")
-    write_decisions_jsonl(work / "decisions.jsonl", read_delta(Lake.beside(audit).decisions))
-    histories = write_agreement(work, work / "observed.jsonl", work / "decisions.jsonl")
-    rows = read_jsonl(work / "agreement.jsonl")
-    print(f"\n{'partition':<12} {'cause':<14} {'real controller':<36} {'isrflow (kraft rules)':<36} match")
-    for r in rows:
-        print(f"{r['topic'] + '-' + str(r['partition']):<12} {r['cause']:<14} {_cell(r['controller']):<36} "
-              f"{_cell(r['isrflow']):<36} {'yes' if r['match'] else 'NO: ' + ', '.join(r['differing'])}")
-    agreed = sum(1 for r in rows if r["match"])
-    print(f"\nagreement: {agreed}/{len(rows)} decisions of the real controller reproduced by `isrflow run`; "
-          f"decisions on {DECISIONS_TOPIC} and in {Lake.beside(audit).decisions} (Delta); partition histories: "
-          f"{histories.partitions_equal}/{histories.partitions} equal")
-    return 0 if agreed == len(rows) and histories.partitions_equal == histories.partitions else 1
+    return show_agreement(work, audit, DECISIONS_TOPIC, "kraft rules")
