@@ -308,6 +308,7 @@ class Converter:
                     new.replicas[p], new.adding.get(p), new.removing.get(p)):
                 continue
             if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.target(p):
+                self._completed((topic, p), new.replicas[p])
                 continue  # the controller completing the reassignment (after its partition writes)
             replicas = None if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.origin(p) \
                 else list(new.target(p))
@@ -317,6 +318,17 @@ class Converter:
         if moves:
             event = self._event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
             self._cause(_Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
+
+    def _completed(self, key: tuple[str, int], target: tuple[int, ...]) -> None:
+        """A reassignment's completion: the controller set the replicas to the target in memory (B2) before its
+        completing writes (a leader move, the removed replicas out of the ISR) and writes /brokers/topics/T only
+        after them (B6). Those writes, the last leader-epoch bumps of the event, carried the target."""
+        rows = [r for r in self.result.observed if (r["topic"], r["partition"]) == key]
+        for later, earlier in zip(reversed(rows), reversed(rows[:-1]), strict=False):
+            if later["cause_event_id"] != rows[-1]["cause_event_id"] or \
+                    later["leader_epoch"] <= earlier["leader_epoch"]:
+                break
+            later.update(replicas=list(target), adding_replicas=[], removing_replicas=[])
 
     def _state_write(self, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> None:
         version = 0 if op.kind == "create" else op.version
