@@ -1,0 +1,151 @@
+"""Follow a live `__cluster_metadata-0` directory: each `poll` decodes only the bytes appended since the last one
+and returns the events (and observed partition changes) they convert to.
+
+The follower keeps, between polls, the byte position after the last whole batch it read in each segment, the
+offset of the next record to read, and the `Converter` with everything it has read. It starts where a bridge
+resumes: after the last offset it published (`after`), seeded by `plan(dir, after + 1)` (the newest snapshot at
+or before that offset, then the log's records up to it, read as state); with nothing published, from the newest
+snapshot (its state as seed events at its end offset - 1), or from offset 0 when no snapshot ends past it.
+
+A poll reads the segment holding the next offset from its position, then the next segments while they continue
+it (a roll adds a segment; its first offset is where the last one ended). A batch not yet whole (a segment being
+written, or a copy from a node still under way) is read next time, and so is a segment that does not continue
+its predecessor yet. Segments and snapshots the node deletes or adds later are not read again: only the offsets
+ahead matter. Records of a transaction wait for its end (dropped if it aborts). Records lost before they were
+read (segments deleted past a lagging follower) or a log truncated under it end the follower with an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from streaming.kraft.convert import Converter, event_offset
+from streaming.kraft.metadatalog import (
+    MetadataRecord,
+    Plan,
+    Transactions,
+    parse_lines,
+    plan,
+    segment_base_offset,
+    segment_files,
+    snapshot_end_offset,
+    snapshot_files,
+)
+from streaming.kraft.tail import DecoderError, MetadataTail
+
+
+class FollowError(RuntimeError):
+    """The log lost records the follower had not read yet, or was truncated under it."""
+
+
+@dataclass
+class Poll:
+    events: list[dict[str, Any]] = field(default_factory=list)  # in log order
+    observed: list[dict[str, Any]] = field(default_factory=list)  # the partition changes read
+    next_offset: int | None = None  # the offset of the next record to read (None: not started)
+    bytes_read: int = 0
+
+
+class MetadataFollower:
+    def __init__(self, directory: Path | str, after: int | None = None, tail: MetadataTail | None = None) -> None:
+        self.directory = Path(directory)
+        self.after = after  # the last offset already published, or None
+        self._own_tail = tail is None
+        self.tail = tail or MetadataTail()
+        self.converter: Converter | None = None
+        self.origin: Plan | None = None
+        self.next_offset = 0
+        self.positions: dict[str, int] = {}  # segment file name -> byte position after its last whole batch
+        self.transactions = Transactions()
+
+    def poll(self) -> Poll:
+        """The events of the records appended since the last poll (the seed events too, on the first one)."""
+        if not self.directory.is_dir():
+            raise FileNotFoundError(f"no such metadata log directory: {self.directory}")
+        result = Poll()
+        if self.converter is None:
+            if not segment_files(self.directory) and not snapshot_files(self.directory):
+                return result  # a copy that has not begun yet
+            self._start()
+        converter = self.converter
+        assert converter is not None
+        records, result.bytes_read = self._read_segments()
+        converter.feed(self.transactions.committed(records))
+        # Handed out once: the converter keeps its state, not its output.
+        result.events, converter.result.events = converter.result.events, []
+        result.observed, converter.result.observed = converter.result.observed, []
+        # Operations are recognised at their last record, inside one batch: put events in log order.
+        result.events.sort(key=event_offset)
+        result.next_offset = self.next_offset
+        return result
+
+    def _start(self) -> None:
+        if self.after is not None:
+            self.origin, start = plan(self.directory, self.after + 1), self.after + 1
+        else:
+            newest = max((snapshot_end_offset(s) or 0 for s in snapshot_files(self.directory)), default=0)
+            self.origin = plan(self.directory, newest) if newest > 0 else plan(self.directory)
+            start = self.origin.start
+        self.converter = Converter(start)
+        self.next_offset = self.origin.start
+        if self.origin.snapshot is not None:
+            lines, _ = self.tail.read(self.origin.snapshot)
+            self.converter.feed(r for kind, r in parse_lines(lines, snapshot=True) if kind == "record")
+
+    def _read_segments(self) -> tuple[list[MetadataRecord], int]:
+        segments = segment_files(self.directory)
+        live = {s.name for s in segments}
+        self.positions = {name: p for name, p in self.positions.items() if name in live}
+        # The segment holding the next offset: the last one that starts at or before it.
+        current = [i for i, s in enumerate(segments) if segment_base_offset(s) <= self.next_offset]
+        if not current:
+            if segments:
+                raise FollowError(
+                    f"{self.directory}: the records from offset {self.next_offset} to "
+                    f"{segment_base_offset(segments[0]) - 1} were deleted before they were read (the first segment "
+                    f"is now {segments[0].name}); restart from a snapshot, knowing those events are lost")
+            return [], 0
+        records: list[MetadataRecord] = []
+        read = 0
+        for segment in segments[current[-1]:]:
+            if segment_base_offset(segment) > self.next_offset:
+                break  # does not continue the segment before it yet (that one is still being copied)
+            position = self.positions.get(segment.name, 0)
+            try:
+                size = segment.stat().st_size
+            except FileNotFoundError:
+                break  # deleted since the listing: the next poll lists again
+            if size < position:
+                raise FollowError(f"{segment} shrank to {size} bytes below the {position} already read: the log "
+                                  "was truncated (or replaced) under the follower")
+            if size == position:
+                continue
+            try:
+                lines, end = self.tail.read(segment, position)
+            except DecoderError:
+                if not segment.exists():
+                    break
+                raise
+            read += end - position
+            self.positions[segment.name] = end
+            records.extend(r for kind, r in parse_lines(lines) if kind == "record" and r.offset >= self.next_offset)
+            last = next((line for line in reversed(lines) if line.startswith("baseOffset: ")), None)
+            if last is not None:  # `baseOffset: B lastOffset: L ...`: control batches count too
+                self.next_offset = max(self.next_offset, int(last.split(" ", 4)[3]) + 1)
+            if end < size:
+                break  # a batch not yet whole: the rest of the log waits for it
+        return records, read
+
+    def close(self) -> None:
+        if self._own_tail:
+            self.tail.close()
+
+    def __enter__(self) -> MetadataFollower:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
