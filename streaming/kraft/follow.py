@@ -60,23 +60,34 @@ class MetadataFollower:
         self.next_offset = 0
         self.positions: dict[str, int] = {}  # segment file name -> byte position after its last whole batch
         self.transactions = Transactions()
+        # Read before the converter's start is known (resuming inside a batch): the snapshot's records, then the log's.
+        self._held: list[MetadataRecord] = []
 
     def poll(self) -> Poll:
         """The events of the records appended since the last poll (the seed events too, on the first one)."""
         if not self.directory.is_dir():
             raise FileNotFoundError(f"no such metadata log directory: {self.directory}")
         result = Poll()
-        if self.converter is None:
+        if self.origin is None:
             if not segment_files(self.directory) and not snapshot_files(self.directory):
                 return result  # a copy that has not begun yet
             self._start()
+        records, batches, result.bytes_read = self._read_segments()
+        self._held.extend(self.transactions.committed(records))
+        if self.converter is None:
+            start = self._resume_start(batches)
+            if start is None:
+                return result  # the batch of the last published offset is not there yet
+            self.converter = Converter(start)
+        records, self._held = self._held, []
         converter = self.converter
-        assert converter is not None
-        records, result.bytes_read = self._read_segments()
-        converter.feed(self.transactions.committed(records))
+        converter.feed(records)
         # Handed out once: the converter keeps its state, not its output.
         result.events, converter.result.events = converter.result.events, []
         result.observed, converter.result.observed = converter.result.observed, []
+        if self.after is not None:
+            # Resuming, the seed events (at start - 1) restate what was published already.
+            result.events = [e for e in result.events if event_offset(e) >= (converter.start or 0)]
         # Operations are recognised at their last record, inside one batch: put events in log order.
         result.events.sort(key=event_offset)
         result.next_offset = self.next_offset
@@ -84,18 +95,30 @@ class MetadataFollower:
 
     def _start(self) -> None:
         if self.after is not None:
-            self.origin, start = plan(self.directory, self.after + 1), self.after + 1
+            self.origin = plan(self.directory, self.after + 1)
         else:
             newest = max((snapshot_end_offset(s) or 0 for s in snapshot_files(self.directory)), default=0)
             self.origin = plan(self.directory, newest) if newest > 0 else plan(self.directory)
-            start = self.origin.start
-        self.converter = Converter(start)
         self.next_offset = self.origin.start
         if self.origin.snapshot is not None:
             lines, _ = self.tail.read(self.origin.snapshot)
-            self.converter.feed(r for kind, r in parse_lines(lines, snapshot=True) if kind == "record")
+            self._held = [r for kind, r in parse_lines(lines, snapshot=True) if kind == "record"]
+        if self.after is None or self.origin.start == self.after + 1:
+            self.converter = Converter(self.origin.start)
 
-    def _read_segments(self) -> tuple[list[MetadataRecord], int]:
+    def _resume_start(self, batches: list[tuple[int, int]]) -> int | None:
+        """The first offset after the batch that holds the last published one: a poll publishes whole batches, so
+        the rest of that batch was read too (and an operation's records never span batches)."""
+        assert self.after is not None
+        for base, last in batches:
+            if base <= self.after <= last:
+                return last + 1
+            if base > self.after:
+                return self.after + 1
+        return None
+
+    def _read_segments(self) -> tuple[list[MetadataRecord], list[tuple[int, int]], int]:
+        """The records appended since the last read, the (base, last) offsets of their batches, the bytes read."""
         segments = segment_files(self.directory)
         live = {s.name for s in segments}
         self.positions = {name: p for name, p in self.positions.items() if name in live}
@@ -107,8 +130,9 @@ class MetadataFollower:
                     f"{self.directory}: the records from offset {self.next_offset} to "
                     f"{segment_base_offset(segments[0]) - 1} were deleted before they were read (the first segment "
                     f"is now {segments[0].name}); restart from a snapshot, knowing those events are lost")
-            return [], 0
+            return [], [], 0
         records: list[MetadataRecord] = []
+        batches: list[tuple[int, int]] = []
         read = 0
         for segment in segments[current[-1]:]:
             if segment_base_offset(segment) > self.next_offset:
@@ -132,12 +156,14 @@ class MetadataFollower:
             read += end - position
             self.positions[segment.name] = end
             records.extend(r for kind, r in parse_lines(lines) if kind == "record" and r.offset >= self.next_offset)
-            last = next((line for line in reversed(lines) if line.startswith("baseOffset: ")), None)
-            if last is not None:  # `baseOffset: B lastOffset: L ...`: control batches count too
-                self.next_offset = max(self.next_offset, int(last.split(" ", 4)[3]) + 1)
+            # `baseOffset: B lastOffset: L ...`: control batches hold offsets too.
+            batches.extend((int(f[1]), int(f[3])) for f in (line.split(" ", 4) for line in lines
+                                                           if line.startswith("baseOffset: ")))
+            if batches:
+                self.next_offset = max(self.next_offset, batches[-1][1] + 1)
             if end < size:
                 break  # a batch not yet whole: the rest of the log waits for it
-        return records, read
+        return records, batches, read
 
     def close(self) -> None:
         if self._own_tail:

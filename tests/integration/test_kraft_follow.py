@@ -1,0 +1,187 @@
+"""The bridge's follower (streaming/kraft/follow.py) on real logs Kafka wrote (kraftlog/regressions): copied into
+a directory in stages, as a node writes them or a copy from it lags (segments cut at arbitrary bytes, so batches
+arrive torn; segments rolled; snapshots appearing; old segments deleted), polled after each stage, it must give
+exactly the events of a whole-directory conversion, in order, each once."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_kraft_import import T1, T2, compile_writer, rec, topic, write_segment
+
+from streaming.io.eventlog import Bounds
+from streaming.kraft.convert import convert, event_offset
+from streaming.kraft.follow import FollowError, MetadataFollower
+from streaming.kraft.metadatalog import (
+    dump,
+    parse_dump,
+    parse_lines,
+    read_metadata_log,
+    segment_base_offset,
+    segment_files,
+    snapshot_end_offset,
+    snapshot_files,
+)
+from streaming.kraft.tail import MetadataTail
+
+REGRESSIONS = sorted((Path(__file__).parent / "kraftlog" / "regressions").iterdir())
+LOGS = [pytest.param(p, id=p.name) for p in REGRESSIONS]
+# Logs with a snapshot past offset 0 (not only the bootstrap one).
+SNAPSHOTTED = [pytest.param(p, id=p.name) for p in REGRESSIONS
+               if any((snapshot_end_offset(s) or 0) > 0 for s in snapshot_files(p))]
+
+
+@pytest.fixture(scope="module")
+def tail() -> Iterator[MetadataTail]:
+    with MetadataTail() as decoder:
+        yield decoder
+
+
+def whole(source: Path, start: int | None = None) -> list[dict[str, Any]]:
+    """The events of a whole-directory conversion (from offset `start` on, seeded by the state before it)."""
+    log = read_metadata_log(source, bounds=Bounds(from_offset=start) if start is not None else None)
+    return convert(log.records, log.window[0]).events
+
+
+def stages(source: Path, dest: Path, cuts: int = 3) -> Iterator[str]:
+    """Copy `source` into `dest` as the node wrote it: each segment in `cuts` byte prefixes (torn batches), a
+    snapshot once the segments reach its end offset, and a segment deleted once two snapshots are past it."""
+    segments, snapshots = segment_files(source), snapshot_files(source)
+    for i, segment in enumerate(segments):
+        data = segment.read_bytes()
+        for k in range(1, cuts + 1):
+            (dest / segment.name).write_bytes(data[:len(data) * k // cuts])
+            yield f"{segment.name} {k}/{cuts}"
+        reached = segment_base_offset(segments[i + 1]) if i + 1 < len(segments) else None
+        for snapshot in snapshots:
+            if not (dest / snapshot.name).exists() and (reached is None or
+                                                       (snapshot_end_offset(snapshot) or 0) <= reached):
+                shutil.copy(snapshot, dest / snapshot.name)
+                yield snapshot.name
+        # Kafka deletes a segment once a snapshot is past it: keep a little history, as it does.
+        copied = [s for s in snapshot_files(dest) if (snapshot_end_offset(s) or 0) > 0]
+        old = segment_files(dest)
+        if len(copied) >= 2 and len(old) >= 3 and segment_base_offset(old[1]) <= (snapshot_end_offset(copied[-2])
+                                                                                   or 0):
+            old[0].unlink()
+            yield f"deleted {old[0].name}"
+
+
+def follow(follower: MetadataFollower, steps: Iterator[str]) -> list[dict[str, Any]]:
+    events = [*follower.poll().events]
+    for _ in steps:
+        polled = follower.poll()
+        assert [event_offset(e) for e in polled.events] == sorted(event_offset(e) for e in polled.events)
+        events.extend(polled.events)
+    events.extend(follower.poll().events)
+    return events
+
+
+def test_the_decoder_prints_what_dump_log_segments_prints(tail: MetadataTail) -> None:
+    log = REGRESSIONS[1]
+    for path in [*segment_files(log)[:2], *snapshot_files(log)[-1:]]:
+        lines, end = tail.read(path)
+        assert end == path.stat().st_size
+        assert list(parse_lines(lines, snapshot=path.suffix != ".log")) == \
+            list(parse_dump(dump([path]), snapshot=path.suffix != ".log"))
+
+
+def test_a_torn_batch_is_left_for_the_next_read(tail: MetadataTail, tmp_path: Path) -> None:
+    segment = segment_files(REGRESSIONS[0])[0]
+    data = segment.read_bytes()
+    cut = tmp_path / segment.name
+    cut.write_bytes(data[:len(data) // 2])
+    first, end = tail.read(cut)
+    assert 0 < end < len(data) // 2  # whole batches only
+    cut.write_bytes(data)
+    rest, end2 = tail.read(cut, end)
+    assert end2 == len(data)
+    assert list(parse_lines(first + rest)) == list(parse_dump(dump([segment])))
+
+
+@pytest.mark.parametrize("log", LOGS)
+def test_following_a_log_as_it_is_written_gives_the_whole_conversion(log: Path, tail: MetadataTail,
+                                                                     tmp_path: Path) -> None:
+    # The first stage holds segment 0 only: no snapshot ends past offset 0, so the follower starts there.
+    with MetadataFollower(tmp_path, tail=tail) as follower:
+        events = follow(follower, stages(log, tmp_path))
+    assert events == whole(log)
+
+
+@pytest.mark.parametrize("log", SNAPSHOTTED)
+def test_a_follower_with_nothing_published_starts_from_the_newest_snapshot(log: Path, tail: MetadataTail,
+                                                                           tmp_path: Path) -> None:
+    # Half the log is there when it starts, and a snapshot is among it.
+    steps = stages(log, tmp_path)
+    for step in steps:
+        if step.endswith(".checkpoint") and (snapshot_end_offset(tmp_path / step) or 0) > 0:
+            break
+    newest = max(snapshot_end_offset(s) or 0 for s in snapshot_files(tmp_path))
+    with MetadataFollower(tmp_path, tail=tail) as follower:
+        events = follow(follower, steps)
+        assert follower.origin is not None and follower.origin.start == newest
+    assert events == whole(log, newest)
+    assert {e["type"] for e in events if event_offset(e) == newest - 1} >= {"PartitionSnapshot"}
+
+
+@pytest.mark.parametrize("log", LOGS)
+def test_a_follower_resumes_after_a_published_offset_with_no_gap_and_no_duplicate(log: Path, tail: MetadataTail,
+                                                                                  tmp_path: Path) -> None:
+    everything = whole(log)
+    # A bridge publishes whole batches in a transaction: its last offset is the last event offset of a batch.
+    batch = {r.offset: r.batch for r in read_metadata_log(log).records if not r.snapshot}
+    last_of_batch: dict[int, int] = {}
+    for e in everything:
+        last_of_batch[batch.get(event_offset(e), -1)] = event_offset(e)
+    for after in sorted(last_of_batch.values()):
+        with MetadataFollower(log, after=after, tail=tail) as follower:
+            events = [e for e in follower.poll().events if event_offset(e) > after]
+            assert follower.poll().events == []
+        assert events == [e for e in everything if event_offset(e) > after], after
+
+
+def test_records_deleted_before_they_were_read_end_the_follower(tail: MetadataTail, tmp_path: Path) -> None:
+    log = REGRESSIONS[1]
+    first, *rest = segment_files(log)
+    shutil.copy(first, tmp_path / first.name)
+    shutil.copy(snapshot_files(log)[0], tmp_path)
+    with MetadataFollower(tmp_path, tail=tail) as follower:
+        follower.poll()
+        # The node moves on past what this copy holds: a snapshot, and segments from a later offset only.
+        (tmp_path / first.name).unlink()
+        for segment in rest[1:]:
+            shutil.copy(segment, tmp_path / segment.name)
+        with pytest.raises(FollowError, match="deleted before they were read"):
+            follower.poll()
+
+
+def test_a_truncated_segment_ends_the_follower(tail: MetadataTail, tmp_path: Path) -> None:
+    segment = segment_files(REGRESSIONS[0])[0]
+    shutil.copy(segment, tmp_path / segment.name)
+    with MetadataFollower(tmp_path, tail=tail) as follower:
+        assert follower.poll().events
+        (tmp_path / segment.name).write_bytes(segment.read_bytes()[:100])
+        with pytest.raises(FollowError, match="truncated"):
+            follower.poll()
+
+
+def test_a_transaction_open_at_a_poll_waits_for_its_end(tail: MetadataTail, tmp_path: Path) -> None:
+    writer = compile_writer(tmp_path / "writer")
+    log = tmp_path / "log"
+    log.mkdir()
+    records = [*topic(0, "before", T1, [1]), rec(1, "BEGIN_TRANSACTION_RECORD", {"name": "t"}),
+               *topic(2, "inside", T2, [1]), rec(3, "END_TRANSACTION_RECORD", {})]
+    whole_log = write_segment(writer, tmp_path / "whole.log", records).read_bytes()
+    # The writer stamps records the same way each time: the shorter file is a prefix of the longer one.
+    begun = write_segment(writer, tmp_path / "begun.log", records[:-1]).read_bytes()
+    assert whole_log.startswith(begun)
+    segment = log / "00000000000000000000.log"
+    segment.write_bytes(begun)
+    with MetadataFollower(log, tail=tail) as follower:
+        assert [e["topic"] for e in follower.poll().events] == ["before"]
+        segment.write_bytes(whole_log)
+        assert [e["topic"] for e in follower.poll().events] == ["inside"]
