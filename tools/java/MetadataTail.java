@@ -55,7 +55,10 @@ public class MetadataTail {
 
     long decode(File file, int position) throws Exception {
         long end = position;
-        try (FileRecords records = FileRecords.open(file, false)) {
+        // Read-only, and closed with closeHandlers(): FileRecords.close() trims the file to the size it had when
+        // opened, which on a segment the node is appending to would cut its new batches.
+        FileRecords records = FileRecords.open(file, false);
+        try {
             // batchesFrom stops before a batch whose bytes are not all there yet.
             for (FileChannelRecordBatch batch : records.batchesFrom(position)) {
                 if (!batch.isValid()) break;  // a batch being written out of order: read it next time
@@ -75,6 +78,8 @@ public class MetadataTail {
                 }
                 end += batch.sizeInBytes();
             }
+        } finally {
+            records.closeHandlers();
         }
         return end;
     }
