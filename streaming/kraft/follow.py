@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from streaming.kraft.convert import Converter, event_offset
@@ -34,7 +33,7 @@ from streaming.kraft.metadatalog import (
     snapshot_end_offset,
     snapshot_files,
 )
-from streaming.kraft.tail import DecoderError, MetadataTail
+from streaming.kraft.tail import Closing, DecoderError, MetadataTail
 
 
 class FollowError(RuntimeError):
@@ -49,7 +48,7 @@ class Poll:
     bytes_read: int = 0
 
 
-class MetadataFollower:
+class MetadataFollower(Closing):
     def __init__(self, directory: Path | str, after: int | None = None, tail: MetadataTail | None = None) -> None:
         self.directory = Path(directory)
         self.after = after  # the last offset already published, or None
@@ -168,10 +167,3 @@ class MetadataFollower:
     def close(self) -> None:
         if self._own_tail:
             self.tail.close()
-
-    def __enter__(self) -> MetadataFollower:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()

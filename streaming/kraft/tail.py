@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from streaming.engine.connectors import CACHE, KAFKA_BROKER, ROOT, java_executable, require
 
@@ -52,7 +53,21 @@ def classes_dir() -> Path:
     return dest
 
 
-class MetadataTail:
+class Closing:
+    """`with` closes it."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class MetadataTail(Closing):
     """One decoder JVM: `read(path, position)` returns DumpLogSegments' lines for the whole batches of `path` from
     byte `position` on, and the position after the last of them. `close()` stops the JVM (by its pid); the JVM
     also ends by itself when this process dies, as its stdin closes."""
@@ -105,10 +120,3 @@ class MetadataTail:
         if self.process.stdout is not None:
             self.process.stdout.close()
         self._stderr.close()
-
-    def __enter__(self) -> MetadataTail:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
