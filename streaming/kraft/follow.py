@@ -17,6 +17,7 @@ read (segments deleted past a lagging follower) or a log truncated under it end 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,28 +60,23 @@ class MetadataFollower(Closing):
         self.next_offset = 0
         self.positions: dict[str, int] = {}  # segment file name -> byte position after its last whole batch
         self.transactions = Transactions()
-        # Read before the converter's start is known (resuming inside a batch): the snapshot's records, then the log's.
-        self._held: list[MetadataRecord] = []
+        self._start_known = True  # resuming: whether the converter's start is the end of the last published batch
+        self._snapshot: Path | None = None  # the snapshot to read first
 
     def poll(self) -> Poll:
         """The events of the records appended since the last poll (the seed events too, on the first one)."""
         if not self.directory.is_dir():
             raise FileNotFoundError(f"no such metadata log directory: {self.directory}")
         result = Poll()
-        if self.origin is None:
+        if self.converter is None:
             if not segment_files(self.directory) and not snapshot_files(self.directory):
                 return result  # a copy that has not begun yet
             self._start()
-        records, batches, result.bytes_read = self._read_segments()
-        self._held.extend(self.transactions.committed(records))
-        if self.converter is None:
-            start = self._resume_start(batches)
-            if start is None:
-                return result  # the batch of the last published offset is not there yet
-            self.converter = Converter(start)
-        records, self._held = self._held, []
         converter = self.converter
-        converter.feed(records)
+        assert converter is not None
+        # One feed of a generator: a large log at start goes through in parts, and the state before the start is
+        # seeded once, when the first record past it comes.
+        converter.feed(self._records(result))
         # Handed out once: the converter keeps its state, not its output.
         result.events, converter.result.events = converter.result.events, []
         result.observed, converter.result.observed = converter.result.observed, []
@@ -99,25 +95,52 @@ class MetadataFollower(Closing):
             newest = max((snapshot_end_offset(s) or 0 for s in snapshot_files(self.directory)), default=0)
             self.origin = plan(self.directory, newest) if newest > 0 else plan(self.directory)
         self.next_offset = self.origin.start
-        if self.origin.snapshot is not None:
-            lines, _ = self.tail.read(self.origin.snapshot)
-            self._held = [r for kind, r in parse_lines(lines, snapshot=True) if kind == "record"]
-        if self.after is None or self.origin.start == self.after + 1:
-            self.converter = Converter(self.origin.start)
+        # Resuming, the start moves to the end of the batch of the last published offset once that batch is read
+        # (`_records`); every record before it is state either way.
+        self.converter = Converter(self.origin.start if self.after is None else self.after + 1)
+        self._start_known = self.after is None or self.origin.start == self.after + 1
+        self._snapshot = self.origin.snapshot
 
-    def _resume_start(self, batches: list[tuple[int, int]]) -> int | None:
-        """The first offset after the batch that holds the last published one: a poll publishes whole batches, so
-        the rest of that batch was read too (and an operation's records never span batches)."""
-        assert self.after is not None
+    def _records(self, result: Poll) -> Iterator[MetadataRecord]:
+        if self._snapshot is not None:
+            for lines, _ in self._read(self._snapshot, 0):
+                yield from (r for kind, r in parse_lines(lines, snapshot=True) if kind == "record")
+            self._snapshot = None
+        for lines, read in self._segment_chunks():
+            result.bytes_read += read
+            # `baseOffset: B lastOffset: L ...`: control batches hold offsets too.
+            batches = [(int(f[1]), int(f[3])) for f in (line.split(" ", 4) for line in lines
+                                                        if line.startswith("baseOffset: "))]
+            if not self._start_known:
+                self._resume_start(batches)
+            records = [r for kind, r in parse_lines(lines) if kind == "record" and r.offset >= self.next_offset]
+            if batches:
+                self.next_offset = max(self.next_offset, batches[-1][1] + 1)
+            yield from self.transactions.committed(records)
+
+    def _resume_start(self, batches: list[tuple[int, int]]) -> None:
+        """Start after the batch that holds the last published offset: a round publishes whole batches, so the rest
+        of that batch went out with it (and an operation's records never span batches)."""
+        assert self.after is not None and self.converter is not None
         for base, last in batches:
-            if base <= self.after <= last:
-                return last + 1
-            if base > self.after:
-                return self.after + 1
-        return None
+            if base > self.after or last >= self.after:
+                self.converter.start = last + 1 if base <= self.after else self.after + 1
+                self._start_known = True
+                return
 
-    def _read_segments(self) -> tuple[list[MetadataRecord], list[tuple[int, int]], int]:
-        """The records appended since the last read, the (base, last) offsets of their batches, the bytes read."""
+    def _read(self, path: Path, position: int) -> Iterator[tuple[list[str], int]]:
+        """The lines of `path` from `position` on, in parts of whole batches, each with the position after it;
+        stops where no whole batch follows."""
+        size = path.stat().st_size
+        while position < size:
+            lines, end = self.tail.read(path, position)
+            if end == position:
+                return
+            position = end
+            yield lines, end
+
+    def _segment_chunks(self) -> Iterator[tuple[list[str], int]]:
+        """The lines appended since the last read, in parts, each with the bytes it covers."""
         segments = segment_files(self.directory)
         live = {s.name for s in segments}
         self.positions = {name: p for name, p in self.positions.items() if name in live}
@@ -129,40 +152,29 @@ class MetadataFollower(Closing):
                     f"{self.directory}: the records from offset {self.next_offset} to "
                     f"{segment_base_offset(segments[0]) - 1} were deleted before they were read (the first segment "
                     f"is now {segments[0].name}); restart from a snapshot, knowing those events are lost")
-            return [], [], 0
-        records: list[MetadataRecord] = []
-        batches: list[tuple[int, int]] = []
-        read = 0
+            return
         for segment in segments[current[-1]:]:
             if segment_base_offset(segment) > self.next_offset:
-                break  # does not continue the segment before it yet (that one is still being copied)
+                return  # does not continue the segment before it yet (that one is still being copied)
             position = self.positions.get(segment.name, 0)
             try:
                 size = segment.stat().st_size
             except FileNotFoundError:
-                break  # deleted since the listing: the next poll lists again
+                return  # deleted since the listing: the next poll lists again
             if size < position:
                 raise FollowError(f"{segment} shrank to {size} bytes below the {position} already read: the log "
                                   "was truncated (or replaced) under the follower")
-            if size == position:
-                continue
             try:
-                lines, end = self.tail.read(segment, position)
-            except DecoderError:
-                if not segment.exists():
-                    break
-                raise
-            read += end - position
-            self.positions[segment.name] = end
-            records.extend(r for kind, r in parse_lines(lines) if kind == "record" and r.offset >= self.next_offset)
-            # `baseOffset: B lastOffset: L ...`: control batches hold offsets too.
-            batches.extend((int(f[1]), int(f[3])) for f in (line.split(" ", 4) for line in lines
-                                                           if line.startswith("baseOffset: ")))
-            if batches:
-                self.next_offset = max(self.next_offset, batches[-1][1] + 1)
-            if end < size:
-                break  # a batch not yet whole: the rest of the log waits for it
-        return records, batches, read
+                for lines, end in self._read(segment, position):
+                    self.positions[segment.name] = end
+                    yield lines, end - position
+                    position = end
+            except (DecoderError, FileNotFoundError):
+                if segment.exists():
+                    raise
+                return
+            if position < size:
+                return  # a batch not yet whole: the rest of the log waits for it
 
     def close(self) -> None:
         if self._own_tail:

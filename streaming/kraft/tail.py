@@ -20,6 +20,9 @@ from streaming.engine.connectors import CACHE, KAFKA_BROKER, ROOT, java_executab
 
 SOURCE = ROOT / "tools" / "java" / "MetadataTail.java"
 MAIN_CLASS = "MetadataTail"
+# Bytes of batches one read decodes at most: a large log read at start goes through in parts, not as one answer
+# of millions of lines.
+READ_LIMIT = 8 << 20
 
 
 class DecoderError(RuntimeError):
@@ -69,10 +72,11 @@ class Closing:
 
 class MetadataTail(Closing):
     """One decoder JVM: `read(path, position)` returns DumpLogSegments' lines for the whole batches of `path` from
-    byte `position` on, and the position after the last of them. `close()` stops the JVM (by its pid); the JVM
-    also ends by itself when this process dies, as its stdin closes."""
+    byte `position` on (up to `limit` bytes of them), and the position after the last of them. `close()` stops the
+    JVM (by its pid); the JVM also ends by itself when this process dies, as its stdin closes."""
 
-    def __init__(self, java: str | None = None) -> None:
+    def __init__(self, java: str | None = None, read_limit: int = READ_LIMIT) -> None:
+        self.read_limit = read_limit
         classpath = os.pathsep.join(map(str, [classes_dir(), *require(KAFKA_BROKER)]))
         # Lives as long as the JVM (closed by `close`): its errors, for the message when it dies.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
@@ -85,12 +89,13 @@ class MetadataTail(Closing):
     def pid(self) -> int:
         return self.process.pid
 
-    def read(self, path: Path, position: int = 0) -> tuple[list[str], int]:
-        """The lines of the whole batches of `path` from byte `position` on, and the byte position after them."""
+    def read(self, path: Path, position: int = 0, limit: int | None = None) -> tuple[list[str], int]:
+        """The lines of the whole batches of `path` from byte `position` on (until `limit`, else `read_limit`,
+        bytes are read), and the byte position after them."""
         stdin, stdout = self.process.stdin, self.process.stdout
         assert stdin is not None and stdout is not None
         try:
-            stdin.write(f"{position} {Path(path).resolve()}\n")
+            stdin.write(f"{position} {limit or self.read_limit} {Path(path).resolve()}\n")
             stdin.flush()
         except BrokenPipeError:
             raise DecoderError(f"the decoder JVM has ended:\n{self._stderr_tail()}") from None

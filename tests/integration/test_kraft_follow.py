@@ -6,13 +6,16 @@ exactly the events of a whole-directory conversion, in order, each once."""
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kraft_scenario import run_scenario
 from test_kraft_import import T1, T2, compile_writer, rec, topic, write_segment
 
+from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.eventlog import Bounds
 from streaming.kraft.convert import convert, event_offset
 from streaming.kraft.follow import FollowError, MetadataFollower
@@ -113,6 +116,20 @@ def test_following_a_log_as_it_is_written_gives_the_whole_conversion(log: Path, 
 
 
 @pytest.mark.parametrize("log", SNAPSHOTTED)
+def test_a_log_read_in_small_parts_gives_the_whole_conversion(log: Path, tmp_path: Path) -> None:
+    # Reads of at most 300 bytes: a snapshot and segments go through in parts of a batch or a few, in one feed.
+    shutil.copytree(log, tmp_path / "log")
+    with MetadataTail(read_limit=300) as small, MetadataFollower(tmp_path / "log", tail=small) as follower:
+        events = follower.poll().events
+        assert follower.origin is not None and follower.origin.snapshot is not None
+    start = follower.origin.start
+    assert events == whole(log, start)
+    # Resumed after the seeds (the last offset published is start - 1), in parts again.
+    with MetadataTail(read_limit=300) as small, MetadataFollower(log, after=start - 1, tail=small) as follower:
+        assert follower.poll().events == [e for e in events if event_offset(e) >= start]
+
+
+@pytest.mark.parametrize("log", SNAPSHOTTED)
 def test_a_follower_with_nothing_published_starts_from_the_newest_snapshot(log: Path, tail: MetadataTail,
                                                                            tmp_path: Path) -> None:
     # Half the log is there when it starts, and a snapshot is among it.
@@ -185,3 +202,47 @@ def test_a_transaction_open_at_a_poll_waits_for_its_end(tail: MetadataTail, tmp_
         assert [e["topic"] for e in follower.poll().events] == ["before"]
         segment.write_bytes(whole_log)
         assert [e["topic"] for e in follower.poll().events] == ["inside"]
+
+
+@pytest.mark.kraft_cluster
+def test_following_a_live_controller_gives_the_whole_conversion(tail: MetadataTail, tmp_path: Path) -> None:
+    """The controller's own directory while a scenario runs, polled every 0.2 s: its active segment grows under
+    the follower, rolls and snapshots every 8 s."""
+    cluster = KraftCluster(brokers=3, extra_controller_config={"metadata.log.segment.ms": "8000",
+                                                               "metadata.log.max.snapshot.interval.ms": "8000"})
+    events: list[dict[str, Any]] = []
+    polls = 0
+    done = threading.Event()
+    try:
+        cluster.start()
+        with MetadataFollower(cluster.metadata_dir, tail=tail) as follower:
+            failure: list[BaseException] = []
+
+            def poll_until_done() -> None:
+                nonlocal polls
+                try:
+                    while not done.wait(0.2):
+                        events.extend(follower.poll().events)
+                        polls += 1
+                except BaseException as exc:  # reported by the test thread
+                    failure.append(exc)
+
+            poller = threading.Thread(target=poll_until_done)
+            poller.start()
+            try:
+                run_scenario(cluster)
+            finally:
+                done.set()
+                poller.join()
+            assert not failure, failure
+            final = tmp_path / "controller-metadata"
+            shutil.copytree(cluster.metadata_dir, final)
+            events.extend(follower.poll().events)  # what the copy holds, written before it was taken
+            start = follower.origin.start if follower.origin else 0
+    finally:
+        cluster.stop()  # by pid, also when the scenario failed
+    assert not cluster.pids
+    assert polls > 50 and len(segment_files(final)) > 1
+    expected = whole(final, start or None)
+    # The copy was taken before the last poll: the follower may have read a little past it, never less.
+    assert events[:len(expected)] == expected

@@ -2,11 +2,12 @@
 // Kafka's own classes: FileRecords for the batches, MetadataRecordSerde and MetadataJsonConverters for the
 // records, as `kafka.tools.DumpLogSegments --cluster-metadata-decoder` does.
 //
-// Each stdin line is one command, `POSITION PATH`: decode the segment (*.log) or snapshot (*.checkpoint) at PATH
-// from byte POSITION on. The answer is the lines DumpLogSegments prints for those batches (a batch header line,
-// then `| offset: N CreateTime: T ... payload: {json}` per record), then `#end P`: P is the byte position after
-// the last whole batch. A batch not yet whole (a file still being written or copied) is left for the next
-// command. A command that fails answers `#error MESSAGE`. The program ends when stdin closes.
+// Each stdin line is one command, `POSITION LIMIT PATH`: decode the segment (*.log) or snapshot (*.checkpoint) at
+// PATH from byte POSITION on, whole batches until LIMIT bytes are read or the file ends. The answer is the lines
+// DumpLogSegments prints for those batches (a batch header line, then `| offset: N CreateTime: T ... payload:
+// {json}` per record), then `#end P`: P is the byte position after the last batch read. A batch not yet whole (a
+// file still being written or copied) is left for the next command. A command that fails answers `#error
+// MESSAGE`. The program ends when stdin closes.
 import com.fasterxml.jackson.databind.node.IntNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -42,9 +43,10 @@ public class MetadataTail {
         MetadataTail tail = new MetadataTail(out);
         for (String line = in.readLine(); line != null; line = in.readLine()) {
             if (line.isBlank()) continue;
-            int space = line.indexOf(' ');
+            String[] command = line.split(" ", 3);
             try {
-                long end = tail.decode(new File(line.substring(space + 1)), Integer.parseInt(line.substring(0, space)));
+                long end = tail.decode(new File(command[2]), Integer.parseInt(command[0]),
+                        Long.parseLong(command[1]));
                 out.println("#end " + end);
             } catch (Exception e) {
                 out.println("#error " + String.valueOf(e).replace('\n', ' '));
@@ -53,7 +55,7 @@ public class MetadataTail {
         }
     }
 
-    long decode(File file, int position) throws Exception {
+    long decode(File file, int position, long limit) throws Exception {
         long end = position;
         // Read-only, and closed with closeHandlers(): FileRecords.close() trims the file to the size it had when
         // opened, which on a segment the node is appending to would cut its new batches.
@@ -61,6 +63,7 @@ public class MetadataTail {
         try {
             // batchesFrom stops before a batch whose bytes are not all there yet.
             for (FileChannelRecordBatch batch : records.batchesFrom(position)) {
+                if (end - position >= limit) break;  // the rest in the next command: bounded answers
                 if (!batch.isValid()) break;  // a batch being written out of order: read it next time
                 header(batch, end);
                 for (Record record : batch) {
