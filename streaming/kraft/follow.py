@@ -3,9 +3,11 @@ and returns the events (and observed partition changes) they convert to.
 
 The follower keeps, between polls, the byte position after the last whole batch it read in each segment, the
 offset of the next record to read, and the `Converter` with everything it has read. It starts where a bridge
-resumes: after the last offset it published (`after`), seeded by `plan(dir, after + 1)` (the newest snapshot at
-or before that offset, then the log's records up to it, read as state); with nothing published, from the newest
-snapshot (its state as seed events at its end offset - 1), or from offset 0 when no snapshot ends past it.
+resumes: after the batch of the last offset it published (`after`; a bridge publishes whole batches), from
+`plan(dir, after + 1)`: the newest snapshot at or before that offset, then the log's records to the end of that
+batch, read as state (the seed events restating it are dropped). With nothing published it starts from the
+newest snapshot (its state as seed events at its end offset - 1), or from offset 0 when no snapshot ends past it.
+The log is read in parts of at most `MetadataTail.read_limit` bytes, fed to the converter as they come.
 
 A poll reads the segment holding the next offset from its position, then the next segments while they continue
 it (a roll adds a segment; its first offset is where the last one ended). A batch not yet whole (a segment being
