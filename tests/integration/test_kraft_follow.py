@@ -115,6 +115,26 @@ def test_following_a_log_as_it_is_written_gives_the_whole_conversion(log: Path, 
     assert events == whole(log)
 
 
+def test_a_copy_that_brings_a_later_segment_before_the_end_of_the_earlier_one(tail: MetadataTail,
+                                                                                tmp_path: Path) -> None:
+    log = REGRESSIONS[1]
+    first, second, *rest = segment_files(log)
+    with MetadataFollower(tmp_path, tail=tail) as follower:
+        events = follower.poll().events  # the copy has not begun
+        assert events == [] and follower.origin is None
+        (tmp_path / first.name).write_bytes(first.read_bytes()[:first.stat().st_size // 2])
+        shutil.copy(second, tmp_path / second.name)
+        events += follower.poll().events
+        assert follower.positions.get(second.name) is None  # waits for the end of the first segment
+        shutil.copy(first, tmp_path / first.name)
+        events += follower.poll().events
+        assert follower.next_offset == segment_base_offset(rest[0])
+        for path in [*rest, *snapshot_files(log)]:
+            shutil.copy(path, tmp_path / path.name)
+        events += follower.poll().events
+    assert events == whole(log)
+
+
 @pytest.mark.parametrize("log", SNAPSHOTTED)
 def test_a_log_read_in_small_parts_gives_the_whole_conversion(log: Path, tmp_path: Path) -> None:
     # Reads of at most 300 bytes: a snapshot and segments go through in parts of a batch or a few, in one feed.
