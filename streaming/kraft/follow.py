@@ -47,6 +47,7 @@ class FollowError(RuntimeError):
 class Poll:
     events: list[dict[str, Any]] = field(default_factory=list)  # in log order
     observed: list[dict[str, Any]] = field(default_factory=list)  # the partition changes read
+    unexplained: list[int] = field(default_factory=list)  # offsets of partition changes no pattern explains
     next_offset: int | None = None  # the offset of the next record to read (None: not started)
     bytes_read: int = 0
 
@@ -79,9 +80,10 @@ class MetadataFollower(Closing):
         # One feed of a generator: a large log at start goes through in parts, and the state before the start is
         # seeded once, when the first record past it comes.
         converter.feed(self._records(result))
-        # Handed out once: the converter keeps its state, not its output.
-        result.events, converter.result.events = converter.result.events, []
-        result.observed, converter.result.observed = converter.result.observed, []
+        # Handed out once: the converter keeps its state, not its output (a bridge runs for months).
+        out = converter.result
+        result.events, result.observed, result.unexplained = out.events, out.observed, out.unexplained
+        out.events, out.observed, out.unexplained = [], [], []
         if self.after is not None:
             # Resuming, the seed events (at start - 1) restate what was published already.
             result.events = [e for e in result.events if event_offset(e) >= (converter.start or 0)]

@@ -5,6 +5,7 @@ exactly the events of a whole-directory conversion, in order, each once."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import threading
 from collections.abc import Iterator
@@ -74,13 +75,16 @@ def stages(source: Path, dest: Path, cuts: int = 3) -> Iterator[str]:
             yield f"deleted {old[0].name}"
 
 
-def follow(follower: MetadataFollower, steps: Iterator[str]) -> list[dict[str, Any]]:
-    events = [*follower.poll().events]
-    for _ in steps:
+def follow(follower: MetadataFollower, steps: Iterator[str], observed: list[dict[str, Any]] | None = None,
+           ) -> list[dict[str, Any]]:
+    """The events of a poll after each step (and the observed partition changes, into `observed`)."""
+    events: list[dict[str, Any]] = []
+    for _ in itertools.chain([None], steps, [None]):  # a poll before the first step, and after each (lazily)
         polled = follower.poll()
         assert [event_offset(e) for e in polled.events] == sorted(event_offset(e) for e in polled.events)
         events.extend(polled.events)
-    events.extend(follower.poll().events)
+        if observed is not None:
+            observed.extend(polled.observed)
     return events
 
 
@@ -110,9 +114,11 @@ def test_a_torn_batch_is_left_for_the_next_read(tail: MetadataTail, tmp_path: Pa
 def test_following_a_log_as_it_is_written_gives_the_whole_conversion(log: Path, tail: MetadataTail,
                                                                      tmp_path: Path) -> None:
     # The first stage holds segment 0 only: no snapshot ends past offset 0, so the follower starts there.
+    observed: list[dict[str, Any]] = []
     with MetadataFollower(tmp_path, tail=tail) as follower:
-        events = follow(follower, stages(log, tmp_path))
+        events = follow(follower, stages(log, tmp_path), observed)
     assert events == whole(log)
+    assert observed == convert(read_metadata_log(log).records).observed
 
 
 def test_a_copy_that_brings_a_later_segment_before_the_end_of_the_earlier_one(tail: MetadataTail,
