@@ -30,7 +30,7 @@ from streaming.kraft.metadatalog import (
     snapshot_end_offset,
     snapshot_files,
 )
-from streaming.kraft.tail import MetadataTail
+from streaming.kraft.tail import DecoderError, MetadataTail
 
 REGRESSIONS = sorted((Path(__file__).parent / "kraftlog" / "regressions").iterdir())
 LOGS = [pytest.param(p, id=p.name) for p in REGRESSIONS]
@@ -95,6 +95,14 @@ def test_the_decoder_prints_what_dump_log_segments_prints(tail: MetadataTail) ->
         assert end == path.stat().st_size
         assert list(parse_lines(lines, snapshot=path.suffix != ".log")) == \
             list(parse_dump(dump([path]), snapshot=path.suffix != ".log"))
+
+
+def test_a_file_the_decoder_cannot_read_is_an_error_and_the_decoder_goes_on(tail: MetadataTail,
+                                                                            tmp_path: Path) -> None:
+    with pytest.raises(DecoderError, match="NoSuchFileException"):
+        tail.read(tmp_path / "00000000000000000000.log")
+    segment = segment_files(REGRESSIONS[0])[0]
+    assert tail.read(segment)[1] == segment.stat().st_size
 
 
 def test_a_torn_batch_is_left_for_the_next_read(tail: MetadataTail, tmp_path: Path) -> None:
