@@ -67,6 +67,7 @@ bench: install jars
 	$(PY) benchmarks/steady_state.py --partitions 1000,10000,100000 --plot docs/steady_state.png
 	$(PY) benchmarks/replay_throughput.py --events 100000
 	$(PY) benchmarks/memory.py --events 1000000
+	$(PY) benchmarks/bridge_poll.py --records 10000,100000,1000000 --whole-max 1000000
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -1,10 +1,17 @@
 """`isrflow bridge`: follow a live KRaft node's metadata log and publish its new events to the events topic,
 so that `isrflow run` shadows a live cluster.
 
-Each round decodes the log with Kafka's dump tool, converts it, and publishes the events read at metadata
-offsets above the last published one, in one Kafka transaction; every record carries its metadata offset in
-a header. On start the bridge reads the topic's committed tail for the highest offset it published, so a
-restart resumes with no gap and no duplicate (events of one offset go out together, in one transaction).
+The bridge keeps one follower (streaming/kraft/follow.py) for its whole run: a decoder JVM built on Kafka's own
+classes and the converter's state. Each round decodes only the bytes the node appended to its segments since
+the last round (whole batches; a torn one waits for the next round), so a round costs what is new, not the size
+of the log. Segment rolls are followed; new snapshots and deleted old segments do not matter to a follower that
+keeps up. The round's events go out in one Kafka transaction, every record with its metadata offset in a header.
+
+On start the bridge reads the topic's committed tail for the highest offset it published, N, and follows from
+the state there (the newest snapshot at or before N + 1, then the log's records up to the end of N's batch, read
+as state): no gap, no duplicate, also after a `kill -9` mid-round (its open transaction is aborted when the next
+bridge fences it). With nothing published it starts from the node's newest snapshot (its state as seed events),
+or offset 0 when no snapshot ends past it.
 """
 
 from __future__ import annotations
@@ -17,8 +24,8 @@ from typing import Any
 
 from streaming.engine.sinks import COMMIT_TIMEOUT_S, QUERY_HEADER, end_transaction, last_committed_batch
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
-from streaming.kraft.convert import convert, event_offset
-from streaming.kraft.metadatalog import read_metadata_log
+from streaming.kraft.convert import event_offset
+from streaming.kraft.follow import MetadataFollower
 
 BRIDGE_ID = "isrflow-kraft-bridge"
 OFFSET_HEADER = "isrflow.kraft_offset"
@@ -50,12 +57,11 @@ class KraftBridge:
                                       acks="all", transactional_id=f"{BRIDGE_ID}-{options.events_topic}")
         self.producer.init_transactions()  # fences an older bridge on the same topic
         self.last = last_committed_batch(kafka, options.events_topic, BRIDGE_ID, OFFSET_HEADER)
+        self.follower = MetadataFollower(options.metadata_dir, after=self.last if self.last >= 0 else None)
 
     def round(self) -> int:
-        """Publish the events above the last published offset; returns how many went out."""
-        log = read_metadata_log(self.options.metadata_dir)
-        events = [e for e in convert(log.records, log.start_offset if log.snapshot else None).events
-                  if event_offset(e) > self.last]
+        """Publish the events read since the last round; returns how many went out."""
+        events = [e for e in self.follower.poll().events if event_offset(e) > self.last]
         if not events:
             return 0
         self.producer.begin_transaction()
@@ -75,7 +81,10 @@ class KraftBridge:
         return len(events)
 
     def close(self) -> None:
-        self.producer.close(timeout=COMMIT_TIMEOUT_S)
+        try:
+            self.follower.close()
+        finally:
+            self.producer.close(timeout=COMMIT_TIMEOUT_S)
 
 
 def _json(event: dict[str, Any]) -> bytes:

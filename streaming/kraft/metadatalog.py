@@ -16,7 +16,7 @@ import json
 import re
 import subprocess
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,21 @@ def _base(segment: Path) -> int:
     return int(segment.name[:20])
 
 
+def segment_base_offset(segment: Path) -> int:
+    """The offset of a segment's first record (its file name)."""
+    return _base(segment)
+
+
+def snapshot_files(directory: Path) -> list[Path]:
+    """The directory's snapshots (`*.checkpoint`), oldest first."""
+    return sorted((p for p in directory.iterdir() if _SNAPSHOT.match(p.name)), key=lambda p: p.name)
+
+
+def segment_files(directory: Path) -> list[Path]:
+    """The directory's segments (`*.log`, not the `.deleted` ones Kafka is removing), oldest first."""
+    return sorted((p for p in directory.iterdir() if _SEGMENT.match(p.name)), key=lambda p: p.name)
+
+
 def plan(source: Path, at: int | None = None) -> Plan:
     """Where the state of `source` starts: for a directory, its whole retained history (offset 0 when the first
     segment starts there, else the oldest snapshot that reaches the first segment); with `at`, the newest
@@ -99,8 +114,7 @@ def plan(source: Path, at: int | None = None) -> Plan:
         if source.suffix != ".log":
             raise ValueError(f"{source} is neither a segment (*.log) nor a snapshot (*.checkpoint)")
         return Plan(None, [source], 0, f"segment {source.name} alone")
-    snapshots = sorted((p for p in source.iterdir() if _SNAPSHOT.match(p.name)), key=lambda p: p.name)
-    segments = sorted((p for p in source.iterdir() if _SEGMENT.match(p.name)), key=lambda p: p.name)
+    snapshots, segments = snapshot_files(source), segment_files(source)
     if not snapshots and not segments:
         raise FileNotFoundError(f"{source} holds no metadata segments (*.log) or snapshots (*.checkpoint)")
     first = _base(segments[0]) if segments else None
@@ -148,8 +162,13 @@ def dump(files: Sequence[Path], java: str | None = None) -> str:
 
 def parse_dump(text: str, snapshot: bool = False) -> Iterator[tuple[str, Any]]:
     """The dump's lines as ("record", MetadataRecord) and ("control", base offset) items, in log order."""
+    return parse_lines(text.splitlines(), snapshot)
+
+
+def parse_lines(lines: Iterable[str], snapshot: bool = False) -> Iterator[tuple[str, Any]]:
+    """`parse_dump` of lines in DumpLogSegments' format (also what the bridge's MetadataTail prints)."""
     batch, epoch, control = 0, -1, False
-    for line in text.splitlines():
+    for line in lines:
         m = _BATCH.match(line)
         if m:
             batch, epoch, control = int(m.group(1)), int(m.group(3)), m.group(5) == "true"
@@ -168,25 +187,37 @@ def parse_dump(text: str, snapshot: bool = False) -> Iterator[tuple[str, Any]]:
                                        int(payload.get("version", 0)), payload.get("data") or {}, snapshot)
 
 
+class Transactions:
+    """Drops the records of aborted transactions, as they arrive: records after BEGIN_TRANSACTION_RECORD are held
+    until END_TRANSACTION_RECORD releases them or ABORT_TRANSACTION_RECORD drops them; markers carry no state."""
+
+    def __init__(self) -> None:
+        self.pending: list[MetadataRecord] | None = None  # the records of an open transaction
+        self.aborted = 0  # records dropped inside aborted transactions
+
+    def committed(self, records: Iterable[MetadataRecord]) -> list[MetadataRecord]:
+        out: list[MetadataRecord] = []
+        for r in records:
+            if r.type == "BEGIN_TRANSACTION_RECORD":
+                self.pending = []
+            elif r.type == "END_TRANSACTION_RECORD":
+                out.extend(self.pending or [])
+                self.pending = None
+            elif r.type == "ABORT_TRANSACTION_RECORD":
+                self.aborted += len(self.pending or [])
+                self.pending = None
+            elif self.pending is not None:
+                self.pending.append(r)
+            else:
+                out.append(r)
+        return out
+
+
 def _drop_aborted(records: list[MetadataRecord], log: DecodedLog) -> list[MetadataRecord]:
-    out: list[MetadataRecord] = []
-    pending: list[MetadataRecord] | None = None
-    for r in records:
-        if r.type == "BEGIN_TRANSACTION_RECORD":
-            pending = []
-        elif r.type == "END_TRANSACTION_RECORD":
-            out.extend(pending or [])
-            pending = None
-        elif r.type == "ABORT_TRANSACTION_RECORD":
-            log.aborted += len(pending or [])
-            pending = None
-        elif pending is not None:
-            pending.append(r)
-        else:
-            out.append(r)
+    transactions = Transactions()
+    out = transactions.committed(records)
     # A transaction still open at the end of the log is not committed yet: its records are not state.
-    if pending:
-        log.aborted += len(pending)
+    log.aborted += transactions.aborted + len(transactions.pending or [])
     return out
 
 

@@ -22,12 +22,15 @@ WRITER = Path(__file__).parent / "kraftlog" / "WriteMetadataLog.java"
 T1, T2 = "AAu-oSgDTO63js0uIRkgdQ", "5fRr8uBcTpmuvpLw03GAoA"
 
 
-@pytest.fixture(scope="module")
-def writer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    classes = tmp_path_factory.mktemp("writer")
+def compile_writer(classes: Path) -> Path:
     javac = str(Path(java_executable()).with_name("javac"))
     subprocess.run([javac, "-d", str(classes), "-cp", kafka_broker_classpath(), str(WRITER)], check=True)
     return classes
+
+
+@pytest.fixture(scope="module")
+def writer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return compile_writer(tmp_path_factory.mktemp("writer"))
 
 
 def write_segment(writer: Path, path: Path, records: list[dict[str, Any]], base_offset: int = 0) -> Path:

@@ -9,7 +9,7 @@ import pytest
 
 from streaming.errors import UsageError
 from streaming.io.eventlog import Bounds
-from streaming.kraft.metadatalog import MetadataRecord, plan, resolve_window
+from streaming.kraft.metadatalog import MetadataRecord, Transactions, plan, resolve_window
 
 
 def directory(tmp_path: Path, segments: list[int], snapshots: list[int]) -> Path:
@@ -98,3 +98,19 @@ def test_times_select_batches_by_their_create_time() -> None:
     assert resolve_window(RECORDS, 10, Bounds(from_time=iso(2))) == (13, 16)
     assert resolve_window(RECORDS, 10, Bounds(to_time=iso(9))) == (10, 16)
     assert resolve_window(RECORDS, 10, Bounds(from_time=iso(9))) == (16, 16)
+
+
+def test_an_open_transaction_waits_for_its_end_across_calls() -> None:
+    def record(offset: int, type_: str) -> MetadataRecord:
+        return MetadataRecord(offset, offset, 0, 1, type_, 0, {})
+
+    transactions = Transactions()
+    assert [r.offset for r in transactions.committed([record(0, "TOPIC_RECORD"),
+                                                      record(1, "BEGIN_TRANSACTION_RECORD"),
+                                                      record(2, "TOPIC_RECORD")])] == [0]
+    assert [r.offset for r in transactions.committed([record(3, "PARTITION_RECORD"),
+                                                      record(4, "END_TRANSACTION_RECORD")])] == [2, 3]
+    transactions.committed([record(5, "BEGIN_TRANSACTION_RECORD"), record(6, "TOPIC_RECORD")])
+    assert transactions.committed([record(7, "ABORT_TRANSACTION_RECORD"), record(8, "TOPIC_RECORD")]) == \
+        [record(8, "TOPIC_RECORD")]
+    assert transactions.aborted == 1 and transactions.pending is None
