@@ -33,6 +33,10 @@ from streaming.kraft.metadatalog import (
 from streaming.kraft.tail import DecoderError, MetadataTail
 
 REGRESSIONS = sorted((Path(__file__).parent / "kraftlog" / "regressions").iterdir())
+# Named, not by position: a log kept later must not change which one a test reads. SEGMENTED rolls several segments
+# and takes snapshots; FIRST starts with a segment at offset 0.
+SEGMENTED = Path(__file__).parent / "kraftlog" / "regressions" / "kafka-4.1-seed-5"
+FIRST = Path(__file__).parent / "kraftlog" / "regressions" / "kafka-4.1-seed-1"
 LOGS = [pytest.param(p, id=p.name) for p in REGRESSIONS]
 # Logs with a snapshot past offset 0 (not only the bootstrap one).
 SNAPSHOTTED = [pytest.param(p, id=p.name) for p in REGRESSIONS
@@ -89,7 +93,7 @@ def follow(follower: MetadataFollower, steps: Iterator[str], observed: list[dict
 
 
 def test_the_decoder_prints_what_dump_log_segments_prints(tail: MetadataTail) -> None:
-    log = REGRESSIONS[1]
+    log = SEGMENTED
     for path in [*segment_files(log)[:2], *snapshot_files(log)[-1:]]:
         lines, end = tail.read(path)
         assert end == path.stat().st_size
@@ -101,12 +105,12 @@ def test_a_file_the_decoder_cannot_read_is_an_error_and_the_decoder_goes_on(tail
                                                                             tmp_path: Path) -> None:
     with pytest.raises(DecoderError, match="NoSuchFileException"):
         tail.read(tmp_path / "00000000000000000000.log")
-    segment = segment_files(REGRESSIONS[0])[0]
+    segment = segment_files(FIRST)[0]
     assert tail.read(segment)[1] == segment.stat().st_size
 
 
 def test_a_torn_batch_is_left_for_the_next_read(tail: MetadataTail, tmp_path: Path) -> None:
-    segment = segment_files(REGRESSIONS[0])[0]
+    segment = segment_files(FIRST)[0]
     data = segment.read_bytes()
     cut = tmp_path / segment.name
     cut.write_bytes(data[:len(data) // 2])
@@ -131,7 +135,7 @@ def test_following_a_log_as_it_is_written_gives_the_whole_conversion(log: Path, 
 
 def test_a_copy_that_brings_a_later_segment_before_the_end_of_the_earlier_one(tail: MetadataTail,
                                                                                 tmp_path: Path) -> None:
-    log = REGRESSIONS[1]
+    log = SEGMENTED
     first, second, *rest = segment_files(log)
     with MetadataFollower(tmp_path, tail=tail) as follower:
         events = follower.poll().events  # the copy has not begun
@@ -196,7 +200,7 @@ def test_a_follower_resumes_after_a_published_offset_with_no_gap_and_no_duplicat
 
 
 def test_records_deleted_before_they_were_read_end_the_follower(tail: MetadataTail, tmp_path: Path) -> None:
-    log = REGRESSIONS[1]
+    log = SEGMENTED
     first, *rest = segment_files(log)
     shutil.copy(first, tmp_path / first.name)
     shutil.copy(snapshot_files(log)[0], tmp_path)
@@ -211,7 +215,7 @@ def test_records_deleted_before_they_were_read_end_the_follower(tail: MetadataTa
 
 
 def test_a_truncated_segment_ends_the_follower(tail: MetadataTail, tmp_path: Path) -> None:
-    segment = segment_files(REGRESSIONS[0])[0]
+    segment = segment_files(FIRST)[0]
     shutil.copy(segment, tmp_path / segment.name)
     with MetadataFollower(tmp_path, tail=tail) as follower:
         assert follower.poll().events
