@@ -79,6 +79,10 @@ class ControllerConfig:
     # An event_id applied at offset o makes any event with the same id at an offset up to o + this
     # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
     duplicate_window: int = 100_000
+    # A what-if replay of a real history under another controller's rules (a ZooKeeper cluster's under the kraft
+    # rules): a leader's ISR change was sent against the epochs the real controller had given it, which these rules
+    # number differently, so the current leader's request is taken at this partition's epochs.
+    isr_changes_at_current_epochs: bool = False
 
 
 @dataclass
@@ -520,8 +524,12 @@ class Controller:
         if registered is None or registered != ev.broker_epoch:
             raise Rejection(Error.STALE_BROKER_EPOCH,
                             f"sender broker {ev.broker_id} epoch {ev.broker_epoch} is not the registered {registered}")
+        leader_epoch, partition_epoch = ev.leader_epoch, ev.partition_epoch
+        rec = self.partitions.get((ev.topic, ev.partition))
+        if self.config.isr_changes_at_current_epochs and rec is not None and rec.leader == ev.broker_id:
+            leader_epoch, partition_epoch = rec.leader_epoch, rec.partition_epoch
         out.partition(Action.ISR_CHANGE, (ev.topic, ev.partition), broker_id=ev.broker_id, isr=ev.isr,
-                      leader_epoch=ev.leader_epoch, partition_epoch=ev.partition_epoch,
+                      leader_epoch=leader_epoch, partition_epoch=partition_epoch,
                       leader_recovery_state=ev.leader_recovery_state)
 
     # -- topics ----------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The report's "isrflow vs the controller" section, for a replay of a real controller's history: the agreement
 rate and every disagreement with both sides and the partition's recent changes at the controller, then the
-partition histories and, for each that differs, where it first parts from the controller's."""
+partition histories and, for each that differs, where it first parts from the controller's; then the outcome per
+partition (final leader and ISR, unclean elections), which is what a replay under other rules (a ZooKeeper
+cluster's history under the kraft rules: the migration question) is read for."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming.history.agreement import COMPARED, agreement_rate
+from streaming.history.outcomes import deleted_topics, outcome_rows
 
 RECENT = 3
 
@@ -56,7 +59,32 @@ def agreement_section(out_dir: Path) -> str | None:
     histories_path = Path(out_dir) / "histories.jsonl"
     if histories_path.exists():
         parts.extend(_histories(_rows(histories_path)))
+    decisions_path = Path(out_dir) / "decisions.jsonl"
+    if observed and decisions_path.exists():
+        events = [e for path in sorted(Path(out_dir).glob("*/events.jsonl")) for e in _rows(path)]
+        parts.extend(_outcomes(outcome_rows(observed, _rows(decisions_path), deleted_topics(events))))
     return "\n".join(parts)
+
+
+def _outcomes(rows: list[dict[str, Any]]) -> list[str]:
+    """Where the incident ends differently per partition: what a migration (ZooKeeper to KRaft rules) asks."""
+    differing = [r for r in rows if r["differing"]]
+    parts = [f"<p>Outcomes: {len(rows) - len(differing)} of {len(rows)} partitions end with the controller's leader "
+             f"and ISR, and with an unclean election where it needed one and nowhere else.</p>"]
+    if differing:
+        parts.append("<table><tr><th>partition</th><th>controller: leader, ISR, unclean elections</th>"
+                     "<th>isrflow: leader, ISR, unclean elections</th><th>differs in</th></tr>")
+        for r in differing:
+            parts.append(f"<tr><td>{escape(r['topic'])}-{r['partition']}</td><td>{_outcome(r['controller'])}</td>"
+                         f"<td>{_outcome(r['isrflow'])}</td><td>{escape(', '.join(r['differing']))}</td></tr>")
+        parts.append("</table>")
+    return parts
+
+
+def _outcome(values: Mapping[str, Any] | None) -> str:
+    if values is None:
+        return "<em>never written</em>"
+    return escape(f"{values['leader']}, {values['isr']}, {values['unclean_elections']}")
 
 
 def _histories(rows: list[dict[str, Any]]) -> list[str]:

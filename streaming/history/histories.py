@@ -20,7 +20,7 @@ from streaming.history.agreement import COMPARED, compared_value
 Key = tuple[str, int]
 
 
-def _by_partition(rows: Iterable[Mapping[str, Any]]) -> dict[Key, list[Mapping[str, Any]]]:
+def by_partition(rows: Iterable[Mapping[str, Any]]) -> dict[Key, list[Mapping[str, Any]]]:
     out: dict[Key, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
         out[(r["topic"], r["partition"])].append(r)
@@ -40,7 +40,7 @@ def _side(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def history_rows(observed: Iterable[Mapping[str, Any]],
                  decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per partition either side wrote: states compared, states equal, and the first difference."""
-    theirs, ours = _by_partition(observed), _by_partition(decisions)
+    theirs, ours = by_partition(observed), by_partition(decisions)
     rows = []
     for key in sorted(theirs.keys() | ours.keys()):
         controller, isrflow = theirs.get(key, []), ours.get(key, [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,10 @@ from streaming.jobs import kraft, zookeeper
 # observed decisions, return a summary that describes itself.
 HISTORY_SOURCES: dict[str, Callable[[Path, Path, Path, Bounds], Any]] = {
     kraft.PREFIX: kraft.import_kraft, zookeeper.PREFIX: zookeeper.import_zk}
+
+
+# The rule set of the controller that wrote each kind of history.
+NATIVE_RULES = {kraft.PREFIX: "kraft", zookeeper.PREFIX: "zk"}
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,10 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
         records, total, source, described = read_event_log(path), count_records(path), "file", str(path)
     # A KRaft log's feature levels are events at their offsets; the configured ones hold until the log sets them.
     config = options.config
+    if prefix is not None and NATIVE_RULES[prefix] != config.rules.name:
+        # Another controller's rules over this history (the migration question): its leaders' ISR changes are
+        # taken at the epochs these rules gave them.
+        config = replace(config, isr_changes_at_current_epochs=True)
     layout.clear()
     for name in ("agreement.jsonl", "histories.jsonl"):  # only a real cluster's history writes new ones
         (layout.root / name).unlink(missing_ok=True)
