@@ -43,6 +43,7 @@ NO_LEADER = -1
 # Cluster-default configs the rules read, handed to each topic without its own value (as the KRaft importer does).
 INHERITED = frozenset({"min.insync.replicas", "unclean.leader.election.enable"})
 BROKER_DEFAULTS = "/config/brokers/<default>"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ class ZkConverted:
 def _leaders_write_their_isr(history: ZkHistory) -> bool:
     """Whether the cluster runs below inter.broker.protocol.version 2.7: its leaders announce their own ISR changes
     under /isr_change_notification (from 2.7 on they send AlterPartition to the controller)."""
-    notification = "/isr_change_notification/"
+    notification = ISR_CHANGE_NOTIFICATION
     return any(op.kind == "create" and op.path.startswith(notification) for txn in history.txns for op in txn.ops) \
         or (history.snapshot is not None and any(p.startswith(notification) for p in history.snapshot.nodes))
 
@@ -153,6 +154,7 @@ class Converter:
         self.created: dict[str, dict[str, Any]] = {}  # topic -> the event that created its newest partitions
         self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
         self.causes: list[_Cause] = []  # newest last
+        self.protocol_before_3 = False
 
     # ---- output ---------------------------------------------------------------------------------------
 
@@ -185,24 +187,39 @@ class Converter:
 
     def convert(self, history: ZkHistory) -> ZkConverted:
         if _leaders_write_their_isr(history):
-            # Brokers below inter.broker.protocol.version 2.7 (Kafka 2.x): the rules run at a protocol before 3.0,
-            # where an unclean election keeps the leader's recovery state.
+            # Known from the whole history: in force from its start, before any unclean election.
             first = history.snapshot.zxid if history.snapshot else 0
-            self._event(ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()), "UpdateFeatures",
-                        "-protocol", features={"metadata.version": 0})
+            self._protocol_before_3(ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()))
         if history.snapshot is not None:
             self._seed(history.snapshot)
-        for txn in history.txns:
+        self.feed(history.txns)
+        return self.result
+
+    def feed(self, txns: list[ZkTxn]) -> ZkConverted:
+        """Convert more transactions, in zxid order (a follower's poll); returns what they produced."""
+        events, observed, unexplained = (len(self.result.events), len(self.result.observed),
+                                         len(self.result.unexplained))
+        for txn in txns:
             if txn.failed:
                 self.result.failed_txns += 1
                 continue
             self._txn(txn)
-        return self.result
+        return ZkConverted(self.result.events[events:], self.result.observed[observed:],
+                           self.result.unexplained[unexplained:])
+
+    def _protocol_before_3(self, txn: ZkTxn) -> None:
+        """Brokers below inter.broker.protocol.version 2.7 (Kafka 2.x): the rules run at a protocol before 3.0,
+        where an unclean election keeps the leader's recovery state."""
+        if not self.protocol_before_3:
+            self.protocol_before_3 = True
+            self._event(txn, "UpdateFeatures", "-protocol", features={"metadata.version": 0})
 
     def _txn(self, txn: ZkTxn) -> None:
         elected: int | None = None
         for op in txn.ops:
             path = op.path
+            if op.kind == "create" and path.startswith(ISR_CHANGE_NOTIFICATION):
+                self._protocol_before_3(txn)  # a follower learns it here
             if op.kind == "closeSession":
                 self._session_closed(txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:

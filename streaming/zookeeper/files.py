@@ -14,6 +14,7 @@ stat) until the path "/"; a checksum and, since 3.6, a digest follow, which are 
 
 from __future__ import annotations
 
+import mmap
 import re
 import struct
 import zlib
@@ -129,10 +130,24 @@ class LogFile:
     torn: int  # records cut short at the end (0 or 1)
 
 
+LOG_HEADER_BYTES = 16  # magic, format version, dbid
+
+
 def read_log(path: Path) -> LogFile:
     """Every transaction of one `log.<zxid>` file, in file order."""
-    data = Path(path).read_bytes()
-    r = _Reader(data)
+    txns, _, torn = read_log_from(path, LOG_HEADER_BYTES)
+    return LogFile(Path(path), txns, torn)
+
+
+def read_log_from(path: Path, position: int) -> tuple[list[ZkTxn], int, int]:
+    """The whole transactions of a `log.<zxid>` file from byte `position` (a record's start; `LOG_HEADER_BYTES` for
+    the first), the position after the last of them, and 1 if a record after it is cut short (a server still
+    writing it: read it at the next call), else 0. The preallocated zeros end the records."""
+    with Path(path).open("rb") as fh:
+        # Mapped, not read: a follower's poll touches the bytes after `position` up to the preallocated zeros only,
+        # whatever the file's size.
+        data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if fh.seek(0, 2) else b""
+    r = _Reader(data)  # type: ignore[arg-type]
     try:
         magic, version = r._take(4), r.int()
         r.long()  # dbid
@@ -142,7 +157,8 @@ def read_log(path: Path) -> LogFile:
         raise FormatError(f"{path}: not a ZooKeeper transaction log (magic {magic!r}, expected {LOG_MAGIC!r})")
     if version != 2:
         raise FormatError(f"{path}: transaction log format version {version}, expected 2")
-    txns, torn = [], 0
+    r.pos = max(position, LOG_HEADER_BYTES)
+    txns, torn, end = [], 0, r.pos
     while r.left >= 12:
         start = r.pos
         crc, length = r.long(), r.int()
@@ -157,7 +173,22 @@ def read_log(path: Path) -> LogFile:
         if zlib.adler32(raw) != crc & 0xFFFFFFFF:
             raise FormatError(f"{path}: checksum mismatch in the record at byte {start}")
         txns.append(decode_txn(raw))
-    return LogFile(Path(path), txns, torn)
+        end = r.pos
+    if 0 < r.left < 12 and any(data[r.pos:]):
+        torn = 1  # a record header cut short
+    if isinstance(data, mmap.mmap):
+        data.close()
+    return txns, end, torn
+
+
+def log_files(directory: Path) -> list[Path]:
+    """A version-2 directory's `log.<zxid>` files, oldest first."""
+    return _files(Path(directory), _LOG)
+
+
+def snapshot_files(directory: Path) -> list[Path]:
+    """A version-2 directory's `snapshot.<zxid>` files, oldest first."""
+    return _files(Path(directory), _SNAPSHOT)
 
 
 def read_snapshot(path: Path) -> ZkSnapshot:

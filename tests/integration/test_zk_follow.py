@@ -1,0 +1,64 @@
+"""Following a live ZooKeeper server's files (streaming/zookeeper/follow.py): a real server's version-2 directory
+(tests/integration/zklog) copied in stages, as a server writes it (log files cut at any byte, a new log after each
+snapshot), polled between stages; what the polls hand out, in order, is what a conversion of the whole history
+gives, and a follower resumed after any published zxid hands out exactly the rest."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streaming.zookeeper.convert import convert, event_zxid
+from streaming.zookeeper.files import read_zk_history
+from streaming.zookeeper.follow import ZkFollower
+
+LOG = Path(__file__).parent / "zklog" / "zookeeper-3.9-ibp-default" / "version-2"
+
+
+def whole() -> tuple[list[dict], list[dict]]:
+    result = convert(read_zk_history(LOG))
+    return result.events, result.observed
+
+
+def copy_in_stages(target: Path, cuts: int) -> Iterator[None]:
+    """Yield after each stage of copying LOG into `target`: every file in zxid order (as the server writes them),
+    log files in `cuts` pieces cut at any byte."""
+    files = sorted(LOG.iterdir(), key=lambda p: int(p.name.split(".")[1], 16))
+    target.mkdir(parents=True)
+    for f in files:
+        data = f.read_bytes()
+        if f.name.startswith("log."):
+            step = max(len(data) // cuts, 1)
+            for end in [*range(step, len(data), step), len(data)]:
+                (target / f.name).write_bytes(data[:end])
+                yield
+        else:
+            shutil.copy(f, target / f.name)
+
+
+@pytest.mark.parametrize("cuts", [1, 7, 40])
+def test_polls_between_stages_of_a_copy_give_what_the_whole_history_gives(tmp_path: Path, cuts: int) -> None:
+    target = tmp_path / "version-2"
+    stages = copy_in_stages(target, cuts)
+    next(stages)  # snapshot.0 (an empty tree) and the first log's first piece are there
+    follower = ZkFollower(target)
+    events, observed = [], []
+    for _ in itertools.chain([None], stages):
+        polled = follower.poll()
+        events += polled.events
+        observed += polled.observed
+    expected_events, expected_observed = whole()
+    assert events == expected_events
+    assert observed == expected_observed
+
+
+def test_a_follower_resumed_after_a_published_zxid_hands_out_exactly_the_rest() -> None:
+    expected, _ = whole()
+    for published in (expected[3], expected[len(expected) // 2], expected[-2]):
+        after = event_zxid(published)
+        rest = ZkFollower(LOG, after=after).poll().events
+        assert rest == [e for e in expected if event_zxid(e) > after]
