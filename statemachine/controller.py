@@ -50,7 +50,7 @@ from statemachine.features import (
 from statemachine.partition import apply_command
 from statemachine.record import Action, Applied, Command, PartitionRecord
 from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
-from statemachine.states import PartitionState
+from statemachine.states import PartitionState, ReplicaState
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
 MIN_ISR_CONFIG = "min.insync.replicas"
@@ -149,6 +149,9 @@ class _Fanout:
         self.failover: str | None = None
         self._steps: dict[Key | None, int] = {}  # None: the event's cluster-level rows
         self._facts: tuple[frozenset[int], frozenset[int]] | None = None
+        # Whether a replica of a topic being deleted was deleted by this event (its StopReplica answered, in Kafka's
+        # terms): TopicDeletionManager.resumeDeletions then retries the replicas whose deletion failed.
+        self.replica_deleted = False
 
     def facts_changed(self) -> None:
         self._facts = None
@@ -173,7 +176,12 @@ class _Fanout:
                           event_controller_epoch=ev.controller_epoch, **fields)
         partitions = self.controller.partitions
         key = None if command.partition is None else (command.topic, command.partition)
-        applied = apply_command(partitions.get(key) if key else None, command, self.controller.config.rules)
+        before = partitions.get(key) if key else None
+        applied = apply_command(before, command, self.controller.config.rules)
+        after = applied.record
+        if before is not None and (after is None or (after.queued_for_deletion and
+                                                     len(after.replica_states) < len(before.replica_states))):
+            self.replica_deleted = True
         if key is not None:
             if applied.record is None:
                 partitions.pop(key, None)
@@ -459,6 +467,10 @@ class Controller:
                     out.partition(Action.UNCLEAN_REGISTRATION, key, broker_id=broker)
         cv.broker_epochs[broker] = epoch
         out.facts_changed()
+        if self._hosts_replicas_being_deleted(broker):
+            # onBrokerStartup -> resumeDeletionForTopics: the failed deletions are retried before the deletion
+            # goes on (the new broker's own replicas are online by then).
+            self._resume_deletions(out)
         for key in hosted:
             out.partition(Action.BROKER_STARTUP, key, broker_id=broker)
         out.cluster(f"broker {broker} started with epoch {epoch}" + (" (bounce: failure, then startup)"
@@ -490,6 +502,8 @@ class Controller:
                          and not r.queued_for_deletion]
         for key in sorted(hosted + led_elsewhere):
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
+        if self._hosts_replicas_being_deleted(broker):
+            self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
         offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
         out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
                     + _names(offline))
@@ -613,12 +627,28 @@ class Controller:
 
     def _finish_deletions(self, out: _Fanout) -> None:
         cv = self.cluster
+        if out.replica_deleted:  # their StopReplica answers are in: resumeDeletions
+            self._resume_deletions(out)
         touched = {h.command.topic for h in out.handled if h.command.topic in cv.topics_queued_for_deletion}
         for topic in touched:
             if not self.partitions_of(topic):
                 del cv.topics[topic]
                 cv.topic_configs.pop(topic, None)
                 cv.topics_queued_for_deletion.discard(topic)
+
+    def _resume_deletions(self, out: _Fanout) -> None:
+        """TopicDeletionManager.resumeDeletions (after a replica's deletion, a replica host's failure or startup):
+        every replica whose deletion failed, of any topic being deleted, is retried (RETRY_DELETION)."""
+        live = self.cluster.live_brokers
+        for topic in sorted(self.cluster.topics_queued_for_deletion):
+            for key in self.partitions_of(topic):
+                if any(state is ReplicaState.DELETION_INELIGIBLE and broker not in live
+                       for broker, state in self.partitions[key].replica_states.items()):
+                    out.partition(Action.RETRY_DELETION, key)
+
+    def _hosts_replicas_being_deleted(self, broker: int) -> bool:
+        queued = self.cluster.topics_queued_for_deletion
+        return bool(queued) and any(broker in r.replicas for k, r in self.partitions.items() if k[0] in queued)
 
     def _on_alter_topic_config(self, ev: AlterTopicConfig, out: _Fanout) -> None:
         cv, topic = self.cluster, ev.topic

@@ -285,30 +285,40 @@ def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
         s.move_replica(broker, R.NON_EXISTENT)
 
 
-def _continue_deletion(s: _Step, retry: bool = False) -> None:
-    """Delete every replica whose broker is live; one on a dead broker fails (ReplicaDeletionIneligible) and waits
-    for that broker's startup. TopicDeletionManager.resumeDeletions retries a failed replica once no deletion is in
-    flight (here: once the live ones are deleted, or at once when `retry`, a failure's resumeDeletions): back to
-    OfflineReplica, which takes it out of the ISR where it still is (the last member stays; the ZK controller writes
-    that). The partition ceases to exist once no replica is left."""
+def _continue_deletion(s: _Step) -> None:
+    """TopicDeletionManager.onPartitionDeletion: delete every replica whose broker is live; one on a dead broker
+    fails (ReplicaDeletionIneligible) and waits for that broker's startup (resumeDeletions retries the failed ones:
+    RETRY_DELETION, fanned out by the controller). The partition ceases to exist once no replica is left."""
     live = s.command.live_brokers
     states = s.record.replica_states
-    deleted = [b for b in sorted(states) if b in live]
-    _delete_replicas(s, deleted)
+    _delete_replicas(s, [b for b in sorted(states) if b in live])
     for broker in sorted(b for b in states if b not in live):
-        if s.record.replica_states[broker] is not R.DELETION_INELIGIBLE:
-            if s.record.replica_states[broker] is not R.OFFLINE:
-                s.move_replica(broker, R.OFFLINE)
-            s.move_replica(broker, R.DELETION_INELIGIBLE)
-    if deleted or retry:
-        for broker in sorted(b for b, state in s.record.replica_states.items() if state is R.DELETION_INELIGIBLE):
-            _offline_replica(s, broker)
+        _fail_deletion(s, broker)
     waiting = sorted(s.record.replica_states)
     if waiting:
         s.note(f"deletion waits for dead broker(s) {waiting}")
     else:
         s.move(P.NON_EXISTENT)
         s.note("all replicas deleted")
+
+
+def _fail_deletion(s: _Step, broker: int) -> None:
+    """A replica whose deletion cannot go on (its broker is not live): ReplicaDeletionIneligible."""
+    if s.record.replica_states[broker] is not R.DELETION_INELIGIBLE:
+        if s.record.replica_states[broker] is not R.OFFLINE:
+            s.move_replica(broker, R.OFFLINE)
+        s.move_replica(broker, R.DELETION_INELIGIBLE)
+
+
+def _on_retry_deletion(s: _Step) -> None:
+    """TopicDeletionManager.resumeDeletions retries each replica whose deletion failed: back to OfflineReplica, which
+    takes it out of the ISR where it still is (the last member stays; the ZK controller writes that). A replica of a
+    broker that is live again is not among them: its startup brought it online first."""
+    _require_partition(s)
+    live = s.command.live_brokers
+    for broker in sorted(b for b, state in s.record.replica_states.items()
+                         if state is R.DELETION_INELIGIBLE and b not in live):
+        _offline_replica(s, broker)
 
 
 def _progress_reassignment(s: _Step) -> None:
@@ -474,7 +484,7 @@ def _on_broker_failure(s: _Step) -> None:
     _require_partition(s)
     if s.record.queued_for_deletion:
         if broker in s.record.replica_states:
-            _continue_deletion(s, retry=True)  # failReplicaDeletion, then resumeDeletions
+            _fail_deletion(s, broker)  # failReplicaDeletion; resumeDeletions then retries (RETRY_DELETION)
         return
     rec = s.record
     if rec.has_leader_and_isr and rec.leader not in s.command.live_brokers:
@@ -609,10 +619,16 @@ def _on_controller_failover(s: _Step) -> None:
     """onControllerFailover: replica states re-derived (offline ones leave the ISR), partition states
     re-derived, New/Offline partitions elect, reassignments and deletions resume."""
     _require_partition(s)
-    if s.record.queued_for_deletion:
-        _continue_deletion(s)
-        return
     live = s.command.live_brokers
+    if s.record.queued_for_deletion:
+        # ReplicaStateMachine.startup takes the dead brokers' replicas offline (out of the ISR); a topic with one
+        # is ineligible for deletion until that broker returns, one without goes on being deleted.
+        dead = [b for b in sorted(s.record.replica_states) if b not in live]
+        for broker in dead:
+            _offline_replica(s, broker)
+        if not dead:
+            _continue_deletion(s)
+        return
     for broker in sorted(s.record.replica_states):
         if broker in live:
             if s.record.replica_states[broker] is not R.ONLINE:
@@ -696,6 +712,7 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
     Action.ELECT_UNCLEAN: _on_elect_unclean,
     Action.TRY_ELECTION: _on_try_election,
     Action.DELETE: _on_delete,
+    Action.RETRY_DELETION: _on_retry_deletion,
     Action.CONTROLLER_FAILOVER: _on_controller_failover,
     Action.UNCLEAN_REGISTRATION: _on_unclean_registration,
     Action.CLEAR_ELR: _on_clear_elr,

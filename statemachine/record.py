@@ -85,6 +85,8 @@ class Action(StrEnum):
     ELECT_UNCLEAN = "ELECT_UNCLEAN"
     TRY_ELECTION = "TRY_ELECTION"
     DELETE = "DELETE"
+    # TopicDeletionManager.resumeDeletions: replicas whose deletion failed are retried.
+    RETRY_DELETION = "RETRY_DELETION"
     CONTROLLER_FAILOVER = "CONTROLLER_FAILOVER"
     # KRaft with ELR: a broker back after an unclean shutdown leaves ISR and ELR; min ISR changed: ELR cleared.
     UNCLEAN_REGISTRATION = "UNCLEAN_REGISTRATION"

@@ -355,8 +355,14 @@ class Converter:
         after = PartitionState.parse(op.data, version)
         self.states[key] = after
         if before is None:
+            # The first write of a partition: its creation's, unless none of its replicas was live then (New, no
+            # leader): then the broker startup, or the failover, that brought one.
+            replicas = (self.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())
             created = self.created.get(key[0], {})
-            self._observe(txn, key, None, after, created.get("type", "Unexplained"), created.get("event_id"))
+            cause = next((c.event for c in reversed(self.causes)
+                          if c.event is created or (c.kind == "STARTUP" and c.broker in replicas)
+                          or c.kind == "FAILOVER"), created)
+            self._observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
             return
         if after.leader_epoch == before.leader_epoch or txn.session != self.controller_session:
             self._leader_isr_change(txn, key, before, after)
@@ -393,11 +399,13 @@ class Converter:
                 return newest
             case "STARTUP":  # offline partitions elect; reassignments onto the broker resume
                 return before.leader == NO_LEADER or (reassigning and cause.broker in topic.target(key[1]))
-            case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone
-                return _drops(cause.broker, before, after) or \
-                    (before.leader not in self.brokers and after.leader != before.leader)
-            case "CONTROLLED_SHUTDOWN":
-                return _drops(cause.broker, before, after)
+            case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
+                # once the broker registered again: what drops it then is of its new incarnation.
+                return cause.broker not in self.brokers and (
+                    _drops(cause.broker, before, after) or
+                    (before.leader not in self.brokers and after.leader != before.leader))
+            case "CONTROLLED_SHUTDOWN":  # while the broker is still registered (its session's end is a failure)
+                return cause.broker in self.brokers and _drops(cause.broker, before, after)
             case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly
                 return key[0] == cause.topic and (before.leader == NO_LEADER or after.leader not in before.isr)
             case "DELETE":  # replicas out of the ISR on their way to deletion

@@ -42,11 +42,12 @@ def test_delete_topic_waits_for_a_dead_broker() -> None:
     cluster.create("t", [1, 2])
     cluster.failure(2)
     out = cluster.delete("t")
-    row = out.row("t", 0)
-    assert (row.from_state, row.to_state) == ("OnlinePartition", "OfflinePartition")
+    delete, retry = out.rows("t", 0)
+    assert (delete.from_state, delete.to_state) == ("OnlinePartition", "OfflinePartition")
     # Broker 2's replica fails (ReplicaDeletionIneligible); once 1's is deleted, resumeDeletions retries it: back to
     # OfflineReplica, where it waits for its broker.
-    assert row.replica_states == {2: "OfflineReplica"}
+    assert (delete.replica_states, delete.action) == ({2: "ReplicaDeletionIneligible"}, "DELETE")
+    assert (retry.replica_states, retry.action) == ({2: "OfflineReplica"}, "RETRY_DELETION")
     # Broker 1's live replica goes offline (its ISR write, no LeaderAndIsr); dead 2 waits, out of the ISR already.
     assert [(d.leader, list(d.isr), d.recipients) for d in out.decisions] == [(-1, [1], ())]
     # Queued: the name is still taken, a second delete changes nothing.
