@@ -162,7 +162,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         kafka_options=key_values(args.kafka_option, "--kafka-option"), kafka_option_file=args.kafka_option_file,
         starting_offsets=args.starting_offsets,
         quality=args.quality, config=_controller_config(args), master=args.master, spark_conf=_spark_conf(args),
-        state_partitions=args.state_partitions))
+        state_partitions=args.state_partitions, metrics_port=args.metrics_port))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -249,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-partitions", type=int, metavar="N",
                    help="partitions of the state store (spark.sql.shuffle.partitions) for a new checkpoint; fixed "
                         "for the checkpoint's life (default: the checkpoint's own, else Spark's default 200)")
+    p.add_argument("--metrics-port", type=int, metavar="N",
+                   help="serve Prometheus metrics on this port of the driver, path /metrics (0: a free port, printed); "
+                        "see docs/operations.md")
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)
