@@ -22,7 +22,7 @@ from typing import Any
 
 from schemas.records import audit_sort_key, parse_ts
 from statemachine.controller import MIN_ISR_CONFIG
-from statemachine.record import NO_LEADER
+from statemachine.record import NO_LEADER, PartitionRecord
 from statemachine.states import PartitionState
 
 # The audit columns the metrics read: the partition query collects only these to the driver.
@@ -113,6 +113,11 @@ class ClusterView:
                 row["to_state"], NO_LEADER if leader is None else int(leader), tuple(row["isr_after"] or ()),
                 tuple(row["replicas_after"] or ()))
 
+    def seed(self, records: Iterable[PartitionRecord]) -> None:
+        """Start from the controller's own records (the sequencer's saved state) instead of an empty view."""
+        for r in records:
+            self.partitions[(r.topic, r.partition)] = PartitionView(r.state.value, r.leader, r.isr, r.replicas)
+
     def gauges(self, default_min_insync_replicas: int = 1) -> ClusterGauges:
         offline = under_replicated = under_min_isr = leaderless = imbalance = 0
         leaders: dict[int, int] = {}
@@ -173,6 +178,14 @@ class ShadowMetrics:
         self.quarantined.inc(quarantined)
         min_isr = topic_min_insync_replicas(topic_configs)
         with self._lock:
+            self.view.min_insync_replicas = min_isr
+
+    def seed(self, records: Iterable[PartitionRecord], topic_configs: Mapping[str, Mapping[str, str]]) -> None:
+        """The cluster as a restarted run's checkpoint left it (the sequencer's saved state), so the gauges count
+        every partition before the first micro-batch, not only those decided since the start."""
+        min_isr = topic_min_insync_replicas(topic_configs)
+        with self._lock:
+            self.view.seed(records)
             self.view.min_insync_replicas = min_isr
 
     def observe_decided(self, audit_rows: list[Mapping[str, Any]], decisions: Iterable[Mapping[str, Any]]) -> None:

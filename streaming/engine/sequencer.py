@@ -7,6 +7,7 @@ write is idempotent per batch (txnAppId + txnVersion).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from schemas.events import Malformed, parse_event
@@ -97,6 +98,16 @@ class SequencerState:
             if not whole:
                 self._records += applied
                 self._change_sets += 1
+
+    def latest(self, config: ControllerConfig) -> Controller | None:
+        """The controller as the newest saved batch left it (None before the first batch), as a restarted
+        sequencer resumes it."""
+        files = self._files(sys.maxsize)
+        if not files:
+            return None
+        controller = Controller(config)
+        self.load(controller, files[-1][0] + 1)
+        return controller
 
     def save(self, controller: Controller, batch_id: int, touched: set[tuple[str, int]], seen_after: int) -> None:
         """Write batch `batch_id`'s state: what it changed (`touched` partitions, event ids seen after the

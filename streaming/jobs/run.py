@@ -56,6 +56,7 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pairing import check_pairing
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
+    from streaming.engine.sequencer import SequencerState
     from streaming.engine.session import SHUFFLE_PARTITIONS, build_spark, default_master, state_partitions_conf
     from streaming.engine.sinks import DecisionPublisher
     from streaming.engine.sources import kafka_events
@@ -98,6 +99,11 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     with contextlib.ExitStack() as cleanup:
         cleanup.callback(publisher.close)
         metrics = serve_metrics(spark, options, cleanup)
+        if metrics is not None:
+            # A restarted run's gauges count the whole cluster as its checkpoint left it, not only what it decides.
+            saved = SequencerState(checkpoints.sequencer_state, storage=storage).latest(options.config)
+            if saved is not None:
+                metrics.seed(saved.partitions.values(), saved.cluster.topic_configs)
         if "availableNow" in trigger:
             run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check,
                         metrics=metrics)

@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 
+from schemas.events import Malformed, parse_event
+from statemachine.controller import Controller, ControllerConfig
 from streaming.engine.local import run_local
 from streaming.engine.metrics import ShadowMetrics
+from streaming.engine.sequencer import SequencerState
 from streaming.infra.scenario import ScenarioBuilder
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "double-failure-unclean.jsonl"
@@ -93,6 +96,32 @@ def test_a_deleted_topic_leaves_the_view() -> None:
     feed(metrics, [json.dumps(e).encode() for e in b.events], 1)
     assert set(metrics.view.partitions) == {("kept", 0)}
     assert exposed(metrics)["isrflow_partitions"][()] == 1
+
+
+def test_a_restarted_run_starts_from_the_saved_sequencer_state(tmp_path: Path) -> None:
+    """A restarted run's view starts from the sequencer's saved state (a whole snapshot and a change set here):
+    the same gauges as the audit rows of the whole log gave the run before it."""
+    lines = EXAMPLE.read_bytes().splitlines()[:20]
+    before_restart = ShadowMetrics()
+    feed(before_restart, lines, 2)
+    controller = Controller(ControllerConfig())
+    for batch_id, first in enumerate((0, 10)):
+        touched: set[tuple[str, int]] = set()
+        for offset in range(first, first + 10):
+            event = parse_event(lines[offset])
+            assert not isinstance(event, Malformed)
+            touched |= {(h.command.topic, h.command.partition) for h in controller.handle(event, offset)
+                        if h.command.partition is not None}
+        SequencerState(tmp_path).save(controller, batch_id, touched, first - 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.whole.json", "1.changes.json"]
+
+    saved = SequencerState(tmp_path).latest(ControllerConfig())
+    assert saved is not None
+    restarted = ShadowMetrics()
+    restarted.seed(saved.partitions.values(), saved.cluster.topic_configs)
+    assert restarted.view.gauges() == before_restart.view.gauges()
+    assert restarted.view.gauges().offline == 2
+    assert SequencerState(tmp_path / "none").latest(ControllerConfig()) is None
 
 
 def test_served_over_http_on_a_free_port() -> None:
