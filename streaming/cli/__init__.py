@@ -54,7 +54,8 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
                         "(default %(default)s, Kafka 4.1's latest); a kraft: replay source takes it from the log where "
                         "the log sets it")
     g.add_argument("--min-insync-replicas", type=int, default=1,
-                   help="cluster default of min.insync.replicas (read by the kraft rules' ELR only)")
+                   help="cluster default of min.insync.replicas (read by the kraft rules' ELR and run's under-min-ISR "
+                        "metric)")
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
     g.add_argument("--duplicate-window", type=int, default=ControllerConfig.duplicate_window, metavar="OFFSETS",

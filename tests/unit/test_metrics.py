@@ -4,6 +4,7 @@ rows the partition query hands the metrics), read back as Prometheus text. No Sp
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -18,7 +19,8 @@ from streaming.engine.metrics import ShadowMetrics
 from streaming.engine.sequencer import SequencerState
 from streaming.infra.scenario import ScenarioBuilder
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "double-failure-unclean.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "double-failure-unclean.jsonl"
 
 
 def scrape(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
@@ -150,3 +152,18 @@ def test_micro_batch_durations_and_state_rows() -> None:
     assert m["isrflow_state_rows"][()] == 15
     # Cumulative buckets: 0.4 s is within 0.5 s, 3 s is not.
     assert m["isrflow_micro_batch_duration_seconds_bucket"][(("le", "0.5"), ("query", "isrflow-partitions"))] == 1
+
+
+def test_the_docs_and_the_dashboard_name_the_served_metrics() -> None:
+    """docs/operations.md describes every metric `run` serves; the Grafana dashboard reads only served ones."""
+    metrics = ShadowMetrics()
+    feed(metrics, EXAMPLE.read_bytes().splitlines(), 1)
+    metrics.observe_batch("isrflow-partitions", 1.0, state_rows=15)
+    served = set(exposed(metrics))
+    described = set(re.findall(r"isrflow_[a-z_]+", (ROOT / "docs" / "operations.md").read_text()))
+    histogram = "isrflow_micro_batch_duration_seconds"
+    assert {n for n in served if not n.startswith(histogram) and not n.endswith("_created")} | {histogram} <= described
+    dashboard = json.loads((ROOT / "docs" / "grafana-isrflow.json").read_text())
+    read = {name for panel in dashboard["panels"] for target in panel.get("targets", [])
+            for name in re.findall(r"isrflow_[a-z_]+", target["expr"])}
+    assert read and read <= served
