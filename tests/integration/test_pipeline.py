@@ -328,19 +328,17 @@ def test_run_serves_metrics_that_match_the_audit(spark: Any, kafka_broker: Any, 
     lake, port = tmp_path / "lake", free_port()
     url = f"http://127.0.0.1:{port}/metrics"
 
-    def samples(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-        out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
-        return out
+    def value(samples: list[Any], name: str, **labels: str) -> float | None:
+        return next((s.value for s in samples if s.name == name and s.labels == labels), None)
 
-    def everything_decided(m: dict[str, dict[tuple[tuple[str, str], ...], float]]) -> bool:
-        return (m.get("isrflow_last_event_offset", {}).get(()) == len(lines) - 1
-                and m.get("isrflow_quarantined_records_total", {}).get(()) == 1 and "isrflow_state_rows" in m
-                and (("query", "isrflow-partitions"),) in m.get("isrflow_micro_batch_duration_seconds_count", {}))
+    def everything_decided(samples: list[Any]) -> bool:
+        return (value(samples, "isrflow_last_event_offset") == len(lines) - 1
+                and value(samples, "isrflow_quarantined_records_total") == 1
+                and value(samples, "isrflow_state_rows") is not None
+                and value(samples, "isrflow_micro_batch_duration_seconds_count", query="isrflow-partitions")
+                is not None)
 
-    scraped: list[dict[str, dict[tuple[tuple[str, str], ...], float]]] = []
+    scraped: list[list[Any]] = []
     returned = threading.Event()
     handler_before = signal.getsignal(signal.SIGTERM)
 
@@ -350,9 +348,10 @@ def test_run_serves_metrics_that_match_the_audit(spark: Any, kafka_broker: Any, 
             while not returned.is_set() and time.monotonic() < deadline:
                 try:
                     with urllib.request.urlopen(url, timeout=10) as response:
-                        m = samples(response.read().decode())
+                        m = [s for family in text_string_to_metric_families(response.read().decode())
+                             for s in family.samples]
                 except OSError:  # not serving yet
-                    m = {}
+                    m = []
                 if everything_decided(m):
                     scraped.append(m)
                     break
@@ -382,29 +381,30 @@ def test_run_serves_metrics_that_match_the_audit(spark: Any, kafka_broker: Any, 
     m = scraped[0]
 
     def by_label(name: str) -> dict[str, float]:
-        return {labels[0][1]: value for labels, value in m.get(name, {}).items()}
+        return {next(iter(s.labels.values())): s.value for s in m if s.name == name}
 
     audit, decisions = read_delta(lake / "audit"), read_delta(lake / "decisions")
     assert by_label("isrflow_decisions_total") == Counter(d["election"] or "NONE" for d in decisions)
-    assert m["isrflow_unclean_leader_elections_total"][()] == 2 == sum(
+    assert value(m, "isrflow_unclean_leader_elections_total") == 2 == sum(
         a["election"] == "OFFLINE_UNCLEAN" for a in audit)
     assert by_label("isrflow_rejections_total") == Counter(a["error"] for a in audit if a["outcome"] == "REJECTED")
     assert set(by_label("isrflow_rejections_total")) == {"ELIGIBLE_LEADERS_NOT_AVAILABLE", "STALE_CONTROLLER_EPOCH"}
-    assert m["isrflow_quarantined_records_total"][()] == len(read_delta(lake / "quarantine")) == 1
+    assert value(m, "isrflow_quarantined_records_total") == len(read_delta(lake / "quarantine")) == 1
 
     final = {}
     for a in sorted((a for a in audit if a["partition"] is not None), key=audit_sort_key):
         final[(a["topic"], a["partition"])] = a
-    assert m["isrflow_partitions"][()] == len(final) == m["isrflow_state_rows"][()] == 15
-    assert m["isrflow_offline_partitions"][()] == 2 == sum(a["to_state"] == "OfflinePartition" for a in final.values())
-    assert m["isrflow_leaderless_partitions"][()] == 2 == sum(a["leader_after"] == -1 for a in final.values())
-    assert m["isrflow_under_replicated_partitions"][()] == sum(
+    assert value(m, "isrflow_partitions") == len(final) == value(m, "isrflow_state_rows") == 15
+    assert value(m, "isrflow_offline_partitions") == 2 == sum(
+        a["to_state"] == "OfflinePartition" for a in final.values())
+    assert value(m, "isrflow_leaderless_partitions") == 2 == sum(a["leader_after"] == -1 for a in final.values())
+    assert value(m, "isrflow_under_replicated_partitions") == sum(
         len(a["isr_after"]) < len(a["replicas_after"]) for a in final.values())
-    assert m["isrflow_under_min_isr_partitions"][()] == sum(
+    assert value(m, "isrflow_under_min_isr_partitions") == sum(
         len(a["isr_after"]) < 2 for (topic, _), a in final.items() if topic == "orders")
-    assert m["isrflow_preferred_replica_imbalance_partitions"][()] == sum(
+    assert value(m, "isrflow_preferred_replica_imbalance_partitions") == sum(
         a["leader_after"] != a["replicas_after"][0] for a in final.values())
     leaders = Counter(str(a["leader_after"]) for a in final.values() if a["leader_after"] != -1)
     assert by_label("isrflow_leaders") == {"1": 3, "2": 0, "3": 0, "4": 5, "5": 5} == {**dict.fromkeys("2345", 0),
                                                                                         **leaders}
-    assert m["isrflow_last_event_lag_seconds"][()] > 0
+    assert value(m, "isrflow_last_event_lag_seconds") > 0
