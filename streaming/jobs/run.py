@@ -47,6 +47,9 @@ class RunOptions:
 
 
 def run(options: RunOptions) -> int:
+    if options.metrics_port is not None and not 0 <= options.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port must be a TCP port (0 to 65535; 0 picks a free one), "
+                         f"got {options.metrics_port}")
     kafka = KafkaSettings.load(options.bootstrap_servers, options.kafka_option_file, options.kafka_options)
     with secrets_scrubbed(kafka):
         return _run(options, kafka)

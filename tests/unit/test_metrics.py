@@ -167,3 +167,12 @@ def test_the_docs_and_the_dashboard_name_the_served_metrics() -> None:
     read = {name for panel in dashboard["panels"] for target in panel.get("targets", [])
             for name in re.findall(r"isrflow_[a-z_]+", target["expr"])}
     assert read and read <= served
+
+
+def test_run_refuses_a_metrics_port_that_is_no_port(capsys: Any) -> None:
+    from streaming.cli import main
+
+    code = main(["run", "--bootstrap-servers", "127.0.0.1:1", "--events-topic", "e", "--decisions-topic", "d",
+                 "--audit-table", "audit", "--metrics-port", "70000"])
+    assert code == 2
+    assert "--metrics-port must be a TCP port" in capsys.readouterr().err
