@@ -19,6 +19,7 @@ from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 
 if TYPE_CHECKING:
     from streaming.engine.metrics import ShadowMetrics
+    from streaming.engine.sequencer import SequencerState
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,7 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
           f"checkpoints {checkpoints.root}, {conf[SHUFFLE_PARTITIONS]} state partitions")
     with contextlib.ExitStack() as cleanup:
         cleanup.callback(publisher.close)
-        metrics = serve_metrics(spark, options, cleanup)
-        if metrics is not None:
-            # A restarted run's gauges count the whole cluster as its checkpoint left it, not only what it decides.
-            saved = SequencerState(checkpoints.sequencer_state, storage=storage).latest(options.config)
-            if saved is not None:
-                metrics.seed(saved.partitions.values(), saved.cluster.topic_configs)
+        metrics = serve_metrics(spark, options, cleanup, SequencerState(checkpoints.sequencer_state, storage=storage))
         if "availableNow" in trigger:
             run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check,
                         metrics=metrics)
@@ -118,13 +114,19 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
         return wait_until_stopped(pipeline, kafka, stop)
 
 
-def serve_metrics(spark: Any, options: RunOptions, cleanup: contextlib.ExitStack) -> ShadowMetrics | None:
+def serve_metrics(spark: Any, options: RunOptions, cleanup: contextlib.ExitStack,
+                  saved: SequencerState) -> ShadowMetrics | None:
     """The metrics endpoint (`--metrics-port`), its listener on the session, both undone by `cleanup`."""
     from streaming.engine.metrics import ShadowMetrics, metrics_listener
 
     if options.metrics_port is None:
         return None
     metrics = ShadowMetrics(options.config.min_insync_replicas)
+    # A restarted run's gauges count the whole cluster as its checkpoint left it, from the first scrape on, not
+    # only what it decides anew.
+    controller = saved.latest(options.config)
+    if controller is not None:
+        metrics.seed(controller.partitions.values(), controller.cluster.topic_configs)
     try:
         port = metrics.serve(options.metrics_port)
     except OSError as exc:
