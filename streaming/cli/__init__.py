@@ -54,7 +54,8 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
                         "(default %(default)s, Kafka 4.1's latest); a kraft: replay source takes it from the log where "
                         "the log sets it")
     g.add_argument("--min-insync-replicas", type=int, default=1,
-                   help="cluster default of min.insync.replicas (read by the kraft rules' ELR only)")
+                   help="cluster default of min.insync.replicas (read by the kraft rules' ELR and run's under-min-ISR "
+                        "metric)")
     g.add_argument("--super-users", help="comma-separated principals allowed to issue admin commands "
                                          "(default: anyone)")
     g.add_argument("--duplicate-window", type=int, default=ControllerConfig.duplicate_window, metavar="OFFSETS",
@@ -162,7 +163,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         kafka_options=key_values(args.kafka_option, "--kafka-option"), kafka_option_file=args.kafka_option_file,
         starting_offsets=args.starting_offsets,
         quality=args.quality, config=_controller_config(args), master=args.master, spark_conf=_spark_conf(args),
-        state_partitions=args.state_partitions))
+        state_partitions=args.state_partitions, metrics_port=args.metrics_port))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -258,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-partitions", type=int, metavar="N",
                    help="partitions of the state store (spark.sql.shuffle.partitions) for a new checkpoint; fixed "
                         "for the checkpoint's life (default: the checkpoint's own, else Spark's default 200)")
+    p.add_argument("--metrics-port", type=int, metavar="N",
+                   help="serve Prometheus metrics on this port of the driver, path /metrics (0: a free port, printed); "
+                        "see docs/operations.md")
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)

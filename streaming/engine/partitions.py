@@ -24,6 +24,7 @@ from statemachine.record import Command, PartitionRecord
 from statemachine.rules import ZK, Rules
 from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.faults import crash_point
+from streaming.engine.metrics import AUDIT_COLUMNS, ShadowMetrics
 from streaming.io.layout import Checkpoints, Lake
 from streaming.io.storage import Location, Storage
 
@@ -133,8 +134,9 @@ class PartitionSink:
 
     def __init__(self, lake: Lake, checkpoint: Location, publisher: Any | None = None,
                  counts: BatchCounts | None = None, check: BatchCheck | None = None,
-                 storage: Storage | None = None) -> None:
+                 storage: Storage | None = None, metrics: ShadowMetrics | None = None) -> None:
         self.lake = lake
+        self.metrics = metrics
         self.checkpoint = checkpoint
         self.publisher = publisher
         self.counts = counts
@@ -207,6 +209,9 @@ class PartitionSink:
                         query_id, batch_id, [{**d, "decided_at": decided_at} for d in packed], delta_committed))
                 delta_committed()
             clock.lap(" | ".join([*writes, "kafka"] if self.publisher is not None else writes))
+            if self.metrics is not None:
+                self.metrics.observe_decided([r.asDict() for r in audit.select(*AUDIT_COLUMNS).collect()], packed)
+                clock.lap("metrics")
             quality = None
             if self.check is not None:
                 quality = self.check(rows.sparkSession, audit, batch_id)
@@ -236,7 +241,7 @@ def _ensure_delta(spark: Any, path: Location, schema: TableSchema) -> None:
 def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, trigger: dict[str, Any],
                             publisher: Any | None = None, counts: BatchCounts | None = None,
                             one_sequencer_batch_per_trigger: bool = False, check: BatchCheck | None = None,
-                            rules: Rules = ZK) -> Any:
+                            rules: Rules = ZK, metrics: ShadowMetrics | None = None) -> Any:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     _ensure_delta(spark, lake.commands, COMMAND)
@@ -251,6 +256,6 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
-    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts, check, Storage(spark))
+    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts, check, Storage(spark), metrics)
     return (outputs.writeStream.queryName("isrflow-partitions").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoints.partitions)).trigger(**trigger).start())

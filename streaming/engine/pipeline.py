@@ -12,6 +12,7 @@ from typing import Any
 
 from statemachine.controller import ControllerConfig
 from streaming.engine.counts import BatchCounts, format_steps
+from streaming.engine.metrics import ShadowMetrics
 from streaming.engine.partitions import BatchCheck, start_partition_machine
 from streaming.engine.sequencer import start_sequencer
 from streaming.engine.sources import staged_events
@@ -49,23 +50,24 @@ class Pipeline:
 
 def start_pipeline(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                    trigger: dict[str, Any], publisher: Any | None = None, counts: BatchCounts | None = None,
-                   source: str = "kafka", check: BatchCheck | None = None) -> Pipeline:
-    sequencer = start_sequencer(spark, events, lake, checkpoints, config, source, trigger, counts)
+                   source: str = "kafka", check: BatchCheck | None = None,
+                   metrics: ShadowMetrics | None = None) -> Pipeline:
+    sequencer = start_sequencer(spark, events, lake, checkpoints, config, source, trigger, counts, metrics=metrics)
     partitions = start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts, check=check,
-                                         rules=config.rules)
+                                         rules=config.rules, metrics=metrics)
     return Pipeline(sequencer, partitions)
 
 
 def run_bounded(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                 publisher: Any | None = None, counts: BatchCounts | None = None, source: str = "kafka",
                 check: BatchCheck | None = None, progress: Any | None = None,
-                one_sequencer_batch_per_trigger: bool = False) -> None:
+                one_sequencer_batch_per_trigger: bool = False, metrics: ShadowMetrics | None = None) -> None:
     """Both queries with an available-now trigger, one after the other: the partition query must start
     after the sequencer has written everything."""
     start_sequencer(spark, events, lake, checkpoints, config, source, AVAILABLE_NOW, counts,
-                    progress).awaitTermination()
+                    progress, metrics).awaitTermination()
     start_partition_machine(spark, lake, checkpoints, AVAILABLE_NOW, publisher, counts,
-                            one_sequencer_batch_per_trigger, check, config.rules).awaitTermination()
+                            one_sequencer_batch_per_trigger, check, config.rules, metrics).awaitTermination()
     drain_listeners(spark)
 
 

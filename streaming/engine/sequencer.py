@@ -7,6 +7,7 @@ write is idempotent per batch (txnAppId + txnVersion).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from schemas.events import Malformed, parse_event
@@ -15,6 +16,7 @@ from statemachine.controller import Controller, ControllerConfig, SnapshotError
 from streaming.engine.collector import young_collection_only
 from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.faults import crash_point
+from streaming.engine.metrics import ShadowMetrics
 from streaming.engine.partitions import pack_command
 from streaming.io.delta import arrow_table
 from streaming.io.layout import Checkpoints, Lake
@@ -97,6 +99,16 @@ class SequencerState:
                 self._records += applied
                 self._change_sets += 1
 
+    def latest(self, config: ControllerConfig) -> Controller | None:
+        """The controller as the newest saved batch left it (None before the first batch), as a restarted
+        sequencer resumes it."""
+        files = self._files(sys.maxsize)
+        if not files:
+            return None
+        controller = Controller(config)
+        self.load(controller, files[-1][0] + 1)
+        return controller
+
     def save(self, controller: Controller, batch_id: int, touched: set[tuple[str, int]], seen_after: int) -> None:
         """Write batch `batch_id`'s state: what it changed (`touched` partitions, event ids seen after the
         offset `seen_after`), or the whole controller."""
@@ -124,8 +136,10 @@ class Sequencer:
     each event must see the cluster as every earlier event left it."""
 
     def __init__(self, spark: Any, lake: Lake, state_dir: Location, config: ControllerConfig, source: str,
-                 counts: BatchCounts | None = None, progress: Any | None = None) -> None:
+                 counts: BatchCounts | None = None, progress: Any | None = None,
+                 metrics: ShadowMetrics | None = None) -> None:
         self.progress = progress
+        self.metrics = metrics
         self.spark = spark
         self.lake = lake
         self.state = SequencerState(state_dir, storage=Storage(spark))
@@ -201,12 +215,14 @@ class Sequencer:
                                                "within": clock.within}
         if self.progress is not None:
             self.progress.advance(len(rows))
+        if self.metrics is not None:
+            self.metrics.observe_sequenced(len(quarantine), controller.cluster.topic_configs)
 
 
 def start_sequencer(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                     source: str, trigger: dict[str, Any], counts: BatchCounts | None = None,
-                    progress: Any | None = None) -> Any:
+                    progress: Any | None = None, metrics: ShadowMetrics | None = None) -> Any:
     """`events`: a streaming DataFrame with columns source_offset (long) and value (binary)."""
-    sequencer = Sequencer(spark, lake, checkpoints.sequencer_state, config, source, counts, progress)
+    sequencer = Sequencer(spark, lake, checkpoints.sequencer_state, config, source, counts, progress, metrics)
     return (events.writeStream.queryName("isrflow-sequencer").foreachBatch(sequencer)
             .option("checkpointLocation", str(checkpoints.sequencer)).trigger(**trigger).start())

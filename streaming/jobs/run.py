@@ -1,16 +1,25 @@
-"""`isrflow run`: the long-running pipeline (both queries), a progress line per micro-batch, graceful stop."""
+"""`isrflow run`: the long-running pipeline (both queries), a progress line per micro-batch, Prometheus metrics
+(`--metrics-port`), graceful stop."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import signal
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from statemachine.controller import ControllerConfig
 from streaming.engine.pipeline import Pipeline
+from streaming.errors import UsageError
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
+
+if TYPE_CHECKING:
+    from streaming.engine.metrics import ShadowMetrics
+    from streaming.engine.sequencer import SequencerState
 
 
 @dataclass(frozen=True)
@@ -34,9 +43,14 @@ class RunOptions:
     spark_conf: dict[str, str] = field(default_factory=dict)
     # spark.sql.shuffle.partitions of a new checkpoint (None: the checkpoint's own, else Spark's default 200).
     state_partitions: int | None = None
+    # Serve Prometheus metrics on this port (0: a free one, printed); None: no metrics.
+    metrics_port: int | None = None
 
 
 def run(options: RunOptions) -> int:
+    if options.metrics_port is not None and not 0 <= options.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port must be a TCP port (0 to 65535; 0 picks a free one), "
+                         f"got {options.metrics_port}")
     kafka = KafkaSettings.load(options.bootstrap_servers, options.kafka_option_file, options.kafka_options)
     with secrets_scrubbed(kafka):
         return _run(options, kafka)
@@ -46,6 +60,7 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pairing import check_pairing
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
+    from streaming.engine.sequencer import SequencerState
     from streaming.engine.session import SHUFFLE_PARTITIONS, build_spark, default_master, state_partitions_conf
     from streaming.engine.sinks import DecisionPublisher
     from streaming.engine.sources import kafka_events
@@ -85,32 +100,67 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     check = batch_check(lake.quality) if options.quality else None
     print(f"isrflow run: {options.events_topic} -> {options.decisions_topic}, audit {lake.audit}, "
           f"checkpoints {checkpoints.root}, {conf[SHUFFLE_PARTITIONS]} state partitions")
-    try:
+    with contextlib.ExitStack() as cleanup:
+        cleanup.callback(publisher.close)
+        metrics = serve_metrics(spark, options, cleanup, SequencerState(checkpoints.sequencer_state, storage=storage))
         if "availableNow" in trigger:
-            run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check)
+            run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check,
+                        metrics=metrics)
             return 0
+        # Handlers first: a SIGTERM while the queries start also stops them after their current micro-batch.
+        stop = cleanup.enter_context(stop_on_signals())
         pipeline = start_pipeline(spark, events, lake, checkpoints, options.config, trigger, publisher, counts,
-                                  check=check)
-        return wait_until_stopped(pipeline, kafka)
-    finally:
-        publisher.close()
+                                  check=check, metrics=metrics)
+        return wait_until_stopped(pipeline, kafka, stop)
 
 
-def wait_until_stopped(pipeline: Pipeline, kafka: KafkaSettings) -> int:
-    """Block until SIGTERM/Ctrl-C (then stop after the current batches) or until a query fails."""
+def serve_metrics(spark: Any, options: RunOptions, cleanup: contextlib.ExitStack,
+                  saved: SequencerState) -> ShadowMetrics | None:
+    """The metrics endpoint (`--metrics-port`), its listener on the session, both undone by `cleanup`."""
+    from streaming.engine.metrics import ShadowMetrics, metrics_listener
+
+    if options.metrics_port is None:
+        return None
+    metrics = ShadowMetrics(options.config.min_insync_replicas)
+    # A restarted run's gauges count the whole cluster as its checkpoint left it, from the first scrape on, not
+    # only what it decides anew.
+    controller = saved.latest(options.config)
+    if controller is not None:
+        metrics.seed(controller.partitions.values(), controller.cluster.topic_configs)
+    try:
+        port = metrics.serve(options.metrics_port)
+    except OSError as exc:
+        raise UsageError(f"--metrics-port {options.metrics_port}: {exc.strerror or exc}") from exc
+    cleanup.callback(metrics.close)
+    listener = metrics_listener(metrics)
+    spark.streams.addListener(listener)
+    # The session outlives this run (tests, a notebook): its listener must not feed a closed registry.
+    cleanup.callback(spark.streams.removeListener, listener)
+    print(f"isrflow run: Prometheus metrics on http://0.0.0.0:{port}/metrics", flush=True)
+    return metrics
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """An event that SIGTERM or Ctrl-C sets, instead of ending the process; the previous handlers after."""
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        while not stop.is_set() and all(q.isActive for q in pipeline.queries):
-            stop.wait(1.0)
-        failed = [q for q in pipeline.queries if q.exception() is not None]
-        print("isrflow run: stopping after the current micro-batches" if stop.is_set() else
-              "isrflow run: a query stopped")
-        pipeline.stop_gracefully()
-        for query in failed:
-            reason = str(query.exception())
-            print(f"isrflow run: query {query.name} failed: {kafka.scrub(reason)}")
-        return 1 if failed else 0
+        yield stop
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def wait_until_stopped(pipeline: Pipeline, kafka: KafkaSettings, stop: threading.Event) -> int:
+    """Block until `stop` is set (SIGTERM/Ctrl-C; then stop after the current batches) or until a query fails."""
+    while not stop.is_set() and all(q.isActive for q in pipeline.queries):
+        stop.wait(1.0)
+    failed = [q for q in pipeline.queries if q.exception() is not None]
+    print("isrflow run: stopping after the current micro-batches" if stop.is_set() else
+          "isrflow run: a query stopped")
+    pipeline.stop_gracefully()
+    for query in failed:
+        reason = str(query.exception())
+        print(f"isrflow run: query {query.name} failed: {kafka.scrub(reason)}")
+    return 1 if failed else 0

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -294,3 +301,134 @@ def test_run_appends_to_a_decisions_table_written_before_the_elr_columns(spark: 
     # The rows written before have no ELR values (null); those appended after have them.
     after = [d for d in comparable(decisions) if d["source_offset"] >= 12]
     assert after and after == [d for d in expected if d["source_offset"] >= 12]
+
+
+def _value(samples: list[Any], name: str, **labels: str) -> float | None:
+    return next((s.value for s in samples if s.name == name and s.labels == labels), None)
+
+
+def _run_scraped(args: list[str], url: str, seen: Callable[[list[Any]], bool]) -> tuple[int, list[Any] | None]:
+    """`isrflow run ARGS` (on this thread, as the CLI runs it), scraped over HTTP from another thread until a scrape
+    satisfies `seen`, then stopped with SIGTERM as an operator stops it (also when none does, after 300 s).
+    Returns the exit code and that scrape's samples."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from streaming.cli import main
+
+    scraped: list[list[Any]] = []
+    returned = threading.Event()
+    handler_before = signal.getsignal(signal.SIGTERM)
+
+    def scrape_then_stop() -> None:
+        deadline = time.monotonic() + 300
+        try:
+            while not returned.is_set() and time.monotonic() < deadline:
+                try:
+                    with urllib.request.urlopen(url, timeout=10) as response:
+                        samples = [s for family in text_string_to_metric_families(response.read().decode())
+                                   for s in family.samples]
+                except OSError:  # not serving yet
+                    samples = []
+                if samples and seen(samples):
+                    scraped.append(samples)
+                    break
+                returned.wait(0.5)
+        finally:
+            # Found or not, only while run's own handler is there to catch it.
+            while not returned.is_set() and signal.getsignal(signal.SIGTERM) is handler_before:
+                returned.wait(0.2)
+            if not returned.is_set():
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    scraper = threading.Thread(target=scrape_then_stop, daemon=True)
+    scraper.start()
+    try:
+        code = main(args)
+    finally:
+        returned.set()
+        scraper.join()
+    return code, scraped[0] if scraped else None
+
+
+def test_run_serves_metrics_that_match_the_audit(spark: Any, kafka_broker: Any, tmp_path: Path,
+                                                 capsys: Any) -> None:
+    """`isrflow run --metrics-port`, scraped over HTTP while it runs: once the endpoint shows the last event
+    decided, its counters equal the audit, decisions and quarantine tables and its gauges the partitions' final
+    states. The scenario: examples/double-failure-unclean.jsonl until broker 3 returns (a broker failure, two
+    unclean elections, two partitions left offline), min.insync.replicas=2 on orders, a truncated record and an
+    event of a fenced controller. SIGTERM, as an operator stops it, ends the run and frees the port; restarted on
+    its checkpoint, the run shows the same cluster from its first scrape, before deciding anything."""
+    from schemas.records import audit_sort_key
+    from streaming.infra.localkafka import free_port
+
+    bootstrap = kafka_broker.bootstrap_servers
+    envelope = {"ts": "2026-05-14T09:52:00.000Z", "controller_epoch": 1}
+    lines = [*(EXAMPLES / "double-failure-unclean.jsonl").read_bytes().splitlines()[:20],
+             json.dumps({"type": "AlterTopicConfig", "event_id": "min-isr", **envelope, "topic": "orders",
+                         "configs": {"min.insync.replicas": "2"}}).encode(),
+             b'{"type": "IsrChange", "event_id": "cut-sh',
+             json.dumps({"type": "ElectLeaders", "event_id": "zombie", **envelope, "controller_epoch": 0,
+                         "election_type": "PREFERRED", "partitions": None}).encode()]
+    _produce(bootstrap, "metrics-events", lines)
+    create_topic(bootstrap, "metrics-decisions", 1)
+    lake, port = tmp_path / "lake", free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    args = ["run", "--bootstrap-servers", bootstrap, "--events-topic", "metrics-events", "--decisions-topic",
+            "metrics-decisions", "--audit-table", str(lake / "audit"), "--checkpoint-dir", str(tmp_path / "ckpt"),
+            "--trigger", "1 second", "--kafka-option", "maxOffsetsPerTrigger=10", "--state-partitions", "2",
+            "--metrics-port", str(port)]
+
+    def everything_decided(samples: list[Any]) -> bool:
+        return (_value(samples, "isrflow_last_event_offset") == len(lines) - 1
+                and _value(samples, "isrflow_quarantined_records_total") == 1
+                and _value(samples, "isrflow_state_rows") is not None
+                and _value(samples, "isrflow_micro_batch_duration_seconds_count", query="isrflow-partitions")
+                is not None)
+
+    code, m = _run_scraped(args, url, everything_decided)
+    assert code == 0
+    assert f"Prometheus metrics on http://0.0.0.0:{port}/metrics" in capsys.readouterr().out
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url, timeout=10)
+    assert m is not None, "the endpoint never showed every event decided"
+
+    def value(name: str) -> float | None:
+        return _value(m, name)
+
+    def by_label(name: str) -> dict[str, float]:
+        return {next(iter(s.labels.values())): s.value for s in m if s.name == name}
+
+    audit, decisions = read_delta(lake / "audit"), read_delta(lake / "decisions")
+    assert by_label("isrflow_decisions_total") == Counter(d["election"] or "NONE" for d in decisions)
+    assert value("isrflow_unclean_leader_elections_total") == 2 == sum(
+        a["election"] == "OFFLINE_UNCLEAN" for a in audit)
+    assert by_label("isrflow_rejections_total") == Counter(a["error"] for a in audit if a["outcome"] == "REJECTED")
+    assert set(by_label("isrflow_rejections_total")) == {"ELIGIBLE_LEADERS_NOT_AVAILABLE", "STALE_CONTROLLER_EPOCH"}
+    assert value("isrflow_quarantined_records_total") == len(read_delta(lake / "quarantine")) == 1
+
+    final = {}
+    for a in sorted((a for a in audit if a["partition"] is not None), key=audit_sort_key):
+        final[(a["topic"], a["partition"])] = a
+    assert value("isrflow_partitions") == len(final) == value("isrflow_state_rows") == 15
+    assert value("isrflow_offline_partitions") == 2 == sum(
+        a["to_state"] == "OfflinePartition" for a in final.values())
+    assert value("isrflow_leaderless_partitions") == 2 == sum(a["leader_after"] == -1 for a in final.values())
+    assert value("isrflow_under_replicated_partitions") == sum(
+        len(a["isr_after"]) < len(a["replicas_after"]) for a in final.values())
+    assert value("isrflow_under_min_isr_partitions") == sum(
+        len(a["isr_after"]) < 2 for (topic, _), a in final.items() if topic == "orders")
+    assert value("isrflow_preferred_replica_imbalance_partitions") == sum(
+        a["leader_after"] != a["replicas_after"][0] for a in final.values())
+    leaders = Counter(str(a["leader_after"]) for a in final.values() if a["leader_after"] != -1)
+    assert by_label("isrflow_leaders") == {"1": 3, "2": 0, "3": 0, "4": 5, "5": 5} == {**dict.fromkeys("2345", 0),
+                                                                                        **leaders}
+    assert value("isrflow_last_event_lag_seconds") > 0
+
+    view = ("isrflow_partitions", "isrflow_offline_partitions", "isrflow_leaderless_partitions",
+            "isrflow_under_replicated_partitions", "isrflow_under_min_isr_partitions",
+            "isrflow_preferred_replica_imbalance_partitions")
+    code, restarted = _run_scraped(args, url, lambda samples: True)
+    assert code == 0 and restarted is not None
+    assert [_value(restarted, name) for name in view] == [value(name) for name in view]
+    assert [s for s in restarted if s.name == "isrflow_leaders"] == [s for s in m if s.name == "isrflow_leaders"]
+    assert _value(restarted, "isrflow_last_event_offset") is None  # nothing decided by this run
