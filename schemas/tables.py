@@ -20,6 +20,7 @@ BOOL = "boolean"
 TIMESTAMP = "timestamp"
 BINARY = "binary"
 INT_ARRAY = "array<int>"
+STRING_ARRAY = "array<string>"
 INT_STRING_MAP = "map<int,string>"
 STRING_STRING_MAP = "map<string,string>"
 
@@ -53,6 +54,7 @@ class TableSchema:
                 TIMESTAMP: T.TimestampType(),
                 BINARY: T.BinaryType(),
                 INT_ARRAY: T.ArrayType(T.IntegerType()),
+                STRING_ARRAY: T.ArrayType(T.StringType()),
                 INT_STRING_MAP: T.MapType(T.IntegerType(), T.StringType()),
                 STRING_STRING_MAP: T.MapType(T.StringType(), T.StringType()),
             }[t]
@@ -72,6 +74,7 @@ class TableSchema:
                 TIMESTAMP: pa.timestamp("us", tz="UTC"),
                 BINARY: pa.binary(),
                 INT_ARRAY: pa.list_(pa.int32()),
+                STRING_ARRAY: pa.list_(pa.string()),
                 INT_STRING_MAP: pa.map_(pa.int32(), pa.string()),
                 STRING_STRING_MAP: pa.map_(pa.string(), pa.string()),
             }[t]
@@ -128,6 +131,52 @@ EVENT = TableSchema(
         ("controller_epoch", INT, False),
         ("ts", STRING),
         ("json", STRING, False),
+        ("batch_id", LONG),
+    ),
+)
+
+# The real controller's partition changes as `isrflow bridge` publishes them (schemas.events.ObservedDecision,
+# the import's observed rows): source_offset is the metadata log offset of the controller's record. With the
+# sequencer's micro-batch.
+OBSERVED = TableSchema(
+    "observed",
+    _cols(
+        ("topic", STRING, False),
+        ("partition", INT, False),
+        ("leader", INT, False),
+        ("isr", INT_ARRAY, False),
+        ("leader_epoch", INT, False),
+        ("partition_epoch", INT, False),
+        ("replicas", INT_ARRAY, False),
+        ("adding_replicas", INT_ARRAY, False),
+        ("removing_replicas", INT_ARRAY, False),
+        ("leader_recovery_state", STRING, False),
+        ("eligible_leader_replicas", INT_ARRAY, False),
+        ("last_known_elr", INT_ARRAY, False),
+        ("source_offset", LONG, False),
+        ("cause", STRING, False),
+        ("cause_event_id", STRING),
+        ("decision", BOOL, False),
+        ("batch_id", LONG),
+    ),
+)
+
+# One row per observed decision of the controller beside isrflow's (streaming.history.agreement.agreement_rows),
+# the columns of agreement.jsonl: the two sides (`controller`, `isrflow`: the compared fields, or null where that
+# side wrote nothing) as JSON objects, so a report or `isrflow check` reads both alike. With the partition
+# query's micro-batch.
+AGREEMENT = TableSchema(
+    "agreement",
+    _cols(
+        ("topic", STRING, False),
+        ("partition", INT, False),
+        ("source_offset", LONG, False),
+        ("cause", STRING),
+        ("cause_event_id", STRING),
+        ("match", BOOL, False),
+        ("differing", STRING_ARRAY, False),
+        ("controller", STRING),
+        ("isrflow", STRING),
         ("batch_id", LONG),
     ),
 )
