@@ -49,6 +49,7 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.engine.session import SHUFFLE_PARTITIONS, build_spark, default_master, state_partitions_conf
     from streaming.engine.sinks import DecisionPublisher
     from streaming.engine.sources import kafka_events
+    from streaming.history.live import agreement_writer
     from streaming.io.eventlog import require_single_partition
     from streaming.io.layout import Checkpoints, Lake
     from streaming.io.storage import Storage, is_remote, location
@@ -83,14 +84,16 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     counts = BatchCounts()
     spark.streams.addListener(progress_listener(counts))
     check = batch_check(lake.quality) if options.quality else None
+    agreement = agreement_writer(lake)  # behind `isrflow bridge`: the controller's decisions beside isrflow's
     print(f"isrflow run: {options.events_topic} -> {options.decisions_topic}, audit {lake.audit}, "
           f"checkpoints {checkpoints.root}, {conf[SHUFFLE_PARTITIONS]} state partitions")
     try:
         if "availableNow" in trigger:
-            run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check)
+            run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check,
+                        agreement=agreement)
             return 0
         pipeline = start_pipeline(spark, events, lake, checkpoints, options.config, trigger, publisher, counts,
-                                  check=check)
+                                  check=check, agreement=agreement)
         return wait_until_stopped(pipeline, kafka)
     finally:
         publisher.close()
