@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from schemas.records import Long
+
 
 class BrokerChangeKind(StrEnum):
     STARTUP = "STARTUP"
@@ -223,19 +225,17 @@ class ObservedDecision:
     replicas: tuple[int, ...]
     adding_replicas: tuple[int, ...]
     removing_replicas: tuple[int, ...]
-    leader_recovery_state: LeaderRecoveryState
+    leader_recovery_state: str  # a LeaderRecoveryState's text
     eligible_leader_replicas: tuple[int, ...]
     last_known_elr: tuple[int, ...]
-    source_offset: int  # the metadata log offset of the controller's record
+    source_offset: Long  # the metadata log offset of the controller's record
     cause: str
     cause_event_id: str | None  # None: no event explains the change
     decision: bool  # a new leader or a smaller ISR (what agreement compares)
 
     def to_row(self) -> dict[str, Any]:
         """The observed row as the import writes it (observed.jsonl) and the observed table holds it."""
-        row = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
-        row["leader_recovery_state"] = str(self.leader_recovery_state)  # the text, not the enum member
-        return row
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
 
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
@@ -479,7 +479,7 @@ _OBSERVED_FIELDS: dict[str, Any] = {
     "replicas": _int_list,
     "adding_replicas": _int_list,
     "removing_replicas": _int_list,
-    "leader_recovery_state": _recovery_state,
+    "leader_recovery_state": lambda v, n: str(_recovery_state(v, n)),
     "eligible_leader_replicas": _int_list,
     "last_known_elr": _int_list,
     "source_offset": _long,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.records import AuditRow, Decision, field_types
+from schemas.events import ObservedDecision
+from schemas.records import AgreementRow, AuditRow, Decision, field_types
 
 # The column types we use, in Spark's DDL words.
 STRING = "string"
@@ -138,48 +139,11 @@ EVENT = TableSchema(
 # The real controller's partition changes as `isrflow bridge` publishes them (schemas.events.ObservedDecision,
 # the import's observed rows): source_offset is the metadata log offset of the controller's record. With the
 # sequencer's micro-batch.
-OBSERVED = TableSchema(
-    "observed",
-    _cols(
-        ("topic", STRING, False),
-        ("partition", INT, False),
-        ("leader", INT, False),
-        ("isr", INT_ARRAY, False),
-        ("leader_epoch", INT, False),
-        ("partition_epoch", INT, False),
-        ("replicas", INT_ARRAY, False),
-        ("adding_replicas", INT_ARRAY, False),
-        ("removing_replicas", INT_ARRAY, False),
-        ("leader_recovery_state", STRING, False),
-        ("eligible_leader_replicas", INT_ARRAY, False),
-        ("last_known_elr", INT_ARRAY, False),
-        ("source_offset", LONG, False),
-        ("cause", STRING, False),
-        ("cause_event_id", STRING),
-        ("decision", BOOL, False),
-        ("batch_id", LONG),
-    ),
-)
+OBSERVED = derived("observed", ObservedDecision, {"decision": (Column("batch_id", LONG),)})
 
-# One row per observed decision of the controller beside isrflow's (streaming.history.agreement.agreement_rows),
-# the columns of agreement.jsonl: the two sides (`controller`, `isrflow`: the compared fields, or null where that
-# side wrote nothing) as JSON objects, so a report or `isrflow check` reads both alike. With the partition
-# query's micro-batch.
-AGREEMENT = TableSchema(
-    "agreement",
-    _cols(
-        ("topic", STRING, False),
-        ("partition", INT, False),
-        ("source_offset", LONG, False),
-        ("cause", STRING),
-        ("cause_event_id", STRING),
-        ("match", BOOL, False),
-        ("differing", STRING_ARRAY, False),
-        ("controller", STRING),
-        ("isrflow", STRING),
-        ("batch_id", LONG),
-    ),
-)
+# One row per observed decision of the controller beside isrflow's, as `isrflow run` computes them behind
+# `isrflow bridge` (agreement.jsonl's columns, the two sides as JSON objects), with the partition query's micro-batch.
+AGREEMENT = derived("agreement", AgreementRow, {"isrflow": (Column("batch_id", LONG),)})
 
 # What the sequencer hands one partition (silver): the partition, where in the log, and the command itself
 # packed as JSON (the event's fields the partition needs and the cluster facts as they stood at the
