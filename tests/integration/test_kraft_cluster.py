@@ -390,6 +390,14 @@ def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
     create_topic(bootstrap, topic, 1)
     assert main(["bridge", "--metadata-dir", str(elr_off["history"]), "--bootstrap-servers", bootstrap,
                  "--events-topic", topic, "--once"]) == 0
+    # A malformed controller's decision after them (no leader epoch): quarantined, like any bad record.
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        producer.send(topic, json.dumps({"type": "ObservedDecision", "topic": "rf1", "partition": 0}).encode()).get(30)
+    finally:
+        producer.close()
     kinds = {e["event_id"]: (e["type"], e.get("change")) for e in
              convert(read_metadata_log(elr_off["history"]).records).events}
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -404,7 +412,8 @@ def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
         # The observed table holds the controller's changes the bridge published, none of them in bronze.
         assert len(read_delta(lake.observed)) >= len(rows[rules])
         assert not {r["type"] for r in read_delta(lake.bronze)} & {"ObservedDecision"}
-        assert not (lake.quarantine / "_delta_log").exists()  # nothing quarantined
+        [bad] = read_delta(lake.quarantine)
+        assert bad["error"] == "missing field 'leader'"
     out = capsys.readouterr().out
     kraft, zk = rows["kraft"], rows["zk"]
     assert kraft and all(r["match"] for r in kraft), [r for r in kraft if not r["match"]]
