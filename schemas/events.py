@@ -2,7 +2,9 @@
 
 `parse_event` never raises on bad input: it returns either a `ControllerEvent` or a `Malformed` with a
 reason, which the caller quarantines with the record's offset. Only the shape is checked here; whether
-Kafka's controller would accept the event is the state machine's business.
+Kafka's controller would accept the event is the state machine's business. `parse_record` reads the events
+topic as `isrflow bridge` writes it: an event, or an `ObservedDecision` (the real controller's own partition
+change, which is no event: the state machine never sees it).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
+
+from schemas.records import Long
 
 
 class BrokerChangeKind(StrEnum):
@@ -202,6 +206,36 @@ class UpdateFeatures(Event):
 
     type: ClassVar[str] = "UpdateFeatures"
     features: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObservedDecision:
+    """A partition change the real controller wrote (a KRaft PartitionChangeRecord or PartitionRecord, with the
+    epochs as KRaft's merge rules leave them), as `isrflow bridge` publishes it after the event that caused it:
+    an observed row of the import (streaming/kraft/convert.py). Not an event: it changes no state and is
+    compared with isrflow's decisions of its cause event. isrflow's addition to the contract."""
+
+    type: ClassVar[str] = "ObservedDecision"
+    topic: str
+    partition: int
+    leader: int  # -1: no leader
+    isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    leader_recovery_state: str  # a LeaderRecoveryState's text
+    eligible_leader_replicas: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+    source_offset: Long  # the metadata log offset of the controller's record
+    cause: str
+    cause_event_id: str | None  # None: no event explains the change
+    decision: bool  # a new leader or a smaller ISR (what agreement compares)
+
+    def to_row(self) -> dict[str, Any]:
+        """The observed row as the import writes it (observed.jsonl) and the observed table holds it."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
 
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
@@ -434,6 +468,26 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     },
 }
 
+# ObservedDecision: every field required (the bridge writes the import's observed row whole).
+_OBSERVED_FIELDS: dict[str, Any] = {
+    "topic": _string,
+    "partition": _non_negative_int,
+    "leader": _leader,
+    "isr": _int_list,
+    "leader_epoch": _non_negative_int,
+    "partition_epoch": _non_negative_int,
+    "replicas": _int_list,
+    "adding_replicas": _int_list,
+    "removing_replicas": _int_list,
+    "leader_recovery_state": lambda v, n: str(_recovery_state(v, n)),
+    "eligible_leader_replicas": _int_list,
+    "last_known_elr": _int_list,
+    "source_offset": _long,
+    "cause": _string,
+    "cause_event_id": lambda v, n: None if v is None else _string(v, n),
+    "decision": _bool,
+}
+
 EVENT_TYPES = tuple(_FIELDS)
 
 # Kafka's default max.message.bytes is 1 MiB; the largest real event (a CreateTopic of thousands of
@@ -451,7 +505,17 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def parse_event(raw: bytes | str | None) -> ControllerEvent | Malformed:
-    """Read one record of the event log. Bad input comes back as `Malformed(reason)`, never raised."""
+    """Read one record of the event log. Bad input comes back as `Malformed(reason)`, never raised; so does an
+    ObservedDecision, which is no event (read the bridge's topic with `parse_record`)."""
+    record = parse_record(raw)
+    if isinstance(record, ObservedDecision):
+        return Malformed("an ObservedDecision is the controller's decision, not an event")
+    return record
+
+
+def parse_record(raw: bytes | str | None) -> ControllerEvent | ObservedDecision | Malformed:
+    """Read one record of the events topic: an event or an ObservedDecision. Bad input comes back as
+    `Malformed(reason)`, never raised."""
     if raw is None:
         return Malformed("empty record (null value)")
     if len(raw) > MAX_RECORD_BYTES:
@@ -470,6 +534,9 @@ def parse_event(raw: bytes | str | None) -> ControllerEvent | Malformed:
     if not isinstance(obj, dict):
         return Malformed(f"not a JSON object: {type(obj).__name__}")
     try:
+        if obj.get("type") == ObservedDecision.type:
+            return ObservedDecision(**{name: validate(_required(obj, name), name)
+                                       for name, validate in _OBSERVED_FIELDS.items()})
         return _validate(obj)
     except _Invalid as exc:
         return Malformed(str(exc))

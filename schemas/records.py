@@ -54,6 +54,25 @@ class Decision:
 
 
 @dataclass(frozen=True, slots=True)
+class AgreementRow:
+    """One observed decision of the real controller beside isrflow's in the same place
+    (streaming.history.agreement.agreement_rows; agreement.jsonl's fields). `source_offset` is the controller's
+    record's (isrflow's decision's where the controller wrote nothing); `differing` names the compared fields
+    that differ; `controller` and `isrflow` are the compared fields of each side as a JSON object, null where
+    that side wrote nothing."""
+
+    topic: str
+    partition: int
+    source_offset: Long
+    cause: str | None
+    cause_event_id: str | None
+    match: bool
+    differing: tuple[str, ...]
+    controller: str | None
+    isrflow: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class AuditRow:
     """One row per (event, partition) the controller handled; an event's cluster-level verdict has a null
     partition (and a null topic unless the event names one).

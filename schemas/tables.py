@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.records import AuditRow, Decision, field_types
+from schemas.events import ObservedDecision
+from schemas.records import AgreementRow, AuditRow, Decision, field_types
 
 # The column types we use, in Spark's DDL words.
 STRING = "string"
@@ -20,6 +21,7 @@ BOOL = "boolean"
 TIMESTAMP = "timestamp"
 BINARY = "binary"
 INT_ARRAY = "array<int>"
+STRING_ARRAY = "array<string>"
 INT_STRING_MAP = "map<int,string>"
 STRING_STRING_MAP = "map<string,string>"
 
@@ -53,6 +55,7 @@ class TableSchema:
                 TIMESTAMP: T.TimestampType(),
                 BINARY: T.BinaryType(),
                 INT_ARRAY: T.ArrayType(T.IntegerType()),
+                STRING_ARRAY: T.ArrayType(T.StringType()),
                 INT_STRING_MAP: T.MapType(T.IntegerType(), T.StringType()),
                 STRING_STRING_MAP: T.MapType(T.StringType(), T.StringType()),
             }[t]
@@ -72,6 +75,7 @@ class TableSchema:
                 TIMESTAMP: pa.timestamp("us", tz="UTC"),
                 BINARY: pa.binary(),
                 INT_ARRAY: pa.list_(pa.int32()),
+                STRING_ARRAY: pa.list_(pa.string()),
                 INT_STRING_MAP: pa.map_(pa.int32(), pa.string()),
                 STRING_STRING_MAP: pa.map_(pa.string(), pa.string()),
             }[t]
@@ -131,6 +135,15 @@ EVENT = TableSchema(
         ("batch_id", LONG),
     ),
 )
+
+# The real controller's partition changes as `isrflow bridge` publishes them (schemas.events.ObservedDecision,
+# the import's observed rows): source_offset is the metadata log offset of the controller's record. With the
+# sequencer's micro-batch.
+OBSERVED = derived("observed", ObservedDecision, {"decision": (Column("batch_id", LONG),)})
+
+# One row per observed decision of the controller beside isrflow's, as `isrflow run` computes them behind
+# `isrflow bridge` (agreement.jsonl's columns, the two sides as JSON objects), with the partition query's micro-batch.
+AGREEMENT = derived("agreement", AgreementRow, {"isrflow": (Column("batch_id", LONG),)})
 
 # What the sequencer hands one partition (silver): the partition, where in the log, and the command itself
 # packed as JSON (the event's fields the partition needs and the cluster facts as they stood at the

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.events import Malformed, parse_event
+from schemas.events import Malformed, ObservedDecision, parse_record
 from schemas.records import to_row
 from schemas.tables import AUDIT, QUARANTINE
 from statemachine.controller import Controller, ControllerConfig
@@ -47,8 +47,10 @@ def _replay(controller: Controller, result: ReplayResult, records: Iterable[tupl
             progress: Callable[[int], None] | None) -> None:
     for offset, raw in records:
         result.events += 1
-        event = parse_event(raw)
-        if isinstance(event, Malformed):
+        event = parse_record(raw)
+        if isinstance(event, ObservedDecision):  # the controller's own decision (a bridged topic): no event
+            pass
+        elif isinstance(event, Malformed):
             result.quarantined += 1
             result.quarantine.append({"source": source, "source_offset": offset, "raw": raw,
                                       "error": event.reason, "batch_id": 0})

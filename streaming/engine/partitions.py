@@ -31,6 +31,10 @@ from streaming.io.storage import Location, Storage
 # Runs after each partition batch's Delta writes (`run --quality`): (spark, audit rows, batch id) -> a
 # summary for the progress line.
 BatchCheck = Callable[[Any, Any, int], str]
+# Runs after each partition batch's Delta writes (behind `isrflow bridge`): (audit rows, decisions as packed, batch
+# id) -> "N/M agreeing" for the progress line, or None when there was nothing to compare. Given by the layer above
+# (streaming.history.live), which knows what agreement is.
+BatchAgreement = Callable[[Any, list[dict[str, Any]], int], str | None]
 
 
 # -- the stateful operator (the hot path) ----------------------------------------------------------
@@ -134,9 +138,11 @@ class PartitionSink:
 
     def __init__(self, lake: Lake, checkpoint: Location, publisher: Any | None = None,
                  counts: BatchCounts | None = None, check: BatchCheck | None = None,
-                 storage: Storage | None = None, metrics: ShadowMetrics | None = None) -> None:
+                 storage: Storage | None = None, metrics: ShadowMetrics | None = None,
+                 agreement: BatchAgreement | None = None) -> None:
         self.lake = lake
         self.metrics = metrics
+        self.agreement = agreement
         self.checkpoint = checkpoint
         self.publisher = publisher
         self.counts = counts
@@ -212,6 +218,10 @@ class PartitionSink:
             if self.metrics is not None:
                 self.metrics.observe_decided([r.asDict() for r in audit.select(*AUDIT_COLUMNS).collect()], packed)
                 clock.lap("metrics")
+            agreeing = None
+            if self.agreement is not None:  # after the decisions' commit: a re-run recomputes the same rows
+                agreeing = self.agreement(audit, packed, batch_id)
+                clock.lap("agreement")
             quality = None
             if self.check is not None:
                 quality = self.check(rows.sparkSession, audit, batch_id)
@@ -224,6 +234,7 @@ class PartitionSink:
                     "rejections": sum(r["count"] for r in summary if r["outcome"] == "REJECTED"),
                     "published": published,
                     "quality": quality,
+                    "agreement": agreeing,
                     "steps": clock.laps,
                     "within": clock.within,
                 }
@@ -241,7 +252,8 @@ def _ensure_delta(spark: Any, path: Location, schema: TableSchema) -> None:
 def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, trigger: dict[str, Any],
                             publisher: Any | None = None, counts: BatchCounts | None = None,
                             one_sequencer_batch_per_trigger: bool = False, check: BatchCheck | None = None,
-                            rules: Rules = ZK, metrics: ShadowMetrics | None = None) -> Any:
+                            rules: Rules = ZK, metrics: ShadowMetrics | None = None,
+                            agreement: BatchAgreement | None = None) -> Any:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     _ensure_delta(spark, lake.commands, COMMAND)
@@ -256,6 +268,6 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
-    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts, check, Storage(spark), metrics)
+    sink = PartitionSink(lake, checkpoints.partitions, publisher, counts, check, Storage(spark), metrics, agreement)
     return (outputs.writeStream.queryName("isrflow-partitions").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoints.partitions)).trigger(**trigger).start())

@@ -13,7 +13,7 @@ from typing import Any
 from statemachine.controller import ControllerConfig
 from streaming.engine.counts import BatchCounts, format_steps
 from streaming.engine.metrics import ShadowMetrics
-from streaming.engine.partitions import BatchCheck, start_partition_machine
+from streaming.engine.partitions import BatchAgreement, BatchCheck, start_partition_machine
 from streaming.engine.sequencer import start_sequencer
 from streaming.engine.sources import staged_events
 from streaming.io.layout import Checkpoints, Lake
@@ -51,23 +51,24 @@ class Pipeline:
 def start_pipeline(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                    trigger: dict[str, Any], publisher: Any | None = None, counts: BatchCounts | None = None,
                    source: str = "kafka", check: BatchCheck | None = None,
-                   metrics: ShadowMetrics | None = None) -> Pipeline:
+                   metrics: ShadowMetrics | None = None, agreement: BatchAgreement | None = None) -> Pipeline:
     sequencer = start_sequencer(spark, events, lake, checkpoints, config, source, trigger, counts, metrics=metrics)
     partitions = start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts, check=check,
-                                         rules=config.rules, metrics=metrics)
+                                         rules=config.rules, metrics=metrics, agreement=agreement)
     return Pipeline(sequencer, partitions)
 
 
 def run_bounded(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                 publisher: Any | None = None, counts: BatchCounts | None = None, source: str = "kafka",
                 check: BatchCheck | None = None, progress: Any | None = None,
-                one_sequencer_batch_per_trigger: bool = False, metrics: ShadowMetrics | None = None) -> None:
+                one_sequencer_batch_per_trigger: bool = False, metrics: ShadowMetrics | None = None,
+                agreement: BatchAgreement | None = None) -> None:
     """Both queries with an available-now trigger, one after the other: the partition query must start
     after the sequencer has written everything."""
     start_sequencer(spark, events, lake, checkpoints, config, source, AVAILABLE_NOW, counts,
                     progress, metrics).awaitTermination()
     start_partition_machine(spark, lake, checkpoints, AVAILABLE_NOW, publisher, counts,
-                            one_sequencer_batch_per_trigger, check, config.rules, metrics).awaitTermination()
+                            one_sequencer_batch_per_trigger, check, config.rules, metrics, agreement).awaitTermination()
     drain_listeners(spark)
 
 
@@ -114,7 +115,8 @@ def progress_listener(counts: BatchCounts, echo: Callable[[str], Any] = print) -
                     echo(f"[partitions] batch {p.batchId}: {c['commands']} commands, {c['decisions']} decisions "
                          f"({c['published']} published), {c['rejections']} rejections, {state_rows} state rows, "
                          f"{seconds:.1f}s ({format_steps(c['steps'], c['within'])})"
-                         + (f", quality: {quality}" if quality else ""))
+                         + (f", quality: {quality}" if quality else "")
+                         + (f", {c['agreement']}" if c.get("agreement") else ""))
 
         def onQueryIdle(self, event: Any) -> None:
             pass

@@ -1,8 +1,9 @@
 """The sequencer query (the first of the pipeline's two): events -> foreachBatch that parses, quarantines bad
 records, walks the batch in log order on the driver with the cluster view, and writes raw events (bronze)
-and per-partition commands (silver). Its controller state is saved per batch id (`SequencerState`, a
-changelog of versioned JSON), so a batch re-run after a crash yields exactly the same commands. Every Delta
-write is idempotent per batch (txnAppId + txnVersion).
+and per-partition commands (silver). The real controller's decisions that `isrflow bridge` publishes beside
+the events (ObservedDecision) go to the observed table and never reach the controller. Its controller state
+is saved per batch id (`SequencerState`, a changelog of versioned JSON), so a batch re-run after a crash yields
+exactly the same commands. Every Delta write is idempotent per batch (txnAppId + txnVersion).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from schemas.events import Malformed, parse_event
-from schemas.tables import COMMAND, EVENT, QUARANTINE, TableSchema
+from schemas.events import Malformed, ObservedDecision, parse_record
+from schemas.tables import COMMAND, EVENT, OBSERVED, QUARANTINE, TableSchema
 from statemachine.controller import Controller, ControllerConfig, SnapshotError
 from streaming.engine.collector import young_collection_only
 from streaming.engine.counts import BatchCounts, Stopwatch
@@ -23,7 +24,7 @@ from streaming.io.layout import Checkpoints, Lake
 from streaming.io.storage import Location, Storage
 
 
-def _append_idempotent(spark: Any, rows: list[dict[str, Any]], schema: TableSchema, path: Location, app_id: str,
+def append_idempotent(spark: Any, rows: list[dict[str, Any]], schema: TableSchema, path: Location, app_id: str,
                        batch_id: int) -> None:
     """Append rows as one Delta commit that a re-run of the same batch id skips."""
     if not rows:
@@ -162,15 +163,19 @@ class Sequencer:
 
     def _sequence(self, controller: Controller, rows: list[Any], batch_id: int, bronze: list[dict[str, Any]],
                   quarantine: list[dict[str, Any]], commands: list[dict[str, Any]],
-                  touched: set[tuple[str, int]]) -> None:
-        """The batch's events in log order through the controller: bronze, quarantine and silver rows."""
+                  touched: set[tuple[str, int]], observed: list[dict[str, Any]]) -> None:
+        """The batch's events in log order through the controller: bronze, quarantine, silver and observed
+        rows."""
         for row in rows:
             offset, raw = int(row["source_offset"]), row["value"]
-            event = parse_event(None if raw is None else bytes(raw))
+            event = parse_record(None if raw is None else bytes(raw))
             if isinstance(event, Malformed):
                 quarantine.append({"source": self.source, "source_offset": offset,
                                    "raw": None if raw is None else bytes(raw), "error": event.reason,
                                    "batch_id": batch_id, "quarantined_at": None})
+                continue
+            if isinstance(event, ObservedDecision):  # the controller's own decision: compared, never applied
+                observed.append({**event.to_row(), "batch_id": batch_id})
                 continue
             bronze.append({"source_offset": offset, "event_id": event.event_id, "type": event.type,
                            "controller_epoch": event.controller_epoch, "ts": event.ts, "json": event.to_json(),
@@ -192,17 +197,24 @@ class Sequencer:
         quarantine: list[dict[str, Any]] = []
         commands: list[dict[str, Any]] = []
         touched: set[tuple[str, int]] = set()
+        observed: list[dict[str, Any]] = []
         with young_collection_only():
-            self._sequence(controller, rows, batch_id, bronze, quarantine, commands, touched)
+            self._sequence(controller, rows, batch_id, bronze, quarantine, commands, touched, observed)
         clock.lap("core")
         spark, lake = self.spark, self.lake
+
+        def silver() -> None:
+            # The observed rows first: the partition query, woken by the commands, reads the controller's
+            # decisions of the events it decides from the observed table.
+            append_idempotent(spark, observed, OBSERVED, lake.observed, "isrflow-observed", batch_id)
+            append_idempotent(spark, commands, COMMAND, lake.commands, "isrflow-commands", batch_id)
+
         # Different tables and a state file, each idempotent per batch id: written at once.
         clock.together({
-            "bronze": lambda: _append_idempotent(spark, bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
-            "quarantine": lambda: _append_idempotent(spark, quarantine, QUARANTINE, lake.quarantine,
-                                                     "isrflow-quarantine", batch_id),
-            "silver": lambda: _append_idempotent(spark, commands, COMMAND, lake.commands, "isrflow-commands",
-                                                 batch_id),
+            "bronze": lambda: append_idempotent(spark, bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
+            "quarantine": lambda: append_idempotent(spark, quarantine, QUARANTINE, lake.quarantine,
+                                                    "isrflow-quarantine", batch_id),
+            "silver": silver,
             "state": lambda: self.state.save(controller, batch_id, touched, self._last_offset),
         })
         crash_point("sequencer-committed")

@@ -10,11 +10,16 @@ isrflow's with no partition change of the controller's for that partition and ev
 The same place: the controller's writes for a partition and an event are paired with isrflow's from the last one
 back. A KRaft operation is one record, so that is isrflow's last decision; the ZooKeeper-era controller writes a
 partition several times for one event (an election, then a replica out of the ISR), and so does isrflow.
+
+Live, behind `isrflow bridge`, each micro-batch of `isrflow run` compares the events it decided
+(`batch_agreement`) and appends the rows to the agreement table (`to_table_rows`; `from_table_rows` reads them
+back in agreement.jsonl's shape).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 COMPARED = ("leader", "isr", "leader_epoch", "partition_epoch", "leader_recovery_state", "eligible_leader_replicas",
@@ -70,3 +75,32 @@ def _row(o: Mapping[str, Any], mine: Mapping[str, Any] | None) -> dict[str, Any]
 
 def agreement_rate(rows: list[Mapping[str, Any]]) -> float:
     return sum(1 for r in rows if r["match"]) / len(rows) if rows else 1.0
+
+
+def batch_agreement(observed: Iterable[Mapping[str, Any]], decisions: Iterable[Mapping[str, Any]],
+                    event_ids: Collection[str]) -> list[dict[str, Any]]:
+    """`agreement_rows` for the events a micro-batch of `isrflow run` decided: the controller's changes caused by
+    those events beside isrflow's decisions of them (an event of the batch with neither gives no row). A table
+    returns rows in any order: the controller's are put back in log order, which the pairing reads."""
+    theirs = sorted((o for o in observed if o.get("cause_event_id") in event_ids), key=lambda o: o["source_offset"])
+    return agreement_rows(theirs, [d for d in decisions if d.get("cause_event_id") in event_ids])
+
+
+def to_table_rows(rows: Iterable[Mapping[str, Any]], batch_id: int) -> list[dict[str, Any]]:
+    """Agreement rows as the agreement table holds them: each side as a JSON object (or null)."""
+    return [{**r, "controller": _json_or_none(r["controller"]), "isrflow": _json_or_none(r["isrflow"]),
+             "batch_id": batch_id} for r in rows]
+
+
+def from_table_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The agreement table's rows as agreement.jsonl has them (the sides as objects, no batch id)."""
+    return [{**{k: v for k, v in r.items() if k != "batch_id"}, "differing": list(r["differing"]),
+             "controller": _object_or_none(r["controller"]), "isrflow": _object_or_none(r["isrflow"])} for r in rows]
+
+
+def _json_or_none(side: Mapping[str, Any] | None) -> str | None:
+    return None if side is None else json.dumps(side, sort_keys=True, separators=(",", ":"))
+
+
+def _object_or_none(text: str | None) -> dict[str, Any] | None:
+    return None if text is None else json.loads(text)

@@ -20,12 +20,16 @@ class Lake:
     commands: Location
     decisions: Location
     quality: Location
+    # Behind `isrflow bridge`: the real controller's partition changes, and isrflow's agreement with them.
+    observed: Location
+    agreement: Location
 
     @classmethod
     def beside(cls, audit: Location, root: Location | None = None) -> Lake:
         root = root or audit.parent
         return cls(audit=audit, quarantine=root / "quarantine", bronze=root / "bronze",
-                   commands=root / "commands", decisions=root / "decisions", quality=root / "quality")
+                   commands=root / "commands", decisions=root / "decisions", quality=root / "quality",
+                   observed=root / "observed", agreement=root / "agreement")
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,8 @@ class ReplayOutput:
     def lake(self) -> Lake:
         work = self.work
         return Lake(audit=self.audit, quarantine=self.quarantine, bronze=work / "bronze",
-                    commands=work / "commands", decisions=work / "decisions", quality=work / "quality")
+                    commands=work / "commands", decisions=work / "decisions", quality=work / "quality",
+                    observed=work / "observed", agreement=work / "agreement")
 
     @property
     def checkpoints(self) -> Checkpoints:

@@ -64,6 +64,7 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     from streaming.engine.session import SHUFFLE_PARTITIONS, build_spark, default_master, state_partitions_conf
     from streaming.engine.sinks import DecisionPublisher
     from streaming.engine.sources import kafka_events
+    from streaming.history.live import agreement_writer
     from streaming.io.eventlog import require_single_partition
     from streaming.io.layout import Checkpoints, Lake
     from streaming.io.storage import Storage, is_remote, location
@@ -98,6 +99,7 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     counts = BatchCounts()
     spark.streams.addListener(progress_listener(counts))
     check = batch_check(lake.quality) if options.quality else None
+    agreement = agreement_writer(lake)  # behind `isrflow bridge`: the controller's decisions beside isrflow's
     print(f"isrflow run: {options.events_topic} -> {options.decisions_topic}, audit {lake.audit}, "
           f"checkpoints {checkpoints.root}, {conf[SHUFFLE_PARTITIONS]} state partitions")
     with contextlib.ExitStack() as cleanup:
@@ -105,12 +107,12 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
         metrics = serve_metrics(spark, options, cleanup, SequencerState(checkpoints.sequencer_state, storage=storage))
         if "availableNow" in trigger:
             run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check,
-                        metrics=metrics)
+                        metrics=metrics, agreement=agreement)
             return 0
         # Handlers first: a SIGTERM while the queries start also stops them after their current micro-batch.
         stop = cleanup.enter_context(stop_on_signals())
         pipeline = start_pipeline(spark, events, lake, checkpoints, options.config, trigger, publisher, counts,
-                                  check=check, metrics=metrics)
+                                  check=check, metrics=metrics, agreement=agreement)
         return wait_until_stopped(pipeline, kafka, stop)
 
 

@@ -1,6 +1,7 @@
 """`isrflow check`'s rules for a replay of a real controller's history: every decision the controller wrote must
-be reproduced (agreement.jsonl beside the audit table, written by `replay kraft:PATH`), and every partition must
-go through the same states (histories.jsonl)."""
+be reproduced (agreement.jsonl beside the audit table, written by `replay kraft:PATH`, and the agreement Delta
+table beside it, written by `isrflow run` behind `isrflow bridge`), and every partition must go through the
+same states (histories.jsonl)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from streaming.history.agreement import from_table_rows
+from streaming.io.layout import Lake
 from streaming.quality.results import RuleResult
 
 RULE = "isrflow_agrees_with_the_controller"
@@ -26,9 +29,21 @@ def agreement_results(audit_table: Path) -> list[RuleResult]:
     return [r for r in (agreement_result(audit_table), histories_result(audit_table)) if r is not None]
 
 
+def _agreement_rows(audit_table: Path) -> list[dict[str, Any]] | None:
+    """agreement.jsonl's rows and the agreement table's beside the audit table (None when neither exists)."""
+    replayed = _rows(Path(audit_table).parent / "agreement.jsonl")
+    table = Lake.beside(Path(audit_table)).agreement
+    if not (table / "_delta_log").is_dir():
+        return replayed
+    from streaming.io.delta import read_delta
+
+    return [*(replayed or []), *from_table_rows(read_delta(table))]
+
+
 def agreement_result(audit_table: Path) -> RuleResult | None:
-    """The per-decision rule's result, or None when the audit table did not come from a KRaft replay."""
-    rows = _rows(Path(audit_table).parent / "agreement.jsonl")
+    """The per-decision rule's result, or None when the audit table did not come from a KRaft replay or a run
+    behind `isrflow bridge`."""
+    rows = _agreement_rows(audit_table)
     if rows is None:
         return None
     bad = [r for r in rows if not r["match"]]

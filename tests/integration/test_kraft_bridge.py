@@ -39,15 +39,17 @@ sys.exit(main(sys.argv[1:]))
 
 
 def published(kafka: KafkaSettings | str, topic: str = EVENTS, isolation: str = "read_committed",
-              ) -> list[tuple[int, dict]]:
-    """The bridged events on `topic` (read_committed), each with its metadata offset."""
+              observed: bool = False) -> list[tuple[int, dict]]:
+    """The bridged events on `topic` (read_committed), each with its metadata offset header (with the controller's
+    ObservedDecision records too when `observed`)."""
     consumer = KafkaConsumer(**KafkaSettings.of(kafka).python_kwargs(), isolation_level=isolation,
                              enable_auto_commit=False, consumer_timeout_ms=3000)
     try:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
-        return [(int(dict(r.headers)[OFFSET_HEADER]), json.loads(r.value)) for r in consumer]
+        records = [(int(dict(r.headers)[OFFSET_HEADER]), json.loads(r.value)) for r in consumer]
+        return [(o, r) for o, r in records if observed or r["type"] != "ObservedDecision"]
     finally:
         consumer.close()
 
@@ -71,9 +73,16 @@ def test_bridge_publishes_new_events_once_and_resumes_after_the_last_offset(kafk
     assert any(e["type"] == "CreateTopic" and e["topic"] == "kraft-bridge-later" for e in later)
     # No gap, no duplicate: exactly the import's events up to the last published offset, in order.
     last = everything[-1][0]
-    expected = [e for e in convert(read_metadata_log(metadata).records).events if event_offset(e) <= last]
+    imported = convert(read_metadata_log(metadata).records)
+    expected = [e for e in imported.events if event_offset(e) <= last]
     assert [e for _, e in everything] == expected
-    assert [o for o, _ in everything] == sorted(o for o, _ in everything)
+    # The controller's changes went out too, each after its event under the event's offset: the import's rows.
+    records = published(bootstrap, observed=True)
+    assert [o for o, _ in records] == sorted(o for o, _ in records)
+    observed = [{k: v for k, v in r.items() if k != "type"} for _, r in records if r["type"] == "ObservedDecision"]
+    ids = {e["event_id"] for e in expected}
+    assert observed == [o for e in expected for o in imported.observed if o["cause_event_id"] == e["event_id"]]
+    assert observed and all(o["cause_event_id"] in ids for o in observed)
 
 
 def children(pid: int) -> list[int]:

@@ -372,3 +372,59 @@ def test_import_kraft_command_writes_events_and_observed(elr_off: dict[str, Path
     out = capsys.readouterr().out
     [seeded] = {event_offset(e) for e in read_jsonl(events) if "-snapshot-" in e["event_id"]}
     assert f"window [{seeded + 1}, " in out and "records that decide nothing" in out
+
+
+@pytest.mark.spark
+def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
+        elr_off: dict[str, Path], kafka_broker: Any, spark: Any, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The scenario's metadata log (a kill -9, a controlled shutdown, elections, ...) bridged into a topic of the
+    session's broker, then `run` over it: under the kraft rules every observed decision agrees, under the zk rules
+    some do not (ZK bumps the leader epoch on an ISR shrink)."""
+    from streaming.history.agreement import from_table_rows
+    from streaming.infra.localkafka import create_topic
+    from streaming.io.layout import Lake
+    from streaming.quality.agreement import RULE, agreement_result
+
+    bootstrap, topic = kafka_broker.bootstrap_servers, "kraft-live-agreement"
+    create_topic(bootstrap, topic, 1)
+    assert main(["bridge", "--metadata-dir", str(elr_off["history"]), "--bootstrap-servers", bootstrap,
+                 "--events-topic", topic, "--once"]) == 0
+    # A malformed controller's decision after them (no leader epoch): quarantined, like any bad record.
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        producer.send(topic, json.dumps({"type": "ObservedDecision", "topic": "rf1", "partition": 0}).encode()).get(30)
+    finally:
+        producer.close()
+    kinds = {e["event_id"]: (e["type"], e.get("change")) for e in
+             convert(read_metadata_log(elr_off["history"]).records).events}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for rules in ("kraft", "zk"):
+        create_topic(bootstrap, f"{topic}-{rules}", 1)
+        audit = tmp_path / rules / "audit"
+        assert main(["run", "--bootstrap-servers", bootstrap, "--events-topic", topic, "--decisions-topic",
+                     f"{topic}-{rules}", "--audit-table", str(audit), "--checkpoint-dir", str(tmp_path / rules / "cp"),
+                     "--trigger", "available-now", "--rules", rules, "--state-partitions", "2"]) == 0
+        lake = Lake.beside(audit)
+        rows[rules] = from_table_rows(read_delta(lake.agreement))
+        # The observed table holds the controller's changes the bridge published, none of them in bronze.
+        assert len(read_delta(lake.observed)) >= len(rows[rules])
+        assert not {r["type"] for r in read_delta(lake.bronze)} & {"ObservedDecision"}
+        [bad] = read_delta(lake.quarantine)
+        assert bad["error"] == "missing field 'leader'"
+    out = capsys.readouterr().out
+    kraft, zk = rows["kraft"], rows["zk"]
+    assert kraft and all(r["match"] for r in kraft), [r for r in kraft if not r["match"]]
+    causes = {kinds[r["cause_event_id"]] for r in kraft}
+    assert {("BrokerChange", "FAILURE"), ("BrokerChange", "CONTROLLED_SHUTDOWN")} <= causes
+    assert f"{len(kraft)}/{len(kraft)} agreeing" in out  # the progress line (one partition batch)
+    kraft_check = agreement_result(tmp_path / "kraft" / "audit")
+    assert kraft_check is not None and kraft_check.name == RULE and not kraft_check.fails_check
+    # The same log under the zk rules: the controller's decisions are the same, isrflow's differ.
+    assert {(r["cause_event_id"], r["topic"], r["partition"]) for r in zk if r["controller"]} == {
+        (r["cause_event_id"], r["topic"], r["partition"]) for r in kraft}
+    assert not all(r["match"] for r in zk) and "leader_epoch" in {f for r in zk for f in r["differing"]}
+    assert main(["check", str(tmp_path / "zk" / "audit")]) == 1
+    assert RULE in capsys.readouterr().out

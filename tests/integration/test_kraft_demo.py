@@ -32,3 +32,9 @@ def test_demo_kraft_runs_the_pipeline_on_a_real_cluster_and_agrees(spark: Any, t
     decisions = read_delta(work / "decisions")
     published = [int(n) for n in re.findall(r"\((\d+) published\)", out)]
     assert len(decisions) == sum(published) >= len(rows)
+    # `run` compared them itself, live, from the controller's decisions the bridge published beside the events.
+    live = read_delta(work / "agreement")
+    assert live and all(r["match"] for r in live), [r for r in live if not r["match"]]
+    assert {(r["cause_event_id"], r["topic"], r["partition"]) for r in live} <= {
+        (r["cause_event_id"], r["topic"], r["partition"]) for r in rows}
+    assert re.search(rf"{len(live)}/{len(live)} agreeing", out)
