@@ -274,7 +274,9 @@ def metrics_listener(metrics: ShadowMetrics) -> Any:
 
         def onQueryProgress(self, event: Any) -> None:
             p = event.progress
-            state_rows = sum(op.numRowsTotal for op in p.stateOperators) if p.stateOperators else None
+            # The partition query's state store (one row per partition); the sequencer keeps no Spark state.
+            state_rows = sum(op.numRowsTotal for op in p.stateOperators) \
+                if p.stateOperators and p.name == "isrflow-partitions" else None
             metrics.observe_batch(p.name or str(p.id), p.batchDuration / 1000, state_rows)
 
         def onQueryIdle(self, event: Any) -> None:
