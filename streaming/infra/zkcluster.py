@@ -35,7 +35,7 @@ DATA_ROOT = connectors.CACHE / "zk-clusters"
 SESSION_TIMEOUT_MS = 6000
 ZOOKEEPER_ID = 0
 
-# ZooKeeper's settings for a fast, small run (measured: /work/shared/zk/ZNODES.md). tickTime 500 ms allows
+# ZooKeeper's settings for a fast, small run (docs/zookeeper.md). tickTime 500 ms allows
 # session timeouts of 1 to 10 s; the default preAllocSize writes 64 MB per log file; snapCount is small so that
 # a test's run rolls a log and takes snapshots, as a long-lived server does; autopurge off keeps every file.
 ZOO_CFG = {

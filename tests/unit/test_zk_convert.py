@@ -1,5 +1,5 @@
 """The ZooKeeper importer (streaming/zookeeper/convert.py): a real ZooKeeper server's files (tests/unit/zkdata) and
-transactions built as the ZooKeeper-era controller writes them (../shared/zk/ZNODES.md), read as contract events
+transactions built as the ZooKeeper-era controller writes them (docs/zookeeper.md), read as contract events
 and the controller's observed decisions, and replayed under the zk rules to the controller's own states."""
 
 from __future__ import annotations
