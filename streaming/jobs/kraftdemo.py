@@ -8,14 +8,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
 from streaming.history.outputs import show_agreement
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.infra.localkafka import create_topic
 from streaming.jobs.bridge import BridgeOptions, KraftBridge
 from streaming.jobs.kraft import import_kraft
-from streaming.jobs.run import RunOptions, run
+from streaming.jobs.run import decide_once
 
 EVENTS_TOPIC = "isrflow-kraft-events"
 DECISIONS_TOPIC = "isrflow-kraft-decisions"
@@ -55,9 +54,7 @@ def kraft_demo(work_dir: Path = Path("out/demo-kraft"), master: str | None = Non
             bridge.close()
         print(f"bridged {sent} events from broker 3's metadata log into {EVENTS_TOPIC}", flush=True)
         audit = work / "audit"
-        code = run(RunOptions(bootstrap, EVENTS_TOPIC, DECISIONS_TOPIC, audit, work / "checkpoints",
-                              trigger="available-now", config=ControllerConfig(rules=KRAFT), master=master,
-                              spark_conf=spark_conf or {}, state_partitions=2))
+        code = decide_once(bootstrap, EVENTS_TOPIC, DECISIONS_TOPIC, work, KRAFT, master, spark_conf)
         if code != 0:
             return code
         # The controller's own decisions, from the same log the bridge read.

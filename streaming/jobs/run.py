@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from statemachine.controller import ControllerConfig
+from statemachine.rules import Rules
 from streaming.engine.pipeline import Pipeline
 from streaming.errors import UsageError
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
@@ -166,3 +167,11 @@ def wait_until_stopped(pipeline: Pipeline, kafka: KafkaSettings, stop: threading
         reason = str(query.exception())
         print(f"isrflow run: query {query.name} failed: {kafka.scrub(reason)}")
     return 1 if failed else 0
+
+
+def decide_once(bootstrap_servers: str, events_topic: str, decisions_topic: str, work: Path, rules: Rules,
+                master: str | None = None, spark_conf: dict[str, str] | None = None) -> int:
+    """One bounded `run` (available-now) of a demo's events topic into `work/audit` and the tables beside it."""
+    return run(RunOptions(bootstrap_servers, events_topic, decisions_topic, work / "audit", work / "checkpoints",
+                          trigger="available-now", config=ControllerConfig(rules=rules), master=master,
+                          spark_conf=spark_conf or {}, state_partitions=2))

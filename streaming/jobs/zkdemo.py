@@ -9,13 +9,12 @@ import json
 import shutil
 from pathlib import Path
 
-from statemachine.controller import ControllerConfig
 from statemachine.rules import ZK
 from streaming.history.outputs import read_jsonl, show_agreement
 from streaming.infra.localkafka import create_topic
 from streaming.infra.zkcluster import ZkCluster
 from streaming.jobs.demo import publish
-from streaming.jobs.run import RunOptions, run
+from streaming.jobs.run import decide_once
 from streaming.jobs.zookeeper import import_zk
 
 EVENTS_TOPIC = "isrflow-zk-events"
@@ -61,9 +60,7 @@ def zookeeper_demo(work_dir: Path = Path("out/demo-zookeeper"), master: str | No
         print(f"published {len(events)} events read from ZooKeeper's transaction log into {EVENTS_TOPIC}",
               flush=True)
         audit = work / "audit"
-        code = run(RunOptions(bootstrap, EVENTS_TOPIC, DECISIONS_TOPIC, audit, work / "checkpoints",
-                              trigger="available-now", config=ControllerConfig(rules=ZK), master=master,
-                              spark_conf=spark_conf or {}, state_partitions=2))
+        code = decide_once(bootstrap, EVENTS_TOPIC, DECISIONS_TOPIC, work, ZK, master, spark_conf)
         if code != 0:
             return code
     return show_agreement(work, audit, DECISIONS_TOPIC, "zk rules")
