@@ -234,7 +234,7 @@ def compare(metadata_copy: Path, out: Path, engine: str, seed: int, version: str
 
 
 def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], engines: tuple[str, ...] = ("local",),
-        log: Any = print) -> list[RunResult]:
+        log: Any = print, keep: bool = False) -> list[RunResult]:
     """One campaign run: the script of `seed` on a fresh cluster of `version`, then one comparison per engine."""
     steps = script(seed, ops, version)
     here = work / f"kafka-{version.name}-seed-{seed}"
@@ -243,7 +243,7 @@ def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], eng
                       controllers=CONTROLLERS) as c:
         copy = play(c, steps, f"kafka {version.name} seed {seed}", lambda: c.metadata_dir, here / "metadata", log)
     return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name) for engine in engines],
-                               here, copy)
+                               here, copy, keep)
 
 
 def play(c: Any, steps: list[Op], label: str, history: Any, copy: Path, log: Any = print) -> Path:
@@ -257,10 +257,12 @@ def play(c: Any, steps: list[Op], label: str, history: Any, copy: Path, log: Any
     return copy
 
 
-def kept_if_disagreeing(results: list[RunResult], here: Path, copy: Path) -> list[RunResult]:
-    """A run that agrees leaves nothing behind; one that disagrees keeps its log copy, to become a regression."""
+def kept_if_disagreeing(results: list[RunResult], here: Path, copy: Path, keep: bool = False) -> list[RunResult]:
+    """A run that agrees leaves nothing behind (unless asked to `keep` every run, to be checked again later with
+    `--recheck`); one that disagrees keeps its log copy, to become a regression."""
     if all(r.agrees for r in results):
-        shutil.rmtree(here, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(here, ignore_errors=True)
     else:
         for r in results:
             r.kept = copy
@@ -290,9 +292,10 @@ def summary(results: list[RunResult]) -> str:
 
 
 def campaign(argv: list[str] | None, versions: dict[str, Any], default_versions: str, default_out: str,
-             run_one: Any) -> int:
+             run_one: Any, recheck_one: Any = None) -> int:
     """The command line of a campaign: RUNS runs over the versions in turn, each `run_one(seed, ops, out, version,
-    engines)`, Spark beside the local engine on each version's first run with --spark."""
+    engines, keep=)`, Spark beside the local engine on each version's first run with --spark. With --recheck, no
+    cluster: every run kept under --out is compared again (`recheck_one(run_dir)`), as after a fix."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--seed", type=int, default=1, help="the first run's seed; run n uses seed + n")
@@ -301,13 +304,24 @@ def campaign(argv: list[str] | None, versions: dict[str, Any], default_versions:
                    help=f"versions, taken in turn ({', '.join(versions)})")
     p.add_argument("--spark", action="store_true", help="also replay each version's first run with Spark")
     p.add_argument("--out", type=Path, default=Path(default_out))
+    p.add_argument("--keep", action="store_true", help="keep every run's copy, also the ones that agree")
+    if recheck_one is not None:
+        p.add_argument("--recheck", action="store_true",
+                       help="start no cluster: compare every run kept under --out again")
     args = p.parse_args(argv)
     results: list[RunResult] = []
+    if getattr(args, "recheck", False):
+        for here in sorted((d for d in args.out.iterdir() if "-seed-" in d.name),
+                           key=lambda d: int(d.name.rsplit("-", 1)[1])):
+            results += recheck_one(here)
+            print(summary(results[-1:]).splitlines()[1], flush=True)
+        print(summary(results))
+        return 0 if all(r.agrees for r in results) else 1
     chosen = [versions[v] for v in args.versions.split(",")]
     for n in range(args.runs):
         version = chosen[n % len(chosen)]
         engines = ("local", "spark") if args.spark and n < len(chosen) else ("local",)
-        results += run_one(args.seed + n, args.ops, args.out, version, engines)
+        results += run_one(args.seed + n, args.ops, args.out, version, engines, keep=args.keep)
         print(summary(results[-len(engines):]).splitlines()[1], flush=True)
     print(summary(results))
     return 0 if all(r.agrees for r in results) else 1

@@ -11,6 +11,7 @@ compared with the controller's writes. A run that disagrees keeps its copy, to b
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,19 +38,31 @@ VERSIONS = {"3.9": ZkVersion("3.9", None), "2.6": ZkVersion("2.6", "2.6")}
 
 
 def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], engines: tuple[str, ...] = ("local",),
-        log: Any = print) -> list[RunResult]:
-    """One campaign run: the script of `seed` on a fresh ZooKeeper-mode cluster, then one comparison per engine."""
+        log: Any = print, keep: bool = False) -> list[RunResult]:
+    """One campaign run: the script of `seed` on a fresh ZooKeeper-mode cluster, then one comparison per engine.
+    Each broker's state-change.log (the requests it sent as controller and received) is kept beside ZooKeeper's
+    directory, in `state-change/broker-N.log`."""
     steps = script(seed, ops, version, extra=("expire",))  # type: ignore[arg-type]
     here = work / f"zookeeper-{version.name}-seed-{seed}"
     with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS) as c:
         copy = play(c, steps, f"zookeeper {version.name} seed {seed}", lambda: c.zookeeper_data_dir,
                     here / "zookeeper", log)
+        (here / "state-change").mkdir(parents=True, exist_ok=True)
+        for broker in c.brokers:
+            if c.state_change_log(broker).exists():
+                shutil.copyfile(c.state_change_log(broker), here / "state-change" / f"broker-{broker}.log")
     return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name, "zk:", ZK)
-                                for engine in engines], here, copy)
+                                for engine in engines], here, copy, keep)
+
+
+def recheck(here: Path) -> list[RunResult]:
+    """Compare a kept run (`zookeeper-<version>-seed-<n>`) again, on the local engine."""
+    version, seed = here.name.removeprefix("zookeeper-").split("-seed-")
+    return [compare(here / "zookeeper", here / "local", "local", int(seed), version, "zk:", ZK)]
 
 
 def main(argv: list[str] | None = None) -> int:
-    return campaign(argv, VERSIONS, "3.9,2.6", "out/zk-campaign", run)
+    return campaign(argv, VERSIONS, "3.9,2.6", "out/zk-campaign", run, recheck)
 
 
 if __name__ == "__main__":
