@@ -33,6 +33,7 @@ from statemachine.states import (
     check_partition_transition,
     check_replica_transition,
 )
+from statemachine.visit_order import replica_state_machine_order
 
 P = PartitionState
 R = ReplicaState
@@ -275,14 +276,16 @@ def _offline_replica(s: _Step, broker: int) -> None:
 
 
 def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
-    """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica."""
-    for broker in replicas:
+    """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica: each step for
+    all of them before the next, brokers in the ReplicaStateMachine's order (the ISR shrinks in that order)."""
+    order = replica_state_machine_order(replicas)
+    for broker in order:
         # Every one goes through OfflineReplica, as in Kafka, also one already offline: a restored (snapshot)
         # state can hold offline replicas in the ISR, and the transition takes them out.
         _offline_replica(s, broker)
-        s.move_replica(broker, R.DELETION_STARTED)
-        s.move_replica(broker, R.DELETION_SUCCESSFUL)
-        s.move_replica(broker, R.NON_EXISTENT)
+    for state in (R.DELETION_STARTED, R.DELETION_SUCCESSFUL, R.NON_EXISTENT):
+        for broker in order:
+            s.move_replica(broker, state)
 
 
 def _continue_deletion(s: _Step) -> None:
@@ -291,7 +294,7 @@ def _continue_deletion(s: _Step) -> None:
     RETRY_DELETION, fanned out by the controller). The partition ceases to exist once no replica is left."""
     live = s.command.live_brokers
     states = s.record.replica_states
-    _delete_replicas(s, [b for b in sorted(states) if b in live])
+    _delete_replicas(s, [b for b in states if b in live])
     for broker in sorted(b for b in states if b not in live):
         _fail_deletion(s, broker)
     waiting = sorted(s.record.replica_states)
@@ -316,8 +319,8 @@ def _on_retry_deletion(s: _Step) -> None:
     broker that is live again is not among them: its startup brought it online first."""
     _require_partition(s)
     live = s.command.live_brokers
-    for broker in sorted(b for b, state in s.record.replica_states.items()
-                         if state is R.DELETION_INELIGIBLE and b not in live):
+    for broker in replica_state_machine_order(b for b, state in s.record.replica_states.items()
+                                              if state is R.DELETION_INELIGIBLE and b not in live):
         _offline_replica(s, broker)
 
 
@@ -623,18 +626,18 @@ def _on_controller_failover(s: _Step) -> None:
     if s.record.queued_for_deletion:
         # ReplicaStateMachine.startup takes the dead brokers' replicas offline (out of the ISR); a topic with one
         # is ineligible for deletion until that broker returns, one without goes on being deleted.
-        dead = [b for b in sorted(s.record.replica_states) if b not in live]
+        dead = replica_state_machine_order(b for b in s.record.replica_states if b not in live)
         for broker in dead:
             _offline_replica(s, broker)
         if not dead:
             _continue_deletion(s)
         return
     for broker in sorted(s.record.replica_states):
-        if broker in live:
-            if s.record.replica_states[broker] is not R.ONLINE:
-                s.move_replica(broker, R.ONLINE)
-        else:
-            _offline_replica(s, broker)
+        if broker in live and s.record.replica_states[broker] is not R.ONLINE:
+            s.move_replica(broker, R.ONLINE)
+    # ReplicaStateMachine.startup: the online replicas first, then the offline ones out of the ISR.
+    for broker in replica_state_machine_order(b for b in s.record.replica_states if b not in live):
+        _offline_replica(s, broker)
     if s.record.has_leader_and_isr and s.record.leader not in live and s.record.state is not P.OFFLINE:
         s.move(P.OFFLINE)
     _bring_online(s, s.command.unclean_allowed)

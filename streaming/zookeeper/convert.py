@@ -335,6 +335,8 @@ class Converter:
         if moves:
             event = self._event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
             self._cause(_Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
+        elif new == old and txn.session == self.controller_session:
+            self._reassigned_in_place(txn, topic)
 
     def _completed(self, key: tuple[str, int], target: tuple[int, ...]) -> None:
         """A reassignment's completion: the controller set the replicas to the target in memory (B2) before its
@@ -418,6 +420,27 @@ class Converter:
                 return key in cause.partitions and newest
             case _:
                 return False
+
+    def _reassigned_in_place(self, txn: ZkTxn, topic: str) -> None:
+        """/brokers/topics/T rewritten unchanged by the controller: an Admin API reassignment of a partition to the
+        replicas it has. Nothing to add or remove, so the controller completes it at once: it bumps the leader epoch
+        (B3, leader and ISR unchanged; no write when the leader is not live), then rewrites the assignment (B6). The
+        bump, the controller's last write and explained by nothing before it, is that reassignment's."""
+        last = self.result.observed[-1] if self.result.observed else None
+        if last is None or last["topic"] != topic or last["cause"] != "Unexplained" or \
+                last["source_offset"] != self.result.unexplained[-1]:
+            return
+        key = (topic, last["partition"])
+        previous = next((r for r in reversed(self.result.observed[:-1]) if (r["topic"], r["partition"]) == key), None)
+        if previous is None or (previous["leader"], previous["isr"], previous["leader_epoch"] + 1) != (
+                last["leader"], last["isr"], last["leader_epoch"]):
+            return
+        bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
+        event = self._event(bump, "ReassignPartitions", f"-{topic}-{key[1]}",
+                            partitions=[{"topic": topic, "partition": key[1], "replicas": last["replicas"]}])
+        self._cause(_Cause(event, "PARTITIONS", partitions={key}))
+        self.result.unexplained.pop()
+        last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
 
     def _request(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
                  after: PartitionState) -> _Cause | None:

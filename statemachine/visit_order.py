@@ -1,0 +1,45 @@
+"""The order in which Kafka's ZooKeeper-era ReplicaStateMachine visits brokers.
+
+`handleStateChanges(replicas, state)` groups the replicas by broker (Scala's `groupBy`, an immutable `HashMap`) and
+handles one broker after the other in that map's iteration order. Each broker's OfflineReplica writes its
+replicas out of the ISR, so when several replicas of one partition go offline together (a reassignment's removed
+replicas, a topic deletion, a new controller finding dead brokers) the partition's ISR shrinks in this order, one
+write per broker: it is not the id order.
+
+Scala 2.13's `HashMap` is a CHAMP trie over `improve(key.hashCode)` (an Int's hashCode is itself): at each level
+five bits of the improved hash pick a slot; keys alone in their slot are iterated first, in slot order, then the
+sub-tries of shared slots, in slot order, recursively.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+_BITS, _MASK = 5, 31
+
+
+def _int32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+
+def improved_hash(key: int) -> int:
+    """scala.collection.Hashing.improve of an Int key, as an unsigned 32-bit value."""
+    h = _int32(key + _int32(~_int32(key << 9)))
+    h = _int32(h ^ ((h & 0xFFFFFFFF) >> 14))
+    h = _int32(h + _int32(h << 4))
+    return (h ^ ((h & 0xFFFFFFFF) >> 10)) & 0xFFFFFFFF
+
+
+def replica_state_machine_order(brokers: Iterable[int]) -> list[int]:
+    """The distinct `brokers` in the order ReplicaStateMachine.handleStateChanges handles them."""
+    return _trie_order(sorted(set(brokers)), 0)
+
+
+def _trie_order(keys: list[int], shift: int) -> list[int]:
+    slots: dict[int, list[int]] = {}
+    for key in keys:
+        slots.setdefault((improved_hash(key) >> shift) & _MASK, []).append(key)
+    alone = [slots[s][0] for s in sorted(slots) if len(slots[s]) == 1]
+    shared = [k for s in sorted(slots) if len(slots[s]) > 1 for k in _trie_order(slots[s], shift + _BITS)]
+    return alone + shared
