@@ -61,6 +61,11 @@ HELP = {
     "isrflow_rejections": "Events or partition changes the shadow refused, by Kafka error name (audit outcome "
                           "REJECTED)",
     "isrflow_quarantined_records": "Event log records that could not be read as an event (quarantine table)",
+    "isrflow_controller_decisions_compared": "The real controller's partition changes compared with the shadow's "
+                                             "decisions (behind `isrflow bridge`: the agreement table's rows), by "
+                                             "the cause event's type",
+    "isrflow_disagreements": "Agreement rows where the shadow and the real controller differ (leader, ISR, epochs, "
+                             "recovery state, ELR), by the cause event's type",
     "isrflow_last_event_offset": "Offset in the events topic (source_offset) of the newest event the partition "
                                  "query has decided",
     "isrflow_last_event_lag_seconds": "Seconds from the newest decided event's ts to now",
@@ -166,6 +171,9 @@ class ShadowMetrics:
                                          registry=r)
         self.rejections = Counter("isrflow_rejections", HELP["isrflow_rejections"], ["error"], registry=r)
         self.quarantined = Counter("isrflow_quarantined_records", HELP["isrflow_quarantined_records"], registry=r)
+        self.compared = Counter("isrflow_controller_decisions_compared",
+                                HELP["isrflow_controller_decisions_compared"], ["cause"], registry=r)
+        self.disagreements = Counter("isrflow_disagreements", HELP["isrflow_disagreements"], ["cause"], registry=r)
         self.batch_seconds = Histogram("isrflow_micro_batch_duration_seconds",
                                        HELP["isrflow_micro_batch_duration_seconds"], ["query"],
                                        buckets=BATCH_SECONDS_BUCKETS, registry=r)
@@ -205,6 +213,15 @@ class ShadowMetrics:
                 self._last_offset = int(newest["source_offset"])
                 ts = parse_ts(newest["event_ts"])
                 self._last_ts = None if ts is None else ts.timestamp()
+
+    def observe_agreement(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """A partition micro-batch's agreement rows (behind `isrflow bridge`). A batch re-run after a failure
+        recomputes its rows and counts them again: the agreement table, idempotent per batch, is exact."""
+        for row in rows:
+            cause = row.get("cause") or "UNKNOWN"
+            self.compared.labels(cause).inc()
+            if not row["match"]:
+                self.disagreements.labels(cause).inc()
 
     def observe_batch(self, query: str, seconds: float, state_rows: int | None = None) -> None:
         """A query's micro-batch as Spark reported its progress."""

@@ -32,9 +32,9 @@ from streaming.io.storage import Location, Storage
 # summary for the progress line.
 BatchCheck = Callable[[Any, Any, int], str]
 # Runs after each partition batch's Delta writes (behind `isrflow bridge`): (audit rows, decisions as packed, batch
-# id) -> "N/M agreeing" for the progress line, or None when there was nothing to compare. Given by the layer above
-# (streaming.history.live), which knows what agreement is.
-BatchAgreement = Callable[[Any, list[dict[str, Any]], int], str | None]
+# id) -> the batch's agreement rows (each with its `cause` and `match`), empty when there was nothing to compare.
+# Given by the layer above (streaming.history.live), which knows what agreement is.
+BatchAgreement = Callable[[Any, list[dict[str, Any]], int], list[dict[str, Any]]]
 
 
 # -- the stateful operator (the hot path) ----------------------------------------------------------
@@ -215,13 +215,15 @@ class PartitionSink:
                         query_id, batch_id, [{**d, "decided_at": decided_at} for d in packed], delta_committed))
                 delta_committed()
             clock.lap(" | ".join([*writes, "kafka"] if self.publisher is not None else writes))
-            if self.metrics is not None:
+            compared: list[dict[str, Any]] = []
+            if self.agreement is not None:  # after the decisions' commit: a re-run recomputes the same rows
+                compared = self.agreement(audit, packed, batch_id)
+                clock.lap("agreement")
+            if self.metrics is not None:  # the batch's agreement first: its offset shows once all of it is counted
+                self.metrics.observe_agreement(compared)
                 self.metrics.observe_decided([r.asDict() for r in audit.select(*AUDIT_COLUMNS).collect()], packed)
                 clock.lap("metrics")
-            agreeing = None
-            if self.agreement is not None:  # after the decisions' commit: a re-run recomputes the same rows
-                agreeing = self.agreement(audit, packed, batch_id)
-                clock.lap("agreement")
+            agreeing = f"{sum(1 for r in compared if r['match'])}/{len(compared)} agreeing" if compared else None
             quality = None
             if self.check is not None:
                 quality = self.check(rows.sparkSession, audit, batch_id)

@@ -16,27 +16,26 @@ from streaming.io.storage import Storage
 
 
 def agreement_writer(lake: Lake) -> BatchAgreement:
-    """The partition query's hook: (audit rows, decisions, batch id) -> "N/M agreeing", or None when the batch
-    had nothing to compare (no observed table: `run` is not behind a bridge)."""
+    """The partition query's hook: (audit rows, decisions, batch id) -> the batch's agreement rows, none when the
+    batch had nothing to compare (no observed table: `run` is not behind a bridge)."""
     found: list[bool] = []  # the observed table, once there, stays
 
-    def agree(audit: Any, decisions: list[dict[str, Any]], batch_id: int) -> str | None:
+    def agree(audit: Any, decisions: list[dict[str, Any]], batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql import functions as F
 
         spark = audit.sparkSession
         if not found and not Storage(spark).exists(lake.observed / "_delta_log"):
-            return None
+            return []
         found.append(True)
         event_ids = {r["event_id"] for r in audit.select("event_id").distinct().collect()}
         if not event_ids:
-            return None
+            return []
         observed = [r.asDict(recursive=True) for r in spark.read.format("delta").load(str(lake.observed))
                     .where(F.col("cause_event_id").isin(sorted(event_ids))).collect()]
         rows = batch_agreement(observed, decisions, event_ids)
-        if not rows:
-            return None
-        append_idempotent(spark, to_table_rows(rows, batch_id), AGREEMENT, lake.agreement, "isrflow-agreement",
-                          batch_id)
-        return f"{sum(1 for r in rows if r['match'])}/{len(rows)} agreeing"
+        if rows:
+            append_idempotent(spark, to_table_rows(rows, batch_id), AGREEMENT, lake.agreement, "isrflow-agreement",
+                              batch_id)
+        return rows
 
     return agree

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 from kraft_scenario import run_scenario, turn_elr_off_mid_run, upgrade_metadata_version_mid_run
+from scraping import run_scraped, scraped_value
 
 from schemas.records import audit_sort_key
 from statemachine.controller import ControllerConfig
@@ -25,6 +27,7 @@ from streaming.history.agreement import agreement_rows
 from streaming.history.histories import history_rows
 from streaming.history.outputs import read_jsonl
 from streaming.infra.kraftcluster import KraftCluster
+from streaming.infra.localkafka import free_port
 from streaming.io.delta import read_delta
 from streaming.io.eventlog import Bounds
 from streaming.jobs.kraft import import_kraft
@@ -401,12 +404,23 @@ def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
     kinds = {e["event_id"]: (e["type"], e.get("change")) for e in
              convert(read_metadata_log(elr_off["history"]).records).events}
     rows: dict[str, list[dict[str, Any]]] = {}
+    scraped: list[Any] = []
     for rules in ("kraft", "zk"):
         create_topic(bootstrap, f"{topic}-{rules}", 1)
         audit = tmp_path / rules / "audit"
-        assert main(["run", "--bootstrap-servers", bootstrap, "--events-topic", topic, "--decisions-topic",
-                     f"{topic}-{rules}", "--audit-table", str(audit), "--checkpoint-dir", str(tmp_path / rules / "cp"),
-                     "--trigger", "available-now", "--rules", rules, "--state-partitions", "2"]) == 0
+        args = ["run", "--bootstrap-servers", bootstrap, "--events-topic", topic, "--decisions-topic",
+                f"{topic}-{rules}", "--audit-table", str(audit), "--checkpoint-dir", str(tmp_path / rules / "cp"),
+                "--rules", rules, "--state-partitions", "2"]
+        if rules == "kraft":
+            assert main([*args, "--trigger", "available-now"]) == 0
+            last = max(a["source_offset"] for a in read_delta(audit))
+        else:  # the wrong rules, watched as an operator would: scraped until the last event is decided
+            port = free_port()
+            code, samples = run_scraped([*args, "--trigger", "1 second", "--metrics-port", str(port)],
+                                        f"http://127.0.0.1:{port}/metrics",
+                                        lambda m, last=last: scraped_value(m, "isrflow_last_event_offset") == last)
+            assert code == 0 and samples is not None, "the endpoint never showed the last event decided"
+            scraped = samples
         lake = Lake.beside(audit)
         rows[rules] = from_table_rows(read_delta(lake.agreement))
         # The observed table holds the controller's changes the bridge published, none of them in bronze.
@@ -428,3 +442,9 @@ def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
     assert not all(r["match"] for r in zk) and "leader_epoch" in {f for r in zk for f in r["differing"]}
     assert main(["check", str(tmp_path / "zk" / "audit")]) == 1
     assert RULE in capsys.readouterr().out
+    # The metrics of the zk run count what its agreement table holds: every row compared, each differing one a
+    # disagreement, by the cause event's type.
+    counted = {name: {s.labels["cause"]: s.value for s in scraped if s.name == name}
+               for name in ("isrflow_controller_decisions_compared_total", "isrflow_disagreements_total")}
+    assert counted["isrflow_controller_decisions_compared_total"] == Counter(r["cause"] for r in zk)
+    assert counted["isrflow_disagreements_total"] == Counter(r["cause"] for r in zk if not r["match"])

@@ -36,16 +36,17 @@ def test_agreement_only_behind_a_bridge_and_once_per_batch(spark: Any, tmp_path:
     agree = agreement_writer(lake)
     audit = spark.createDataFrame([("kraft-9",), ("kraft-9",), ("kraft-12",)], "event_id string")
     decisions = [decision(0, 1), decision(1, 2)]  # partition 1: a leader epoch bump the controller did not make
-    assert agree(audit, decisions, 0) is None  # no observed table: `run` is not behind a bridge
+    assert agree(audit, decisions, 0) == []  # no observed table: `run` is not behind a bridge
     assert not (lake.agreement / "_delta_log").exists()
     # The controller's changes: two for the batch's event, one for an event of another batch.
     append_idempotent(spark, [observed(0, 7, "kraft-9"), observed(1, 8, "kraft-9"), observed(0, 30, "kraft-31")],
                       OBSERVED, lake.observed, "isrflow-observed", 0)
-    assert agree(audit, decisions, 0) == "1/2 agreeing"
-    assert agree(audit, decisions, 0) == "1/2 agreeing"  # the batch re-run after a failure
+    first = agree(audit, decisions, 0)
+    assert [(r["partition"], r["match"]) for r in first] == [(0, True), (1, False)]
+    assert agree(audit, decisions, 0) == first  # the batch re-run after a failure
     rows = sorted(read_delta(lake.agreement), key=lambda r: r["partition"])
     assert [(r["partition"], r["source_offset"], r["match"], list(r["differing"]), r["batch_id"]) for r in rows] == [
         (0, 7, True, [], 0), (1, 8, False, ["leader_epoch"], 0)]
     # A batch whose events the controller changed nothing for, and isrflow decided nothing: no rows.
-    assert agree(spark.createDataFrame([("kraft-12",)], "event_id string"), [], 1) is None
+    assert agree(spark.createDataFrame([("kraft-12",)], "event_id string"), [], 1) == []
     assert len(read_delta(lake.agreement)) == 2

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scraping import run_scraped, scraped_value
 
 from statemachine.controller import ControllerConfig
 from streaming.engine.local import run_local, write_outputs
@@ -303,53 +300,6 @@ def test_run_appends_to_a_decisions_table_written_before_the_elr_columns(spark: 
     assert after and after == [d for d in expected if d["source_offset"] >= 12]
 
 
-def _value(samples: list[Any], name: str, **labels: str) -> float | None:
-    return next((s.value for s in samples if s.name == name and s.labels == labels), None)
-
-
-def _run_scraped(args: list[str], url: str, seen: Callable[[list[Any]], bool]) -> tuple[int, list[Any] | None]:
-    """`isrflow run ARGS` (on this thread, as the CLI runs it), scraped over HTTP from another thread until a scrape
-    satisfies `seen`, then stopped with SIGTERM as an operator stops it (also when none does, after 300 s).
-    Returns the exit code and that scrape's samples."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    from streaming.cli import main
-
-    scraped: list[list[Any]] = []
-    returned = threading.Event()
-    handler_before = signal.getsignal(signal.SIGTERM)
-
-    def scrape_then_stop() -> None:
-        deadline = time.monotonic() + 300
-        try:
-            while not returned.is_set() and time.monotonic() < deadline:
-                try:
-                    with urllib.request.urlopen(url, timeout=10) as response:
-                        samples = [s for family in text_string_to_metric_families(response.read().decode())
-                                   for s in family.samples]
-                except OSError:  # not serving yet
-                    samples = []
-                if samples and seen(samples):
-                    scraped.append(samples)
-                    break
-                returned.wait(0.5)
-        finally:
-            # Found or not, only while run's own handler is there to catch it.
-            while not returned.is_set() and signal.getsignal(signal.SIGTERM) is handler_before:
-                returned.wait(0.2)
-            if not returned.is_set():
-                os.kill(os.getpid(), signal.SIGTERM)
-
-    scraper = threading.Thread(target=scrape_then_stop, daemon=True)
-    scraper.start()
-    try:
-        code = main(args)
-    finally:
-        returned.set()
-        scraper.join()
-    return code, scraped[0] if scraped else None
-
-
 def test_run_serves_metrics_that_match_the_audit(spark: Any, kafka_broker: Any, tmp_path: Path,
                                                  capsys: Any) -> None:
     """`isrflow run --metrics-port`, scraped over HTTP while it runs: once the endpoint shows the last event
@@ -379,13 +329,13 @@ def test_run_serves_metrics_that_match_the_audit(spark: Any, kafka_broker: Any, 
             "--metrics-port", str(port)]
 
     def everything_decided(samples: list[Any]) -> bool:
-        return (_value(samples, "isrflow_last_event_offset") == len(lines) - 1
-                and _value(samples, "isrflow_quarantined_records_total") == 1
-                and bool(_value(samples, "isrflow_state_rows"))  # the gauge exists at 0 before the first report
-                and _value(samples, "isrflow_micro_batch_duration_seconds_count", query="isrflow-partitions")
+        return (scraped_value(samples, "isrflow_last_event_offset") == len(lines) - 1
+                and scraped_value(samples, "isrflow_quarantined_records_total") == 1
+                and bool(scraped_value(samples, "isrflow_state_rows"))  # the gauge exists at 0 before the first report
+                and scraped_value(samples, "isrflow_micro_batch_duration_seconds_count", query="isrflow-partitions")
                 is not None)
 
-    code, m = _run_scraped(args, url, everything_decided)
+    code, m = run_scraped(args, url, everything_decided)
     assert code == 0
     assert f"Prometheus metrics on http://0.0.0.0:{port}/metrics" in capsys.readouterr().out
     with pytest.raises(urllib.error.URLError):
@@ -393,7 +343,7 @@ def test_run_serves_metrics_that_match_the_audit(spark: Any, kafka_broker: Any, 
     assert m is not None, "the endpoint never showed every event decided"
 
     def value(name: str) -> float | None:
-        return _value(m, name)
+        return scraped_value(m, name)
 
     def by_label(name: str) -> dict[str, float]:
         return {next(iter(s.labels.values())): s.value for s in m if s.name == name}
@@ -427,8 +377,8 @@ def test_run_serves_metrics_that_match_the_audit(spark: Any, kafka_broker: Any, 
     view = ("isrflow_partitions", "isrflow_offline_partitions", "isrflow_leaderless_partitions",
             "isrflow_under_replicated_partitions", "isrflow_under_min_isr_partitions",
             "isrflow_preferred_replica_imbalance_partitions")
-    code, restarted = _run_scraped(args, url, lambda samples: True)
+    code, restarted = run_scraped(args, url, lambda samples: True)
     assert code == 0 and restarted is not None
-    assert [_value(restarted, name) for name in view] == [value(name) for name in view]
+    assert [scraped_value(restarted, name) for name in view] == [value(name) for name in view]
     assert [s for s in restarted if s.name == "isrflow_leaders"] == [s for s in m if s.name == "isrflow_leaders"]
-    assert _value(restarted, "isrflow_last_event_offset") is None  # nothing decided by this run
+    assert scraped_value(restarted, "isrflow_last_event_offset") is None  # nothing decided by this run

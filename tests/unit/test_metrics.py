@@ -154,11 +154,24 @@ def test_micro_batch_durations_and_state_rows() -> None:
     assert m["isrflow_micro_batch_duration_seconds_bucket"][(("le", "0.5"), ("query", "isrflow-partitions"))] == 1
 
 
+def test_agreement_rows_count_comparisons_and_disagreements_by_cause() -> None:
+    """Behind the bridge, each partition batch's agreement rows: every row is a comparison, a row that does not
+    match a disagreement, both by the cause event's type."""
+    metrics = ShadowMetrics()
+    metrics.observe_agreement([{"cause": "BrokerChange", "match": True}, {"cause": "BrokerChange", "match": False},
+                               {"cause": "IsrChange", "match": True}])
+    metrics.observe_agreement([{"cause": "IsrChange", "match": True}])
+    m = exposed(metrics)
+    assert by_label(m["isrflow_controller_decisions_compared_total"]) == {"BrokerChange": 2, "IsrChange": 2}
+    assert by_label(m["isrflow_disagreements_total"]) == {"BrokerChange": 1}
+
+
 def test_the_docs_and_the_dashboard_name_the_served_metrics() -> None:
     """docs/operations.md describes every metric `run` serves; the Grafana dashboard reads only served ones."""
     metrics = ShadowMetrics()
     feed(metrics, EXAMPLE.read_bytes().splitlines(), 1)
     metrics.observe_batch("isrflow-partitions", 1.0, state_rows=15)
+    metrics.observe_agreement([{"cause": "BrokerChange", "match": False}])
     served = set(exposed(metrics))
     described = set(re.findall(r"isrflow_[a-z_]+", (ROOT / "docs" / "operations.md").read_text()))
     histogram = "isrflow_micro_batch_duration_seconds"
