@@ -1,0 +1,18 @@
+"""The broker order of Kafka's ReplicaStateMachine.handleStateChanges (statemachine/visit_order.py)."""
+
+from __future__ import annotations
+
+from statemachine.visit_order import replica_state_machine_order
+
+
+def test_the_order_scala_iterates_a_hash_map_of_broker_ids() -> None:
+    # What scala-library 2.13.15 (Kafka 3.9's) prints iterating immutable.HashMap keys of these ids, and what
+    # List(...).groupBy returns (an immutable.HashMap for any size).
+    assert replica_state_machine_order([4, 3]) == [3, 4]
+    assert replica_state_machine_order(range(1, 11)) == [5, 10, 1, 6, 9, 2, 7, 3, 8, 4]
+    assert replica_state_machine_order([6, 5, 4, 3, 2, 1]) == [5, 1, 6, 2, 3, 4]
+
+
+def test_distinct_brokers_whatever_the_input_order() -> None:
+    assert replica_state_machine_order([2, 1, 2]) == replica_state_machine_order([1, 2]) == [1, 2]
+    assert replica_state_machine_order([]) == []
