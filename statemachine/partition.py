@@ -449,7 +449,7 @@ def _on_isr_change(s: _Step) -> None:
     if strangers:
         raise Rejection(Error.INVALID_REQUEST, f"ISR members {strangers} are not replicas {list(rec.replicas)}")
     ineligible = [r for r in cmd.isr if r not in cmd.live_brokers]
-    if ineligible:
+    if ineligible and s.rules.isr_members_must_be_live(cmd.metadata_version):
         raise Rejection(Error.INELIGIBLE_REPLICA, f"ISR members {ineligible} are not live brokers")
     s.write(rec.leader, cmd.isr, (rec.leader,), leader_recovery_state=recovery, bump_leader_epoch=False)
     s.note(f"ISR {list(rec.isr)} -> {list(cmd.isr)}")

@@ -125,6 +125,18 @@ def unclean_leader_recovery_state(metadata_version: int) -> LeaderRecoveryState 
     return LeaderRecoveryState.RECOVERING if is_leader_recovery_supported(metadata_version) else None
 
 
+def isr_checked_against_live_brokers(metadata_version: int) -> bool:
+    """KIP-841: a controller refuses an ISR change naming a broker that is not live (INELIGIBLE_REPLICA; Kafka 3.9
+    processAlterPartition, KRaft's ReplicationControlManager). A Kafka 2.x cluster (level 0) has no such check:
+    below inter.broker.protocol 2.7 the leader writes its ISR to ZooKeeper itself, and the 2.x controller took
+    AlterIsr as it came."""
+    return metadata_version > ZOOKEEPER_ERA_PROTOCOL
+
+
+def _always(_metadata_version: int) -> bool:
+    return True
+
+
 def eligible_leader_replicas_enabled(elr_version: int, metadata_version: int) -> bool:
     """KIP-966: ELR is on when the feature eligible.leader.replicas.version is at least 1
     (FeatureControlManager.isElrFeatureEnabled) on a metadata version that supports it (isElrSupported, 4.0-IV1,
@@ -226,6 +238,8 @@ class Rules:
     minimum_metadata_version: int
     # The recovery state an unclean election gives its leader, by metadata version (None: unchanged).
     unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = unclean_leader_recovery_state
+    # Whether an ISR change naming a broker that is not live is refused, by metadata version.
+    isr_members_must_be_live: Callable[[int], bool] = _always
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
     # (Command.elr_enabled). The ZK controller never had them.
     eligible_leader_replicas: bool = False
@@ -236,7 +250,8 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            reexamine_on_failover=True, elects_unclean_at_config_change=True,
            fenced_brokers_stay_registered=False, reassignment_replicas=reassignment_from_original,
            completes_reassignment_before_election=False, registered_from_creation=False,
-           deletion_writes_offline_replicas=True, minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL)
+           deletion_writes_offline_replicas=True, minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL,
+           isr_members_must_be_live=isr_checked_against_live_brokers)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
               reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,

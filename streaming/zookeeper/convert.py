@@ -387,8 +387,26 @@ class Converter:
                             broker_id=max(leader, 0), broker_epoch=self.brokers.get(leader, 0),
                             leader_epoch=before.leader_epoch, partition_epoch=before.version, isr=list(after.isr),
                             leader_recovery_state="RECOVERING" if after.recovering else "RECOVERED")
-        self._cause(_Cause(event, "ISR", partitions={key}))
+        cause = _Cause(event, "ISR", partitions={key})
+        if self._mid_startup(txn, before, after):
+            self.causes.insert(len(self.causes) - 1, cause)  # the startup's writes are still to come
+        else:
+            self._cause(cause)
         self._observe(txn, key, before, after, "IsrChange", event["event_id"])
+
+    def _mid_startup(self, txn: ZkTxn, before: PartitionState, after: PartitionState) -> bool:
+        """A leader's own ISR write (below inter.broker.protocol 2.7) taking back a broker whose startup the controller
+        is still handling: its LeaderAndIsr made the broker follow and catch up, and the rest of that handling (a
+        reassignment resumed onto it) reads the partition state from ZooKeeper, so it sees this write. The ISR change
+        is put before the startup (the event just made, last): the controller's view when it writes. Returns whether
+        it was."""
+        newest = self.causes[-1] if self.causes else None
+        if txn.session == self.controller_session or newest is None or newest.kind != "STARTUP" or \
+                newest.partitions or newest.broker in before.isr or newest.broker not in after.isr:
+            return False
+        events = self.result.events
+        events.insert(next(i for i in range(len(events) - 1, -1, -1) if events[i] is newest.event), events.pop())
+        return True
 
     def _fits(self, cause: _Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
         """Whether a controller write of `key` can be a consequence of `cause`: what that event's handler in Kafka's

@@ -154,3 +154,21 @@ def test_unclean_leader_recovers_through_its_isr_change() -> None:
     assert cluster.isr_change("t", 0, [2, 1]).only_row.outcome == "ACCEPTED"
 
 
+
+
+def test_a_kafka_2_cluster_takes_an_isr_naming_a_broker_it_has_not_seen_start_yet() -> None:
+    # Below inter.broker.protocol 2.7 the leader writes its ISR to ZooKeeper itself: a broker it took back can be in
+    # the ISR before the controller has handled that broker's startup. No liveness check (KIP-841) at level 0; from
+    # Kafka 3.x on the controller refuses it.
+    from statemachine.controller import ControllerConfig
+    from statemachine.features import ZOOKEEPER_ERA_PROTOCOL
+
+    for metadata_version, outcome in ((ZOOKEEPER_ERA_PROTOCOL, "ACCEPTED"), (None, "REJECTED")):
+        config = ControllerConfig() if metadata_version is None else ControllerConfig(
+            metadata_version=metadata_version)
+        cluster = cluster_with(1, 2, config=config)
+        cluster.create("t", [1, 2])
+        cluster.failure(2)
+        assert cluster.rec("t", 0).isr == (1,)
+        row = cluster.isr_change("t", 0, [1, 2], broker=1, leader_epoch=1, partition_epoch=1).only_row
+        assert row.outcome == outcome, row
