@@ -179,8 +179,8 @@ class _Fanout:
         before = partitions.get(key) if key else None
         applied = apply_command(before, command, self.controller.config.rules)
         after = applied.record
-        if before is not None and (after is None or (after.queued_for_deletion and
-                                                     len(after.replica_states) < len(before.replica_states))):
+        if before is not None and after is not None and after.queued_for_deletion and \
+                _deleted_replicas(after) > _deleted_replicas(before):
             self.replica_deleted = True
         if key is not None:
             if applied.record is None:
@@ -389,6 +389,14 @@ class Controller:
         out.facts_changed()
         for key in sorted(self.partitions):
             out.partition(Action.CONTROLLER_FAILOVER, key)
+        # TopicDeletionManager.init, then resumeDeletions: a topic being deleted goes on at once, unless a replica of
+        # it is on a dead broker (ineligible until that broker starts).
+        for topic in sorted(cv.topics_queued_for_deletion):
+            keys = self.partitions_of(topic)
+            if all(b in cv.live_brokers for key in keys for b in self.partitions[key].replicas):
+                for key in keys:
+                    if self.partitions[key].queued_for_deletion:
+                        out.partition(Action.RESUME_DELETION, key)
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
         out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
                     f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)
@@ -473,6 +481,11 @@ class Controller:
             self._resume_deletions(out)
         for key in hosted:
             out.partition(Action.BROKER_STARTUP, key, broker_id=broker)
+        # resumeDeletionForTopics: the deletion of each topic with a replica here goes on in all its partitions.
+        queued = {k[0] for k in hosted} & self.cluster.topics_queued_for_deletion
+        for key in sorted(k for topic in queued for k in self.partitions_of(topic)
+                          if k not in hosted and self.partitions[k].queued_for_deletion):
+            out.partition(Action.RESUME_DELETION, key)
         out.cluster(f"broker {broker} started with epoch {epoch}" + (" (bounce: failure, then startup)"
                     if bounced else "") + f"; hosts {len(hosted)} partition(s)")
 
@@ -630,7 +643,11 @@ class Controller:
         if out.replica_deleted:  # their StopReplica answers are in: resumeDeletions
             self._resume_deletions(out)
         touched = {h.command.topic for h in out.handled if h.command.topic in cv.topics_queued_for_deletion}
-        for topic in touched:
+        for topic in sorted(touched):
+            keys = self.partitions_of(topic)
+            if all(_deleted_replicas(self.partitions[k]) == len(self.partitions[k].replica_states) for k in keys):
+                for key in keys:  # completeDeleteTopic
+                    out.partition(Action.COMPLETE_DELETION, key)
             if not self.partitions_of(topic):
                 del cv.topics[topic]
                 cv.topic_configs.pop(topic, None)
@@ -763,3 +780,8 @@ def _check_configs(configs: Mapping[str, str | None]) -> None:
     value = configs.get(MIN_ISR_CONFIG)
     if value is not None and not (value.isascii() and value.isdigit() and 1 <= int(value) <= 2**31 - 1):
         raise Rejection(Error.INVALID_REQUEST, f"{MIN_ISR_CONFIG} must be an integer >= 1, got '{value}'")
+
+
+def _deleted_replicas(rec: PartitionRecord) -> int:
+    """Replicas of a partition being deleted whose deletion is done (their StopReplica answered)."""
+    return sum(1 for state in rec.replica_states.values() if state is ReplicaState.DELETION_SUCCESSFUL)

@@ -275,15 +275,17 @@ def _offline_replica(s: _Step, broker: int) -> None:
            + (", leader -1" if leader == NO_LEADER and rec.leader == broker else ""))
 
 
-def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
+def _delete_replicas(s: _Step, replicas: Iterable[int], last: ReplicaState = R.NON_EXISTENT) -> None:
     """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica: each step for
-    all of them before the next, brokers in the ReplicaStateMachine's order (the ISR shrinks in that order)."""
+    all of them before the next, brokers in the ReplicaStateMachine's order (the ISR shrinks in that order). A topic's
+    deletion stops at ReplicaDeletionSuccessful (`last`) until every replica of the topic is there."""
     order = replica_state_machine_order(replicas)
     for broker in order:
         # Every one goes through OfflineReplica, as in Kafka, also one already offline: a restored (snapshot)
         # state can hold offline replicas in the ISR, and the transition takes them out.
         _offline_replica(s, broker)
-    for state in (R.DELETION_STARTED, R.DELETION_SUCCESSFUL, R.NON_EXISTENT):
+    steps = (R.DELETION_STARTED, R.DELETION_SUCCESSFUL, R.NON_EXISTENT)
+    for state in steps[:steps.index(last) + 1]:
         for broker in order:
             s.move_replica(broker, state)
 
@@ -291,18 +293,29 @@ def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
 def _continue_deletion(s: _Step) -> None:
     """TopicDeletionManager.onPartitionDeletion: delete every replica whose broker is live; one on a dead broker
     fails (ReplicaDeletionIneligible) and waits for that broker's startup (resumeDeletions retries the failed ones:
-    RETRY_DELETION, fanned out by the controller). The partition ceases to exist once no replica is left."""
+    RETRY_DELETION, fanned out by the controller). A deleted replica stays ReplicaDeletionSuccessful, and the partition
+    with it, until every replica of the topic is deleted (COMPLETE_DELETION, fanned out by the controller)."""
     live = s.command.live_brokers
-    states = s.record.replica_states
-    _delete_replicas(s, [b for b in states if b in live])
-    for broker in sorted(b for b in states if b not in live):
+    pending = _not_deleted(s.record)
+    _delete_replicas(s, [b for b in pending if b in live], last=R.DELETION_SUCCESSFUL)
+    for broker in sorted(b for b in pending if b not in live):
         _fail_deletion(s, broker)
-    waiting = sorted(s.record.replica_states)
-    if waiting:
-        s.note(f"deletion waits for dead broker(s) {waiting}")
-    else:
-        s.move(P.NON_EXISTENT)
-        s.note("all replicas deleted")
+    waiting = _not_deleted(s.record)
+    s.note(f"deletion waits for dead broker(s) {waiting}" if waiting else "every replica deleted")
+
+
+def _not_deleted(rec: PartitionRecord) -> list[int]:
+    return sorted(b for b, state in rec.replica_states.items() if state is not R.DELETION_SUCCESSFUL)
+
+
+def _on_complete_deletion(s: _Step) -> None:
+    """TopicDeletionManager.completeDeleteTopic: every replica of the topic is deleted; they and the partition cease
+    to exist."""
+    _require_partition(s)
+    for broker in sorted(s.record.replica_states):
+        s.move_replica(broker, R.NON_EXISTENT)
+    s.move(P.NON_EXISTENT)
+    s.note("all replicas of the topic deleted")
 
 
 def _fail_deletion(s: _Step, broker: int) -> None:
@@ -311,6 +324,13 @@ def _fail_deletion(s: _Step, broker: int) -> None:
         if s.record.replica_states[broker] is not R.OFFLINE:
             s.move_replica(broker, R.OFFLINE)
         s.move_replica(broker, R.DELETION_INELIGIBLE)
+
+
+def _on_resume_deletion(s: _Step) -> None:
+    """TopicDeletionManager.onPartitionDeletion for a topic that is eligible again (after a failover, or a startup
+    of one of its replicas' brokers): every replica not deleted yet is deleted, or fails on a dead broker."""
+    _require_partition(s)
+    _continue_deletion(s)
 
 
 def _on_retry_deletion(s: _Step) -> None:
@@ -346,10 +366,12 @@ def _progress_reassignment(s: _Step) -> None:
     s.record = s.record.evolve(replicas=target, adding_replicas=(), removing_replicas=(),
                        reassignment_in_progress=False)
     moved = rec.leader not in target or rec.leader not in cmd.live_brokers
-    if not moved or not s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
+    elected = moved and s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
                                 Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                                f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead"):
-        # The new replica set goes out even when no target replica could take the lead.
+                                f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
+    # The new replica set goes out even when no target replica could take the lead; under ZK only to a partition that
+    # has a state znode (updateLeaderEpoch finds none for one never led, and writes nothing).
+    if not elected and (rec.has_leader_and_isr or s.rules.registered_from_creation):
         s.write(rec.leader, rec.isr, (r for r in target if r in live))
     _delete_replicas(s, removing)
     s.note(f"reassignment completed: replicas {list(target)}")
@@ -462,7 +484,7 @@ def _on_broker_startup(s: _Step) -> None:
     broker = s.command.broker_id
     assert broker is not None
     _require_partition(s)
-    if broker in s.record.replica_states:
+    if broker in _not_deleted(s.record):  # a deleted replica stays deleted (an invalid transition to Kafka)
         s.move_replica(broker, R.ONLINE)
         s.note(f"replica {broker} online")
     if s.record.queued_for_deletion:
@@ -486,7 +508,7 @@ def _on_broker_failure(s: _Step) -> None:
     assert broker is not None
     _require_partition(s)
     if s.record.queued_for_deletion:
-        if broker in s.record.replica_states:
+        if broker in _not_deleted(s.record):
             _fail_deletion(s, broker)  # failReplicaDeletion; resumeDeletions then retries (RETRY_DELETION)
         return
     rec = s.record
@@ -624,13 +646,14 @@ def _on_controller_failover(s: _Step) -> None:
     _require_partition(s)
     live = s.command.live_brokers
     if s.record.queued_for_deletion:
-        # ReplicaStateMachine.startup takes the dead brokers' replicas offline (out of the ISR); a topic with one
-        # is ineligible for deletion until that broker returns, one without goes on being deleted.
-        dead = replica_state_machine_order(b for b in s.record.replica_states if b not in live)
-        for broker in dead:
+        # ReplicaStateMachine.initializeReplicaState: the new controller knows every replica of the assignment again,
+        # also those the old one had deleted (the topic's znodes go only once all are): online on live brokers,
+        # ReplicaDeletionIneligible on dead ones, which startup then takes offline (out of the ISR). Whether the
+        # deletion goes on is the topic's to say (RESUME_DELETION, fanned out by the controller).
+        s.record = s.record.evolve(replica_states={b: R.ONLINE if b in live else R.DELETION_INELIGIBLE
+                                                   for b in s.record.replicas})
+        for broker in replica_state_machine_order(b for b in s.record.replicas if b not in live):
             _offline_replica(s, broker)
-        if not dead:
-            _continue_deletion(s)
         return
     for broker in sorted(s.record.replica_states):
         if broker in live and s.record.replica_states[broker] is not R.ONLINE:
@@ -716,6 +739,8 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
     Action.TRY_ELECTION: _on_try_election,
     Action.DELETE: _on_delete,
     Action.RETRY_DELETION: _on_retry_deletion,
+    Action.RESUME_DELETION: _on_resume_deletion,
+    Action.COMPLETE_DELETION: _on_complete_deletion,
     Action.CONTROLLER_FAILOVER: _on_controller_failover,
     Action.UNCLEAN_REGISTRATION: _on_unclean_registration,
     Action.CLEAR_ELR: _on_clear_elr,

@@ -87,6 +87,10 @@ class Action(StrEnum):
     DELETE = "DELETE"
     # TopicDeletionManager.resumeDeletions: replicas whose deletion failed are retried.
     RETRY_DELETION = "RETRY_DELETION"
+    # TopicDeletionManager.onTopicDeletion of a topic eligible again: every replica not deleted yet is deleted.
+    RESUME_DELETION = "RESUME_DELETION"
+    # TopicDeletionManager.completeDeleteTopic: every replica of the topic deleted, its partitions cease to exist.
+    COMPLETE_DELETION = "COMPLETE_DELETION"
     CONTROLLER_FAILOVER = "CONTROLLER_FAILOVER"
     # KRaft with ELR: a broker back after an unclean shutdown leaves ISR and ELR; min ISR changed: ELR cleared.
     UNCLEAN_REGISTRATION = "UNCLEAN_REGISTRATION"

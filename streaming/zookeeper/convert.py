@@ -420,10 +420,12 @@ class Converter:
             case "STARTUP":  # offline partitions elect; reassignments onto the broker resume
                 return before.leader == NO_LEADER or (reassigning and cause.broker in topic.target(key[1]))
             case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
-                # once the broker registered again: what drops it then is of its new incarnation.
+                # once the broker registered again: what drops it then is of its new incarnation. A failure of a
+                # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).
                 return cause.broker not in self.brokers and (
                     _drops(cause.broker, before, after) or
-                    (before.leader not in self.brokers and after.leader != before.leader))
+                    (before.leader not in self.brokers and after.leader != before.leader) or
+                    (key[0] in self.deleting and topic is not None and cause.broker in topic.replicas.get(key[1], ())))
             case "CONTROLLED_SHUTDOWN":  # while the broker is still registered (its session's end is a failure)
                 return cause.broker in self.brokers and _drops(cause.broker, before, after)
             case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly

@@ -17,7 +17,7 @@ from streaming.jobs.replay import ReplayOptions, replay
 LOGS = sorted((Path(__file__).parent / "zklog").glob("zookeeper-*"))
 # Campaign runs isrflow once got wrong (zklog/regressions/README.md); the ones it does not reproduce yet are strict
 # xfails, so a fix must remove them here.
-NOT_YET = {"zookeeper-3.9-seed-1": "a replica's deletion in flight when its broker died (no znode shows it)"}
+NOT_YET: dict[str, str] = {}
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
                for p in sorted((Path(__file__).parent / "zklog" / "regressions").glob("zookeeper-*"))]

@@ -28,9 +28,13 @@ def test_delete_topic_with_live_brokers_is_immediate() -> None:
     assert [(d.leader, list(d.isr), d.leader_epoch, d.recipients) for d in out.decisions_for("t", 1)] == [
         (2, [2], 1, ()), (-1, [2], 2, ())]
     for p in (0, 1):
-        row = out.row("t", p)
-        assert (row.from_state, row.to_state, row.outcome, row.replica_states) == (
-            "OnlinePartition", "NonExistentPartition", "ACCEPTED", {})
+        # The replicas are deleted (ReplicaDeletionSuccessful), then, every replica of the topic deleted, the
+        # partitions cease to exist (completeDeleteTopic), a step of their own.
+        delete, complete = out.rows("t", p)
+        assert (delete.from_state, delete.to_state, delete.outcome, set(delete.replica_states.values())) == (
+            "OnlinePartition", "OfflinePartition", "ACCEPTED", {"ReplicaDeletionSuccessful"})
+        assert (complete.action, complete.from_state, complete.to_state, complete.replica_states) == (
+            "COMPLETE_DELETION", "OfflinePartition", "NonExistentPartition", {})
     assert cluster.controller.partitions == {}
     assert "t" not in cluster.controller.cluster.topics
     assert "t" not in cluster.controller.cluster.topic_configs
@@ -46,8 +50,10 @@ def test_delete_topic_waits_for_a_dead_broker() -> None:
     assert (delete.from_state, delete.to_state) == ("OnlinePartition", "OfflinePartition")
     # Broker 2's replica fails (ReplicaDeletionIneligible); once 1's is deleted, resumeDeletions retries it: back to
     # OfflineReplica, where it waits for its broker.
-    assert (delete.replica_states, delete.action) == ({2: "ReplicaDeletionIneligible"}, "DELETE")
-    assert (retry.replica_states, retry.action) == ({2: "OfflineReplica"}, "RETRY_DELETION")
+    assert (delete.replica_states, delete.action) == (
+        {1: "ReplicaDeletionSuccessful", 2: "ReplicaDeletionIneligible"}, "DELETE")
+    assert (retry.replica_states, retry.action) == (
+        {1: "ReplicaDeletionSuccessful", 2: "OfflineReplica"}, "RETRY_DELETION")
     # Broker 1's live replica goes offline (its ISR write, no LeaderAndIsr); dead 2 waits, out of the ISR already.
     assert [(d.leader, list(d.isr), d.recipients) for d in out.decisions] == [(-1, [1], ())]
     # Queued: the name is still taken, a second delete changes nothing.
@@ -55,7 +61,7 @@ def test_delete_topic_waits_for_a_dead_broker() -> None:
     assert cluster.delete("t").only_row.outcome == "NO_OP"
     # The broker returns: the deletion completes.
     back = cluster.startup(2)
-    assert back.row("t", 0).to_state == "NonExistentPartition"
+    assert [r.to_state for r in back.rows("t", 0)] == ["OfflinePartition", "NonExistentPartition"]
     assert back.decisions == []
     assert "t" not in cluster.controller.cluster.topics
 
@@ -66,9 +72,9 @@ def test_delete_topic_waits_for_a_shutting_down_broker_across_its_failure() -> N
     cluster.shutdown(2)
     cluster.delete("t")
     # Not live for a deletion: it fails, and is retried once 1's replica is deleted (back to OfflineReplica).
-    assert cluster.replica_states("t", 0) == {2: "OfflineReplica"}
+    assert cluster.replica_states("t", 0) == {1: "ReplicaDeletionSuccessful", 2: "OfflineReplica"}
     cluster.failure(2)
-    assert cluster.replica_states("t", 0) == {2: "OfflineReplica"}
+    assert cluster.replica_states("t", 0) == {1: "ReplicaDeletionSuccessful", 2: "OfflineReplica"}
     cluster.startup(2)
     assert cluster.record("t", 0) is None
 
@@ -97,7 +103,7 @@ def test_delete_topic_during_a_reassignment_deletes_the_adding_replicas_too() ->
     cluster.create("t", [1, 2])
     cluster.reassign(("t", 0, [1, 3]))
     out = cluster.delete("t")
-    assert out.row("t", 0).to_state == "NonExistentPartition"
+    assert out.rows("t", 0)[-1].to_state == "NonExistentPartition"
     assert cluster.controller.partitions == {}
 
 

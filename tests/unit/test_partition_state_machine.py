@@ -238,14 +238,18 @@ def test_offline_partition_stays_offline_when_unclean_is_disabled() -> None:
 def test_offline_to_nonexistent_partition() -> None:
     before = record(P.OFFLINE, (BROKER,), -1, (BROKER,), replica_states={BROKER: R.OFFLINE})
     applied = apply_command(before, command(Action.DELETE, live={BROKER}))
-    assert applied.record is None
     # The live replica goes offline before its deletion: the ZK controller writes the state (removeReplicasFromIsr,
     # the last ISR member stays, the leader epoch moves) and sends no LeaderAndIsr for a topic being deleted.
     assert [(d.leader, d.isr, d.recipients) for d in applied.decisions] == [(-1, (BROKER,), ())]
     assert applied.audit.outcome == "ACCEPTED"
-    assert applied.audit.from_state == "OfflinePartition"
-    assert applied.audit.to_state == "NonExistentPartition"
-    assert applied.audit.replica_states == {}
+    assert applied.audit.to_state == "OfflinePartition"
+    assert applied.audit.replica_states == {BROKER: "ReplicaDeletionSuccessful"}
+    # The topic's deletion completes (the controller asks once every replica of the topic is deleted).
+    assert applied.record is not None
+    done = apply_command(applied.record, command(Action.COMPLETE_DELETION, live={BROKER}))
+    assert done.record is None
+    assert (done.audit.from_state, done.audit.to_state, done.audit.replica_states) == (
+        "OfflinePartition", "NonExistentPartition", {})
 
 
 # -- several partitions: through the controller -----------------------------------------------------------
@@ -282,7 +286,7 @@ def test_partitions_of_a_topic_being_deleted_are_never_elected() -> None:
     back = cluster.startup(OTHER)
     assert back.decisions == []
     assert cluster.controller.partitions == {}
-    assert [r.to_state for r in back.audits if r.partition is not None] == ["NonExistentPartition"] * 2
+    assert [r.to_state for r in back.audits if r.partition is not None][-2:] == ["NonExistentPartition"] * 2
 
 
 def test_deleting_offline_partitions_removes_them() -> None:

@@ -166,9 +166,12 @@ def test_offline_to_online_replica_on_broker_startup() -> None:
 def test_offline_to_deletion_started_to_successful_to_nonexistent() -> None:
     before = record((BROKER,), -1, (BROKER,), {BROKER: R.OFFLINE}, state=P.OFFLINE)
     applied = apply_command(before, command(Action.DELETE, live={BROKER}))
-    assert applied.record is None
-    assert applied.audit.replica_states == {}
-    assert applied.audit.to_state == "NonExistentPartition"
+    assert applied.audit.replica_states == {BROKER: "ReplicaDeletionSuccessful"}
+    assert applied.record is not None
+    done = apply_command(applied.record, command(Action.COMPLETE_DELETION, live={BROKER}))
+    assert done.record is None
+    assert done.audit.replica_states == {}
+    assert done.audit.to_state == "NonExistentPartition"
 
 
 def test_a_replica_on_a_dead_broker_fails_its_deletion_and_is_retried_back_to_offline() -> None:
@@ -177,10 +180,11 @@ def test_a_replica_on_a_dead_broker_fails_its_deletion_and_is_retried_back_to_of
     cluster.create("t", [BROKER, OTHER])
     cluster.failure(OTHER)
     out = cluster.delete("t")
-    # The live broker's replica went all the way to NonExistentReplica; the dead one's failed
-    # (ReplicaDeletionIneligible) and, no deletion being in flight any more, was retried: OfflineReplica, waiting.
-    assert [r.replica_states for r in out.rows("t", 0)] == [{OTHER: "ReplicaDeletionIneligible"},
-                                                            {OTHER: "OfflineReplica"}]
+    # The live broker's replica was deleted (ReplicaDeletionSuccessful, until the whole topic is); the dead one's
+    # failed (ReplicaDeletionIneligible) and, no deletion being in flight any more, was retried: OfflineReplica.
+    deleted = "ReplicaDeletionSuccessful"
+    assert [r.replica_states for r in out.rows("t", 0)] == [{BROKER: deleted, OTHER: "ReplicaDeletionIneligible"},
+                                                            {BROKER: deleted, OTHER: "OfflineReplica"}]
     assert cluster.rec("t", 0).replicas == (BROKER, OTHER)
 
 
@@ -191,13 +195,13 @@ def test_deletion_ineligible_to_online_replica_when_its_broker_returns() -> None
     cluster.failure(OTHER)
     cluster.delete("t")
     out = cluster.startup(OTHER)
-    row = out.row("t", 0)
+    row, complete = out.rows("t", 0)
     # Ineligible -> Online -> deleted within the one command: the audit keeps the end state (and the steps in
-    # words, for a reader).
+    # words, for a reader); then the topic's deletion completes.
     assert row.outcome == "ACCEPTED" and row.message
     assert row.from_state == "OfflinePartition"
-    assert row.to_state == "NonExistentPartition"
-    assert row.replica_states == {}
+    assert set(row.replica_states.values()) == {"ReplicaDeletionSuccessful"}
+    assert (complete.to_state, complete.replica_states) == ("NonExistentPartition", {})
     assert cluster.record("t", 0) is None
 
 
