@@ -49,26 +49,32 @@ class Follower(Protocol):
 @dataclass(frozen=True)
 class Source:
     """A controller log the bridge follows: how a follower resumes after a published position (None: nothing
-    published yet), an event's position in the log, the header that carries it, and which observed changes wait
-    for a cause the follower has not read yet."""
+    published yet), an event's position in the log, the position a change it caused goes out under, the header
+    that carries them, and which observed changes wait for a cause the follower has not read yet."""
 
     position_name: str
     bridge_id: str  # the producer's transactional id prefix and the records' QUERY_HEADER value
     header: str
     follower: Callable[[Path, int | None], Follower]
     position: Callable[[dict[str, Any]], int]
+    change_position: Callable[[int, dict[str, Any]], int]  # (its event's position, the change)
     waiting: Callable[[dict[str, Any]], bool]
 
 
 # The converter's cause of a broker's unclean-registration changes until its STARTUP event claims them.
 UNCLAIMED = "BrokerRegistration"
 
+# KRaft: an event and its changes are one batch, and a resumed follower starts after the whole batch.
 KRAFT = Source("metadata offset", "isrflow-kraft-bridge", "isrflow.kraft_offset",
                lambda directory, after: MetadataFollower(directory, after=after), event_offset,
+               lambda position, o: position,
                lambda o: o.get("cause_event_id") is None and o.get("cause") == UNCLAIMED)
-# Every ZooKeeper-era write's cause comes before it; what the converter may still amend, ZkFollower holds back.
+# ZooKeeper: the controller writes an event's partition states in transactions after it, so a change goes out under
+# its own zxid (a follower resumed after the header has read it). Every write's cause comes before it; what the
+# converter may still amend, ZkFollower holds back.
 ZOOKEEPER = Source("zxid", "isrflow-zk-bridge", "isrflow.zk_zxid",
-                   lambda directory, after: ZkFollower(directory, after=after), event_zxid, lambda o: False)
+                   lambda directory, after: ZkFollower(directory, after=after), event_zxid,
+                   lambda position, o: max(position, o["source_offset"]), lambda o: False)
 
 
 @dataclass(frozen=True)
@@ -139,9 +145,9 @@ def with_observed(events: list[dict[str, Any]], observed: Iterable[dict[str, Any
     """The records of a round, each with its header position, and the observed changes left waiting.
 
     Each event (in log order) is followed by the changes it caused, as ObservedDecision records under the
-    event's position, so the header positions never go down and a resumed bridge still starts after the highest
-    one. Any other change past `last` goes out under its own position; one the converter may still give a cause
-    (`source.waiting`) waits."""
+    event's position (`source.change_position`). Any other change past `last` goes out under its own position;
+    one the converter may still give a cause (`source.waiting`) waits. The header positions never go down, so a
+    resumed bridge starts after the highest one."""
     ids = {e["event_id"]: source.position(e) for e in events}
     caused: dict[str, list[dict[str, Any]]] = {}
     alone: list[dict[str, Any]] = []
@@ -158,12 +164,17 @@ def with_observed(events: list[dict[str, Any]], observed: Iterable[dict[str, Any
     ordered = sorted([*((ids[e["event_id"]], 0, i) for i, e in enumerate(events)),
                       *((o["source_offset"], 1, i) for i, o in enumerate(alone))])
     records: list[tuple[int, dict[str, Any]]] = []
+    top = last
     for offset, kind, i in ordered:
         if kind == 1:
-            records.append((offset, observed_record(alone[i])))
+            top = max(top, offset)
+            records.append((top, observed_record(alone[i])))
             continue
-        records.append((offset, events[i]))
-        records.extend((offset, observed_record(o)) for o in caused.get(events[i]["event_id"], []))
+        top = max(top, offset)
+        records.append((top, events[i]))
+        for o in caused.get(events[i]["event_id"], []):
+            top = max(top, source.change_position(offset, o))
+            records.append((top, observed_record(o)))
     return records, waiting
 
 
