@@ -119,7 +119,7 @@ def bridged(kafka_broker: LocalKafkaBroker, tmp_path_factory: pytest.TempPathFac
             cluster.restart(r.stopped)
             cluster.wait_until(lambda: full_isr(cluster), what="full ISRs again")
         finally:
-            assert stopped(bridge, signal.SIGINT) == 0  # Ctrl-C: the round ends, the bridge exits cleanly
+            assert stopped(bridge, signal.SIGINT) == 0  # Ctrl-C: the bridge closes and exits 0
         cluster.create_topic("last", {0: [3]})
         cluster.wait_until(lambda: cluster.describe("last")[0]["leader"] == 3, what="last led")
         time.sleep(SETTLE_MS / 1000 + 0.5)  # the controller's last writes are settled: `--once` publishes them
