@@ -19,6 +19,7 @@ so a gap shows.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ class ZkFollower:
         """Nothing is held open between polls."""
 
 
-def _split(items: list[Any], zxid: Any, hold: int) -> tuple[list[Any], list[Any]]:
+def _split(items: list[Any], zxid: Callable[[Any], int], hold: int) -> tuple[list[Any], list[Any]]:
     """`items` (in zxid order) before zxid `hold`, and from it on."""
     cut = next((i for i, item in enumerate(items) if zxid(item) >= hold), len(items))
     return items[:cut], items[cut:]
