@@ -146,11 +146,12 @@ def _cmd_import_zk(args: argparse.Namespace) -> int:
 
 
 def _cmd_bridge(args: argparse.Namespace) -> int:
-    from streaming.jobs.bridge import BridgeOptions, bridge
+    from streaming.jobs.bridge import KRAFT, ZOOKEEPER, BridgeOptions, bridge
 
-    return bridge(BridgeOptions(args.metadata_dir, args.bootstrap_servers, args.events_topic, args.poll_seconds,
+    source, directory = (KRAFT, args.metadata_dir) if args.metadata_dir else (ZOOKEEPER, args.zookeeper_data_dir)
+    return bridge(BridgeOptions(directory, args.bootstrap_servers, args.events_topic, args.poll_seconds,
                                 1 if args.once else None, args.kafka_option_file,
-                                key_values(args.kafka_option, "--kafka-option")))
+                                key_values(args.kafka_option, "--kafka-option"), source))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -305,9 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--observed", type=Path, help="also write every partition state write of the controller (JSONL)")
     p.set_defaults(func=_cmd_import_zk)
 
-    p = sub.add_parser("bridge", help="follow a live KRaft node's metadata log and publish its new events to the "
-                                      "events topic (resumes after the last published metadata offset)")
-    p.add_argument("--metadata-dir", required=True, type=Path, help="the node's __cluster_metadata-0 directory")
+    p = sub.add_parser("bridge", help="follow a live KRaft node's metadata log or ZooKeeper server's transaction log "
+                                      "and publish its new events to the events topic (resumes after the last "
+                                      "published metadata offset or zxid)")
+    followed = p.add_mutually_exclusive_group(required=True)
+    followed.add_argument("--metadata-dir", type=Path, help="a KRaft node's __cluster_metadata-0 directory")
+    followed.add_argument("--zookeeper-data-dir", type=Path,
+                          help="a ZooKeeper server's dataDir (or its version-2), on the server's machine")
     p.add_argument("--bootstrap-servers", required=True)
     p.add_argument("--events-topic", required=True)
     p.add_argument("--poll-seconds", type=float, default=2.0)

@@ -15,8 +15,11 @@ def kafka_events(spark: Any, kafka: KafkaSettings | str, topic: str, starting_of
                  options: dict[str, str] | None = None) -> Any:
     """The events topic as (source_offset, value); checked by `streaming.io.eventlog.require_single_partition`.
     `options` are Spark source options (maxOffsetsPerTrigger, ...); security comes with `kafka`."""
+    # read_committed: the records of a transaction a bridge never committed (killed mid-round, fenced by the next
+    # one, which publishes them again) are not events; Spark's default reads them.
     reader = (spark.readStream.format("kafka").option("subscribe", topic)
-              .option("startingOffsets", starting_offsets).option("failOnDataLoss", "true"))
+              .option("startingOffsets", starting_offsets).option("failOnDataLoss", "true")
+              .option("kafka.isolation.level", "read_committed"))
     for key, value in {**KafkaSettings.of(kafka).spark_options(), **(options or {})}.items():
         reader = reader.option(key, value)
     return reader.load().selectExpr("offset AS source_offset", "value")

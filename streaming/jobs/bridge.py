@@ -1,44 +1,86 @@
-"""`isrflow bridge`: follow a live KRaft node's metadata log and publish its new events to the events topic,
-so that `isrflow run` shadows a live cluster.
+"""`isrflow bridge`: follow a live cluster's controller log (a KRaft node's metadata log, or a ZooKeeper server's
+transaction log) and publish its new events to the events topic, so that `isrflow run` shadows a live cluster.
 
-The bridge keeps one follower (streaming/kraft/follow.py) for its whole run: a decoder JVM built on Kafka's own
-classes and the converter's state. Each round decodes only the bytes the node appended to its segments since
-the last round (whole batches; a torn one waits for the next round), so a round costs what is new, not the size
-of the log. Segment rolls are followed; new snapshots and deleted old segments do not matter to a follower that
-keeps up. The round's events go out in one Kafka transaction, every record with its metadata offset in a header.
-The same transaction carries the controller's own partition changes of the round (`ObservedDecision` records,
-the import's observed rows), each after the event that caused it, with that event's offset in its header: the
-partition query compares isrflow's decisions with them (the agreement table). A change whose cause comes later
-(a broker's unclean registration, explained by its STARTUP) waits for it.
+One bridge, two followers (`Source`): streaming/kraft/follow.py and streaming/zookeeper/follow.py. Each keeps its
+converter's state for the bridge's whole run and reads, per poll, only what was appended since the last one, so a
+round costs what is new, not the size of the log. The round's events go out in one Kafka transaction, every record
+with its position in the source's header (a metadata offset, a zxid). The same transaction carries the controller's
+own partition changes of the round (`ObservedDecision` records, the import's observed rows), each after the event
+that caused it, with that event's position in its header: the partition query compares isrflow's decisions with
+them (the agreement table). A change whose cause comes later (KRaft: a broker's unclean registration, explained by
+its STARTUP) waits for it; a ZooKeeper follower holds back itself what the converter may still amend.
 
-On start the bridge reads the topic's committed tail for the highest offset it published, N, and follows from
-the state there (the newest snapshot at or before N + 1, then the log's records up to the end of N's batch, read
-as state): no gap, no duplicate, also after a `kill -9` mid-round (its open transaction is aborted when the next
-bridge fences it). With nothing published it starts from the node's newest snapshot (its state as seed events),
-or offset 0 when no snapshot ends past it.
+On start the bridge reads the topic's committed tail for the highest position it published, N, and the follower
+resumes after it (with the state there): no gap, no duplicate, also after a `kill -9` mid-round (its open
+transaction is aborted when the next bridge fences it). With nothing published it starts from the newest snapshot
+(its state as seed events), or from the log's start when no snapshot is past it.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from streaming.engine.sinks import COMMIT_TIMEOUT_S, QUERY_HEADER, end_transaction, last_committed_batch
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.kraft.convert import event_offset
 from streaming.kraft.follow import MetadataFollower
+from streaming.zookeeper.convert import event_zxid
+from streaming.zookeeper.follow import ZkFollower
 
-BRIDGE_ID = "isrflow-kraft-bridge"
-OFFSET_HEADER = "isrflow.kraft_offset"
+
+class Followed(Protocol):
+    """One poll's output: events in log order, and the controller's partition changes read."""
+
+    events: list[dict[str, Any]]
+    observed: list[dict[str, Any]]
+
+
+class Follower(Protocol):
+    def poll(self) -> Followed: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Source:
+    """A controller log the bridge follows: how a follower resumes after a published position (None: nothing
+    published yet), an event's position in the log, the position a change it caused goes out under, the header
+    that carries them, and which observed changes wait for a cause the follower has not read yet."""
+
+    position_name: str
+    bridge_id: str  # the producer's transactional id prefix and the records' QUERY_HEADER value
+    header: str
+    follower: Callable[[Path, int | None], Follower]
+    position: Callable[[dict[str, Any]], int]
+    change_position: Callable[[int, dict[str, Any]], int]  # (its event's position, the change)
+    waiting: Callable[[dict[str, Any]], bool]
+
+
+# The converter's cause of a broker's unclean-registration changes until its STARTUP event claims them.
+UNCLAIMED = "BrokerRegistration"
+
+# KRaft: an event and its changes are one batch, and a resumed follower starts after the whole batch.
+KRAFT = Source("metadata offset", "isrflow-kraft-bridge", "isrflow.kraft_offset",
+               lambda directory, after: MetadataFollower(directory, after=after), event_offset,
+               lambda position, o: position,
+               lambda o: o.get("cause_event_id") is None and o.get("cause") == UNCLAIMED)
+# ZooKeeper: the controller writes an event's partition states in transactions after it, so a change goes out under
+# its own zxid (a follower resumed after the header has read it). Every write's cause comes before it; what the
+# converter may still amend, ZkFollower holds back.
+ZOOKEEPER = Source("zxid", "isrflow-zk-bridge", "isrflow.zk_zxid",
+                   lambda directory, after: ZkFollower(directory, after=after), event_zxid,
+                   lambda position, o: max(position, o["source_offset"]), lambda o: False)
 
 
 @dataclass(frozen=True)
 class BridgeOptions:
-    metadata_dir: Path
+    directory: Path  # KRaft: the node's __cluster_metadata-0; ZooKeeper: the server's dataDir or its version-2
     bootstrap_servers: str
     events_topic: str
     poll_seconds: float = 2.0
@@ -46,41 +88,44 @@ class BridgeOptions:
     # Kafka client properties (security): a properties file, then single options over it.
     kafka_option_file: Path | None = None
     kafka_options: dict[str, str] = field(default_factory=dict)
+    source: Source = KRAFT
 
     @property
     def kafka(self) -> KafkaSettings:
         return KafkaSettings.load(self.bootstrap_servers, self.kafka_option_file, self.kafka_options)
 
 
-class KraftBridge:
+class Bridge:
     def __init__(self, options: BridgeOptions) -> None:
         from kafka import KafkaProducer
 
         self.options = options
+        self.source = source = options.source
         kafka = options.kafka
         self.producer = KafkaProducer(**kafka.python_kwargs(), enable_idempotence=True,
-                                      acks="all", transactional_id=f"{BRIDGE_ID}-{options.events_topic}")
+                                      acks="all", transactional_id=f"{source.bridge_id}-{options.events_topic}")
         self.producer.init_transactions()  # fences an older bridge on the same topic
-        self.last = last_committed_batch(kafka, options.events_topic, BRIDGE_ID, OFFSET_HEADER)
-        self.follower = MetadataFollower(options.metadata_dir, after=self.last if self.last >= 0 else None)
+        self.last = last_committed_batch(kafka, options.events_topic, source.bridge_id, source.header)
+        self.follower = source.follower(options.directory, self.last if self.last >= 0 else None)
         self.waiting: list[dict[str, Any]] = []  # observed changes whose cause event is not read yet
 
     def round(self) -> int:
         """Publish the events read since the last round, each followed by the controller's changes it caused;
         returns how many events went out."""
         poll = self.follower.poll()
-        events = [e for e in poll.events if event_offset(e) > self.last]
-        records, self.waiting = with_observed(events, [*self.waiting, *poll.observed], self.last)
+        events = [e for e in poll.events if self.source.position(e) > self.last]
+        records, self.waiting = with_observed(events, [*self.waiting, *poll.observed], self.last, self.source)
         if not records:
             return 0
+        bridge_id, header = self.source.bridge_id.encode(), self.source.header
         self.producer.begin_transaction()
         try:
-            for offset, record in records:
+            for position, record in records:
                 self.producer.send(self.options.events_topic, value=_json(record), headers=[
-                    (QUERY_HEADER, BRIDGE_ID.encode()), (OFFSET_HEADER, str(offset).encode())])
+                    (QUERY_HEADER, bridge_id), (header, str(position).encode())])
             self.producer.flush(timeout=COMMIT_TIMEOUT_S)
             # Bounded: a broker gone mid-commit ends the bridge with an error instead of hanging it; a restart
-            # resumes after the last committed offset.
+            # resumes after the last committed position.
             end_transaction(self.producer, commit=True, timeout_s=COMMIT_TIMEOUT_S)
         except Exception as exc:
             if not getattr(exc, "retriable", False):  # else the broker is gone: the next bridge's fencing aborts
@@ -96,19 +141,15 @@ class KraftBridge:
             self.producer.close(timeout=COMMIT_TIMEOUT_S)
 
 
-# The converter's cause of a broker's unclean-registration changes until its STARTUP event claims them.
-UNCLAIMED = "BrokerRegistration"
-
-
 def with_observed(events: list[dict[str, Any]], observed: Iterable[dict[str, Any]], last: int,
-                  ) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
-    """The records of a round, each with its header offset, and the observed changes left waiting.
+                  source: Source = KRAFT) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
+    """The records of a round, each with its header position, and the observed changes left waiting.
 
     Each event (in log order) is followed by the changes it caused, as ObservedDecision records under the
-    event's offset, so the header offsets never go down and a resumed bridge still starts after the batch of
-    the highest one. Any other change past `last` goes out under its own offset; one the converter may still
-    give a cause (an unclean registration's, until its STARTUP) waits."""
-    ids = {e["event_id"]: event_offset(e) for e in events}
+    event's position (`source.change_position`). Any other change past `last` goes out under its own position;
+    one the converter may still give a cause (`source.waiting`) waits. The header positions never go down, so a
+    resumed bridge starts after the highest one."""
+    ids = {e["event_id"]: source.position(e) for e in events}
     caused: dict[str, list[dict[str, Any]]] = {}
     alone: list[dict[str, Any]] = []
     waiting: list[dict[str, Any]] = []
@@ -116,20 +157,28 @@ def with_observed(events: list[dict[str, Any]], observed: Iterable[dict[str, Any
         cause = o.get("cause_event_id")
         if cause in ids:
             caused.setdefault(cause, []).append(o)
-        elif cause is None and o.get("cause") == UNCLAIMED:
+        elif source.waiting(o):
             waiting.append(o)
         elif o["source_offset"] > last:
             alone.append(o)
-    # In offset order; at one offset an event (with its changes) before a change of no event of this round.
-    ordered = sorted([*((ids[e["event_id"]], 0, i) for i, e in enumerate(events)),
+    # In position order, the events in the converter's order (it can put an event before one of a lower position:
+    # a leader's own ISR write inside a broker's startup, docs/zookeeper.md); at one position an event (with its
+    # changes) before a change of no event of this round.
+    running = list(accumulate((ids[e["event_id"]] for e in events), max))
+    ordered = sorted([*((running[i], 0, i) for i in range(len(events))),
                       *((o["source_offset"], 1, i) for i, o in enumerate(alone))])
     records: list[tuple[int, dict[str, Any]]] = []
+    top = last
     for offset, kind, i in ordered:
         if kind == 1:
-            records.append((offset, observed_record(alone[i])))
+            top = max(top, offset)
+            records.append((top, observed_record(alone[i])))
             continue
-        records.append((offset, events[i]))
-        records.extend((offset, observed_record(o)) for o in caused.get(events[i]["event_id"], []))
+        top = max(top, offset)
+        records.append((top, events[i]))
+        for o in caused.get(events[i]["event_id"], []):
+            top = max(top, source.change_position(offset, o))
+            records.append((top, observed_record(o)))
     return records, waiting
 
 
@@ -149,15 +198,15 @@ def bridge(options: BridgeOptions) -> int:
 
 
 def _bridge(options: BridgeOptions) -> int:
-    b = KraftBridge(options)
-    print(f"isrflow bridge: {options.metadata_dir} -> {options.events_topic} from metadata offset {b.last + 1}",
-          flush=True)
+    b = Bridge(options)
+    what = options.source.position_name
+    print(f"isrflow bridge: {options.directory} -> {options.events_topic} from {what} {b.last + 1}", flush=True)
     done = 0
     try:
         while options.rounds is None or done < options.rounds:
             published = b.round()
             if published:
-                print(f"published {published} event(s), up to metadata offset {b.last}", flush=True)
+                print(f"published {published} event(s), up to {what} {b.last}", flush=True)
             done += 1
             if options.rounds is None or done < options.rounds:
                 time.sleep(options.poll_seconds)

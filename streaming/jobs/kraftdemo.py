@@ -12,7 +12,7 @@ from statemachine.rules import KRAFT
 from streaming.history.outputs import show_agreement
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.infra.localkafka import create_topic
-from streaming.jobs.bridge import BridgeOptions, KraftBridge
+from streaming.jobs.bridge import Bridge, BridgeOptions
 from streaming.jobs.kraft import import_kraft
 from streaming.jobs.run import decide_once
 
@@ -47,7 +47,7 @@ def kraft_demo(work_dir: Path = Path("out/demo-kraft"), master: str | None = Non
         create_topic(bootstrap, EVENTS_TOPIC, 1)
         create_topic(bootstrap, DECISIONS_TOPIC, 1)
         metadata = cluster.broker_metadata_dir(3)
-        bridge = KraftBridge(BridgeOptions(metadata, bootstrap, EVENTS_TOPIC))
+        bridge = Bridge(BridgeOptions(metadata, bootstrap, EVENTS_TOPIC))
         try:
             sent = bridge.round()
         finally:

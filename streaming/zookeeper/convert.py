@@ -155,6 +155,7 @@ class Converter:
         self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
         self.causes: list[_Cause] = []  # newest last
         self.protocol_before_3 = False
+        self.zxid = self.time = 0  # the last transaction fed, and its time (ms)
 
     # ---- output ---------------------------------------------------------------------------------------
 
@@ -200,12 +201,32 @@ class Converter:
         events, observed, unexplained = (len(self.result.events), len(self.result.observed),
                                          len(self.result.unexplained))
         for txn in txns:
+            self.zxid, self.time = txn.zxid, txn.time
             if txn.failed:
                 self.result.failed_txns += 1
                 continue
             self._txn(txn)
         return ZkConverted(self.result.events[events:], self.result.observed[observed:],
                            self.result.unexplained[unexplained:])
+
+    def reassigning(self, key: tuple[str, int]) -> bool:
+        topic = self.topics.get(key[0])
+        return topic is not None and topic.reassigning(key[1])
+
+    def unsettled_from(self, quiet_since: int) -> int | None:
+        """The zxid from which the output may still change (None: none of it): the newest event's, while the
+        controller may still be handling it. Its partition writes follow it in later transactions, so it is open
+        while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
+        write adds a partition to its event (`_request`); a reassignment's completion rewrites the replicas of the
+        partition writes before it (`_completed`)."""
+        if not self.causes:
+            return None
+        newest = self.causes[-1]
+        zxid = event_zxid(newest.event)
+        if self.time > quiet_since or (newest.kind in ("PREFERRED", "UNCLEAN") and zxid == self.zxid) or \
+                any(self.reassigning(key) for key in newest.partitions):
+            return zxid
+        return None
 
     def _protocol_before_3(self, txn: ZkTxn) -> None:
         """Brokers below inter.broker.protocol.version 2.7 (Kafka 2.x): the rules run at a protocol before 3.0,
@@ -405,7 +426,10 @@ class Converter:
                 newest.partitions or newest.broker in before.isr or newest.broker not in after.isr:
             return False
         events = self.result.events
-        events.insert(next(i for i in range(len(events) - 1, -1, -1) if events[i] is newest.event), events.pop())
+        at = next((i for i in range(len(events) - 2, -1, -1) if events[i] is newest.event), None)
+        if at is None:
+            return False  # the startup went out with a follower's earlier poll
+        events.insert(at, events.pop())
         return True
 
     def _fits(self, cause: _Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
@@ -448,8 +472,8 @@ class Converter:
         bump, the controller's last write and explained by nothing before it, is that reassignment's."""
         last = self.result.observed[-1] if self.result.observed else None
         if last is None or last["topic"] != topic or last["cause"] != "Unexplained" or \
-                last["source_offset"] != self.result.unexplained[-1]:
-            return
+                not self.result.unexplained or last["source_offset"] != self.result.unexplained[-1]:
+            return  # (a follower hands its output out between polls: one already out stays as it went)
         key = (topic, last["partition"])
         previous = next((r for r in reversed(self.result.observed[:-1]) if (r["topic"], r["partition"]) == key), None)
         if previous is None or (previous["leader"], previous["isr"], previous["leader_epoch"] + 1) != (

@@ -19,7 +19,7 @@ from streaming.cli import main
 from streaming.infra.localkafka import LocalKafkaBroker, create_topic
 from streaming.io.eventlog import Bounds
 from streaming.io.kafkaclient import KafkaSettings
-from streaming.jobs.bridge import OFFSET_HEADER
+from streaming.jobs.bridge import KRAFT
 from streaming.kraft.convert import convert, event_offset
 from streaming.kraft.metadatalog import read_metadata_log, snapshot_end_offset, snapshot_files
 
@@ -39,16 +39,16 @@ sys.exit(main(sys.argv[1:]))
 
 
 def published(kafka: KafkaSettings | str, topic: str = EVENTS, isolation: str = "read_committed",
-              observed: bool = False) -> list[tuple[int, dict]]:
-    """The bridged events on `topic` (read_committed), each with its metadata offset header (with the controller's
-    ObservedDecision records too when `observed`)."""
+              observed: bool = False, header: str = KRAFT.header) -> list[tuple[int, dict]]:
+    """The bridged events on `topic` (read_committed), each with its position header (a metadata offset by
+    default; with the controller's ObservedDecision records too when `observed`)."""
     consumer = KafkaConsumer(**KafkaSettings.of(kafka).python_kwargs(), isolation_level=isolation,
                              enable_auto_commit=False, consumer_timeout_ms=3000)
     try:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
-        records = [(int(dict(r.headers)[OFFSET_HEADER]), json.loads(r.value)) for r in consumer]
+        records = [(int(dict(r.headers)[header]), json.loads(r.value)) for r in consumer]
         return [(o, r) for o, r in records if observed or r["type"] != "ObservedDecision"]
     finally:
         consumer.close()

@@ -6,7 +6,9 @@ gives, and a follower resumed after any published zxid hands out exactly the res
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 
 from streaming.zookeeper.convert import convert, event_zxid
 from streaming.zookeeper.files import read_zk_history
-from streaming.zookeeper.follow import ZkFollower
+from streaming.zookeeper.follow import SETTLE_MS, TransactionsLost, ZkFollower
 
 LOG = Path(__file__).parent / "zklog" / "zookeeper-3.9-ibp-default" / "version-2"
 
@@ -49,8 +51,9 @@ def test_polls_between_stages_of_a_copy_give_what_the_whole_history_gives(tmp_pa
     events, observed = [], []
     for _ in itertools.chain([None], stages):
         polled = follower.poll()
-        events += polled.events
-        observed += polled.observed
+        # As a bridge publishes them, at once: a poll hands out nothing the converter amends later.
+        events += json.loads(json.dumps(polled.events))
+        observed += json.loads(json.dumps(polled.observed))
     expected_events, expected_observed = whole()
     assert events == expected_events
     assert observed == expected_observed
@@ -62,3 +65,36 @@ def test_a_follower_resumed_after_a_published_zxid_hands_out_exactly_the_rest() 
         after = event_zxid(published)
         rest = ZkFollower(LOG, after=after).poll().events
         assert rest == [e for e in expected if event_zxid(e) > after]
+
+
+def test_the_newest_event_waits_while_the_controller_may_still_write_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live, the server's last transaction is recent: the newest event and what follows wait until two quiet
+    seconds have passed, then go out whole."""
+    expected = ZkFollower(LOG).poll().events
+    newest = max(t.time for t in read_zk_history(LOG).txns) / 1000
+    follower = ZkFollower(LOG)
+    monkeypatch.setattr(time, "time", lambda: newest + 1)
+    early = follower.poll().events
+    assert early == expected[:len(early)] and len(early) < len(expected)
+    monkeypatch.setattr(time, "time", lambda: newest + SETTLE_MS / 1000 + 1)
+    assert early + follower.poll().events == expected
+
+
+def test_transactions_purged_before_they_were_read_end_the_follower(tmp_path: Path) -> None:
+    running = tmp_path / "running"
+    running.mkdir()
+    for name in ("snapshot.0", "log.1"):
+        shutil.copy(LOG / name, running / name)
+    follower = ZkFollower(running)
+    follower.poll()
+    # The server went on, autopurge deleted log.1 and log.48 before the follower read the end of them.
+    (running / "log.1").unlink()
+    for name in ("snapshot.99", "log.9b"):
+        shutil.copy(LOG / name, running / name)
+    with pytest.raises(TransactionsLost, match="were deleted"):
+        follower.poll()
+    # A bridge that published up to zxid 0x20, restarted once only the history from snapshot.99 on is retained
+    # (autopurge keeps the log before the oldest snapshot it keeps).
+    shutil.copy(LOG / "log.48", running / "log.48")
+    with pytest.raises(TransactionsLost, match="purged before they were read"):
+        ZkFollower(running, after=0x20)

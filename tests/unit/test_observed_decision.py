@@ -16,7 +16,7 @@ from statemachine.rules import KRAFT, ZK
 from streaming.engine.local import run_local
 from streaming.history.agreement import agreement_rows, batch_agreement, from_table_rows, to_table_rows
 from streaming.io.delta import write_delta
-from streaming.jobs.bridge import with_observed
+from streaming.jobs.bridge import ZOOKEEPER, with_observed
 from streaming.kraft.convert import Converter, convert, event_offset
 
 from .test_kraft_convert import change, pcr, register, started_cluster
@@ -168,3 +168,15 @@ def test_the_agreement_table_holds_the_rows_and_check_fails_on_a_disagreement(tm
                 AGREEMENT)
     passed = agreement_result(audit)
     assert passed is not None and not passed.fails_check and passed.unexpected == 0
+
+
+def test_a_zookeeper_controllers_write_goes_out_under_its_own_later_zxid() -> None:
+    """The ZooKeeper-era controller writes an event's partition states in later transactions: a bridge resumed after
+    the highest header has read them, and the headers never go down."""
+    events = [{"type": "BrokerChange", "event_id": "zk-10-1"}, {"type": "IsrChange", "event_id": "zk-12-t-0"}]
+    observed = [{"source_offset": 13, "cause_event_id": "zk-10-1"},
+                {"source_offset": 12, "cause_event_id": "zk-12-t-0"}]
+    records, waiting = with_observed(events, observed, 9, ZOOKEEPER)
+    assert not waiting
+    assert [(z, r["type"]) for z, r in records] == [
+        (10, "BrokerChange"), (13, "ObservedDecision"), (13, "IsrChange"), (13, "ObservedDecision")]
