@@ -369,9 +369,10 @@ def _progress_reassignment(s: _Step) -> None:
     elected = moved and s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
                                 Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                                 f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
-    # The new replica set goes out even when no target replica could take the lead; under ZK only to a partition that
-    # has a state znode (updateLeaderEpoch finds none for one never led, and writes nothing).
-    if not elected and (rec.has_leader_and_isr or s.rules.registered_from_creation):
+    # ZK (moveReassignedPartitionLeaderIfRequired): a leader that stays (alive, among the targets) gets a leader epoch
+    # bump for the new replica set; an election that finds no leader writes nothing. KRaft: the change carries the
+    # new replica set even when no target replica could take the lead.
+    if not elected and (not moved or s.rules.registered_from_creation):
         s.write(rec.leader, rec.isr, (r for r in target if r in live))
     _delete_replicas(s, removing)
     s.note(f"reassignment completed: replicas {list(target)}")
@@ -392,8 +393,8 @@ def _start_reassignment(s: _Step, target: tuple[int, ...], cancel: bool = False)
     replicas, adding, removing = reassign(rec.replicas, rec.adding_replicas, rec.removing_replicas, target)
     # Replicas the previous reassignment was adding that this one no longer wants.
     unneeded = [r for r in rec.replicas if r not in replicas]
-    if rec.isr and not any(r in replicas for r in rec.isr):
-        # Deleting them would leave an ISR outside the replica set (KRaft refuses this as well).
+    if s.rules.refuses_reassignment_dropping_the_isr and rec.isr and not any(r in replicas for r in rec.isr):
+        # Deleting them would leave an ISR outside the replica set: KRaft refuses it, ZK leaves the last member there.
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                         f"replicas {list(replicas)} would drop every in-sync replica {list(rec.isr)}")
     s.record = rec.evolve(replicas=replicas, adding_replicas=adding, removing_replicas=removing,

@@ -233,6 +233,10 @@ class Rules:
     # znode is written (ReplicaStateMachine OfflineReplica -> removeReplicasFromIsr), only the LeaderAndIsr request
     # is skipped. KRaft: the topic goes in one RemoveTopicRecord, no partition change.
     deletion_writes_offline_replicas: bool
+    # Whether a reassignment (or its cancel) whose replicas would hold no member of the ISR is refused. KRaft: yes
+    # (INVALID_REPLICA_ASSIGNMENT). ZK: no, the replicas it drops go offline, the last ISR member stays in the ISR
+    # and the partition is left without a leader.
+    refuses_reassignment_dropping_the_isr: bool
     # The lowest metadata.version the rules run at: a KRaft controller's first (3.0-IV1), or for the ZooKeeper-era
     # controller any inter.broker.protocol.version (those before 3.0 are level 0).
     minimum_metadata_version: int
@@ -250,13 +254,15 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            reexamine_on_failover=True, elects_unclean_at_config_change=True,
            fenced_brokers_stay_registered=False, reassignment_replicas=reassignment_from_original,
            completes_reassignment_before_election=False, registered_from_creation=False,
-           deletion_writes_offline_replicas=True, minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL,
+           deletion_writes_offline_replicas=True, refuses_reassignment_dropping_the_isr=False,
+           minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL,
            isr_members_must_be_live=isr_checked_against_live_brokers)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
               reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,
               reassignment_replicas=reassignment_from_current, completes_reassignment_before_election=True,
               registered_from_creation=True, deletion_writes_offline_replicas=False,
+              refuses_reassignment_dropping_the_isr=True,
               minimum_metadata_version=MINIMUM_KRAFT_VERSION,
               eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}

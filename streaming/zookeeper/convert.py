@@ -41,7 +41,8 @@ from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
 NO_LEADER = -1
 # Cluster-default configs the rules read, handed to each topic without its own value (as the KRaft importer does).
-INHERITED = frozenset({"min.insync.replicas", "unclean.leader.election.enable"})
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
+INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
 BROKER_DEFAULTS = "/config/brokers/<default>"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
 
@@ -102,6 +103,7 @@ class _Cause:
     broker: int | None = None
     topic: str | None = None
     partitions: set[tuple[str, int]] = field(default_factory=set)
+    wrote: bool = False  # the controller wrote a partition state for it
 
 
 @dataclass
@@ -125,6 +127,11 @@ def _leaders_write_their_isr(history: ZkHistory) -> bool:
 def _drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
     """Whether a write takes `broker` out of the leadership or the ISR."""
     return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
+
+
+def _clean(before: PartitionState, after: PartitionState) -> bool:
+    """The write keeps the leader, drops it, or elects one from the ISR it had: not an unclean election."""
+    return after.leader in (before.leader, NO_LEADER) or after.leader in before.isr
 
 
 def _event_id(zxid: int, suffix: str = "") -> str:
@@ -390,7 +397,7 @@ class Converter:
         if after.leader_epoch == before.leader_epoch or txn.session != self.controller_session:
             self._leader_isr_change(txn, key, before, after)
             return
-        cause = next((c for c in reversed(self.causes) if self._fits(c, key, before, after)), None)
+        cause = self._handled_by(key, before, after)
         if cause is None:
             cause = self._request(txn, key, before, after)
         if cause is None:
@@ -398,6 +405,7 @@ class Converter:
             self._observe(txn, key, before, after, "Unexplained", None)
             return
         cause.partitions.add(key)
+        cause.wrote = True
         self._observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
     def _leader_isr_change(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
@@ -432,12 +440,29 @@ class Converter:
         events.insert(at, events.pop())
         return True
 
+    def _handled_by(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> _Cause | None:
+        """The newest event whose handler writes such a change. The controller handles one event at a time: once an
+        event has written, the events before it are done, and a write that does not fit it is a request's."""
+        for cause in reversed(self.causes):
+            if self._fits(cause, key, before, after):
+                return cause
+            if cause.wrote:
+                return None
+        return None
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        value = self.configs.get(topic, {}).get(UNCLEAN_CONFIG, self.cluster_configs.get(UNCLEAN_CONFIG, "false"))
+        return str(value).lower() == "true"
+
     def _fits(self, cause: _Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
         """Whether a controller write of `key` can be a consequence of `cause`: what that event's handler in Kafka's
         KafkaController writes."""
         topic = self.topics.get(key[0])
         reassigning = topic is not None and topic.reassigning(key[1])
         newest = cause is self.causes[-1]
+        if after.leader >= 0 and after.leader != before.leader and after.leader not in before.isr and \
+                cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not self._unclean_allowed(key[0]):
+            return False  # an unclean election these handlers make only where the topic allows it
         match cause.kind:
             case "FAILOVER":  # onControllerFailover: anything, before the next input
                 return newest
@@ -456,10 +481,10 @@ class Converter:
                 return key[0] == cause.topic and (before.leader == NO_LEADER or after.leader not in before.isr)
             case "DELETE":  # replicas out of the ISR on their way to deletion
                 return key[0] == cause.topic
-            case "PARTITIONS":  # a reassignment's start or cancel, and its phases
-                return key in cause.partitions and (reassigning or newest)
+            case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any)
+                return key in cause.partitions and (reassigning or newest) and _clean(before, after)
             case "ISR":  # a leader's ISR change that lets a reassignment complete
-                return key in cause.partitions and reassigning
+                return key in cause.partitions and reassigning and _clean(before, after)
             case "PREFERRED" | "UNCLEAN":
                 return key in cause.partitions and newest
             case _:
@@ -500,8 +525,10 @@ class Converter:
             event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
                                 broker_epoch=self.brokers[broker])
             return self._cause(_Cause(event, "CONTROLLED_SHUTDOWN", broker))
-        if after.leader != before.leader and after.leader >= 0 and not dropped:
-            kind = "PREFERRED" if replicas and after.leader == replicas[0] and after.leader in before.isr else \
+        if after.leader != before.leader and after.leader >= 0:
+            # Preferred: the first replica, from the ISR, which stays; unclean: a replica outside the ISR, alone in it.
+            kind = "PREFERRED" if not dropped and replicas and after.leader == replicas[0] and \
+                after.leader in before.isr else \
                 "UNCLEAN" if after.leader not in before.isr and after.isr == (after.leader,) else None
             if kind is None:
                 return None

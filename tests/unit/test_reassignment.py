@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from statemachine.controller import ControllerConfig
+from statemachine.rules import KRAFT, ZK
 from statemachine.states import PartitionState, ReplicaState
 
 from .cluster import assert_rejected, assert_unchanged, cluster_with, snapshot
@@ -187,17 +189,24 @@ def test_partition_epoch_rises_with_every_decision_even_before_the_first_leader(
     assert epochs == sorted(set(epochs)), f"partition epochs {epochs} must strictly rise"
 
 
-def test_cancel_keeps_the_isr_within_the_replicas() -> None:
-    cluster = cluster_with(1, 2)
-    cluster.create("t", [1])
-    cluster.reassign(("t", 0, [1, 2]))
-    cluster.failure(1)
-    cluster.elect("UNCLEAN", ("t", 0))  # the adding replica 2 becomes the only ISR member
-    assert cluster.rec("t", 0).isr == (2,)
-    cluster.reassign(("t", 0, None))
-    rec = cluster.rec("t", 0)
-    assert set(rec.isr) <= set(rec.replicas), rec
-    assert rec.state is not P.ONLINE or rec.leader != -1, rec
+def test_cancel_dropping_the_whole_isr_leaves_the_last_member_under_zk_and_is_refused_under_kraft() -> None:
+    for rules in (ZK, KRAFT):
+        cluster = cluster_with(1, 2, config=ControllerConfig(rules=rules))
+        cluster.create("t", [1])
+        cluster.reassign(("t", 0, [1, 2]))
+        cluster.failure(1)
+        cluster.elect("UNCLEAN", ("t", 0))  # the adding replica 2 becomes the only ISR member
+        assert cluster.rec("t", 0).isr == (2,)
+        out = cluster.reassign(("t", 0, None))
+        rec = cluster.rec("t", 0)
+        if rules is KRAFT:
+            assert_rejected(out.only_row, "INVALID_REPLICA_ASSIGNMENT")
+            assert set(rec.isr) <= set(rec.replicas), rec
+        else:
+            # What a real Kafka 3.9 controller wrote (zk campaign seed 17): the cancel takes replica 2 offline (the
+            # last ISR member stays, the leader goes) and finds no leader among the original replicas.
+            assert (rec.replicas, rec.leader, rec.isr, rec.state) == ((1,), -1, (2,), P.OFFLINE)
+            assert [(d.leader, d.isr) for d in out.decisions] == [(-1, (2,))]
 
 
 def test_new_target_dropping_the_leading_adding_replica_elects_a_new_leader() -> None:
@@ -213,18 +222,21 @@ def test_new_target_dropping_the_leading_adding_replica_elects_a_new_leader() ->
     assert rec.leader == 1, rec
 
 
-def test_completed_reassignment_without_new_leader_still_emits_a_decision() -> None:
-    cluster = cluster_with(1, 2)
-    cluster.create("t", [1, 2])
-    cluster.isr_change("t", 0, [1])
-    cluster.failure(1)  # offline: leader -1, ISR [1]
-    before = cluster.rec("t", 0)
-    out = cluster.reassign(("t", 0, [1]))  # the target is within the ISR: completes at once
-    assert cluster.rec("t", 0).replicas == (1,)
-    decisions = out.decisions_for("t", 0)
-    assert decisions, "the replicas changed from [1, 2] to [1] without a decision"
-    assert decisions[-1].replicas == (1,)
-    assert decisions[-1].partition_epoch > before.partition_epoch
+def test_completed_reassignment_without_a_leader_writes_only_under_kraft() -> None:
+    for rules in (ZK, KRAFT):
+        cluster = cluster_with(1, 2, config=ControllerConfig(rules=rules))
+        cluster.create("t", [1, 2])
+        cluster.isr_change("t", 0, [1])
+        cluster.failure(1)  # offline: leader -1, ISR [1]
+        before = cluster.rec("t", 0)
+        out = cluster.reassign(("t", 0, [1]))  # the target is within the ISR: completes at once
+        assert cluster.rec("t", 0).replicas == (1,)
+        decisions = out.decisions_for("t", 0)
+        if rules is KRAFT:  # the PartitionChangeRecord carries the new replicas
+            assert decisions and decisions[-1].replicas == (1,)
+            assert decisions[-1].partition_epoch > before.partition_epoch
+        else:  # moveReassignedPartitionLeaderIfRequired: no leader to elect, nothing written (UpdateMetadata only)
+            assert decisions == []
 
 
 def test_isr_change_of_a_topic_being_deleted_does_not_resume_its_reassignment() -> None:
