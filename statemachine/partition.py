@@ -405,10 +405,12 @@ def _start_reassignment(s: _Step, target: tuple[int, ...], cancel: bool = False)
 
 
 def _elect_if_leaderless(s: _Step) -> None:
-    """A reassignment that took the leader's replica away leaves the partition offline: elect as the
-    controller does for an offline partition."""
+    """KRaft: a reassignment that took the leader's replica away leaves the partition offline: elect as the
+    controller does for an offline partition. ZK does not: its partition stays OnlinePartition without a leader
+    (removeReplicasFromIsr changes no partition state) until a failover or a later reassignment."""
     rec = s.record
-    if rec.has_leader_and_isr and rec.state is P.ONLINE and rec.leader not in s.command.live_brokers:
+    if (s.rules.elects_when_a_reassignment_drops_the_leader and rec.has_leader_and_isr and rec.state is P.ONLINE
+            and rec.leader not in s.command.live_brokers):
         s.move(P.OFFLINE)
         _bring_online(s, s.command.unclean_allowed)
 
