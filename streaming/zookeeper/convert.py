@@ -450,6 +450,15 @@ class Converter:
                 return None
         return None
 
+    def _may_move_leader(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+        """A reassignment moves the leader only when it completes (every target replica in the ISR) or no longer
+        has the leader's replica at all; its other phases bump the leader epoch and keep the leader (one being
+        removed too, until the completion)."""
+        topic = self.topics.get(key[0])
+        if after.leader == before.leader or topic is None or not topic.reassigning(key[1]):
+            return True
+        return set(topic.target(key[1])) <= set(before.isr) or before.leader not in topic.replicas.get(key[1], ())
+
     def _unclean_allowed(self, topic: str) -> bool:
         value = self.configs.get(topic, {}).get(UNCLEAN_CONFIG, self.cluster_configs.get(UNCLEAN_CONFIG, "false"))
         return str(value).lower() == "true"
@@ -482,9 +491,11 @@ class Converter:
             case "DELETE":  # replicas out of the ISR on their way to deletion
                 return key[0] == cause.topic
             case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any)
-                return key in cause.partitions and (reassigning or newest) and _clean(before, after)
+                return key in cause.partitions and (reassigning or newest) and _clean(before, after) and \
+                    self._may_move_leader(key, before, after)
             case "ISR":  # a leader's ISR change that lets a reassignment complete
-                return key in cause.partitions and reassigning and _clean(before, after)
+                return key in cause.partitions and reassigning and _clean(before, after) and \
+                    self._may_move_leader(key, before, after)
             case "PREFERRED" | "UNCLEAN":
                 return key in cause.partitions and newest
             case _:
