@@ -491,6 +491,13 @@ def _on_broker_startup(s: _Step) -> None:
         s.move_replica(broker, R.ONLINE)
         s.note(f"replica {broker} online")
     if s.record.queued_for_deletion:
+        rec = s.record
+        if (not s.rules.registered_from_creation and (rec.adding_replicas or rec.removing_replicas)
+                and broker in rec.target_replicas and not _reassignment_caught_up(rec)):
+            # ZK: maybeResumeReassignments does not skip a topic being deleted (its reassignment stays in
+            # /brokers/topics/T): a startup onto its target bumps the leader epoch again (A1), before the deletion
+            # goes on.
+            s.write(rec.leader, rec.isr, ())
         _continue_deletion(s)
         return
     if s.rules.completes_reassignment_before_election:
