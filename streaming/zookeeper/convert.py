@@ -475,8 +475,9 @@ class Converter:
         match cause.kind:
             case "FAILOVER":  # onControllerFailover: anything, before the next input
                 return newest
-            case "STARTUP":  # offline partitions elect; reassignments onto the broker resume
-                return before.leader == NO_LEADER or (reassigning and cause.broker in topic.target(key[1]))
+            case "STARTUP":  # offline partitions elect; reassignments onto the broker resume (never dropping it)
+                return not _drops(cause.broker, before, after) and (
+                    before.leader == NO_LEADER or (reassigning and cause.broker in topic.target(key[1])))
             case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
                 # once the broker registered again: what drops it then is of its new incarnation. A failure of a
                 # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).
@@ -495,7 +496,7 @@ class Converter:
                     self._may_move_leader(key, before, after)
             case "ISR":  # a leader's ISR change that lets a reassignment complete
                 return key in cause.partitions and reassigning and _clean(before, after) and \
-                    self._may_move_leader(key, before, after)
+                    set(topic.target(key[1])) <= set(before.isr)
             case "PREFERRED" | "UNCLEAN":
                 return key in cause.partitions and newest
             case _:
