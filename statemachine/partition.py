@@ -359,8 +359,9 @@ def _offline_replica(s: _Step, broker: int) -> None:
 
 def _delete_replicas(s: _Step, replicas: Iterable[int]) -> None:
     """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica, each step for
-    every replica in one batch (StopReplica, then StopReplica deleting)."""
-    replicas = list(replicas)
+    every replica in one batch (StopReplica, then StopReplica deleting). ReplicaStateMachine takes the replicas by
+    broker id (a hash map of small ints), whatever order the caller names them in."""
+    replicas = sorted(replicas)
     with s.batch(Phase.OFFLINE_REPLICA):
         for broker in replicas:
             # Every one goes through OfflineReplica, as in Kafka, also one already offline: a restored (snapshot)

@@ -445,6 +445,14 @@ class Converter:
             event = self._event(txn, "ElectLeaders", election_type=kind,
                                 partitions=[{"topic": key[0], "partition": key[1]}])
             return self._cause(_Cause(event, kind))
+        if (after.leader, after.isr) == (before.leader, before.isr) and replicas and not (
+                topic is not None and topic.reassigning(key[1])):
+            # Only the leader epoch bumped: an AlterPartitionReassignments to the replicas the partition has, which
+            # completes at once (onPartitionReassignment B3: updateLeaderEpochAndSendRequest) and leaves no znode
+            # that changed.
+            event = self._event(txn, "ReassignPartitions", f"-{key[0]}", partitions=[
+                {"topic": key[0], "partition": key[1], "replicas": list(replicas)}])
+            return self._cause(_Cause(event, "PARTITIONS", partitions={key}))
         return None
 
     # ---- configs and admin znodes -----------------------------------------------------------------------
