@@ -31,6 +31,7 @@ from streaming.zookeeper.statechange import (
 )
 
 REQUEST_TYPES = (LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA)
+REQUEST_WORDS = {LEADER_AND_ISR: "LeaderAndIsr", STOP_REPLICA: "StopReplica", UPDATE_METADATA: "UpdateMetadata"}
 Key = tuple[Any, ...]
 
 
@@ -133,10 +134,12 @@ class RequestsAgreement:
     def all_agree(self) -> bool:
         return all(c.agreeing == c.controller == c.isrflow for c in self.counts.values())
 
+    def counted(self) -> str:
+        return ", ".join(f"{REQUEST_WORDS[t]} {c.agreeing} of {c.controller} (isrflow {c.isrflow})"
+                         for t, c in self.counts.items())
+
     def describe(self, out: Path) -> str:
-        words = {LEADER_AND_ISR: "LeaderAndIsr", STOP_REPLICA: "StopReplica", UPDATE_METADATA: "UpdateMetadata"}
-        parts = [f"{words[t]} {c.agreeing} of {c.controller} (isrflow {c.isrflow})" for t, c in self.counts.items()]
-        return (f"the controller's requests isrflow's model reproduces, per broker in order: {', '.join(parts)}; "
+        return (f"the controller's requests isrflow's model reproduces, per broker in order: {self.counted()}; "
                 f"in {out / 'requests_agreement.jsonl'}")
 
 
@@ -163,8 +166,12 @@ def write_requests_agreement(out: Path, state_change: Path, requests_jsonl: Path
     rows = agreement_rows(_controller_sides(read_sent_requests(state_change)),
                           _isrflow_sides(read_jsonl(requests_jsonl)))
     write_jsonl(out / "requests_agreement.jsonl", rows)
-    counts = {kind: RequestCount(sum(1 for r in rows if r["request"] == kind and r["match"]),
-                                 sum(1 for r in rows if r["request"] == kind and r["controller"] is not None),
-                                 sum(1 for r in rows if r["request"] == kind and r["isrflow"] is not None))
-              for kind in REQUEST_TYPES}
-    return RequestsAgreement(counts)
+    return requests_agreement(rows)
+
+
+def requests_agreement(rows: list[dict[str, Any]]) -> RequestsAgreement:
+    """The counts of requests_agreement.jsonl's rows."""
+    return RequestsAgreement({kind: RequestCount(
+        sum(1 for r in rows if r["request"] == kind and r["match"]),
+        sum(1 for r in rows if r["request"] == kind and r["controller"] is not None),
+        sum(1 for r in rows if r["request"] == kind and r["isrflow"] is not None)) for kind in REQUEST_TYPES})
