@@ -95,7 +95,7 @@ def _merged_per_flag(requests: list[ControlRequest]) -> list[tuple[ControlReques
     return out
 
 
-def _controller_sides(requests: list[ControlRequest]) -> dict[tuple[int, str], list[_Side]]:
+def sent_by_controller(requests: list[ControlRequest]) -> dict[tuple[int, str], list[_Side]]:
     by: dict[tuple[int, str], list[ControlRequest]] = {}
     for r in requests:
         by.setdefault((r.broker, r.request), []).append(r)
@@ -106,7 +106,7 @@ def _controller_sides(requests: list[ControlRequest]) -> dict[tuple[int, str], l
         for k, rs in by.items()}
 
 
-def _isrflow_sides(rows: list[dict[str, Any]]) -> dict[tuple[int, str], list[_Side]]:
+def modelled_by_isrflow(rows: list[dict[str, Any]]) -> dict[tuple[int, str], list[_Side]]:
     by: dict[tuple[int, str], list[_Side]] = {}
     for row in sorted(rows, key=lambda r: (r["source_offset"], r["batch"])):
         parts = json.loads(row["partitions"])
@@ -163,8 +163,8 @@ def agreement_rows(controller: dict[tuple[int, str], list[_Side]], isrflow: dict
 def write_requests_agreement(out: Path, state_change: Path, requests_jsonl: Path) -> RequestsAgreement:
     """`out/requests_agreement.jsonl`: isrflow's requests (`requests_jsonl`) beside the ones the controllers sent (the
     state-change logs in `state_change`)."""
-    rows = agreement_rows(_controller_sides(read_sent_requests(state_change)),
-                          _isrflow_sides(read_jsonl(requests_jsonl)))
+    rows = agreement_rows(sent_by_controller(read_sent_requests(state_change)),
+                          modelled_by_isrflow(read_jsonl(requests_jsonl)))
     write_jsonl(out / "requests_agreement.jsonl", rows)
     return requests_agreement(rows)
 
