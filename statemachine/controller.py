@@ -150,7 +150,8 @@ class HandledEvent:
 class _Fanout:
     """Collects one event's commands, applying each to the controller's partition records at once."""
 
-    def __init__(self, controller: Controller, event: ControllerEvent, source_offset: int) -> None:
+    def __init__(self, controller: Controller, event: ControllerEvent, source_offset: int,
+                 requests: bool = False) -> None:
         self.controller = controller
         self.event = event
         self.source_offset = source_offset
@@ -162,8 +163,10 @@ class _Fanout:
         # Whether a replica of a topic being deleted was deleted by this event (its StopReplica answered, in Kafka's
         # terms): TopicDeletionManager.resumeDeletions then retries the replicas whose deletion failed.
         self.replica_deleted = False
-        # What the commands (and the handler itself) add to the controller's request batches: (run, action, added),
-        # a run being a stretch of commands of one action, or one of the handler's own UpdateMetadata batches.
+        # What the commands (and the handler itself) add to the controller's request batches, when asked for:
+        # (run, action, added), a run being a stretch of commands of one action, or one of the handler's own
+        # UpdateMetadata batches.
+        self.requests = requests
         self.sent: list[tuple[int, str, Added]] = []
         self._run: tuple[int, str] = (0, "")
 
@@ -175,6 +178,8 @@ class _Fanout:
 
     def metadata(self, brokers: Iterable[int], records: Iterable[PartitionRecord] = ()) -> None:
         """sendUpdateMetadataRequest(brokers, partitions): a batch of its own, to the registered `brokers`."""
+        if not self.requests:
+            return
         registered = self.controller.cluster.broker_epochs.keys()
         to = tuple(sorted(b for b in brokers if b in registered))
         run = self._runs(Action.CLUSTER)
@@ -207,7 +212,7 @@ class _Fanout:
         partitions = self.controller.partitions
         key = None if command.partition is None else (command.topic, command.partition)
         before = partitions.get(key) if key else None
-        applied = apply_command(before, command, self.controller.config.rules)
+        applied = apply_command(before, command, self.controller.config.rules, self.requests)
         after = applied.record
         if before is not None and (after is None or (after.queued_for_deletion and
                                                      len(after.replica_states) < len(before.replica_states))):
@@ -341,11 +346,15 @@ class Controller:
     # -- the entry point -------------------------------------------------------------------------------
     def handle(self, event: ControllerEvent, source_offset: int) -> list[Handled]:
         """Apply one event of the log; returns every command it produced, each with its result."""
-        return self.handle_event(event, source_offset).handled
+        return self._handle(event, source_offset, requests=False).handled
 
     def handle_event(self, event: ControllerEvent, source_offset: int) -> HandledEvent:
-        """`handle`, with the requests the ZK controller sends for the event (statemachine.requests)."""
-        out = _Fanout(self, event, source_offset)
+        """`handle`, with the requests the ZK controller sends for the event (statemachine.requests; none under
+        other rules)."""
+        return self._handle(event, source_offset, requests=self.config.rules is ZK)
+
+    def _handle(self, event: ControllerEvent, source_offset: int, requests: bool) -> HandledEvent:
+        out = _Fanout(self, event, source_offset, requests)
         cv = self.cluster
         try:
             self._check_duplicate(event.event_id, source_offset)
@@ -365,7 +374,7 @@ class Controller:
         if not out.handled:
             out.cluster("nothing to do", Outcome.NO_OP)
         self._finish_deletions(out)
-        return HandledEvent(out.handled, batches(out.sent) if self.config.rules is ZK else [])
+        return HandledEvent(out.handled, batches(out.sent))
 
     def _check_duplicate(self, event_id: str, offset: int) -> None:
         seen, window = self.cluster.seen_event_ids, self.config.duplicate_window

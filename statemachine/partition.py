@@ -54,7 +54,7 @@ def metadata_state(rec: PartitionRecord) -> RequestPartition | None:
 class _Step:
     """The effect of one command on one partition, built up as the controller would apply it."""
 
-    def __init__(self, before: PartitionRecord, command: Command, rules: Rules = ZK) -> None:
+    def __init__(self, before: PartitionRecord, command: Command, rules: Rules = ZK, requests: bool = False) -> None:
         self.before = before
         self.command = command
         self.rules = rules
@@ -70,8 +70,9 @@ class _Step:
         self.unclean_shutdown: tuple[int, ...] = ()
         # A ClearElrRecord: the ELR is emptied as such, not recomputed.
         self.elr_cleared = False
-        # The requests the ZK controller adds to its batches for this partition (statemachine.requests), and the
-        # step of the handler that sends them (None outside one: nothing is sent).
+        # The requests the ZK controller adds to its batches for this partition (statemachine.requests), when asked
+        # for, and the step of the handler that sends them (None outside one, or not asked: nothing is recorded).
+        self.requests = requests
         self.sent: list[Added] = []
         self.phase: Phase | None = None
         self.sub = 0
@@ -101,6 +102,9 @@ class _Step:
     def batch(self, phase: Phase) -> Iterator[None]:
         """The requests added inside go out in one batch of `phase`; inside another step, in a batch of its own
         after the ones before it (a reassignment's election), and what follows in yet another."""
+        if not self.requests:
+            yield
+            return
         if self.phase is None:
             self.phase, self.sub = phase, 0
             try:
@@ -113,8 +117,6 @@ class _Step:
         self.sub += 1
 
     def _add(self, request: RequestType, brokers: Iterable[int], partition: RequestPartition | None) -> None:
-        if self.phase is None:
-            return
         registered = self.command.live_or_shutting_down
         self.sent.append(Added(self.phase, self.sub, request, tuple(b for b in brokers if b in registered),
                                partition))
@@ -122,11 +124,15 @@ class _Step:
     def send_metadata(self) -> None:
         """addUpdateMetadataRequestForBrokers(every registered broker, this partition): its state as the controller
         holds it (leader -2 while its topic is being deleted); only the brokers when it never had a leader."""
+        if self.phase is None:
+            return
         self._add(RequestType.UPDATE_METADATA, sorted(self.command.live_or_shutting_down), metadata_state(self.record))
 
     def send_leader_and_isr(self, brokers: Iterable[int], is_new: bool = False) -> None:
         """addLeaderAndIsrRequestForBrokers: the partition's state as it stands to `brokers`, and UpdateMetadata
         of it to every registered broker."""
+        if self.phase is None:
+            return
         rec = self.record
         self._add(RequestType.LEADER_AND_ISR, brokers, RequestPartition(
             rec.topic, rec.partition, rec.leader, rec.leader_epoch, rec.isr, rec.partition_epoch, rec.replicas,
@@ -135,6 +141,8 @@ class _Step:
 
     def send_stop_replica(self, broker: int, delete: bool) -> None:
         """addStopReplicaRequestForBrokers: the leader epoch as it stands (-2 while the topic is being deleted)."""
+        if self.phase is None:
+            return
         rec = self.record
         epoch = LEADER_DURING_DELETE if rec.queued_for_deletion else (
             rec.leader_epoch if rec.has_leader_and_isr else NO_EPOCH)
@@ -860,14 +868,16 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
 }
 
 
-def apply_command(record: PartitionRecord | None, command: Command, rules: Rules = ZK) -> Applied:
-    """Apply one command to one partition (None = the partition does not exist) under `rules`."""
+def apply_command(record: PartitionRecord | None, command: Command, rules: Rules = ZK,
+                  requests: bool = False) -> Applied:
+    """Apply one command to one partition (None = the partition does not exist) under `rules`; with `requests`, also
+    what the ZK controller adds to its request batches for it (Applied.sent)."""
     if command.partition is None:
         # An event's cluster-level verdict, reached before fan-out: no partition, no state.
         return Applied(record, [], _audit(command, command.outcome or Outcome.ACCEPTED, command.error,
                                           command.message))
     assert command.topic is not None
-    step = _Step(record or PartitionRecord(command.topic, command.partition), command, rules)
+    step = _Step(record or PartitionRecord(command.topic, command.partition), command, rules, requests)
     try:
         _HANDLERS[command.action](step)
     except Rejection as rejected:
