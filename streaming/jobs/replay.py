@@ -92,8 +92,6 @@ def _requests_agreement(options: ReplayOptions, layout: ReplayOutput) -> str:
     """A zk: source with its brokers' state-change logs: the controller's requests beside isrflow's."""
     state_change = options.state_change or Path(options.source[len(zookeeper.PREFIX):]).parent / "state-change"
     if not state_change.is_dir():
-        if options.state_change is not None:
-            raise UsageError(f"--state-change {state_change}: no such directory")
         return ""
     if not layout.requests_jsonl.exists():
         return f"\n  the controller's requests ({state_change}) are compared by the local engine only (--engine local)"
@@ -111,6 +109,10 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
     prefix = _history_source(options.source)
+    if options.state_change is not None and prefix != zookeeper.PREFIX:
+        raise UsageError("--state-change holds a ZooKeeper-mode cluster's state-change logs: it goes with a zk: source")
+    if options.state_change is not None and not options.state_change.is_dir():
+        raise UsageError(f"--state-change {options.state_change}: no such directory")
     imported = _import_history(options.source, prefix, layout.root, b) if prefix is not None else None
     if imported is not None:
         path = imported.events

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from statemachine.controller import ControllerConfig
 from statemachine.rules import ZK
+from streaming.errors import UsageError
 from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 from streaming.zookeeper.requests import requests_agreement
@@ -29,3 +32,10 @@ def test_every_request_of_the_real_controllers_is_modelled_per_broker_in_order(t
     extra = [(r["broker"], r["request"], r["isrflow"]["partition_count"]) for r in rows if not r["match"]]
     assert extra == [(1, "UPDATE_METADATA", 0), (2, "UPDATE_METADATA", 0), (3, "UPDATE_METADATA", 0)]
     assert "The controller's requests" in (tmp_path / "report.html").read_text()
+
+
+def test_state_change_logs_go_with_a_zk_source_and_must_be_there(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="goes with a zk: source"):
+        replay(ReplayOptions(str(RUN / "version-2"), tmp_path, engine="local", state_change=RUN / "state-change"))
+    with pytest.raises(UsageError, match="no such directory"):
+        replay(ReplayOptions(f"zk:{RUN / 'version-2'}", tmp_path, engine="local", state_change=tmp_path / "none"))
