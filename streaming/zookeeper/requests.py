@@ -130,10 +130,6 @@ class RequestsAgreement:
 
     counts: dict[str, RequestCount]
 
-    @property
-    def all_agree(self) -> bool:
-        return all(c.agreeing == c.controller == c.isrflow for c in self.counts.values())
-
     def counted(self) -> str:
         return ", ".join(f"{REQUEST_WORDS[t]} {c.agreeing} of {c.controller} (isrflow {c.isrflow})"
                          for t, c in self.counts.items())
