@@ -443,9 +443,9 @@ def _progress_reassignment(s: _Step) -> None:
     target = rec.target_replicas
     live = cmd.live_or_shutting_down
     if not _reassignment_caught_up(rec):
-        # A: LeaderAndIsr (epoch bump) to the whole RS, new replicas start. Under ZK a partition that never had a
-        # leader has no LeaderAndIsr to send: its first decision stays its INITIAL election.
-        # updateLeaderEpochAndSendRequest: the original replicas as they are, the new ones as new.
+        # A: LeaderAndIsr (epoch bump) to the whole RS, the original replicas as they are, the new ones as new
+        # (updateLeaderEpochAndSendRequest); the new replicas start. Under ZK a partition that never had a leader has
+        # no LeaderAndIsr to send: its first decision stays its INITIAL election.
         if rec.has_leader_and_isr or s.rules.registered_from_creation:
             s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live), sent=False)
             s.send_leader_and_isr(rec.origin_replicas)
@@ -466,7 +466,7 @@ def _progress_reassignment(s: _Step) -> None:
     s.record = s.record.evolve(replicas=target, adding_replicas=(), removing_replicas=(),
                        reassignment_in_progress=False)
     moved = rec.leader not in target or rec.leader not in cmd.live_brokers
-    with s.batch(Phase.ELECTION):
+    with s.batch(Phase.ELECTION):  # B3, a batch of its own: an election, or updateLeaderEpochAndSendRequest
         if not moved or not s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
                                     Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                                     f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead"):
