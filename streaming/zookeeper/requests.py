@@ -7,8 +7,9 @@ Each side's sequence per broker and request type is aligned in order (the longes
 request agrees when it is in a matched block. A partition's state is compared on what both sides hold: LeaderAndIsr
 leader, leader epoch, ISR (as a set), partition epoch (zkVersion), replicas, adding and removing replicas, isNew;
 StopReplica leader epoch and deletePartition. Partitions in a request are compared as a set (Kafka lists them in hash
-order). Before inter.broker.protocol 2.6 the controller sends a broker's StopReplica partitions as two requests, one
-per delete flag: those two are compared as the one request of later versions.
+order). Before inter.broker.protocol 2.6 a StopReplica request carries one delete flag for all its partitions (two
+requests when a batch holds both); every batch the controller builds holds one flag per broker, so those compare one
+for one too.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from streaming.zookeeper.statechange import (
     STOP_REPLICA,
     UPDATE_METADATA,
     ControlRequest,
-    PartitionInRequest,
     read_state_change_log,
 )
 
@@ -49,13 +49,13 @@ def _lai_key(topic: str, partition: int, leader: Any, leader_epoch: Any, isr: It
             tuple(removing), bool(is_new))
 
 
-def _controller_key(r: ControlRequest, parts: Iterable[PartitionInRequest]) -> Key:
+def _controller_key(r: ControlRequest) -> Key:
     if r.request == UPDATE_METADATA:
         return (r.partition_count,)
     if r.request == STOP_REPLICA:
-        return tuple(sorted((p.topic, p.partition, p.leader_epoch, bool(p.delete)) for p in parts))
+        return tuple(sorted((p.topic, p.partition, p.leader_epoch, bool(p.delete)) for p in r.partitions))
     return tuple(sorted(_lai_key(p.topic, p.partition, p.leader, p.leader_epoch, p.isr, p.zk_version, p.replicas,
-                                 p.adding_replicas, p.removing_replicas, p.is_new) for p in parts))
+                                 p.adding_replicas, p.removing_replicas, p.is_new) for p in r.partitions))
 
 
 def _isrflow_key(row: Mapping[str, Any], parts: list[dict[str, Any]]) -> Key:
@@ -80,30 +80,14 @@ def read_sent_requests(state_change: Path) -> list[ControlRequest]:
     return [r for *_, r in sorted(sent, key=lambda item: item[:3])]
 
 
-def _merged_per_flag(requests: list[ControlRequest]) -> list[tuple[ControlRequest, tuple[PartitionInRequest, ...]]]:
-    """A broker's requests, each with its partitions; a StopReplica sent as two (one per delete flag, before version
-    3) at the same moment as one."""
-    out: list[tuple[ControlRequest, tuple[PartitionInRequest, ...]]] = []
-    for r in requests:
-        last = out[-1][0] if out else None
-        if (last is not None and r.request == STOP_REPLICA == last.request and r.delete is not None
-                and last.delete is not None and r.delete != last.delete and r.time == last.time
-                and r.controller_epoch == last.controller_epoch):
-            out[-1] = (last, out[-1][1] + r.partitions)
-        else:
-            out.append((r, r.partitions))
-    return out
-
-
 def sent_by_controller(requests: list[ControlRequest]) -> dict[tuple[int, str], list[_Side]]:
     by: dict[tuple[int, str], list[ControlRequest]] = {}
     for r in requests:
         by.setdefault((r.broker, r.request), []).append(r)
-    return {k: [_Side(_controller_key(r, parts), {
+    return {k: [_Side(_controller_key(r), {
         "time": r.time.isoformat(sep=" ", timespec="milliseconds"), "controller_id": r.controller_id,
-        "controller_epoch": r.controller_epoch, "partition_count": len(parts) if parts else r.partition_count,
-        "partitions": [f"{p.topic}-{p.partition}" for p in parts]}) for r, parts in _merged_per_flag(rs)]
-        for k, rs in by.items()}
+        "controller_epoch": r.controller_epoch, "partition_count": r.partition_count,
+        "partitions": [f"{p.topic}-{p.partition}" for p in r.partitions]}) for r in rs] for k, rs in by.items()}
 
 
 def modelled_by_isrflow(rows: list[dict[str, Any]]) -> dict[tuple[int, str], list[_Side]]:

@@ -79,6 +79,17 @@ def test_every_request_the_real_controller_sent_from_the_creation_on_is_modelled
     assert all(r["match"] for r in rows)
 
 
+def test_before_protocol_2_6_each_stop_replica_request_carries_one_flag_and_compares_one_for_one() -> None:
+    # The same scenario at inter.broker.protocol 2.5: every batch holds one delete flag per broker.
+    sent = [r for r in read_state_change_log(LOG.with_name("controller-2-ibp2.5.state-change.log")).requests
+            if r.direction == "sent"]
+    assert {r.delete for r in sent if r.request == SR} == {False, True}
+    created = next(i for i, r in enumerate(sent) if r.request == LAI)
+    rows = agreement_rows(sent_by_controller(sent[created:]), modelled_by_isrflow(_rows(_replay(SCENARIO), CREATED)))
+    stop_replica = requests_agreement(rows).counts[SR]
+    assert (stop_replica.agreeing, stop_replica.controller, stop_replica.isrflow) == (6, 6, 6)
+
+
 def test_a_broker_back_in_a_running_cluster_gets_metadata_then_its_partitions_then_metadata() -> None:
     restart = _replay(SCENARIO)[5]
     assert _to(restart, 1) == [(UM, 2), (LAI, 2), (UM, 2)]
