@@ -466,11 +466,14 @@ def _progress_reassignment(s: _Step) -> None:
     s.record = s.record.evolve(replicas=target, adding_replicas=(), removing_replicas=(),
                        reassignment_in_progress=False)
     moved = rec.leader not in target or rec.leader not in cmd.live_brokers
+    # The new replica set goes out even when no target replica could take the lead; under ZK not for a partition that
+    # never had a leader: it has no state znode to write, and its first write stays its INITIAL election.
+    registered = rec.has_leader_and_isr or s.rules.registered_from_creation
     with s.batch(Phase.ELECTION):  # B3, a batch of its own: an election, or updateLeaderEpochAndSendRequest
-        if not moved or not s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
-                                    Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                                    f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead"):
-            # The new replica set goes out even when no target replica could take the lead.
+        if (not moved or not s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
+                                     Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                                     f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
+                ) and registered:
             s.write(rec.leader, rec.isr, (r for r in target if r in live))
     _delete_replicas(s, removing)
     with s.batch(Phase.METADATA):  # the new replicas and ISR to every broker

@@ -506,11 +506,12 @@ def test_the_requests_change_no_decision_and_go_out_as_kafka_batches_them(data: 
     recorded: list[Handled] = []
     order = {RequestType.LEADER_AND_ISR: 0, RequestType.UPDATE_METADATA: 1, RequestType.STOP_REPLICA: 2}
     for offset, raw in enumerate(log):
+        registered = set(controller.cluster.broker_epochs)
         event = controller.handle_event(_parse(raw), offset)
         recorded.extend(event.handled)
-        # Only to registered brokers; per batch LeaderAndIsr, UpdateMetadata, StopReplica, one of each per broker;
-        # batches numbered from 0.
-        assert {r.broker for r in event.requests} <= controller.cluster.broker_epochs.keys()
+        # Only to brokers registered (before the event, or by it: a failover or a bounce comes first); per batch
+        # LeaderAndIsr, UpdateMetadata, StopReplica, one of each per broker; batches numbered from 0.
+        assert {r.broker for r in event.requests} <= registered | controller.cluster.broker_epochs.keys()
         keys = [(r.batch, order[r.request], r.broker) for r in event.requests]
         assert keys == sorted(set(keys))
         assert sorted({r.batch for r in event.requests}) == list(range(len({r.batch for r in event.requests})))
