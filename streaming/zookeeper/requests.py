@@ -81,6 +81,7 @@ def read_sent_requests(state_change: Path) -> list[ControlRequest]:
 
 
 def sent_by_controller(requests: list[ControlRequest]) -> dict[tuple[int, str], list[_Side]]:
+    """The controllers' requests per (target broker, request type), in the order they were sent."""
     by: dict[tuple[int, str], list[ControlRequest]] = {}
     for r in requests:
         by.setdefault((r.broker, r.request), []).append(r)
@@ -91,6 +92,7 @@ def sent_by_controller(requests: list[ControlRequest]) -> dict[tuple[int, str], 
 
 
 def modelled_by_isrflow(rows: list[dict[str, Any]]) -> dict[tuple[int, str], list[_Side]]:
+    """isrflow's requests (requests.jsonl's rows) per (target broker, request type), by event offset and batch."""
     by: dict[tuple[int, str], list[_Side]] = {}
     for row in sorted(rows, key=lambda r: (r["source_offset"], r["batch"])):
         parts = json.loads(row["partitions"])
