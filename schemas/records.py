@@ -73,6 +73,25 @@ class AgreementRow:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestRow:
+    """One request the ZooKeeper-era controller sends to one broker for an event (statemachine.requests;
+    requests.jsonl's fields and the requests table): LEADER_AND_ISR, UPDATE_METADATA or STOP_REPLICA, the `batch`-th
+    batch of the event, and its partitions' states as a JSON list (LeaderAndIsr: leader, leader_epoch, isr,
+    partition_epoch, replicas, adding_replicas, removing_replicas, is_new; UpdateMetadata: leader, leader_epoch,
+    isr, partition_epoch, replicas; StopReplica: leader_epoch, delete)."""
+
+    event_id: str
+    event_type: str
+    source_offset: Long
+    controller_epoch: int
+    batch: int
+    request: str
+    broker: int
+    partition_count: int
+    partitions: str
+
+
+@dataclass(frozen=True, slots=True)
 class AuditRow:
     """One row per (event, partition) the controller handled; an event's cluster-level verdict has a null
     partition (and a null topic unless the event names one).

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.events import ObservedDecision
-from schemas.records import AgreementRow, AuditRow, Decision, field_types
+from schemas.records import AgreementRow, AuditRow, Decision, RequestRow, field_types
 
 # The column types we use, in Spark's DDL words.
 STRING = "string"
@@ -108,6 +108,10 @@ DECISION = derived("decision", Decision, {"event_ts": (Column("decided_at", TIME
 # micro-batch and the time it was processed (the columns after processed_at are additions, see AuditRow).
 AUDIT = derived("audit", AuditRow, {"step": (Column("batch_id", LONG),),
                                     "event_ts": (Column("processed_at", TIMESTAMP),)})
+
+# The requests the ZooKeeper-era controller sends to brokers, one row per request (docs/zookeeper.md, "The
+# controller's requests"), with the time the run wrote them.
+REQUESTS = derived("requests", RequestRow, {"partitions": (Column("processed_at", TIMESTAMP),)})
 
 # A record that could not be read as an event: kept whole, with where it came from and why.
 QUARANTINE = TableSchema(

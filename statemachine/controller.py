@@ -47,8 +47,9 @@ from statemachine.features import (
     is_elr_supported,
     metadata_version_name,
 )
-from statemachine.partition import apply_command
+from statemachine.partition import apply_command, metadata_state
 from statemachine.record import Action, Applied, Command, PartitionRecord
+from statemachine.requests import Added, Phase, Request, RequestType, batches
 from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
 from statemachine.states import PartitionState, ReplicaState
 
@@ -137,10 +138,20 @@ class Handled:
     applied: Applied
 
 
+@dataclass(frozen=True, slots=True)
+class HandledEvent:
+    """An event's commands with their results, and the requests the ZK controller sends for it (none under other
+    rules)."""
+
+    handled: list[Handled]
+    requests: list[Request]
+
+
 class _Fanout:
     """Collects one event's commands, applying each to the controller's partition records at once."""
 
-    def __init__(self, controller: Controller, event: ControllerEvent, source_offset: int) -> None:
+    def __init__(self, controller: Controller, event: ControllerEvent, source_offset: int,
+                 requests: bool = False) -> None:
         self.controller = controller
         self.event = event
         self.source_offset = source_offset
@@ -152,6 +163,30 @@ class _Fanout:
         # Whether a replica of a topic being deleted was deleted by this event (its StopReplica answered, in Kafka's
         # terms): TopicDeletionManager.resumeDeletions then retries the replicas whose deletion failed.
         self.replica_deleted = False
+        # What the commands (and the handler itself) add to the controller's request batches, when asked for:
+        # (run, action, added), a run being a stretch of commands of one action, or one of the handler's own
+        # UpdateMetadata batches.
+        self.requests = requests
+        self.sent: list[tuple[int, str, Added]] = []
+        self._run: tuple[int, str] = (0, "")
+
+    def _runs(self, action: str) -> int:
+        """The run `action`'s additions belong to: the current one if it is of that action, else a new one."""
+        if self._run[1] != action or action == Action.CLUSTER:
+            self._run = (self._run[0] + 1, action)
+        return self._run[0]
+
+    def metadata(self, brokers: Iterable[int], records: Iterable[PartitionRecord] = ()) -> None:
+        """sendUpdateMetadataRequest(brokers, partitions): a batch of its own, to the registered `brokers`."""
+        if not self.requests:
+            return
+        registered = self.controller.cluster.broker_epochs.keys()
+        to = tuple(sorted(b for b in brokers if b in registered))
+        run = self._runs(Action.CLUSTER)
+        self.sent.append((run, Action.CLUSTER, Added(Phase.METADATA, 0, RequestType.UPDATE_METADATA, to, None)))
+        for rec in records:
+            self.sent.append((run, Action.CLUSTER, Added(Phase.METADATA, 0, RequestType.UPDATE_METADATA, to,
+                                                         metadata_state(rec))))
 
     def facts_changed(self) -> None:
         self._facts = None
@@ -177,7 +212,7 @@ class _Fanout:
         partitions = self.controller.partitions
         key = None if command.partition is None else (command.topic, command.partition)
         before = partitions.get(key) if key else None
-        applied = apply_command(before, command, self.controller.config.rules)
+        applied = apply_command(before, command, self.controller.config.rules, self.requests)
         after = applied.record
         if before is not None and after is not None and after.queued_for_deletion and \
                 _deleted_replicas(after) > _deleted_replicas(before):
@@ -187,6 +222,9 @@ class _Fanout:
                 partitions.pop(key, None)
             else:
                 partitions[key] = applied.record
+        if applied.sent:
+            run = self._runs(action)
+            self.sent.extend((run, action, added) for added in applied.sent)
         self.handled.append(Handled(command, applied))
 
     def partition(self, action: Action, key: Key, *, unclean_allowed: bool | None = None,
@@ -308,7 +346,15 @@ class Controller:
     # -- the entry point -------------------------------------------------------------------------------
     def handle(self, event: ControllerEvent, source_offset: int) -> list[Handled]:
         """Apply one event of the log; returns every command it produced, each with its result."""
-        out = _Fanout(self, event, source_offset)
+        return self._handle(event, source_offset, requests=False).handled
+
+    def handle_event(self, event: ControllerEvent, source_offset: int) -> HandledEvent:
+        """`handle`, with the requests the ZK controller sends for the event (statemachine.requests; none under
+        other rules)."""
+        return self._handle(event, source_offset, requests=self.config.rules is ZK)
+
+    def _handle(self, event: ControllerEvent, source_offset: int, requests: bool) -> HandledEvent:
+        out = _Fanout(self, event, source_offset, requests)
         cv = self.cluster
         try:
             self._check_duplicate(event.event_id, source_offset)
@@ -328,7 +374,7 @@ class Controller:
         if not out.handled:
             out.cluster("nothing to do", Outcome.NO_OP)
         self._finish_deletions(out)
-        return out.handled
+        return HandledEvent(out.handled, batches(out.sent))
 
     def _check_duplicate(self, event_id: str, offset: int) -> None:
         seen, window = self.cluster.seen_event_ids, self.config.duplicate_window
@@ -377,6 +423,8 @@ class Controller:
         cv.controller_id = ev.controller_id if isinstance(ev, ControllerChange) else -1
         if isinstance(ev, ControllerChange) and ev.live_brokers is not None:
             self._read_registrations(ev.live_brokers, out)
+        # onControllerFailover: every broker learns who is live before the state machines start.
+        out.metadata(cv.broker_epochs)
         if first:
             out.failover = "first"  # the log's first controller: nothing to take over from
             return
@@ -475,6 +523,10 @@ class Controller:
                     out.partition(Action.UNCLEAN_REGISTRATION, key, broker_id=broker)
         cv.broker_epochs[broker] = epoch
         out.facts_changed()
+        # onBrokerStartup: the other brokers learn of it, it learns every partition that has a leader.
+        out.metadata(b for b in cv.broker_epochs if b != broker)
+        out.metadata((broker,), (r for _, r in sorted(self.partitions.items())
+                                 if r.has_leader_and_isr and not r.queued_for_deletion))
         if self._hosts_replicas_being_deleted(broker):
             # onBrokerStartup -> resumeDeletionForTopics: the failed deletions are retried before the deletion
             # goes on (the new broker's own replicas are online by then).
@@ -517,6 +569,9 @@ class Controller:
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         if self._hosts_replicas_being_deleted(broker):
             self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
+        if not any(k in self.partitions and not self.partitions[k].queued_for_deletion for k in hosted) and not any(
+                d.election for h in out.handled for d in h.applied.decisions):
+            out.metadata(self.cluster.broker_epochs)  # nothing changed: the brokers learn it is gone
         offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
         out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
                     + _names(offline))

@@ -8,7 +8,8 @@ leader/ISR goes through `_Step.write`, which bumps the epochs and records the Le
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from schemas.events import LeaderRecoveryState
@@ -17,6 +18,7 @@ from statemachine import elections
 from statemachine.elections import Elected
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
+from statemachine.requests import LEADER_DURING_DELETE, NO_EPOCH, Added, Phase, RequestPartition, RequestType
 from statemachine.rules import (
     ZK,
     Rules,
@@ -39,10 +41,21 @@ P = PartitionState
 R = ReplicaState
 
 
+def metadata_state(rec: PartitionRecord) -> RequestPartition | None:
+    """A partition in UpdateMetadata: as the controller holds it, leader and leader epoch -2 while its topic is being
+    deleted; None when it never had a leader (the controller leaves it out)."""
+    if not rec.has_leader_and_isr:
+        return None
+    deleting = rec.queued_for_deletion
+    return RequestPartition(rec.topic, rec.partition, LEADER_DURING_DELETE if deleting else rec.leader,
+                            LEADER_DURING_DELETE if deleting else rec.leader_epoch, rec.isr, rec.partition_epoch,
+                            rec.replicas)
+
+
 class _Step:
     """The effect of one command on one partition, built up as the controller would apply it."""
 
-    def __init__(self, before: PartitionRecord, command: Command, rules: Rules = ZK) -> None:
+    def __init__(self, before: PartitionRecord, command: Command, rules: Rules = ZK, requests: bool = False) -> None:
         self.before = before
         self.command = command
         self.rules = rules
@@ -58,6 +71,12 @@ class _Step:
         self.unclean_shutdown: tuple[int, ...] = ()
         # A ClearElrRecord: the ELR is emptied as such, not recomputed.
         self.elr_cleared = False
+        # The requests the ZK controller adds to its batches for this partition (statemachine.requests), when asked
+        # for, and the step of the handler that sends them (None outside one, or not asked: nothing is recorded).
+        self.requests = requests
+        self.sent: list[Added] = []
+        self.phase: Phase | None = None
+        self.sub = 0
 
     @property
     def elr_on(self) -> bool:
@@ -79,13 +98,67 @@ class _Step:
             updated[broker] = target
         self.record = self.record.evolve(replica_states=updated)
 
+    # -- requests (ControllerBrokerRequestBatch) ----------------------------------------------------
+    @contextmanager
+    def batch(self, phase: Phase) -> Iterator[None]:
+        """The requests added inside go out in one batch of `phase`; inside another step, in a batch of its own
+        after the ones before it (a reassignment's election), and what follows in yet another."""
+        if not self.requests:
+            yield
+            return
+        if self.phase is None:
+            self.phase, self.sub = phase, 0
+            try:
+                yield
+            finally:
+                self.phase = None
+            return
+        self.sub += 1
+        yield
+        self.sub += 1
+
+    def _add(self, request: RequestType, brokers: Iterable[int], partition: RequestPartition | None) -> None:
+        registered = self.command.live_or_shutting_down
+        self.sent.append(Added(self.phase, self.sub, request, tuple(b for b in brokers if b in registered),
+                               partition))
+
+    def send_metadata(self) -> None:
+        """addUpdateMetadataRequestForBrokers(every registered broker, this partition): its state as the controller
+        holds it (leader -2 while its topic is being deleted); only the brokers when it never had a leader."""
+        if self.phase is None:
+            return
+        self._add(RequestType.UPDATE_METADATA, sorted(self.command.live_or_shutting_down), metadata_state(self.record))
+
+    def send_leader_and_isr(self, brokers: Iterable[int], is_new: bool = False) -> None:
+        """addLeaderAndIsrRequestForBrokers: the partition's state as it stands to `brokers`, and UpdateMetadata
+        of it to every registered broker."""
+        if self.phase is None:
+            return
+        rec = self.record
+        self._add(RequestType.LEADER_AND_ISR, brokers, RequestPartition(
+            rec.topic, rec.partition, rec.leader, rec.leader_epoch, rec.isr, rec.partition_epoch, rec.replicas,
+            rec.adding_replicas, rec.removing_replicas, is_new=is_new))
+        self.send_metadata()
+
+    def send_stop_replica(self, broker: int, delete: bool) -> None:
+        """addStopReplicaRequestForBrokers: the leader epoch as it stands (-2 while the topic is being deleted)."""
+        if self.phase is None:
+            return
+        rec = self.record
+        epoch = LEADER_DURING_DELETE if rec.queued_for_deletion else (
+            rec.leader_epoch if rec.has_leader_and_isr else NO_EPOCH)
+        self._add(RequestType.STOP_REPLICA, (broker,),
+                  RequestPartition(rec.topic, rec.partition, leader_epoch=epoch, delete=delete))
+
     # -- writes ---------------------------------------------------------------------------------
     def write(self, leader: int, isr: Iterable[int], recipients: Iterable[int], *,
               election: Elected | None = None,
               leader_recovery_state: LeaderRecoveryState | None = None,
-              is_new: bool = False, bump_leader_epoch: bool = True, initial: bool = False) -> None:
+              is_new: bool = False, bump_leader_epoch: bool = True, initial: bool = False,
+              sent: bool = True) -> None:
         """A controller write of leader/ISR: leader_epoch + 1 (not for a leader's own ISR change)
-        and partition_epoch + 1, except the very first write, which starts both at 0."""
+        and partition_epoch + 1, except the very first write, which starts both at 0. Unless `sent` is False,
+        the new state goes to `recipients` in a LeaderAndIsr request (and to every broker in UpdateMetadata)."""
         rec = self.record
         self.record = rec.evolve(
             leader=leader, isr=tuple(isr),
@@ -95,7 +168,10 @@ class _Step:
         )
         if election is not None:
             self.election = str(election.election)
-        self.decisions.append(self._decision(tuple(recipients), election, is_new))
+        recipients = tuple(recipients)
+        self.decisions.append(self._decision(recipients, election, is_new))
+        if sent:
+            self.send_leader_and_isr(recipients, is_new)
 
     def _decision(self, recipients: tuple[int, ...], election: Elected | None, is_new: bool) -> Decision:
         rec, cmd = self.record, self.command
@@ -175,6 +251,7 @@ class _Step:
 
     def reject(self, error: Error, message: str) -> Applied:
         self.decisions = []
+        self.sent = []
         self.election = None
         return self._result(self.before, Outcome.REJECTED, error, message)
 
@@ -190,7 +267,7 @@ class _Step:
             replica_states=dict(sorted(record.replica_states.items())), replicas_after=record.replicas,
             leader_recovery_state_after=record.leader_recovery_state)
         kept = None if record.state is P.NON_EXISTENT else record
-        return Applied(kept, self.decisions if outcome is Outcome.ACCEPTED else [], audit)
+        return Applied(kept, self.decisions if outcome is Outcome.ACCEPTED else [], audit, tuple(self.sent))
 
 
 # What an audit row says about the partition, none of which a cluster-level row has.
@@ -224,6 +301,11 @@ def _require_partition(s: _Step) -> None:
 
 def _bring_online(s: _Step, unclean_allowed: bool) -> None:
     """triggerOnlinePartitionStateChange for one partition: New -> INITIAL, Offline -> OFFLINE."""
+    with s.batch(Phase.ELECTION):
+        _elect_online(s, unclean_allowed)
+
+
+def _elect_online(s: _Step, unclean_allowed: bool) -> None:
     rec, cmd = s.record, s.command
     if rec.state is P.NEW:
         s.elect(elections.initial(rec.replicas, cmd.live_brokers), Error.NO_LIVE_REPLICA,
@@ -259,35 +341,66 @@ def _elect_eligible(s: _Step, isr: tuple[int, ...], unclean_allowed: bool) -> bo
 
 
 def _offline_replica(s: _Step, broker: int) -> None:
-    """Replica -> OfflineReplica. If the ISR holds it, the controller writes it out of the ISR (never
-    emptying the ISR, unless ELR is on) and drops it as leader. For a topic being deleted the ZK controller still
-    writes that (removeReplicasFromIsr) but sends no LeaderAndIsr; KRaft removes the topic in one record."""
+    """Replica -> OfflineReplica: StopReplica (no delete) to its broker. If the ISR holds it, the controller writes
+    it out of the ISR (never emptying the ISR, unless ELR is on) and drops it as leader. For a topic being deleted
+    the ZK controller still writes that (removeReplicasFromIsr) but sends no LeaderAndIsr; KRaft removes the topic
+    in one record. The ZK controller sends the other replicas the partition's state, changed or not, and
+    UpdateMetadata (only the live brokers, for a partition that never had a leader)."""
     s.move_replica(broker, R.OFFLINE)
+    s.send_stop_replica(broker, delete=False)
     rec = s.record
+    if not rec.has_leader_and_isr:
+        s.send_metadata()
+        return
     if broker not in rec.isr or (rec.queued_for_deletion and not s.rules.deletion_writes_offline_replicas):
+        if not rec.queued_for_deletion:
+            s.send_leader_and_isr(r for r in rec.replicas if r != broker)
         return
     # The last member stays, unless ELR is on: then the ISR may go empty (the member moves to the ELR).
     isr = rec.isr if len(rec.isr) == 1 and not s.elr_on else tuple(r for r in rec.isr if r != broker)
     leader = NO_LEADER if rec.leader == broker else rec.leader
     live = s.command.live_or_shutting_down
-    s.write(leader, isr, () if rec.queued_for_deletion else (r for r in rec.replicas if r != broker and r in live))
+    s.write(leader, isr, () if rec.queued_for_deletion else (r for r in rec.replicas if r != broker and r in live),
+            sent=not rec.queued_for_deletion)
     s.note(f"replica {broker} offline: ISR {list(rec.isr)} -> {list(isr)}"
            + (", leader -1" if leader == NO_LEADER and rec.leader == broker else ""))
 
 
 def _delete_replicas(s: _Step, replicas: Iterable[int], last: ReplicaState = R.NON_EXISTENT) -> None:
     """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica: each step for
-    all of them before the next, brokers in the ReplicaStateMachine's order (the ISR shrinks in that order). A topic's
-    deletion stops at ReplicaDeletionSuccessful (`last`) until every replica of the topic is there."""
+    all of them before the next, in one batch each (StopReplica, then StopReplica deleting), brokers in the
+    ReplicaStateMachine's order (the ISR shrinks in that order). A topic's deletion stops at ReplicaDeletionSuccessful
+    (`last`) until every replica of the topic is there."""
     order = replica_state_machine_order(replicas)
-    for broker in order:
-        # Every one goes through OfflineReplica, as in Kafka, also one already offline: a restored (snapshot)
-        # state can hold offline replicas in the ISR, and the transition takes them out.
-        _offline_replica(s, broker)
-    steps = (R.DELETION_STARTED, R.DELETION_SUCCESSFUL, R.NON_EXISTENT)
-    for state in steps[:steps.index(last) + 1]:
+    with s.batch(Phase.OFFLINE_REPLICA):
         for broker in order:
-            s.move_replica(broker, state)
+            # Every one goes through OfflineReplica, as in Kafka, also one already offline: a restored (snapshot)
+            # state can hold offline replicas in the ISR, and the transition takes them out.
+            _offline_replica(s, broker)
+    with s.batch(Phase.DELETION):
+        for broker in order:
+            s.move_replica(broker, R.DELETION_STARTED)
+            s.send_stop_replica(broker, delete=True)
+    for broker in order:
+        s.move_replica(broker, R.DELETION_SUCCESSFUL)
+        if last is R.NON_EXISTENT:
+            s.move_replica(broker, R.NON_EXISTENT)
+
+
+def _online_replica(s: _Step, broker: int) -> None:
+    """Replica -> OnlineReplica: a replica that was not new gets the partition's state (when it has one)."""
+    was = s.record.replica_states.get(broker)
+    s.move_replica(broker, R.ONLINE)
+    if was is not R.NEW and s.record.has_leader_and_isr:
+        s.send_leader_and_isr((broker,))
+
+
+def _topic_deletion(s: _Step) -> None:
+    """onTopicDeletion for this partition: UpdateMetadata (leader -2: brokers stop serving it), then its replicas'
+    deletion."""
+    with s.batch(Phase.DELETION):
+        s.send_metadata()
+        _continue_deletion(s)
 
 
 def _continue_deletion(s: _Step) -> None:
@@ -330,7 +443,7 @@ def _on_resume_deletion(s: _Step) -> None:
     """TopicDeletionManager.onPartitionDeletion for a topic that is eligible again (after a failover, or a startup
     of one of its replicas' brokers): every replica not deleted yet is deleted, or fails on a dead broker."""
     _require_partition(s)
-    _continue_deletion(s)
+    _topic_deletion(s)
 
 
 def _on_retry_deletion(s: _Step) -> None:
@@ -339,9 +452,10 @@ def _on_retry_deletion(s: _Step) -> None:
     broker that is live again is not among them: its startup brought it online first."""
     _require_partition(s)
     live = s.command.live_brokers
-    for broker in replica_state_machine_order(b for b, state in s.record.replica_states.items()
-                                              if state is R.DELETION_INELIGIBLE and b not in live):
-        _offline_replica(s, broker)
+    with s.batch(Phase.OFFLINE_REPLICA):
+        for broker in replica_state_machine_order(b for b, state in s.record.replica_states.items()
+                                                  if state is R.DELETION_INELIGIBLE and b not in live):
+            _offline_replica(s, broker)
 
 
 def _progress_reassignment(s: _Step) -> None:
@@ -350,31 +464,41 @@ def _progress_reassignment(s: _Step) -> None:
     target = rec.target_replicas
     live = cmd.live_or_shutting_down
     if not _reassignment_caught_up(rec):
-        # A: LeaderAndIsr (epoch bump) to the whole RS, new replicas start. Under ZK a partition that never had a
-        # leader has no LeaderAndIsr to send: its first decision stays its INITIAL election.
+        # A: LeaderAndIsr (epoch bump) to the whole RS, the original replicas as they are, the new ones as new
+        # (updateLeaderEpochAndSendRequest); the new replicas start. Under ZK a partition that never had a leader has
+        # no LeaderAndIsr to send: its first decision stays its INITIAL election.
         if rec.has_leader_and_isr or s.rules.registered_from_creation:
-            s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live))
+            s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live), sent=False)
+            s.send_leader_and_isr(rec.origin_replicas)
+            s.send_leader_and_isr(rec.adding_replicas, is_new=True)
         for broker in rec.adding_replicas:
             if broker not in s.record.replica_states:
-                s.move_replica(broker, R.NEW)
+                with s.batch(Phase.ONLINE_REPLICA):  # NewReplica, one batch each
+                    s.move_replica(broker, R.NEW)
+                    if s.record.has_leader_and_isr and s.record.leader != broker:
+                        s.send_leader_and_isr((broker,), is_new=True)
         s.note(f"reassignment to {list(target)} waits for the ISR {list(rec.isr)}")
         return
     # B: targets caught up. AR online, RS = target, leader moved if it must, RR out and deleted.
-    for broker in rec.adding_replicas:
-        s.move_replica(broker, R.ONLINE)
+    with s.batch(Phase.ONLINE_REPLICA):
+        for broker in rec.adding_replicas:
+            _online_replica(s, broker)
     removing = rec.removing_replicas
     s.record = s.record.evolve(replicas=target, adding_replicas=(), removing_replicas=(),
                        reassignment_in_progress=False)
     moved = rec.leader not in target or rec.leader not in cmd.live_brokers
-    elected = moved and s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
-                                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                                f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
     # ZK (moveReassignedPartitionLeaderIfRequired): a leader that stays (alive, among the targets) gets a leader epoch
     # bump for the new replica set; an election that finds no leader writes nothing. KRaft: the change carries the
     # new replica set even when no target replica could take the lead.
-    if not elected and (not moved or s.rules.registered_from_creation):
-        s.write(rec.leader, rec.isr, (r for r in target if r in live))
+    with s.batch(Phase.ELECTION):  # B3, a batch of its own: an election, or updateLeaderEpochAndSendRequest
+        elected = moved and s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
+                                    Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                                    f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
+        if not elected and (not moved or s.rules.registered_from_creation):
+            s.write(rec.leader, rec.isr, (r for r in target if r in live))
     _delete_replicas(s, removing)
+    with s.batch(Phase.METADATA):  # the new replicas and ISR to every broker
+        s.send_metadata()
     s.note(f"reassignment completed: replicas {list(target)}")
     _elect_if_leaderless(s)
 
@@ -476,10 +600,14 @@ def _on_isr_change(s: _Step) -> None:
     ineligible = [r for r in cmd.isr if r not in cmd.live_brokers]
     if ineligible and s.rules.isr_members_must_be_live(cmd.metadata_version):
         raise Rejection(Error.INELIGIBLE_REPLICA, f"ISR members {ineligible} are not live brokers")
-    s.write(rec.leader, cmd.isr, (rec.leader,), leader_recovery_state=recovery, bump_leader_epoch=False)
+    # The ZK controller answers the leader and tells every broker (UpdateMetadata); no LeaderAndIsr.
+    s.write(rec.leader, cmd.isr, (rec.leader,), leader_recovery_state=recovery, bump_leader_epoch=False, sent=False)
+    with s.batch(Phase.METADATA):
+        s.send_metadata()
     s.note(f"ISR {list(rec.isr)} -> {list(cmd.isr)}")
     if s.record.reassignment_in_progress and all(r in s.record.isr for r in s.record.target_replicas):
-        _progress_reassignment(s)
+        with s.batch(Phase.REASSIGNMENT):
+            _progress_reassignment(s)
 
 
 def _on_broker_startup(s: _Step) -> None:
@@ -488,7 +616,8 @@ def _on_broker_startup(s: _Step) -> None:
     assert broker is not None
     _require_partition(s)
     if broker in _not_deleted(s.record):  # a deleted replica stays deleted (an invalid transition to Kafka)
-        s.move_replica(broker, R.ONLINE)
+        with s.batch(Phase.ONLINE_REPLICA):
+            _online_replica(s, broker)
         s.note(f"replica {broker} online")
     if s.record.queued_for_deletion:
         rec = s.record
@@ -498,7 +627,7 @@ def _on_broker_startup(s: _Step) -> None:
             # /brokers/topics/T): a startup onto its target bumps the leader epoch again (A1), before the deletion
             # goes on.
             s.write(rec.leader, rec.isr, ())
-        _continue_deletion(s)
+        _topic_deletion(s)
         return
     if s.rules.completes_reassignment_before_election:
         # KRaft writes only leaderless partitions at an unfence; one whose targets are all in the ISR it has
@@ -509,7 +638,8 @@ def _on_broker_startup(s: _Step) -> None:
         return
     _bring_online(s, s.command.unclean_allowed)
     if s.record.reassignment_in_progress and broker in s.record.target_replicas:
-        _progress_reassignment(s)
+        with s.batch(Phase.REASSIGNMENT):
+            _progress_reassignment(s)
 
 
 def _on_broker_failure(s: _Step) -> None:
@@ -526,7 +656,8 @@ def _on_broker_failure(s: _Step) -> None:
         s.move(P.OFFLINE)
     _bring_online(s, s.command.unclean_allowed)
     if broker in s.record.replica_states:
-        _offline_replica(s, broker)
+        with s.batch(Phase.OFFLINE_REPLICA):
+            _offline_replica(s, broker)
 
 
 def _on_controlled_shutdown(s: _Step) -> None:
@@ -540,10 +671,12 @@ def _on_controlled_shutdown(s: _Step) -> None:
         s.note("nothing to move: single replica, no leader yet, or being deleted")
         return
     if rec.leader == broker:
-        if s.elect(elections.controlled_shutdown(rec.replicas, rec.isr, cmd.live_or_shutting_down,
-                                                 cmd.shutting_down_brokers),
-                   Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                   f"no other live ISR member of {list(rec.isr)}: broker {broker} still leads"):
+        with s.batch(Phase.ELECTION):
+            elected = s.elect(elections.controlled_shutdown(rec.replicas, rec.isr, cmd.live_or_shutting_down,
+                                                            cmd.shutting_down_brokers),
+                              Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                              f"no other live ISR member of {list(rec.isr)}: broker {broker} still leads")
+        if elected:
             return
         remaining = tuple(r for r in rec.isr if r != broker)
         if s.elr_on and not remaining:
@@ -561,7 +694,10 @@ def _on_controlled_shutdown(s: _Step) -> None:
             s.write(fallback[0], fallback[1], (r for r in rec.replicas if r != broker and r in cmd.live_brokers))
             s.note(f"{s.rules.name} rules: broker {broker} gives up leadership with nobody to take over")
     elif broker in rec.replica_states:
-        _offline_replica(s, broker)
+        with s.batch(Phase.FOLLOWERS_STOPPED):
+            s.send_stop_replica(broker, delete=False)
+        with s.batch(Phase.OFFLINE_REPLICA):
+            _offline_replica(s, broker)
 
 
 def _on_reassign(s: _Step) -> None:
@@ -573,7 +709,8 @@ def _on_reassign(s: _Step) -> None:
         if not rec.reassignment_in_progress:
             raise Rejection(Error.NO_REASSIGNMENT_IN_PROGRESS, "no reassignment in progress to cancel")
         s.note(f"cancel: back to {list(rec.origin_replicas)}")
-        _start_reassignment(s, rec.origin_replicas, cancel=True)
+        with s.batch(Phase.REASSIGNMENT):
+            _start_reassignment(s, rec.origin_replicas, cancel=True)
         return
     if not target or len(set(target)) != len(target) or any(r < 0 for r in target):
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
@@ -581,7 +718,8 @@ def _on_reassign(s: _Step) -> None:
     dead = [r for r in target if r not in rec.origin_replicas and r not in s.command.live_brokers]
     if dead and s.rules.reassign_to_live_brokers_only:
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"target adds brokers that are not live: {dead}")
-    _start_reassignment(s, target)
+    with s.batch(Phase.REASSIGNMENT):
+        _start_reassignment(s, target)
 
 
 def _on_elect_preferred(s: _Step) -> None:
@@ -591,9 +729,11 @@ def _on_elect_preferred(s: _Step) -> None:
         raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"topic {rec.topic} is being deleted")
     if rec.replicas and rec.leader == rec.replicas[0]:
         raise Rejection(Error.ELECTION_NOT_NEEDED, f"preferred replica {rec.replicas[0]} already leads")
-    if s.elect(elections.preferred(rec.replicas, rec.isr, s.command.live_brokers),
-               Error.PREFERRED_LEADER_NOT_AVAILABLE,
-               f"preferred replica {rec.replicas[0]} is not live or not in ISR {list(rec.isr)}"):
+    with s.batch(Phase.ELECTION):
+        elected = s.elect(elections.preferred(rec.replicas, rec.isr, s.command.live_brokers),
+                          Error.PREFERRED_LEADER_NOT_AVAILABLE,
+                          f"preferred replica {rec.replicas[0]} is not live or not in ISR {list(rec.isr)}")
+    if elected:
         return
     if s.rules.preferred_falls_back and rec.leader not in s.command.live_brokers:
         s.failed = None
@@ -647,7 +787,7 @@ def _on_delete(s: _Step) -> None:
     # A pending reassignment ends with the topic (every replica of RS is deleted): nothing resumes it.
     s.record = s.record.evolve(queued_for_deletion=True, reassignment_in_progress=False)
     s.move(P.OFFLINE)
-    _continue_deletion(s)
+    _topic_deletion(s)
 
 
 def _on_controller_failover(s: _Step) -> None:
@@ -662,20 +802,25 @@ def _on_controller_failover(s: _Step) -> None:
         # deletion goes on is the topic's to say (RESUME_DELETION, fanned out by the controller).
         s.record = s.record.evolve(replica_states={b: R.ONLINE if b in live else R.DELETION_INELIGIBLE
                                                    for b in s.record.replicas})
-        for broker in replica_state_machine_order(b for b in s.record.replicas if b not in live):
+    # ReplicaStateMachine.startup: every live replica to OnlineReplica (each gets the partition's state, which the
+    # new controller does not know it has), then the dead ones to OfflineReplica (out of the ISR).
+    with s.batch(Phase.ONLINE_REPLICA):
+        for broker in sorted(b for b in s.record.replica_states if b in live):
+            if s.record.replica_states[broker] is not R.ONLINE:
+                s.move_replica(broker, R.ONLINE)
+            if s.record.has_leader_and_isr:
+                s.send_leader_and_isr((broker,))
+    with s.batch(Phase.OFFLINE_REPLICA):
+        for broker in replica_state_machine_order(b for b in s.record.replica_states if b not in live):
             _offline_replica(s, broker)
+    if s.record.queued_for_deletion:
         return
-    for broker in sorted(s.record.replica_states):
-        if broker in live and s.record.replica_states[broker] is not R.ONLINE:
-            s.move_replica(broker, R.ONLINE)
-    # ReplicaStateMachine.startup: the online replicas first, then the offline ones out of the ISR.
-    for broker in replica_state_machine_order(b for b in s.record.replica_states if b not in live):
-        _offline_replica(s, broker)
     if s.record.has_leader_and_isr and s.record.leader not in live and s.record.state is not P.OFFLINE:
         s.move(P.OFFLINE)
     _bring_online(s, s.command.unclean_allowed)
     if s.record.reassignment_in_progress:
-        _progress_reassignment(s)
+        with s.batch(Phase.REASSIGNMENT):
+            _progress_reassignment(s)
 
 
 def _on_unclean_registration(s: _Step) -> None:
@@ -759,14 +904,16 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
 }
 
 
-def apply_command(record: PartitionRecord | None, command: Command, rules: Rules = ZK) -> Applied:
-    """Apply one command to one partition (None = the partition does not exist) under `rules`."""
+def apply_command(record: PartitionRecord | None, command: Command, rules: Rules = ZK,
+                  requests: bool = False) -> Applied:
+    """Apply one command to one partition (None = the partition does not exist) under `rules`; with `requests`, also
+    what the ZK controller adds to its request batches for it (Applied.sent)."""
     if command.partition is None:
         # An event's cluster-level verdict, reached before fan-out: no partition, no state.
         return Applied(record, [], _audit(command, command.outcome or Outcome.ACCEPTED, command.error,
                                           command.message))
     assert command.topic is not None
-    step = _Step(record or PartitionRecord(command.topic, command.partition), command, rules)
+    step = _Step(record or PartitionRecord(command.topic, command.partition), command, rules, requests)
     try:
         _HANDLERS[command.action](step)
     except Rejection as rejected:

@@ -11,6 +11,7 @@ from schemas.events import LeaderRecoveryState
 from schemas.records import AuditRow, Decision
 from statemachine.errors import Error, Outcome
 from statemachine.features import LATEST_PRODUCTION
+from statemachine.requests import Added
 from statemachine.states import PartitionState, ReplicaState
 
 NO_LEADER = -1
@@ -163,8 +164,10 @@ class Command:
 @dataclass(frozen=True, slots=True)
 class Applied:
     """The result of one command: the partition's new record (None once it no longer exists), the
-    LeaderAndIsr decisions in order, and the one audit row."""
+    LeaderAndIsr decisions in order, the one audit row, and what the ZK controller adds to its request batches
+    for it (statemachine.requests)."""
 
     record: PartitionRecord | None
     decisions: list[Decision]
     audit: AuditRow
+    sent: tuple[Added, ...] = ()

@@ -14,8 +14,10 @@ from typing import Any
 
 from streaming.history.agreement import COMPARED, agreement_rate
 from streaming.history.outcomes import deleted_topics, outcome_rows
+from streaming.zookeeper.requests import REQUEST_WORDS, requests_agreement
 
 RECENT = 3
+SHOWN_REQUESTS = 20  # the first disagreeing requests the report lists
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -64,6 +66,42 @@ def agreement_section(out_dir: Path) -> str | None:
         events = [e for path in sorted(Path(out_dir).glob("*/events.jsonl")) for e in _rows(path)]
         parts.extend(_outcomes(outcome_rows(observed, _rows(decisions_path), deleted_topics(events))))
     return "\n".join(parts)
+
+
+def requests_section(out_dir: Path) -> str | None:
+    """The controller's requests, as isrflow models them (a local replay under the zk rules: requests.jsonl), and
+    beside the controller's own when its brokers' state-change logs were given (requests_agreement.jsonl)."""
+    path = Path(out_dir) / "requests.jsonl"
+    if not path.exists():
+        return None
+    rows = _rows(path)
+    if not rows:
+        return None
+    counts = {kind: sum(1 for r in rows if r["request"] == kind) for kind in REQUEST_WORDS}
+    parts = ['<h2 id="requests">The controller\'s requests</h2>',
+             f"<p>For {len({r['source_offset'] for r in rows})} events the ZooKeeper-era controller sends "
+             + ", ".join(f"{n} {REQUEST_WORDS[k]}" for k, n in counts.items())
+             + " requests (isrflow's model, <code>requests.jsonl</code>).</p>"]
+    compared_path = Path(out_dir) / "requests_agreement.jsonl"
+    if compared_path.exists():
+        compared = _rows(compared_path)
+        parts.append(f"<p>Beside the controller's state-change logs, per broker in order: "
+                     f"{escape(requests_agreement(compared).counted())} requests agree.</p>")
+        bad = [r for r in compared if not r["match"]][:SHOWN_REQUESTS]
+        if bad:
+            parts.append("<table><tr><th>broker</th><th>request</th><th>controller</th><th>isrflow</th></tr>")
+            for r in bad:
+                parts.append(f"<tr><td>{r['broker']}</td><td>{REQUEST_WORDS[r['request']]}</td>"
+                             f"<td>{_request(r['controller'])}</td><td>{_request(r['isrflow'])}</td></tr>")
+            parts.append("</table>")
+    return "\n".join(parts)
+
+
+def _request(side: Mapping[str, Any] | None) -> str:
+    if side is None:
+        return "<em>none</em>"
+    where = side.get("time") or f"offset {side.get('source_offset')} {side.get('event_type')} batch {side.get('batch')}"
+    return escape(f"{where}: {side['partition_count']} partition(s) {', '.join(side['partitions'])}")
 
 
 def _outcomes(rows: list[dict[str, Any]]) -> list[str]:

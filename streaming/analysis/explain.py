@@ -6,7 +6,9 @@ looked for beside it, as `decisions.jsonl` or a `decisions` Delta table). Every 
 partition is shown in log order: offset, time, type, event id, outcome and the principal of an admin command;
 the state, leader, ISR and epochs before -> after; the leader recovery state when it changes (RECOVERING after
 an unclean election, RECOVERED once the leader reports its log recovered); the election and its strategy; a
-rejection's error name and reason; replica state changes; and the LeaderAndIsr decisions the event produced.
+rejection's error name and reason; replica state changes; the LeaderAndIsr decisions the event produced; and,
+beside a local replay under the zk rules (`requests.jsonl`), the requests the controller sends for the event that
+name the partition (LeaderAndIsr, UpdateMetadata, StopReplica: to which brokers, in which of the event's batches).
 Topic-level rows (a config change, a refused topic command) are shown too. The header's replica set and
 recovery state come from the audit (`replicas_after`, `leader_recovery_state_after`), so they show without
 decisions as well.
@@ -14,6 +16,7 @@ decisions as well.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +42,7 @@ class Sources:
     audit: Location
     decisions_jsonl: Path | None = None
     decisions_delta: Location | None = None
+    requests_jsonl: Path | None = None
 
 
 def resolve(source: Location) -> Sources:
@@ -61,16 +65,19 @@ def resolve(source: Location) -> Sources:
 
 
 def _local(audit: Path, jsonl: Path, delta: Path) -> Sources:
-    """The decisions of a local audit table: its `decisions.jsonl`, else its decisions Delta table, if there."""
+    """The decisions of a local audit table: its `decisions.jsonl`, else its decisions Delta table, if there; and
+    the controller's requests beside it, if there."""
+    requests = audit.parent / "requests.jsonl"
+    requests_jsonl = requests if requests.is_file() else None
     if jsonl.is_file():
-        return Sources(audit, jsonl)
-    return Sources(audit, None, delta if (delta / "_delta_log").is_dir() else None)
+        return Sources(audit, jsonl, requests_jsonl=requests_jsonl)
+    return Sources(audit, None, delta if (delta / "_delta_log").is_dir() else None, requests_jsonl)
 
 
 def load(source: Location, topic: str, partition: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
-                                                            list[dict[str, Any]]]:
+                                                            list[dict[str, Any]], list[dict[str, Any]]]:
     """(the partition's audit rows, the topic-level and cluster-level rows of the same events and of the
-    topic, the partition's decisions)."""
+    topic, the partition's decisions, the controller's requests that name it)."""
     import pyarrow.dataset as ds
 
     where = resolve(source)
@@ -89,7 +96,16 @@ def load(source: Location, topic: str, partition: int) -> tuple[list[dict[str, A
         decisions = read_delta(where.decisions_delta, (field("topic") == topic) & (field("partition") == partition))
     else:
         decisions = []
-    return own, context, decisions
+    return own, context, decisions, _requests_naming(where.requests_jsonl, topic, partition)
+
+
+def _requests_naming(path: Path | None, topic: str, partition: int) -> list[dict[str, Any]]:
+    if path is None:
+        return []
+    with path.open() as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return [r for r in rows if any(p["topic"] == topic and p["partition"] == partition
+                                   for p in json.loads(r["partitions"]))]
 
 
 def _not_found(audit: Location, topic: str, partition: int) -> str:
@@ -191,6 +207,24 @@ def _decision_text(d: Mapping[str, Any]) -> str:
     return "LeaderAndIsr: " + ", ".join(parts)
 
 
+_REQUEST_WORDS = {"LEADER_AND_ISR": "LeaderAndIsr", "UPDATE_METADATA": "UpdateMetadata", "STOP_REPLICA": "StopReplica"}
+
+
+def _requests_text(requests: Sequence[Mapping[str, Any]], topic: str, partition: int) -> list[str]:
+    """One line per batch: each request type naming the partition, to which brokers (StopReplica: deleting or not)."""
+    by_batch: dict[int, dict[str, list[int]]] = {}
+    for r in requests:
+        kind = _REQUEST_WORDS[r["request"]]
+        if r["request"] == "STOP_REPLICA":
+            delete = any(p.get("delete") for p in json.loads(r["partitions"])
+                         if p["topic"] == topic and p["partition"] == partition)
+            kind += " (delete)" if delete else ""
+        by_batch.setdefault(r["batch"], {}).setdefault(kind, []).append(r["broker"])
+    return [f"  requests   batch {batch}: " + ", ".join(f"{kind} to {_list(sorted(brokers))}"
+                                                       for kind, brokers in kinds.items())
+            for batch, kinds in sorted(by_batch.items())]
+
+
 def _snapshot(row: Mapping[str, Any]) -> str:
     return (f"{row['to_state']}, leader {row['leader_after']}, ISR {_list(row['isr_after'])}, "
             f"leader epoch {row['leader_epoch_after']}, partition epoch {row['partition_epoch_after']}")
@@ -223,8 +257,14 @@ def _cluster_context(context: Sequence[Mapping[str, Any]], offset: int) -> str |
 
 
 def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]],
-                    context: Sequence[Mapping[str, Any]], decisions: Sequence[Mapping[str, Any]]) -> str:
+                    context: Sequence[Mapping[str, Any]], decisions: Sequence[Mapping[str, Any]],
+                    requests: Sequence[Mapping[str, Any]] = ()) -> str:
     rows = sorted(rows, key=audit_sort_key)
+    # An event's requests go with its last row of the partition.
+    last_row_of = {r["source_offset"]: i for i, r in enumerate(rows)}
+    requests_at: dict[int, list[Mapping[str, Any]]] = {}
+    for r in requests:
+        requests_at.setdefault(r["source_offset"], []).append(r)
     context = sorted(context, key=audit_sort_key)
     decisions = sorted(decisions, key=lambda d: (d["source_offset"], d["partition_epoch"]))
     per_row = _assign(rows, decisions)
@@ -255,7 +295,7 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
     entries: list[tuple[tuple[Any, ...], str]] = []
     previous_states: Mapping[int, str] | None = None
     previous_recovery: str | None = None
-    for row, own in zip(rows, per_row, strict=True):
+    for index, (row, own) in enumerate(zip(rows, per_row, strict=True)):
         lines = [_headline(row, width, _cluster_context(context, row["source_offset"]))]
         recovery = row.get("leader_recovery_state_after")
         if row["outcome"] == Outcome.REJECTED:
@@ -291,6 +331,8 @@ def render_timeline(topic: str, partition: int, rows: Sequence[Mapping[str, Any]
                 lines.append(f"  note       {row['message']}")
         for d in own:
             lines.append(f"  decision   {_decision_text(d)}")
+        if last_row_of[row["source_offset"]] == index:
+            lines.extend(_requests_text(requests_at.get(row["source_offset"], ()), topic, partition))
         if row["outcome"] != Outcome.REJECTED:
             previous_states, previous_recovery = row.get("replica_states"), recovery
         entries.append((audit_sort_key(row), "\n".join(lines)))
@@ -313,5 +355,5 @@ def _has_changes(rows: Sequence[Mapping[str, Any]]) -> bool:
 
 def explain(source: str | Location, topic: str, partition: int) -> str:
     """The partition's timeline as text; raises PartitionNotFound when it never appears."""
-    rows, context, decisions = load(location(source, absolute=False), topic, partition)
-    return render_timeline(topic, partition, rows, context, decisions)
+    rows, context, decisions, requests = load(location(source, absolute=False), topic, partition)
+    return render_timeline(topic, partition, rows, context, decisions, requests)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from streaming.analysis.agreement import agreement_section
+from streaming.analysis.agreement import agreement_section, requests_section
 from streaming.analysis.page import render
 from streaming.analysis.summary import summarise
 from streaming.analysis.timeline import Analysis, analyse, read_inputs
@@ -31,9 +31,9 @@ def write_report(out_dir: Path) -> Path:
     """Write `out_dir/report.html` from the replay outputs in `out_dir`; returns its path."""
     out_dir = Path(out_dir)
     html = render(build_report(out_dir))
-    section = agreement_section(out_dir)
-    if section is not None:  # a replay of a KRaft metadata log
-        html = html.replace("</main>", section + "\n</main>", 1)
+    for section in (agreement_section(out_dir), requests_section(out_dir)):
+        if section is not None:  # a replay of a real controller's history; the zk rules' requests
+            html = html.replace("</main>", section + "\n</main>", 1)
     target = out_dir / "report.html"
     tmp = target.with_suffix(".html.tmp")
     tmp.write_text(html, encoding="utf-8")

@@ -127,7 +127,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     print(replay(ReplayOptions(args.source, args.out, args.engine, args.batch_size, _bounds(args),
                                _controller_config(args), args.master, _spark_conf(args),
-                               args.kafka_option_file, key_values(args.kafka_option, "--kafka-option"))))
+                               args.kafka_option_file, key_values(args.kafka_option, "--kafka-option"),
+                               args.state_change)))
     return 0
 
 
@@ -275,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=("spark", "local"), default="spark")
     p.add_argument("--batch-size", type=int, default=0,
                    help="events per micro-batch with the spark engine (default: all at once)")
+    p.add_argument("--state-change", type=Path, metavar="DIR",
+                   help="a zk: source's state-change logs (broker-N.log): the controller's requests, compared with "
+                        "isrflow's (local engine; default: a state-change folder beside the zk: path, if any)")
     bounds = p.add_argument_group("bounds of a kafka:// source (default: from the beginning to the current end) or a "
                                   "kraft: source (a window of its history, seeded with the state at its start)")
     _add_bounds_options(bounds)

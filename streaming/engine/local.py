@@ -13,11 +13,13 @@ from typing import Any
 
 from schemas.events import Malformed, ObservedDecision, parse_record
 from schemas.records import to_row
-from schemas.tables import AUDIT, QUARANTINE
+from schemas.tables import AUDIT, QUARANTINE, REQUESTS
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.errors import Outcome
+from statemachine.requests import request_rows
 from streaming.engine.collector import young_collection_only
 from streaming.io.delta import now_utc, write_decisions_jsonl, write_delta
+from streaming.io.jsonl import write_jsonl
 
 
 @dataclass
@@ -27,6 +29,8 @@ class ReplayResult:
     decisions: list[dict[str, Any]] = field(default_factory=list)
     audit: list[dict[str, Any]] = field(default_factory=list)
     quarantine: list[dict[str, Any]] = field(default_factory=list)
+    # The ZK controller's requests (statemachine.requests), one row per request.
+    requests: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rejected(self) -> int:
@@ -55,15 +59,19 @@ def _replay(controller: Controller, result: ReplayResult, records: Iterable[tupl
             result.quarantine.append({"source": source, "source_offset": offset, "raw": raw,
                                       "error": event.reason, "batch_id": 0})
         else:
-            for handled in controller.handle(event, offset):
+            handled_event = controller.handle_event(event, offset)
+            for handled in handled_event.handled:
                 result.decisions.extend(to_row(d) for d in handled.applied.decisions)
                 result.audit.append({**to_row(handled.applied.audit), "batch_id": 0})
+            result.requests.extend(to_row(r) for r in request_rows(
+                handled_event.requests, event.event_id, event.type, offset, controller.cluster.controller_epoch))
         if progress is not None:
             progress(offset)
 
 
 def write_outputs(result: ReplayResult, out_dir: Path) -> None:
-    """DIR/decisions.jsonl, DIR/audit and DIR/quarantine (Delta), as docs/contract.md lists."""
+    """DIR/decisions.jsonl, DIR/audit and DIR/quarantine (Delta), as docs/contract.md lists; the ZK controller's
+    requests as DIR/requests.jsonl and DIR/requests (Delta)."""
     stamp = now_utc()
     out_dir.mkdir(parents=True, exist_ok=True)
     # The JSON text of the stamp, once: the encoder would write the datetime as this on every line.
@@ -71,3 +79,5 @@ def write_outputs(result: ReplayResult, out_dir: Path) -> None:
     write_decisions_jsonl(out_dir / "decisions.jsonl", ({**d, "decided_at": decided_at} for d in result.decisions))
     write_delta(out_dir / "audit", [{**a, "processed_at": stamp} for a in result.audit], AUDIT)
     write_delta(out_dir / "quarantine", [{**q, "quarantined_at": stamp} for q in result.quarantine], QUARANTINE)
+    write_jsonl(out_dir / "requests.jsonl", result.requests)
+    write_delta(out_dir / "requests", [{**r, "processed_at": stamp} for r in result.requests], REQUESTS)

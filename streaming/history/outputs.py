@@ -4,26 +4,14 @@ history (`histories.jsonl`)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streaming.history.agreement import agreement_rate, agreement_rows
 from streaming.history.histories import history_rows, history_totals
-
-
-def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open() as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+from streaming.io.jsonl import read_jsonl, write_jsonl
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,9 @@ class Checkpoints:
 
 @dataclass(frozen=True)
 class ReplayOutput:
-    """A replay's output folder: `decisions.jsonl`, `audit/` and `quarantine/` (Delta), `report.html`, and the
-    Spark engine's working tables and checkpoints under `_pipeline/`."""
+    """A replay's output folder: `decisions.jsonl`, `audit/` and `quarantine/` (Delta), `report.html`, the ZK
+    controller's requests (`requests.jsonl`, `requests/`, Delta; the local engine), and the Spark engine's working
+    tables and checkpoints under `_pipeline/`."""
 
     root: Path
 
@@ -67,6 +68,14 @@ class ReplayOutput:
     @property
     def quarantine(self) -> Path:
         return self.root / "quarantine"
+
+    @property
+    def requests_jsonl(self) -> Path:
+        return self.root / "requests.jsonl"
+
+    @property
+    def requests(self) -> Path:
+        return self.root / "requests"
 
     @property
     def report(self) -> Path:
@@ -95,7 +104,8 @@ class ReplayOutput:
         """A replay rewrites its output folder's tables rather than mixing two runs."""
         import shutil
 
-        for target in (self.audit, self.quarantine, self.work, self.decisions_jsonl, self.report):
+        for target in (self.audit, self.quarantine, self.work, self.decisions_jsonl, self.report, self.requests_jsonl,
+                       self.requests):
             if target.is_dir():
                 shutil.rmtree(target)
             elif target.exists():

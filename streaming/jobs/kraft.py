@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from streaming.history.outputs import write_jsonl
 from streaming.io.eventlog import Bounds
+from streaming.io.jsonl import write_jsonl
 from streaming.kraft.convert import convert
 from streaming.kraft.metadatalog import DecodedLog, read_metadata_log
 

@@ -15,12 +15,14 @@ from statemachine.errors import Outcome
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
+from streaming.errors import UsageError
 from streaming.history.outputs import write_agreement
 from streaming.io.delta import read_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import Bounds, count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.io.layout import ReplayOutput
 from streaming.jobs import kraft, zookeeper
+from streaming.zookeeper.requests import write_requests_agreement
 
 # A real cluster's history, by source prefix: read a node's files, write contract events and the controller's
 # observed decisions, return a summary that describes itself.
@@ -64,6 +66,9 @@ class ReplayOptions:
     # Client properties (security) for a kafka:// source: a properties file, then options over it.
     kafka_option_file: Path | None = None
     kafka_options: dict[str, str] = field(default_factory=dict)
+    # A zk: source's state-change logs, to compare the controller's requests with isrflow's (None: a `state-change`
+    # folder beside the zk: path, if there is one).
+    state_change: Path | None = None
 
 
 def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out: Path,
@@ -83,6 +88,16 @@ def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out
     write_decisions_jsonl(layout.decisions_jsonl, read_delta(lake.decisions))
 
 
+def _requests_agreement(options: ReplayOptions, layout: ReplayOutput) -> str:
+    """A zk: source with its brokers' state-change logs: the controller's requests beside isrflow's."""
+    state_change = options.state_change or Path(options.source[len(zookeeper.PREFIX):]).parent / "state-change"
+    if not state_change.is_dir():
+        return ""
+    if not layout.requests_jsonl.exists():
+        return f"\n  the controller's requests ({state_change}) are compared by the local engine only (--engine local)"
+    return "\n  " + write_requests_agreement(layout.root, state_change, layout.requests_jsonl).describe(layout.root)
+
+
 def replay(options: ReplayOptions) -> str:
     """Replay `options.source` into `options.out`; returns the summary printed for the user."""
     kafka = KafkaSettings.load("", options.kafka_option_file, options.kafka_options)
@@ -94,6 +109,10 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
     prefix = _history_source(options.source)
+    if options.state_change is not None and prefix != zookeeper.PREFIX:
+        raise UsageError("--state-change holds a ZooKeeper-mode cluster's state-change logs: it goes with a zk: source")
+    if options.state_change is not None and not options.state_change.is_dir():
+        raise UsageError(f"--state-change {options.state_change}: no such directory")
     imported = _import_history(options.source, prefix, layout.root, b) if prefix is not None else None
     if imported is not None:
         path = imported.events
@@ -113,7 +132,7 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
         # taken at the epochs these rules gave them.
         config = replace(config, isr_changes_at_current_epochs=True)
     layout.clear()
-    for name in ("agreement.jsonl", "histories.jsonl"):  # only a real cluster's history writes new ones
+    for name in ("agreement.jsonl", "histories.jsonl", "requests_agreement.jsonl"):  # only a real history writes them
         (layout.root / name).unlink(missing_ok=True)
     started = time.monotonic()
     with Progress(total) as progress:
@@ -128,6 +147,8 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     if imported is not None:
         agreed = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
         agreement = f"\n  {imported.summary.describe()}\n  {agreed.describe(layout.root)}"
+    if prefix == zookeeper.PREFIX:
+        agreement += _requests_agreement(options, layout)
     report = write_report(layout.root)
     audit = read_delta(layout.audit)
     quarantined = len(read_delta(layout.quarantine))

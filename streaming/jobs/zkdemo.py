@@ -10,9 +10,10 @@ import shutil
 from pathlib import Path
 
 from statemachine.rules import ZK
-from streaming.history.outputs import read_jsonl, show_agreement
+from streaming.history.outputs import show_agreement
 from streaming.infra.localkafka import create_topic
 from streaming.infra.zkcluster import ZkCluster
+from streaming.io.jsonl import read_jsonl
 from streaming.jobs.demo import publish
 from streaming.jobs.run import decide_once
 from streaming.jobs.zookeeper import import_zk

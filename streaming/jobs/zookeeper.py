@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streaming.errors import UsageError
-from streaming.history.outputs import write_jsonl
 from streaming.io.eventlog import Bounds
+from streaming.io.jsonl import write_jsonl
 from streaming.zookeeper.convert import convert
 from streaming.zookeeper.files import read_zk_history
 

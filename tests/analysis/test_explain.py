@@ -103,6 +103,17 @@ def test_reassignment_decisions_show_adding_and_removing(outputs: dict[str, Path
     assert "1: OnlineReplica -> NonExistentReplica" in done
 
 
+def test_each_event_shows_the_requests_naming_the_partition_batch_by_batch(outputs: dict[str, Path]) -> None:
+    text = explain(outputs["reassignment"], "inventory", 0)
+    # Phase A: the new replica set to the whole replica set, then broker 4 as a new replica in a batch of its own.
+    assert _entry(text, 7).splitlines()[-2:] == [
+        "  requests   batch 0: LeaderAndIsr to [1, 2, 3, 4], UpdateMetadata to [1, 2, 3, 4, 5]",
+        "  requests   batch 1: LeaderAndIsr to [4], UpdateMetadata to [1, 2, 3, 4, 5]"]
+    # The ISR change completes it: the removed replica 1 is stopped, then deleted.
+    done = _entry(text, 8)
+    assert "StopReplica to [1]" in done and "  requests   batch 3: StopReplica (delete) to [1]" in done
+
+
 def test_audit_table_path_finds_the_decisions_beside_it(outputs: dict[str, Path]) -> None:
     out = outputs["double-failure-unclean"]
     assert explain(out / "audit", "orders", 1) == explain(out, "orders", 1)

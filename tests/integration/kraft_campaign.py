@@ -25,8 +25,8 @@ from kraft_scenario import update_features
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT, Rules
 from streaming.engine.connectors import KAFKA_39, KAFKA_BROKER, JarSet
-from streaming.history.outputs import read_jsonl
 from streaming.infra.kraftcluster import KraftCluster
+from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 
 BROKERS = 4

@@ -25,11 +25,11 @@ from statemachine.rules import KRAFT
 from streaming.cli import main
 from streaming.history.agreement import agreement_rows
 from streaming.history.histories import history_rows
-from streaming.history.outputs import read_jsonl
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.infra.localkafka import free_port
 from streaming.io.delta import read_delta
 from streaming.io.eventlog import Bounds
+from streaming.io.jsonl import read_jsonl
 from streaming.jobs.kraft import import_kraft
 from streaming.jobs.replay import ReplayOptions, replay, replay_spark
 from streaming.kraft.convert import convert, event_offset

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from streaming.cli import main
-from streaming.history.outputs import read_jsonl
 from streaming.io.delta import read_delta
+from streaming.io.jsonl import read_jsonl
 
 pytestmark = pytest.mark.kraft_cluster
 

@@ -9,7 +9,7 @@ import pytest
 
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
-from streaming.history.outputs import read_jsonl
+from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 
 REGRESSIONS = [pytest.param(p, id=p.name)

@@ -11,7 +11,7 @@ import pytest
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT, ZK
 from streaming.history.outcomes import deleted_topics, outcome_rows
-from streaming.history.outputs import read_jsonl
+from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 
 LOGS = sorted((Path(__file__).parent / "zklog").glob("zookeeper-*"))

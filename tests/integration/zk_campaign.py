@@ -4,7 +4,9 @@ Each run: a seeded random script of operations (the KRaft campaign's, `kraft_cam
 expiry only ZooKeeper has) on a real ZooKeeper 3.8.4 + four Kafka 3.9.1 brokers started from the project's jars, at
 Kafka 3.9's inter.broker.protocol.version or at 2.6 (the Kafka 2.x path); then ZooKeeper's `version-2` directory is
 replayed through the directory path (`replay zk:DIR --rules zk`) and every partition history and every decision is
-compared with the controller's writes. A run that disagrees keeps its copy, to become a regression test.
+compared with the controller's writes, and (local engine) the requests the controllers sent, from each broker's
+state-change.log, with isrflow's (printed, not counted as disagreement). A run that disagrees keeps its copy, to
+become a regression test.
 
     .venv/bin/python tests/integration/zk_campaign.py --runs 20 --seed 1 --ops 25 [--spark] [--out DIR]
 """
@@ -21,6 +23,8 @@ from kraft_campaign import BROKERS, RACKS, RunResult, campaign, compare, kept_if
 
 from statemachine.rules import ZK
 from streaming.infra.zkcluster import ZkCluster
+from streaming.io.jsonl import read_jsonl
+from streaming.zookeeper.requests import requests_agreement
 
 
 @dataclass(frozen=True)
@@ -51,14 +55,24 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
         for broker in c.brokers:
             if c.state_change_log(broker).exists():
                 shutil.copyfile(c.state_change_log(broker), here / "state-change" / f"broker-{broker}.log")
-    return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name, "zk:", ZK)
-                                for engine in engines], here, copy, keep)
+    results = [compare(copy, here / engine, engine, seed, version.name, "zk:", ZK) for engine in engines]
+    _log_requests(here, log)
+    return kept_if_disagreeing(results, here, copy, keep)
+
+
+def _log_requests(here: Path, log: Any = print) -> None:
+    """The run's requests agreement (replay zk: found the state-change logs beside ZooKeeper's copy)."""
+    compared = here / "local" / "requests_agreement.jsonl"
+    if compared.exists():
+        log(f"  {here.name} requests: {requests_agreement(read_jsonl(compared)).counted()}")
 
 
 def recheck(here: Path) -> list[RunResult]:
     """Compare a kept run (`zookeeper-<version>-seed-<n>`) again, on the local engine."""
     version, seed = here.name.removeprefix("zookeeper-").split("-seed-")
-    return [compare(here / "zookeeper", here / "local", "local", int(seed), version, "zk:", ZK)]
+    results = [compare(here / "zookeeper", here / "local", "local", int(seed), version, "zk:", ZK)]
+    _log_requests(here)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:

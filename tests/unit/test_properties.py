@@ -19,6 +19,7 @@ from statemachine.controller import Controller, ControllerConfig, Handled
 from statemachine.errors import Error
 from statemachine.partition import apply_command
 from statemachine.record import Action, PartitionRecord
+from statemachine.requests import RequestType
 from statemachine.rules import ZK
 from statemachine.states import VALID_PREVIOUS_PARTITION_STATES, PartitionState, ReplicaState
 
@@ -501,6 +502,32 @@ def test_replaying_a_log_gives_identical_outputs(data: st.DataObject, config: Co
     resumed.restore(controller.snapshot())
     tail = [h for offset, raw in enumerate(log[cut:], start=cut) for h in resumed.handle(_parse(raw), offset)]
     assert head + tail == first
+
+
+@settings(SETTINGS, max_examples=60)
+@given(st.data(), configs)
+def test_the_requests_change_no_decision_and_go_out_as_kafka_batches_them(data: st.DataObject,
+                                                                          config: ControllerConfig) -> None:
+    log, generated = build_log(data, config, check=False)
+    controller = Controller(config)
+    recorded: list[Handled] = []
+    order = {RequestType.LEADER_AND_ISR: 0, RequestType.UPDATE_METADATA: 1, RequestType.STOP_REPLICA: 2}
+    for offset, raw in enumerate(log):
+        registered = set(controller.cluster.broker_epochs)
+        event = controller.handle_event(_parse(raw), offset)
+        recorded.extend(event.handled)
+        # Only to brokers registered (before the event, or by it: a failover or a bounce comes first); per batch
+        # LeaderAndIsr, UpdateMetadata, StopReplica, one of each per broker; batches numbered from 0.
+        assert {r.broker for r in event.requests} <= registered | controller.cluster.broker_epochs.keys()
+        keys = [(r.batch, order[r.request], r.broker) for r in event.requests]
+        assert keys == sorted(set(keys))
+        assert sorted({r.batch for r in event.requests}) == list(range(len({r.batch for r in event.requests})))
+        for r in event.requests:
+            if r.request is RequestType.LEADER_AND_ISR:
+                assert all(p.leader == -1 or p.leader in (p.replicas or ()) for p in r.partitions), r
+    # Recording them decides nothing differently.
+    assert [(h.command, h.applied.record, h.applied.decisions, h.applied.audit) for h in recorded] == [
+        (h.command, h.applied.record, h.applied.decisions, h.applied.audit) for h in generated]
 
 
 def test_the_generator_reaches_the_interesting_paths() -> None:

@@ -1,0 +1,157 @@
+"""statemachine/requests.py: the requests the ZooKeeper-era controller sends, checked against what a real one sent
+(tests/unit/zkdata/statechange/controller-2.state-change.log, Kafka 3.9.1: topic `t` created on brokers 1-3, broker 1
+killed and restarted, `t` deleted; its README) and against Kafka 3.9's ControllerChannelManager for the shapes that
+log does not show."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from schemas.events import parse_event
+from schemas.records import to_row
+from statemachine.controller import Controller, ControllerConfig
+from statemachine.features import ZOOKEEPER_ERA_PROTOCOL
+from statemachine.requests import Request, RequestType, request_rows
+from statemachine.rules import KRAFT
+from streaming.zookeeper.requests import agreement_rows, modelled_by_isrflow, requests_agreement, sent_by_controller
+from streaming.zookeeper.statechange import read_state_change_log
+
+LOG = Path(__file__).parent / "zkdata" / "statechange" / "controller-2.state-change.log"
+LAI, UM, SR = RequestType.LEADER_AND_ISR, RequestType.UPDATE_METADATA, RequestType.STOP_REPLICA
+EPOCHS = {1: 10, 2: 11, 3: 12}
+
+
+def _event(n: int, kind: str, **fields: Any) -> bytes:
+    return json.dumps({"event_id": f"e{n}", "type": kind, "controller_epoch": 1, "ts": "2026-11-25T03:34:00Z",
+                       **fields}).encode()
+
+
+def _startup(n: int, broker: int, epoch: int) -> bytes:
+    return _event(n, "BrokerChange", broker_id=broker, change="STARTUP", broker_epoch=epoch)
+
+
+# The captured scenario as isrflow's events: controller 2 with brokers 1-3 registered, then what the log shows.
+SCENARIO = [
+    _event(0, "ControllerChange", controller_id=2, live_brokers={"2": EPOCHS[2]}),
+    _startup(1, 1, EPOCHS[1]),
+    _startup(2, 3, EPOCHS[3]),
+    _event(3, "CreateTopic", topic="t", assignment={"0": [1, 2, 3], "1": [2, 3, 1]}),
+    _event(4, "BrokerChange", broker_id=1, change="FAILURE", broker_epoch=EPOCHS[1]),
+    _startup(5, 1, 20),
+    _event(6, "IsrChange", topic="t", partition=0, broker_id=2, broker_epoch=EPOCHS[2], leader_epoch=1,
+           partition_epoch=1, isr=[2, 3, 1]),
+    _event(7, "IsrChange", topic="t", partition=1, broker_id=2, broker_epoch=EPOCHS[2], leader_epoch=1,
+           partition_epoch=1, isr=[2, 3, 1]),
+    _event(8, "DeleteTopic", topic="t"),
+]
+CREATED = 3  # the first event the comparison covers: before it three brokers registered at once (one event in Kafka)
+
+
+def _replay(events: Iterable[bytes], config: ControllerConfig | None = None) -> list[list[Request]]:
+    controller = Controller(config or ControllerConfig(metadata_version=ZOOKEEPER_ERA_PROTOCOL))
+    return [controller.handle_event(parse_event(raw), offset).requests for offset, raw in enumerate(events)]
+
+
+def _rows(per_event: list[list[Request]], first: int = 0) -> list[dict[str, Any]]:
+    return [to_row(r) for offset, requests in enumerate(per_event) if offset >= first
+            for r in request_rows(requests, f"e{offset}", "-", offset, 1)]
+
+
+def _sent_since_creation() -> list[Any]:
+    sent = [r for r in read_state_change_log(LOG).requests if r.direction == "sent"]
+    return [r for r in sent if r.time >= datetime(2026, 11, 25, 3, 34, 15)]
+
+
+def _to(requests: list[Request], broker: int) -> list[tuple[str, int]]:
+    return [(str(r.request), len(r.partitions)) for r in requests if r.broker == broker]
+
+
+def test_every_request_the_real_controller_sent_from_the_creation_on_is_modelled_in_order() -> None:
+    rows = agreement_rows(sent_by_controller(_sent_since_creation()), modelled_by_isrflow(_rows(_replay(SCENARIO),
+                                                                                                CREATED)))
+    counts = requests_agreement(rows).counts
+    assert {k: (c.agreeing, c.controller, c.isrflow) for k, c in counts.items()} == {
+        LAI: (8, 8, 8), SR: (6, 6, 6), UM: (22, 22, 22)}
+    assert all(r["match"] for r in rows)
+
+
+def test_before_protocol_2_6_each_stop_replica_request_carries_one_flag_and_compares_one_for_one() -> None:
+    # The same scenario at inter.broker.protocol 2.5: every batch holds one delete flag per broker.
+    sent = [r for r in read_state_change_log(LOG.with_name("controller-2-ibp2.5.state-change.log")).requests
+            if r.direction == "sent"]
+    assert {r.delete for r in sent if r.request == SR} == {False, True}
+    created = next(i for i, r in enumerate(sent) if r.request == LAI)
+    rows = agreement_rows(sent_by_controller(sent[created:]), modelled_by_isrflow(_rows(_replay(SCENARIO), CREATED)))
+    stop_replica = requests_agreement(rows).counts[SR]
+    assert (stop_replica.agreeing, stop_replica.controller, stop_replica.isrflow) == (6, 6, 6)
+
+
+def test_a_broker_back_in_a_running_cluster_gets_metadata_then_its_partitions_then_metadata() -> None:
+    restart = _replay(SCENARIO)[5]
+    assert _to(restart, 1) == [(UM, 2), (LAI, 2), (UM, 2)]
+    # The others only learn that it is back, then the partitions it follows.
+    assert _to(restart, 2) == [(UM, 0), (UM, 2)]
+    [lai] = [r for r in restart if r.request is LAI]
+    assert [(p.partition, p.leader, p.isr, p.is_new) for p in lai.partitions] == [(0, 2, (2, 3), False),
+                                                                                  (1, 2, (2, 3), False)]
+
+
+def test_a_broker_failure_elects_first_then_takes_its_replicas_out_and_sends_nothing_to_it() -> None:
+    failure = _replay(SCENARIO)[4]
+    assert {r.broker for r in failure} == {2, 3}
+    assert [(r.batch, str(r.request), r.broker) for r in failure if r.broker == 2] == [(0, LAI, 2), (0, UM, 2),
+                                                                                       (1, LAI, 2), (1, UM, 2)]
+    elected = next(r for r in failure if r.batch == 0 and r.request is LAI)
+    assert [(p.topic, p.partition, p.leader, p.leader_epoch) for p in elected.partitions] == [("t", 0, 2, 1)]
+
+
+def test_a_topic_deletion_marks_it_in_metadata_then_stops_and_deletes_every_replica() -> None:
+    deletion = _replay(SCENARIO)[8]
+    assert [(str(r.request), r.broker) for r in deletion] == [(UM, 1), (UM, 2), (UM, 3), (SR, 1), (SR, 2), (SR, 3),
+                                                              (SR, 1), (SR, 2), (SR, 3)]
+    assert {(p.leader, p.leader_epoch) for p in deletion[0].partitions} == {(-2, -2)}  # LeaderDuringDelete
+    assert [[p.delete for p in r.partitions] for r in deletion[3:]] == [[False, False]] * 3 + [[True, True]] * 3
+    assert {p.leader_epoch for r in deletion[3:] for p in r.partitions} == {-2}
+
+
+def test_a_controlled_shutdown_moves_leadership_then_stops_the_follower_twice() -> None:
+    # doControlledShutdown: led partitions elect (the shutting-down broker still gets the LeaderAndIsr), then a
+    # StopReplica for what it follows, then OfflineReplica sends it another and the others the shrunk ISR; each
+    # batch's UpdateMetadata names the partitions it changed.
+    events = [*SCENARIO[:4], _event(4, "BrokerChange", broker_id=2, change="CONTROLLED_SHUTDOWN",
+                                    broker_epoch=EPOCHS[2])]
+    shutdown = _replay(events)[4]
+    assert _to(shutdown, 2) == [(LAI, 1), (UM, 1), (SR, 1), (UM, 1), (SR, 1)]
+    elected = next(r for r in shutdown if r.request is LAI and r.broker == 2)
+    assert [(p.partition, p.leader, p.isr) for p in elected.partitions] == [(1, 3, (3, 1))]
+    shrunk = next(r for r in shutdown if r.request is LAI and r.broker == 1 and r.batch > 0)
+    assert [(p.partition, p.leader, p.isr) for p in shrunk.partitions] == [(0, 1, (1, 3))]
+
+
+def test_a_new_controller_tells_every_broker_who_is_live_then_every_replica_its_partition() -> None:
+    events = [*SCENARIO[:4], _event(4, "ControllerChange", controller_id=3, controller_epoch=2,
+                                    live_brokers={str(b): e for b, e in EPOCHS.items()})]
+    failover = _replay(events)[4]
+    assert [(str(r.request), r.broker, len(r.partitions)) for r in failover] == [
+        (UM, 1, 0), (UM, 2, 0), (UM, 3, 0), (LAI, 1, 2), (LAI, 2, 2), (LAI, 3, 2), (UM, 1, 2), (UM, 2, 2), (UM, 3, 2)]
+
+
+def test_a_reassignment_sends_the_new_replica_set_with_the_added_replica_as_new() -> None:
+    events = [*SCENARIO[:4], _event(4, "ReassignPartitions", partitions=[{"topic": "t", "partition": 0,
+                                                                          "replicas": [2, 3, 4]}])]
+    events.insert(3, _startup(9, 4, 13))
+    start = _replay(events)[5]
+    lai = [(r.batch, r.broker, [(p.replicas, p.adding_replicas, p.removing_replicas, p.is_new) for p in r.partitions])
+           for r in start if r.request is LAI]
+    # updateLeaderEpochAndSendRequest to the whole replica set, then NewReplica for broker 4 in a batch of its own.
+    assert lai == [(0, 1, [((2, 3, 4, 1), (4,), (1,), False)]), (0, 2, [((2, 3, 4, 1), (4,), (1,), False)]),
+                   (0, 3, [((2, 3, 4, 1), (4,), (1,), False)]), (0, 4, [((2, 3, 4, 1), (4,), (1,), True)]),
+                   (1, 4, [((2, 3, 4, 1), (4,), (1,), True)])]
+
+
+def test_only_the_zk_rules_send_requests() -> None:
+    assert not any(_replay(SCENARIO, ControllerConfig(rules=KRAFT)))
