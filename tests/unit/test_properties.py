@@ -368,8 +368,8 @@ class Invariants:
                 # (A partition that never had a leader has no LeaderAndIsr yet: its INITIAL election will
                 # publish everything.)
                 unpublished = {k for k, v in _published(before).items() if now[k] != v}
-                if controller.config.rules is ZK and applied.record.leader == -1:
-                    # ZK: a reassignment completing where no leader stays or can be elected writes no state
+                if controller.config.rules is ZK:
+                    # ZK: a reassignment completing where its election finds no leader writes no state
                     # (moveReassignedPartitionLeaderIfRequired): the brokers learn its replicas by UpdateMetadata.
                     unpublished -= {"replicas", "adding_replicas", "removing_replicas"}
                 assert not unpublished, f"changed without a decision: {before} -> {applied.record}"
@@ -428,7 +428,8 @@ class Invariants:
                     assert rec.reassignment_in_progress and broker in rec.adding_replicas, rec
             if rec.state is PartitionState.NEW:
                 assert rec.leader == -1
-            if rec.state is PartitionState.ONLINE:
+            if rec.state is PartitionState.ONLINE and controller.config.rules is not ZK:
+                # (ZK: a reassignment that drops the leader's replica leaves the partition online without one.)
                 assert rec.leader != -1, f"OnlinePartition without a leader: {rec}"
         for topic in cv.topics_queued_for_deletion:
             assert topic in cv.topics
