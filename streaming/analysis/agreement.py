@@ -12,8 +12,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from streaming.history.agreement import COMPARED, agreement_rate
+from streaming.history.agreement import COMPARED, agreement_rate, from_table_rows
 from streaming.history.outcomes import deleted_topics, outcome_rows
+from streaming.io.delta import read_delta
 from streaming.zookeeper.requests import REQUEST_WORDS, requests_agreement
 
 RECENT = 3
@@ -32,14 +33,26 @@ def _side(values: Mapping[str, Any] | None, differing: list[str]) -> str:
                         else f"{f}={escape(str(values.get(f)))}") for f in COMPARED)
 
 
+def _agreement_and_observed(out_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """A replay's agreement.jsonl and observed.jsonl, or the `agreement` and `observed` Delta tables `isrflow run`
+    writes behind a bridge (the same rows), or None when there is neither."""
+    if (out_dir / "agreement.jsonl").exists():
+        observed_path = out_dir / "observed.jsonl"
+        return _rows(out_dir / "agreement.jsonl"), _rows(observed_path) if observed_path.exists() else []
+    if (out_dir / "agreement" / "_delta_log").is_dir():
+        observed = read_delta(out_dir / "observed") if (out_dir / "observed" / "_delta_log").is_dir() else []
+        return from_table_rows(read_delta(out_dir / "agreement")), sorted(observed, key=lambda o: o["source_offset"])
+    return None
+
+
 def agreement_section(out_dir: Path) -> str | None:
-    """The section's HTML, or None when the replay had no KRaft source (no agreement.jsonl)."""
-    path = Path(out_dir) / "agreement.jsonl"
-    if not path.exists():
+    """The section's HTML, or None when neither a replay of a real controller's history nor a run behind a bridge
+    compared anything."""
+    found = _agreement_and_observed(Path(out_dir))
+    if found is None:
         return None
-    rows = _rows(path)
-    observed_path = Path(out_dir) / "observed.jsonl"
-    observed = _rows(observed_path) if observed_path.exists() else []
+    rows, observed = found
+    rows.sort(key=lambda r: r["source_offset"])  # a table returns rows in any order
     bad = [r for r in rows if not r["match"]]
     parts = ['<h2 id="agreement">isrflow vs the controller</h2>',
              f"<p>{agreement_rate(rows):.1%} of {len(rows)} decisions the real controller wrote "

@@ -57,7 +57,9 @@ def read_inputs(out_dir: Path) -> Inputs:
         raise FileNotFoundError(f"no audit table (Delta) in {out_dir / 'audit'}")
     audit = read_delta(out_dir / "audit")
     decisions_path = out_dir / "decisions.jsonl"
-    decisions = read_decisions_jsonl(decisions_path) if decisions_path.exists() else []
+    # A replay writes decisions.jsonl; `isrflow run` a `decisions` Delta table beside its audit.
+    decisions = read_decisions_jsonl(decisions_path) if decisions_path.exists() else \
+        read_delta(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else []
     quarantine_path = out_dir / "quarantine"
     quarantine = read_delta(quarantine_path) if (quarantine_path / "_delta_log").is_dir() else []
     return Inputs(audit, decisions, quarantine, str(out_dir))

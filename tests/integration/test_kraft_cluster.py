@@ -448,3 +448,9 @@ def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
                for name in ("isrflow_controller_decisions_compared_total", "isrflow_disagreements_total")}
     assert counted["isrflow_controller_decisions_compared_total"] == Counter(r["cause"] for r in zk)
     assert counted["isrflow_disagreements_total"] == Counter(r["cause"] for r in zk if not r["match"])
+    # One report reads both: the run's tables (the folder of its audit) give the same section a replay's files do.
+    from streaming.analysis.report import write_report
+
+    page = write_report(tmp_path / "zk").read_text()
+    bad = sum(1 for r in zk if not r["match"])
+    assert "isrflow vs the controller" in page and f"{bad} disagree" in page
