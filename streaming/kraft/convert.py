@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from streaming.kraft.metadatalog import TRANSACTION_MARKERS, MetadataRecord
@@ -52,6 +53,7 @@ MODELLED = frozenset({
 })
 
 
+@cache  # a log names each topic id again in every change of its partitions
 def topic_id_text(value: str) -> str:
     """Kafka prints topic ids base64url without padding; normalise (padding, '+/' alphabets) to that form."""
     raw = base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "=" * (-len(value) % 4))
