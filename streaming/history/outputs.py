@@ -10,15 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streaming.engine.collector import young_collection_only
 from streaming.history.agreement import agreement_rate, agreement_rows
 from streaming.history.histories import history_rows, history_totals
+
+# One encoder for every row: json.dumps with these arguments builds a new one per call.
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n")
+        fh.writelines(_ENCODE(row) + "\n" for row in rows)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -49,11 +52,12 @@ class Agreement:
 def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
     """`out/agreement.jsonl` (per observed decision) and `out/histories.jsonl` (per partition) from the observed
     partition changes and isrflow's decisions."""
-    controller, ours = read_jsonl(observed), read_jsonl(decisions)
-    rows = agreement_rows(controller, ours)
-    write_jsonl(out / "agreement.jsonl", rows)
-    histories = history_rows(controller, ours)
-    write_jsonl(out / "histories.jsonl", histories)
+    with young_collection_only():  # a row per observed change and per decision, none in a cycle
+        controller, ours = read_jsonl(observed), read_jsonl(decisions)
+        rows = agreement_rows(controller, ours)
+        write_jsonl(out / "agreement.jsonl", rows)
+        histories = history_rows(controller, ours)
+        write_jsonl(out / "histories.jsonl", histories)
     return Agreement(agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"]),
                      *history_totals(histories))
 
