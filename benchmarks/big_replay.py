@@ -289,7 +289,7 @@ def config() -> Any:
     return ControllerConfig(rules=rules_named("kraft"))
 
 
-def step_import(log: Path, work: Path) -> dict[str, Any]:
+def step_import(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
     """`import_kraft`, as `replay kraft:DIR` runs it, with the seconds of its decode, convert and write calls."""
     from streaming.jobs import kraft
 
@@ -312,7 +312,7 @@ def step_import(log: Path, work: Path) -> dict[str, Any]:
             "unexplained": summary.unexplained}
 
 
-def step_local(log: Path, work: Path) -> dict[str, Any]:
+def step_local(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
     from streaming.engine.local import run_local, write_outputs
     from streaming.io.eventlog import read_event_log
 
@@ -325,7 +325,7 @@ def step_local(log: Path, work: Path) -> dict[str, Any]:
             "audit": len(result.audit), "rejected": result.rejected}
 
 
-def step_agreement(log: Path, work: Path) -> dict[str, Any]:
+def step_agreement(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
     from streaming.analysis.report import write_report
     from streaming.history.outputs import write_agreement
 
@@ -339,14 +339,14 @@ def step_agreement(log: Path, work: Path) -> dict[str, Any]:
             "partitions_equal": agreed.partitions_equal}
 
 
-def step_whole(log: Path, work: Path) -> dict[str, Any]:
+def step_whole(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
     done = subprocess.run([str(ROOT / ".venv" / "bin" / "isrflow"), "replay", f"kraft:{log}", "--out",
                            str(work / "whole"), "--engine", "local", "--rules", "kraft"],
                           capture_output=True, text=True, check=True)
     return {"summary": "replayed " + done.stdout.split("replayed ", 1)[1].splitlines()[0]}
 
 
-def step_spark(log: Path, work: Path) -> dict[str, Any]:
+def step_spark(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
     from harness import KeptCounts, Progress
 
     from streaming.engine.counts import BatchCounts
@@ -363,9 +363,10 @@ def step_spark(log: Path, work: Path) -> dict[str, Any]:
     spark.streams.addListener(progress.listener())
     spark.streams.addListener(progress_listener(counts, echo=lambda line: None))
     layout = ReplayOutput(work / "spark")
-    events = staged_events(spark, layout.staging, read_event_log(work / "events.jsonl"), 0)
+    events = staged_events(spark, layout.staging, read_event_log(work / "events.jsonl"), batch_size)
     laps.lap("stage the log as a Delta table")
-    run_bounded(spark, events, layout.lake, layout.checkpoints, config(), counts=counts, source="file")
+    run_bounded(spark, events, layout.lake, layout.checkpoints, config(), counts=counts, source="file",
+                one_sequencer_batch_per_trigger=batch_size > 0)
     laps.lap("both queries")
     write_decisions_jsonl(layout.decisions_jsonl, read_delta(layout.lake.decisions))
     laps.lap("decisions.jsonl from the decisions table")
@@ -403,10 +404,10 @@ class Laps:
         self._last = now
 
 
-def measured(step: str, log: Path, work: Path, profile: bool) -> dict[str, Any]:
+def measured(step: str, log: Path, work: Path, batch_size: int, profile: bool) -> dict[str, Any]:
     """`step` in a new process: its result, wall and CPU seconds, peak RSS (of its largest process)."""
     command = [sys.executable, *(["-m", "cProfile", "-o", str(work / f"{step}.prof")] if profile else []),
-               __file__, "--in-process", step, "--log", str(log), "--work", str(work)]
+               __file__, "--in-process", step, "--log", str(log), "--work", str(work), "--batch-size", str(batch_size)]
     started_load, started = load(), time.perf_counter()
     with (work / f"{step}.json").open("w+") as out:
         process = subprocess.Popen(command, stdout=out, env={
@@ -444,20 +445,23 @@ def main() -> int:
     parser.add_argument("--brokers", type=int, default=12)
     parser.add_argument("--records", type=int, default=1_000_000, help="records in the log after the snapshot")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=100_000,
+                        help="Spark engine: events per micro-batch (replay's --batch-size; 0 = one micro-batch, which "
+                             "does not fit the driver's default 1 GiB heap at this size)")
     parser.add_argument("--profile", default="", help="steps to run under cProfile (STEP.prof in --work)")
     parser.add_argument("--work", type=Path, help="where the steps write (default: a new temporary directory)")
     parser.add_argument("--in-process", choices=STEPS, help=argparse.SUPPRESS)
     parser.add_argument("--log", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_process:
-        print(json.dumps(STEPS[args.in_process](args.log, args.work)))
+        print(json.dumps(STEPS[args.in_process](args.log, args.work, args.batch_size)))
         return 0
     log = build(args)
     work = args.work or Path(tempfile.mkdtemp(prefix="big-replay-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"work: {work}", flush=True)
     for step in args.steps.split(","):
-        report(step, measured(step, log, work, step in args.profile.split(",")))
+        report(step, measured(step, log, work, args.batch_size, step in args.profile.split(",")))
     return 0
 
 
