@@ -18,6 +18,7 @@ from streaming.analysis.agreement import agreement_section, requests_section
 from streaming.analysis.page import render
 from streaming.analysis.summary import summarise
 from streaming.analysis.timeline import Analysis, analyse, read_inputs
+from streaming.engine.collector import young_collection_only
 
 
 def build_report(out_dir: Path) -> Analysis:
@@ -30,7 +31,8 @@ def build_report(out_dir: Path) -> Analysis:
 def write_report(out_dir: Path) -> Path:
     """Write `out_dir/report.html` from the replay outputs in `out_dir`; returns its path."""
     out_dir = Path(out_dir)
-    html = render(build_report(out_dir))
+    with young_collection_only():  # the audit's rows and the timeline built from them, none in a cycle
+        html = render(build_report(out_dir))
     for section in (agreement_section(out_dir), requests_section(out_dir)):
         if section is not None:  # a replay of a real controller's history; the zk rules' requests
             html = html.replace("</main>", section + "\n</main>", 1)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streaming.engine.collector import young_collection_only
 from streaming.history.agreement import agreement_rate, agreement_rows
 from streaming.history.histories import history_rows, history_totals
 from streaming.io.jsonl import read_jsonl, write_jsonl
@@ -37,11 +38,12 @@ class Agreement:
 def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
     """`out/agreement.jsonl` (per observed decision) and `out/histories.jsonl` (per partition) from the observed
     partition changes and isrflow's decisions."""
-    controller, ours = read_jsonl(observed), read_jsonl(decisions)
-    rows = agreement_rows(controller, ours)
-    write_jsonl(out / "agreement.jsonl", rows)
-    histories = history_rows(controller, ours)
-    write_jsonl(out / "histories.jsonl", histories)
+    with young_collection_only():  # a row per observed change and per decision, none in a cycle
+        controller, ours = read_jsonl(observed), read_jsonl(decisions)
+        rows = agreement_rows(controller, ours)
+        write_jsonl(out / "agreement.jsonl", rows)
+        histories = history_rows(controller, ours)
+        write_jsonl(out / "histories.jsonl", histories)
     return Agreement(agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"]),
                      *history_totals(histories))
 

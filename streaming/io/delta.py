@@ -108,12 +108,18 @@ def scan_delta(path: Location, expression: Any = None, columns: list[str] | None
 
 def read_delta(path: Location, expression: Any = None) -> list[dict[str, Any]]:
     """A Delta table's rows as plain dicts (maps as dicts, arrays as lists), without Spark."""
+    import pyarrow as pa
+
     table = scan_delta(path, expression)
-    rows = table.to_pylist() if table is not None else []
+    if table is None:
+        return []
+    rows = table.to_pylist()
+    # pyarrow gives a map as (key, value) pairs; only the map columns are looked at, not every value of every row.
+    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
     for row in rows:
-        for key, value in row.items():
-            if isinstance(value, list) and value and isinstance(value[0], tuple):
-                row[key] = dict(value)
+        for key in maps:
+            if row[key]:
+                row[key] = dict(row[key])
     return rows
 
 

@@ -7,12 +7,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+# One encoder for every row: json.dumps with these arguments builds a new one per call.
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n")
+        fh.writelines(_ENCODE(row) + "\n" for row in rows)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

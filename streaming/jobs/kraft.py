@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from streaming.engine.collector import young_collection_only
 from streaming.io.eventlog import Bounds
 from streaming.io.jsonl import write_jsonl
 from streaming.kraft.convert import convert
@@ -58,11 +59,12 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
     """Decode `source` (a __cluster_metadata-0 dir, a segment or a snapshot) with Kafka's dump tool and write
     the contract events to `events_out` (and the controller's partition changes to `observed_out`): its whole
     retained history, or the window `bounds` of it, seeded with the state at the window's start."""
-    log = read_metadata_log(source, bounds=bounds)
-    result = convert(log.records, log.window[0])
-    write_jsonl(events_out, result.events)
-    if observed_out is not None:
-        write_jsonl(observed_out, result.observed)
+    with young_collection_only():  # millions of records, events and rows, none in a cycle
+        log = read_metadata_log(source, bounds=bounds)
+        result = convert(log.records, log.window[0])
+        write_jsonl(events_out, result.events)
+        if observed_out is not None:
+            write_jsonl(observed_out, result.observed)
     return ImportSummary(log.files, len(log.records), len(result.events), len(result.observed),
                          dict(result.unknown + log.unknown), len(result.unexplained), log.aborted,
                          log.control_batches, dict(result.features), list(result.feature_changes), replayed(log))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -148,16 +149,26 @@ def _plan(snapshot: Path, segments: list[Path], reason: str) -> Plan:
     return Plan(snapshot, needed, start, reason)
 
 
-def dump(files: Sequence[Path], java: str | None = None) -> str:
-    """Kafka's own DumpLogSegments output for `files` (segments and snapshots), decoded as metadata."""
+def dump_lines(files: Sequence[Path], java: str | None = None) -> Iterator[str]:
+    """Kafka's own DumpLogSegments output for `files` (segments and snapshots), decoded as metadata, line by line
+    as the JVM prints them: the caller parses while the JVM decodes (two cores at work on a long log), and the
+    whole dump is never held (a million records print 330 MB)."""
     classpath = ":".join(str(p) for p in require(KAFKA_BROKER))
     cmd = [java or java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath,
            "-Dlog4j2.level=ERROR", "kafka.tools.DumpLogSegments", "--cluster-metadata-decoder",
            "--files", ",".join(str(Path(f).resolve()) for f in files)]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"DumpLogSegments failed ({result.returncode}):\n{result.stderr[-2000:]}")
-    return result.stdout
+    with tempfile.TemporaryFile("w+") as stderr, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr,
+                                                                   text=True, bufsize=1 << 20) as jvm:
+        assert jvm.stdout is not None
+        yield from jvm.stdout
+        if jvm.wait() != 0:
+            stderr.seek(0)
+            raise RuntimeError(f"DumpLogSegments failed ({jvm.returncode}):\n{stderr.read()[-2000:]}")
+
+
+def dump(files: Sequence[Path], java: str | None = None) -> str:
+    """Kafka's own DumpLogSegments output for `files` (segments and snapshots), decoded as metadata."""
+    return "".join(dump_lines(files, java))
 
 
 def parse_dump(text: str, snapshot: bool = False) -> Iterator[tuple[str, Any]]:
@@ -166,7 +177,8 @@ def parse_dump(text: str, snapshot: bool = False) -> Iterator[tuple[str, Any]]:
 
 
 def parse_lines(lines: Iterable[str], snapshot: bool = False) -> Iterator[tuple[str, Any]]:
-    """`parse_dump` of lines in DumpLogSegments' format (also what the bridge's MetadataTail prints)."""
+    """`parse_dump` of lines in DumpLogSegments' format (also what the bridge's MetadataTail prints), with or
+    without their line ends."""
     batch, epoch, control = 0, -1, False
     for line in lines:
         m = _BATCH.match(line)
@@ -245,7 +257,7 @@ def resolve_window(records: Sequence[MetadataRecord], start: int, bounds: Bounds
 
 def _snapshot_records(snapshot: Path, log: DecodedLog, java: str | None) -> list[MetadataRecord]:
     records = []
-    for kind, item in parse_dump(dump([snapshot], java), snapshot=True):
+    for kind, item in parse_lines(dump_lines([snapshot], java), snapshot=True):
         if kind == "record":
             records.append(item)
         else:
@@ -262,7 +274,7 @@ def read_metadata_log(source: Path | str, java: str | None = None, bounds: Bound
     log = DecodedLog([], [])
     records: list[MetadataRecord] = []
     if history.segments:
-        for kind, item in parse_dump(dump(history.segments, java)):
+        for kind, item in parse_lines(dump_lines(history.segments, java)):
             if kind == "control":
                 log.control_batches += 1
             elif item.offset >= history.start:
