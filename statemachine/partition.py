@@ -494,7 +494,7 @@ def _progress_reassignment(s: _Step) -> None:
         elected = moved and s.elect(elections.reassign(target, rec.isr, cmd.live_brokers),
                                     Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                                     f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
-        if not elected and (not moved or s.rules.registered_from_creation):
+        if not elected and (not moved or not s.rules.reassignment_steps_bump_the_leader_epoch):
             s.write(rec.leader, rec.isr, (r for r in target if r in live))
     _delete_replicas(s, removing)
     with s.batch(Phase.METADATA):  # the new replicas and ISR to every broker
@@ -621,7 +621,7 @@ def _on_broker_startup(s: _Step) -> None:
         s.note(f"replica {broker} online")
     if s.record.queued_for_deletion:
         rec = s.record
-        if (not s.rules.registered_from_creation and (rec.adding_replicas or rec.removing_replicas)
+        if (s.rules.reassignment_steps_bump_the_leader_epoch and (rec.adding_replicas or rec.removing_replicas)
                 and broker in rec.target_replicas and not _reassignment_caught_up(rec)):
             # ZK: maybeResumeReassignments does not skip a topic being deleted (its reassignment stays in
             # /brokers/topics/T): a startup onto its target bumps the leader epoch again (A1), before the deletion

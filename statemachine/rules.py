@@ -237,6 +237,10 @@ class Rules:
     # (INVALID_REPLICA_ASSIGNMENT). ZK: no, the replicas it drops go offline, the last ISR member stays in the ISR
     # and the partition is left without a leader.
     refuses_reassignment_dropping_the_isr: bool
+    # How a reassignment's steps are written. ZK: updateLeaderEpochAndSendRequest, a leader epoch bump for a leader
+    # that stays (also a startup resuming it on a topic being deleted); no write when no leader stays and none is
+    # elected. KRaft: each change carries the new replica set, leader or not.
+    reassignment_steps_bump_the_leader_epoch: bool
     # Whether a reassignment that drops the leader's replica elects a new leader as for an offline partition. KRaft:
     # yes, in the same change. ZK: no; the removed leader goes offline (leader -1) and the partition, still
     # OnlinePartition to the state machine, waits for a failover or a later reassignment.
@@ -259,7 +263,7 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            fenced_brokers_stay_registered=False, reassignment_replicas=reassignment_from_original,
            completes_reassignment_before_election=False, registered_from_creation=False,
            deletion_writes_offline_replicas=True, refuses_reassignment_dropping_the_isr=False,
-           elects_when_a_reassignment_drops_the_leader=False,
+           elects_when_a_reassignment_drops_the_leader=False, reassignment_steps_bump_the_leader_epoch=True,
            minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL,
            isr_members_must_be_live=isr_checked_against_live_brokers)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
@@ -268,6 +272,7 @@ KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shut
               reassignment_replicas=reassignment_from_current, completes_reassignment_before_election=True,
               registered_from_creation=True, deletion_writes_offline_replicas=False,
               refuses_reassignment_dropping_the_isr=True, elects_when_a_reassignment_drops_the_leader=True,
+              reassignment_steps_bump_the_leader_epoch=False,
               minimum_metadata_version=MINIMUM_KRAFT_VERSION,
               eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
