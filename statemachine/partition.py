@@ -9,7 +9,7 @@ leader/ISR goes through `_Step.write`, which bumps the epochs and records the Le
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 
 from schemas.events import LeaderRecoveryState
@@ -50,6 +50,9 @@ def metadata_state(rec: PartitionRecord) -> RequestPartition | None:
     return RequestPartition(rec.topic, rec.partition, LEADER_DURING_DELETE if deleting else rec.leader,
                             LEADER_DURING_DELETE if deleting else rec.leader_epoch, rec.isr, rec.partition_epoch,
                             rec.replicas)
+
+
+_NOT_RECORDING = nullcontext()
 
 
 class _Step:
@@ -99,13 +102,14 @@ class _Step:
         self.record = self.record.evolve(replica_states=updated)
 
     # -- requests (ControllerBrokerRequestBatch) ----------------------------------------------------
-    @contextmanager
-    def batch(self, phase: Phase) -> Iterator[None]:
+    def batch(self, phase: Phase) -> AbstractContextManager[None]:
         """The requests added inside go out in one batch of `phase`; inside another step, in a batch of its own
-        after the ones before it (a reassignment's election), and what follows in yet another."""
-        if not self.requests:
-            yield
-            return
+        after the ones before it (a reassignment's election), and what follows in yet another. Not recording (the
+        Spark operator's per-group calls): a shared no-op, nothing built per call."""
+        return self._batch(phase) if self.requests else _NOT_RECORDING
+
+    @contextmanager
+    def _batch(self, phase: Phase) -> Iterator[None]:
         if self.phase is None:
             self.phase, self.sub = phase, 0
             try:
