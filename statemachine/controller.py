@@ -47,7 +47,7 @@ from statemachine.features import (
     is_elr_supported,
     metadata_version_name,
 )
-from statemachine.partition import apply_command, metadata_state
+from statemachine.partition import apply_command, metadata_state, replicas_not_deleted
 from statemachine.record import Action, Applied, Command, PartitionRecord
 from statemachine.requests import Added, Phase, Request, RequestType, batches
 from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
@@ -215,7 +215,7 @@ class _Fanout:
         applied = apply_command(before, command, self.controller.config.rules, self.requests)
         after = applied.record
         if before is not None and after is not None and after.queued_for_deletion and \
-                _deleted_replicas(after) > _deleted_replicas(before):
+                len(replicas_not_deleted(after)) < len(replicas_not_deleted(before)):
             self.replica_deleted = True
         if key is not None:
             if applied.record is None:
@@ -700,7 +700,7 @@ class Controller:
         touched = {h.command.topic for h in out.handled if h.command.topic in cv.topics_queued_for_deletion}
         for topic in sorted(touched):
             keys = self.partitions_of(topic)
-            if all(_deleted_replicas(self.partitions[k]) == len(self.partitions[k].replica_states) for k in keys):
+            if not any(replicas_not_deleted(self.partitions[k]) for k in keys):
                 for key in keys:  # completeDeleteTopic
                     out.partition(Action.COMPLETE_DELETION, key)
             if not self.partitions_of(topic):
@@ -835,8 +835,3 @@ def _check_configs(configs: Mapping[str, str | None]) -> None:
     value = configs.get(MIN_ISR_CONFIG)
     if value is not None and not (value.isascii() and value.isdigit() and 1 <= int(value) <= 2**31 - 1):
         raise Rejection(Error.INVALID_REQUEST, f"{MIN_ISR_CONFIG} must be an integer >= 1, got '{value}'")
-
-
-def _deleted_replicas(rec: PartitionRecord) -> int:
-    """Replicas of a partition being deleted whose deletion is done (their StopReplica answered)."""
-    return sum(1 for state in rec.replica_states.values() if state is ReplicaState.DELETION_SUCCESSFUL)

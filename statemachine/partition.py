@@ -413,15 +413,16 @@ def _continue_deletion(s: _Step) -> None:
     RETRY_DELETION, fanned out by the controller). A deleted replica stays ReplicaDeletionSuccessful, and the partition
     with it, until every replica of the topic is deleted (COMPLETE_DELETION, fanned out by the controller)."""
     live = s.command.live_brokers
-    pending = _not_deleted(s.record)
+    pending = replicas_not_deleted(s.record)
     _delete_replicas(s, [b for b in pending if b in live], last=R.DELETION_SUCCESSFUL)
     for broker in sorted(b for b in pending if b not in live):
         _fail_deletion(s, broker)
-    waiting = _not_deleted(s.record)
+    waiting = replicas_not_deleted(s.record)
     s.note(f"deletion waits for dead broker(s) {waiting}" if waiting else "every replica deleted")
 
 
-def _not_deleted(rec: PartitionRecord) -> list[int]:
+def replicas_not_deleted(rec: PartitionRecord) -> list[int]:
+    """The replicas of a partition whose deletion is not done (not ReplicaDeletionSuccessful), in id order."""
     return sorted(b for b, state in rec.replica_states.items() if state is not R.DELETION_SUCCESSFUL)
 
 
@@ -619,7 +620,7 @@ def _on_broker_startup(s: _Step) -> None:
     broker = s.command.broker_id
     assert broker is not None
     _require_partition(s)
-    if broker in _not_deleted(s.record):  # a deleted replica stays deleted (an invalid transition to Kafka)
+    if broker in replicas_not_deleted(s.record):  # a deleted replica stays deleted (an invalid transition to Kafka)
         with s.batch(Phase.ONLINE_REPLICA):
             _online_replica(s, broker)
         s.note(f"replica {broker} online")
@@ -652,7 +653,7 @@ def _on_broker_failure(s: _Step) -> None:
     assert broker is not None
     _require_partition(s)
     if s.record.queued_for_deletion:
-        if broker in _not_deleted(s.record):
+        if broker in replicas_not_deleted(s.record):
             _fail_deletion(s, broker)  # failReplicaDeletion; resumeDeletions then retries (RETRY_DELETION)
         return
     rec = s.record
