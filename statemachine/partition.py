@@ -322,10 +322,12 @@ def _elect_online(s: _Step, unclean_allowed: bool) -> None:
                 Error.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no live replica in the ELR {list(kept)} left from when it was "
                 f"on" + ("" if unclean_allowed else " and unclean election disabled") + f": stays {P.OFFLINE}")
     elif rec.state is P.OFFLINE:
-        s.elect(elections.offline(rec.replicas, rec.isr, cmd.live_brokers, unclean_allowed),
-                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                f"no live replica in ISR {list(rec.isr)}"
-                + ("" if unclean_allowed else " and unclean election disabled") + f": stays {P.OFFLINE}")
+        # ZK: a live ISR member that is no longer a replica means a clean election only, which it cannot win.
+        live_isr = [r for r in rec.isr if r in cmd.live_brokers] if s.rules.unclean_needs_the_isr_offline else []
+        why = (f" and live ISR member(s) {live_isr} not replicas (no unclean election)" if live_isr else
+               "" if unclean_allowed else " and unclean election disabled")
+        s.elect(elections.offline(rec.replicas, rec.isr, cmd.live_brokers, unclean_allowed and not live_isr),
+                Error.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no live replica in ISR {list(rec.isr)}{why}: stays {P.OFFLINE}")
 
 
 def _elect_eligible(s: _Step, isr: tuple[int, ...], unclean_allowed: bool) -> bool:

@@ -245,6 +245,11 @@ class Rules:
     # yes, in the same change. ZK: no; the removed leader goes offline (leader -1) and the partition, still
     # OnlinePartition to the state machine, waits for a failover or a later reassignment.
     elects_when_a_reassignment_drops_the_leader: bool
+    # Whether an offline election may go unclean only when no ISR member is live. ZK: PartitionStateMachine
+    # (collectUncleanLeaderElectionState) sorts partitions by whether their ISR has a live broker, replica or not, and
+    # elects those that have one cleanly only, so an ISR left holding a live broker that is no longer a replica (a
+    # reassignment away from it that found no leader) blocks the unclean election. KRaft looks at live ISR replicas.
+    unclean_needs_the_isr_offline: bool
     # The lowest metadata.version the rules run at: a KRaft controller's first (3.0-IV1), or for the ZooKeeper-era
     # controller any inter.broker.protocol.version (those before 3.0 are level 0).
     minimum_metadata_version: int
@@ -264,6 +269,7 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            completes_reassignment_before_election=False, registered_from_creation=False,
            deletion_writes_offline_replicas=True, refuses_reassignment_dropping_the_isr=False,
            elects_when_a_reassignment_drops_the_leader=False, reassignment_steps_bump_the_leader_epoch=True,
+           unclean_needs_the_isr_offline=True,
            minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL,
            isr_members_must_be_live=isr_checked_against_live_brokers)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
@@ -272,7 +278,7 @@ KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shut
               reassignment_replicas=reassignment_from_current, completes_reassignment_before_election=True,
               registered_from_creation=True, deletion_writes_offline_replicas=False,
               refuses_reassignment_dropping_the_isr=True, elects_when_a_reassignment_drops_the_leader=True,
-              reassignment_steps_bump_the_leader_epoch=False,
+              reassignment_steps_bump_the_leader_epoch=False, unclean_needs_the_isr_offline=False,
               minimum_metadata_version=MINIMUM_KRAFT_VERSION,
               eligible_leader_replicas=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}

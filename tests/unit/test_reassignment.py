@@ -12,7 +12,7 @@ from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT, ZK
 from statemachine.states import PartitionState, ReplicaState
 
-from .cluster import assert_rejected, assert_unchanged, cluster_with, snapshot
+from .cluster import UNCLEAN, assert_rejected, assert_unchanged, cluster_with, snapshot
 
 P = PartitionState
 R = ReplicaState
@@ -253,3 +253,24 @@ def test_isr_change_of_a_topic_being_deleted_does_not_resume_its_reassignment() 
     assert all(d.election is None for d in out.decisions)
 
 
+
+
+def test_zk_no_unclean_election_while_a_live_broker_no_longer_a_replica_holds_the_isr() -> None:
+    # What a real Kafka 3.9 controller did (zk campaign seed 17): a cancel away from the only ISR member left it in the
+    # ISR of a leaderless partition; turning unclean election on then failed ("failed to change state ... from
+    # OfflinePartition to OnlinePartition", nothing written): PartitionStateMachine elects partitions whose ISR has a
+    # live broker cleanly only, and that broker is not a replica.
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [2])
+    cluster.reassign(("t", 0, [1]))  # RS [1, 2], AR [1]; 1 not yet in the ISR
+    cluster.failure(2)
+    cluster.elect("UNCLEAN", ("t", 0))  # 1 leads, alone in the ISR
+    cluster.reassign(("t", 0, None))  # cancel: back to [2], whose broker is down; 1 goes offline, stays in the ISR
+    cluster.controller_change(epoch=2)  # the failover finds no leader: OfflinePartition
+    cluster.startup(2)  # clean election only: 2 is not in the ISR
+    assert (cluster.rec("t", 0).replicas, cluster.rec("t", 0).leader, cluster.rec("t", 0).isr) == ((2,), -1, (1,))
+    out = cluster.alter("t", {UNCLEAN: "true"})
+    assert out.decisions == []
+    rec = cluster.rec("t", 0)
+    assert (rec.leader, rec.isr, rec.state) == (-1, (1,), P.OFFLINE)
+    assert_rejected(cluster.elect("UNCLEAN", ("t", 0)).row("t", 0), "ELIGIBLE_LEADERS_NOT_AVAILABLE")
