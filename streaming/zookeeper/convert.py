@@ -473,8 +473,11 @@ class Converter:
                 cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not self._unclean_allowed(key[0]):
             return False  # an unclean election these handlers make only where the topic allows it
         match cause.kind:
-            case "FAILOVER":  # onControllerFailover: anything, before the next input
-                return newest
+            case "FAILOVER":  # onControllerFailover: anything before the next input, but it takes out of an ISR only
+                # dead brokers' replicas and those a reassignment or a deletion removes: a registered broker dropped
+                # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30)
+                return newest and (reassigning or key[0] in self.deleting or
+                                   not any(_drops(b, before, after) for b in self.brokers))
             case "STARTUP":  # offline partitions elect; reassignments onto the broker resume (never dropping it)
                 return not _drops(cause.broker, before, after) and (
                     before.leader == NO_LEADER or (reassigning and cause.broker in topic.target(key[1])))

@@ -125,6 +125,29 @@ def test_a_controlled_shutdown_is_read_from_the_writes_before_the_brokers_sessio
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_controlled_shutdown_right_after_a_failover_is_not_the_failovers() -> None:
+    # Real 3.9 controllers (zk campaign seeds 21 and 30): a new controller's failover writes nothing for a registered
+    # broker's replicas; a broker leaving the ISRs soon after, before its session ends, is that broker's controlled
+    # shutdown, not the failover (which explains anything written before the next input).
+    z = created()
+    z.txn(z.sessions[1], ZnodeOp("closeSession", deleted=("/controller", "/brokers/ids/1")))
+    z.controller = z.sessions[2]
+    z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":2}'), ZnodeOp("setData", "/controller_epoch",
+                                                                                     b"2", 2))
+    z.state(0, -1, [2, 3], 1)  # the failover: the dead broker 1 out of the ISRs, then t-0 elects 2
+    z.state(1, 2, [2, 3], 1)
+    z.state(0, 2, [2, 3], 2)
+    z.state(0, 2, [2], 3)  # broker 3 shuts down: out of both ISRs
+    z.state(1, 2, [2], 2)
+    z.session_end(3)
+    events, observed, decisions = replayed(z.history())
+    failover = [e for e in events if e["type"] == "ControllerChange"][-1]
+    shutdown, failure = [e for e in events if e["type"] == "BrokerChange"]
+    assert [(e["change"], e["broker_id"]) for e in (shutdown, failure)] == [("CONTROLLED_SHUTDOWN", 3), ("FAILURE", 3)]
+    assert [o["cause_event_id"] for o in observed[-5:]] == [failover["event_id"]] * 3 + [shutdown["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_leaders_isr_change_keeps_the_leader_epoch_whoever_writes_it() -> None:
     z = created()
     z.state(0, 1, [1, 2], 0)  # the controller writes the leader's AlterPartition (IBP 2.7+)
