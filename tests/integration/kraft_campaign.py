@@ -292,11 +292,12 @@ def summary(results: list[RunResult]) -> str:
 
 
 def campaign(argv: list[str] | None, versions: dict[str, Any], default_versions: str, default_out: str,
-             run_one: Any, recheck_one: Any = None) -> int:
+             run_one: Any, recheck_one: Any = None, doc: str = __doc__) -> int:
     """The command line of a campaign: RUNS runs over the versions in turn, each `run_one(seed, ops, out, version,
     engines, keep=)`, Spark beside the local engine on each version's first run with --spark. With --recheck, no
-    cluster: every run kept under --out is compared again (`recheck_one(run_dir)`), as after a fix."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cluster: every run kept under --out is compared again (`recheck_one(run_dir)`), as after a fix. `doc`: the
+    campaign module's docstring, whose first line describes it."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--seed", type=int, default=1, help="the first run's seed; run n uses seed + n")
     p.add_argument("--ops", type=int, default=30, help="operations per run, after two topics are created")

@@ -76,7 +76,7 @@ def recheck(here: Path) -> list[RunResult]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return campaign(argv, VERSIONS, "3.9,2.6", "out/zk-campaign", run, recheck)
+    return campaign(argv, VERSIONS, "3.9,2.6", "out/zk-campaign", run, recheck, __doc__)
 
 
 if __name__ == "__main__":
