@@ -459,6 +459,16 @@ class Converter:
             return True
         return set(topic.target(key[1])) <= set(before.isr) or before.leader not in topic.replicas.get(key[1], ())
 
+    def _may_drop_from_isr(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+        """A reassignment takes a broker out of the ISR only as its replica goes: one no longer in the replicas (a
+        cancel, or a new target without it), or one being removed once every target replica is in the ISR (the
+        completion). Any other broker leaving the ISR meanwhile is not the reassignment's (seed 43: a controlled
+        shutdown)."""
+        topic = self.topics.get(key[0]) or TopicAssignment({})
+        replicas, removing = topic.replicas.get(key[1], ()), topic.removing.get(key[1], ())
+        complete = set(topic.target(key[1])) <= set(before.isr)
+        return all(b not in replicas or (b in removing and complete) for b in before.isr if b not in after.isr)
+
     def _unclean_allowed(self, topic: str) -> bool:
         value = self.configs.get(topic, {}).get(UNCLEAN_CONFIG, self.cluster_configs.get(UNCLEAN_CONFIG, "false"))
         return str(value).lower() == "true"
@@ -496,7 +506,7 @@ class Converter:
                 return key[0] == cause.topic
             case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any)
                 return key in cause.partitions and (reassigning or newest) and _clean(before, after) and \
-                    self._may_move_leader(key, before, after)
+                    self._may_move_leader(key, before, after) and self._may_drop_from_isr(key, before, after)
             case "ISR":  # a leader's ISR change that lets a reassignment complete
                 return key in cause.partitions and reassigning and _clean(before, after) and \
                     set(topic.target(key[1])) <= set(before.isr)

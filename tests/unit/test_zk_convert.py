@@ -187,3 +187,20 @@ def test_a_reassignment_starts_at_the_topic_znode_and_completes_after_the_new_re
     assert events[-2]["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 2, 4]}]
     assert [o["cause"] for o in observed[-3:]] == ["IsrChange"] * 3
     assert_every_history_equal(observed, decisions)
+
+
+def test_a_broker_leaving_the_isr_mid_reassignment_is_not_the_reassignments() -> None:
+    # A real 3.9 controller (zk campaign seed 43): a reassignment in progress (not every target replica in the ISR)
+    # takes no broker out of the ISR; replica 3, being removed, left it by its broker's controlled shutdown.
+    z = created()
+    z.txn(0x2000, ZnodeOp("create", "/brokers/ids/4", b"{}", 0, ephemeral=True))
+    z.topic({0: [1, 2, 4, 3], 1: [2, 3, 1]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [3]})
+    z.state(0, 1, [1, 2, 3], 1)
+    z.state(0, 1, [1, 2], 2)  # 3 leaves; 4 has not joined
+    z.state(1, 2, [2, 1], 1)
+    z.session_end(3)
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e.get("change")) for e in events[-2:]] == [("BrokerChange", "CONTROLLED_SHUTDOWN"),
+                                                                   ("BrokerChange", "FAILURE")]
+    assert [o["cause_event_id"] for o in observed[-2:]] == [events[-2]["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
