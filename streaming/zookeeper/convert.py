@@ -442,11 +442,12 @@ class Converter:
 
     def _handled_by(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> _Cause | None:
         """The newest event whose handler writes such a change. The controller handles one event at a time: once an
-        event has written, the events before it are done, and a write that does not fit it is a request's."""
+        event has written, the events before it are done, and a write that does not fit it is a request's. A new
+        controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
         for cause in reversed(self.causes):
             if self._fits(cause, key, before, after):
                 return cause
-            if cause.wrote:
+            if cause.wrote or cause.kind == "FAILOVER":
                 return None
         return None
 
@@ -473,8 +474,11 @@ class Converter:
                 cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not self._unclean_allowed(key[0]):
             return False  # an unclean election these handlers make only where the topic allows it
         match cause.kind:
-            case "FAILOVER":  # onControllerFailover: anything, before the next input
-                return newest
+            case "FAILOVER":  # onControllerFailover, before the next input: its replicas on dead brokers leave the
+                # ISR, never one of a registered broker (seed 21: a controlled shutdown's), unless a reassignment or a
+                # deletion it resumes takes that replica away
+                return newest and (reassigning or key[0] in self.deleting or
+                                   not any(_drops(b, before, after) for b in self.brokers))
             case "STARTUP":  # offline partitions elect; reassignments onto the broker resume (never dropping it)
                 return not _drops(cause.broker, before, after) and (
                     before.leader == NO_LEADER or (reassigning and cause.broker in topic.target(key[1])))
