@@ -527,16 +527,16 @@ class Controller:
         out.metadata(b for b in cv.broker_epochs if b != broker)
         out.metadata((broker,), (r for _, r in sorted(self.partitions.items())
                                  if r.has_leader_and_isr and not r.queued_for_deletion))
-        if self._hosts_replicas_being_deleted(broker):
-            # onBrokerStartup -> resumeDeletionForTopics: the failed deletions are retried before the deletion
-            # goes on (the new broker's own replicas are online by then).
-            self._resume_deletions(out)
         for key in hosted:
             out.partition(Action.BROKER_STARTUP, key, broker_id=broker)
-        # resumeDeletionForTopics: the deletion of each topic with a replica here goes on in all its partitions.
-        queued = {k[0] for k in hosted} & self.cluster.topics_queued_for_deletion
+        # Last, resumeDeletionForTopics: the failed deletions are retried (the new broker's own replicas are online
+        # by then), then the deletion of each topic with a replica here goes on in all its partitions at once
+        # (onTopicDeletion: one UpdateMetadata naming them all, then one batch per replica state).
+        queued = {k[0] for k in hosted} & cv.topics_queued_for_deletion
+        if queued:
+            self._resume_deletions(out)
         for key in sorted(k for topic in queued for k in self.partitions_of(topic)
-                          if k not in hosted and self.partitions[k].queued_for_deletion):
+                          if self.partitions[k].queued_for_deletion):
             out.partition(Action.RESUME_DELETION, key)
         out.cluster(f"broker {broker} started with epoch {epoch}" + (" (bounce: failure, then startup)"
                     if bounced else "") + f"; hosts {len(hosted)} partition(s)")

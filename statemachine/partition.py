@@ -618,7 +618,8 @@ def _on_isr_change(s: _Step) -> None:
 
 
 def _on_broker_startup(s: _Step) -> None:
-    """onBrokerStartup: the broker's replica online, then elections, reassignments, deletions resume."""
+    """onBrokerStartup: the broker's replica online, then elections, reassignments; the deletion of a topic being
+    deleted goes on after (RESUME_DELETION, fanned out by the controller for all the topic's partitions)."""
     broker = s.command.broker_id
     assert broker is not None
     _require_partition(s)
@@ -634,7 +635,6 @@ def _on_broker_startup(s: _Step) -> None:
             # /brokers/topics/T): a startup onto its target bumps the leader epoch again (A1), before the deletion
             # goes on.
             s.write(rec.leader, rec.isr, ())
-        _topic_deletion(s)
         return
     if s.rules.completes_reassignment_before_election:
         # KRaft writes only leaderless partitions at an unfence; one whose targets are all in the ISR it has

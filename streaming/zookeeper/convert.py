@@ -442,11 +442,12 @@ class Converter:
 
     def _handled_by(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> _Cause | None:
         """The newest event whose handler writes such a change. The controller handles one event at a time: once an
-        event has written, the events before it are done, and a write that does not fit it is a request's."""
+        event has written, the events before it are done, and a write that does not fit it is a request's. A new
+        controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
         for cause in reversed(self.causes):
             if self._fits(cause, key, before, after):
                 return cause
-            if cause.wrote:
+            if cause.wrote or cause.kind == "FAILOVER":
                 return None
         return None
 

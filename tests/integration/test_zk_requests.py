@@ -16,6 +16,7 @@ from streaming.jobs.replay import ReplayOptions, replay
 from streaming.zookeeper.requests import requests_agreement
 
 RUN = Path(__file__).parent / "zklog" / "requests" / "zookeeper-3.9-seed-13"
+RESUMED_DELETIONS = RUN.with_name("zookeeper-3.9-seed-19")
 
 
 def test_every_request_of_the_real_controllers_is_modelled_per_broker_in_order(tmp_path: Path) -> None:
@@ -32,6 +33,17 @@ def test_every_request_of_the_real_controllers_is_modelled_per_broker_in_order(t
     extra = [(r["broker"], r["request"], r["isrflow"]["partition_count"]) for r in rows if not r["match"]]
     assert extra == [(1, "UPDATE_METADATA", 0), (2, "UPDATE_METADATA", 0), (3, "UPDATE_METADATA", 0)]
     assert "The controller's requests" in (tmp_path / "report.html").read_text()
+
+
+def test_a_deletion_resumed_by_broker_startups_sends_what_the_controller_sent(tmp_path: Path) -> None:
+    # Campaign seed 19: brokers that come back resume the deletion of a topic they hold replicas of; each time the
+    # controller sends one UpdateMetadata naming all the topic's partitions (leader -2) and one StopReplica batch per
+    # replica state, also naming the partitions with no replica on the broker (resumeDeletionForTopics).
+    summary = replay(ReplayOptions(f"zk:{RESUMED_DELETIONS / 'version-2'}", tmp_path, engine="local",
+                                   config=ControllerConfig(rules=ZK)))
+    assert ("LeaderAndIsr 56 of 56 (isrflow 56), StopReplica 12 of 12 (isrflow 12), "
+            "UpdateMetadata 162 of 162 (isrflow 162)") in summary
+    assert all(r["match"] for r in read_jsonl(tmp_path / "requests_agreement.jsonl"))
 
 
 def test_state_change_logs_go_with_a_zk_source_and_must_be_there(tmp_path: Path) -> None:

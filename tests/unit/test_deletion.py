@@ -59,9 +59,11 @@ def test_delete_topic_waits_for_a_dead_broker() -> None:
     # Queued: the name is still taken, a second delete changes nothing.
     assert_rejected(cluster.create("t", [1]).only_row, "TOPIC_ALREADY_EXISTS")
     assert cluster.delete("t").only_row.outcome == "NO_OP"
-    # The broker returns: the deletion completes.
+    # The broker returns: its replica online, then the deletion goes on (resumeDeletionForTopics) and completes.
     back = cluster.startup(2)
-    assert [r.to_state for r in back.rows("t", 0)] == ["OfflinePartition", "NonExistentPartition"]
+    assert [(r.action, r.to_state) for r in back.rows("t", 0)] == [
+        ("BROKER_STARTUP", "OfflinePartition"), ("RESUME_DELETION", "OfflinePartition"),
+        ("COMPLETE_DELETION", "NonExistentPartition")]
     assert back.decisions == []
     assert "t" not in cluster.controller.cluster.topics
 

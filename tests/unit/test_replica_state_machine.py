@@ -195,12 +195,12 @@ def test_deletion_ineligible_to_online_replica_when_its_broker_returns() -> None
     cluster.failure(OTHER)
     cluster.delete("t")
     out = cluster.startup(OTHER)
-    row, complete = out.rows("t", 0)
-    # Ineligible -> Online -> deleted within the one command: the audit keeps the end state (and the steps in
-    # words, for a reader); then the topic's deletion completes.
-    assert row.outcome == "ACCEPTED" and row.message
-    assert row.from_state == "OfflinePartition"
-    assert set(row.replica_states.values()) == {"ReplicaDeletionSuccessful"}
+    online, resumed, complete = out.rows("t", 0)
+    # Ineligible -> Online at the startup, then deleted as the topic's deletion goes on (resumeDeletionForTopics);
+    # then the topic's deletion completes.
+    assert online.replica_states == {BROKER: "ReplicaDeletionSuccessful", OTHER: "OnlineReplica"}
+    assert resumed.outcome == "ACCEPTED" and resumed.from_state == "OfflinePartition"
+    assert set(resumed.replica_states.values()) == {"ReplicaDeletionSuccessful"}
     assert (complete.to_state, complete.replica_states) == ("NonExistentPartition", {})
     assert cluster.record("t", 0) is None
 

@@ -155,3 +155,20 @@ def test_a_reassignment_sends_the_new_replica_set_with_the_added_replica_as_new(
 
 def test_only_the_zk_rules_send_requests() -> None:
     assert not any(_replay(SCENARIO, ControllerConfig(rules=KRAFT)))
+
+
+def test_a_startup_that_resumes_a_deletion_names_every_partition_of_the_topic_in_one_update_metadata() -> None:
+    # Campaign seed 19 (3.9): resumeDeletionForTopics, after the startup's own batches, runs onTopicDeletion for the
+    # whole topic: one UpdateMetadata naming all its partitions (leader -2), also those with no replica on the
+    # broker, then the StopReplica batches of the replicas still to delete.
+    events = [*SCENARIO[:3], _event(3, "CreateTopic", topic="u", assignment={"0": [1, 2], "1": [3, 1]}),
+              _event(4, "BrokerChange", broker_id=3, change="FAILURE", broker_epoch=EPOCHS[3]),
+              _event(5, "DeleteTopic", topic="u"), _startup(6, 3, 30)]
+    restart = _replay(events)[6]
+    # Its replica online first: the partition's state, as ever (OnlineReplica from ReplicaDeletionIneligible).
+    assert [(r.batch, str(r.request), r.broker) for r in restart if r.request is LAI] == [(2, LAI, 3)]
+    resumed = [r for r in restart if r.batch >= 3]
+    assert [(str(r.request), r.broker, [(p.partition, p.delete) for p in r.partitions]) for r in resumed] == [
+        (UM, 1, [(0, None), (1, None)]), (UM, 2, [(0, None), (1, None)]), (UM, 3, [(0, None), (1, None)]),
+        (SR, 3, [(1, False)]), (SR, 3, [(1, True)])]
+    assert {(p.leader, p.leader_epoch) for p in resumed[0].partitions} == {(-2, -2)}

@@ -148,6 +148,25 @@ def test_a_controlled_shutdown_right_after_a_failover_is_not_the_failovers() -> 
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_controlled_shutdown_after_a_failover_that_wrote_nothing_is_the_shutdowns() -> None:
+    # Campaign seed 21: a new controller that wrote nothing, then a controlled shutdown of broker 2. A failover takes
+    # only dead brokers' replicas out of the ISR, and nothing queued before it explains a write after it: the writes
+    # are the shutdown's.
+    z = created()
+    z.txn(z.controller, ZnodeOp("delete", "/controller"))
+    z.controller = z.sessions[3]
+    z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":3}'),
+          ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    z.state(1, 3, [3, 1], 1)  # t-1: leadership moves away from 2
+    z.state(0, 1, [1, 3], 1)  # t-0: 2 leaves the ISR, leader 1 stays
+    z.session_end(2)
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e.get("change")) for e in events[-3:]] == [
+        ("ControllerChange", None), ("BrokerChange", "CONTROLLED_SHUTDOWN"), ("BrokerChange", "FAILURE")]
+    assert [o["cause_event_id"] for o in observed[-2:]] == [events[-2]["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_leaders_isr_change_keeps_the_leader_epoch_whoever_writes_it() -> None:
     z = created()
     z.state(0, 1, [1, 2], 0)  # the controller writes the leader's AlterPartition (IBP 2.7+)
