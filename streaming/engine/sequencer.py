@@ -19,7 +19,7 @@ from typing import Any
 from schemas.events import Malformed, ObservedDecision, parse_record
 from schemas.records import to_row
 from schemas.tables import COMMAND, EVENT, OBSERVED, QUARANTINE, REQUESTS, TableSchema
-from statemachine.controller import Controller, ControllerConfig, SnapshotError
+from statemachine.controller import Controller, ControllerConfig, HandledEvent, SnapshotError
 from statemachine.requests import request_rows
 from streaming.engine.collector import young_collection_only
 from streaming.engine.counts import BatchCounts, Stopwatch
@@ -157,8 +157,9 @@ class Sequencer:
 
     def __init__(self, spark: Any, lake: Lake, state_dir: Location, config: ControllerConfig, source: str,
                  counts: BatchCounts | None = None, progress: Any | None = None,
-                 metrics: ShadowMetrics | None = None) -> None:
+                 metrics: ShadowMetrics | None = None, requests: bool = True) -> None:
         self.progress = progress
+        self.requests = requests  # under the zk rules: the requests the controller sends (`run --no-requests`)
         self.metrics = metrics
         self.spark = spark
         self.lake = lake
@@ -199,7 +200,8 @@ class Sequencer:
                                "controller_epoch": event.controller_epoch, "ts": event.ts, "json": event.to_json(),
                                "batch_id": batch_id})
             # handle_event: the requests too under the zk rules (none, and nothing recorded, under the others).
-            handled = controller.handle_event(event, offset)
+            handled = (controller.handle_event(event, offset) if self.requests
+                       else HandledEvent(controller.handle(event, offset), []))
             for h in handled.handled:
                 c = h.command
                 out.commands.append({"topic": c.topic, "partition": c.partition, "source_offset": c.source_offset,
@@ -256,8 +258,9 @@ class Sequencer:
 
 def start_sequencer(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                     source: str, trigger: dict[str, Any], counts: BatchCounts | None = None,
-                    progress: Any | None = None, metrics: ShadowMetrics | None = None) -> Any:
+                    progress: Any | None = None, metrics: ShadowMetrics | None = None, requests: bool = True) -> Any:
     """`events`: a streaming DataFrame with columns source_offset (long) and value (binary)."""
-    sequencer = Sequencer(spark, lake, checkpoints.sequencer_state, config, source, counts, progress, metrics)
+    sequencer = Sequencer(spark, lake, checkpoints.sequencer_state, config, source, counts, progress, metrics,
+                          requests)
     return (events.writeStream.queryName("isrflow-sequencer").foreachBatch(sequencer)
             .option("checkpointLocation", str(checkpoints.sequencer)).trigger(**trigger).start())
