@@ -54,12 +54,14 @@ def test_the_spark_engine_writes_the_local_engines_requests_over_micro_batches(s
                  for engine in ("local", "spark")}
     local, spark_out = tmp_path / "local", tmp_path / "spark"
     requests = read_delta(spark_out / "requests")
-    assert len(requests) == 266 and len({r["source_offset"] for r in requests}) > 5
+    assert len({r["source_offset"] for r in requests}) > 5
     assert comparable(requests) == comparable(read_delta(local / "requests"))
     # requests.jsonl line for line (the order the controller sends them in), and so the same comparison with the
     # controllers' state-change logs.
     assert (spark_out / "requests.jsonl").read_text() == (local / "requests.jsonl").read_text()
-    assert "LeaderAndIsr 60 of 60 (isrflow 60), StopReplica 6 of 6 (isrflow 6)" in summaries["spark"]
+    compared = {engine: [line.split("; in ")[0] for line in summary.splitlines() if "the controller's requests" in line]
+                for engine, summary in summaries.items()}  # without the output folder
+    assert compared["spark"] and compared["spark"] == compared["local"]
     assert read_jsonl(spark_out / "requests_agreement.jsonl") == read_jsonl(local / "requests_agreement.jsonl")
     assert comparable(read_delta(spark_out / "audit")) == comparable(read_delta(local / "audit"))
     assert comparable(read_decisions_jsonl(spark_out / "decisions.jsonl")) == comparable(
