@@ -165,7 +165,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         kafka_options=key_values(args.kafka_option, "--kafka-option"), kafka_option_file=args.kafka_option_file,
         starting_offsets=args.starting_offsets,
         quality=args.quality, config=_controller_config(args), master=args.master, spark_conf=_spark_conf(args),
-        state_partitions=args.state_partitions, metrics_port=args.metrics_port))
+        state_partitions=args.state_partitions, metrics_port=args.metrics_port, requests=args.requests))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -248,8 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-dir", default="checkpoints",
                    help="root of the queries' checkpoints, a path or a URI (default checkpoints/)")
     p.add_argument("--lake-dir",
-                   help="where bronze, commands, decisions and quarantine tables go, a path or a URI (default: "
-                        "beside the audit table)")
+                   help="where bronze, commands, decisions, quarantine and requests tables go, a path or a URI "
+                        "(default: beside the audit table)")
     p.add_argument("--trigger", default="5 seconds",
                    help="processing-time interval, e.g. '5 seconds', or 'available-now' for one bounded run")
     _add_kafka_client_options(p, "Kafka client property or Spark source option, e.g. "
@@ -264,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-port", type=int, metavar="N",
                    help="serve Prometheus metrics on this port of the driver, path /metrics (0: a free port, printed); "
                         "see docs/operations.md")
+    p.add_argument("--no-requests", dest="requests", action="store_false",
+                   help="zk rules: do not write the requests the controller sends (the requests table); they cost "
+                        "the sequencer a few seconds per event that moves 10,000 partitions")
     _add_spark_options(p)
     _add_controller_options(p)
     p.set_defaults(func=_cmd_run)

@@ -55,7 +55,7 @@ def check_pairing(lake: Lake, checkpoints: Checkpoints, storage: Storage | None 
     sequencer_progress = _has_progress(storage, checkpoints.sequencer)
     partitions_progress = _has_progress(storage, checkpoints.partitions)
     # `commands` is left out: every start creates it empty before the first batch.
-    sequencer_data = _has_data(storage, lake.bronze, lake.quarantine)
+    sequencer_data = _has_data(storage, lake.bronze, lake.quarantine, lake.requests)
     partitions_data = _has_data(storage, lake.audit, lake.decisions)
     progress, data = sequencer_progress or partitions_progress, sequencer_data or partitions_data
     checkpoint_lost = (sequencer_data and not sequencer_progress) or (partitions_data and not partitions_progress)
@@ -64,7 +64,8 @@ def check_pairing(lake: Lake, checkpoints: Checkpoints, storage: Storage | None 
         return UsageError(f"checkpoint {checkpoints.root} and audit table {lake.audit} do not belong together "
                           f"({detail}): pass the --checkpoint-dir and --audit-table of one pipeline")
 
-    tables = ", ".join(str(t) for t in (lake.audit, lake.bronze, lake.commands, lake.decisions, lake.quarantine))
+    tables = ", ".join(str(t) for t in (lake.audit, lake.bronze, lake.commands, lake.decisions, lake.quarantine,
+                                        lake.requests))
     deleted = UsageError(
         f"audit table {lake.audit} has data but checkpoint {checkpoints.root} is missing or incomplete (deleted?): "
         f"a new checkpoint would process the events topic again into the same tables. Restore the checkpoint "

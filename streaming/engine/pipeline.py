@@ -51,8 +51,10 @@ class Pipeline:
 def start_pipeline(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                    trigger: dict[str, Any], publisher: Any | None = None, counts: BatchCounts | None = None,
                    source: str = "kafka", check: BatchCheck | None = None,
-                   metrics: ShadowMetrics | None = None, agreement: BatchAgreement | None = None) -> Pipeline:
-    sequencer = start_sequencer(spark, events, lake, checkpoints, config, source, trigger, counts, metrics=metrics)
+                   metrics: ShadowMetrics | None = None, agreement: BatchAgreement | None = None,
+                   requests: bool = True) -> Pipeline:
+    sequencer = start_sequencer(spark, events, lake, checkpoints, config, source, trigger, counts, metrics=metrics,
+                                requests=requests)
     partitions = start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts, check=check,
                                          rules=config.rules, metrics=metrics, agreement=agreement)
     return Pipeline(sequencer, partitions)
@@ -62,11 +64,11 @@ def run_bounded(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, c
                 publisher: Any | None = None, counts: BatchCounts | None = None, source: str = "kafka",
                 check: BatchCheck | None = None, progress: Any | None = None,
                 one_sequencer_batch_per_trigger: bool = False, metrics: ShadowMetrics | None = None,
-                agreement: BatchAgreement | None = None) -> None:
+                agreement: BatchAgreement | None = None, requests: bool = True) -> None:
     """Both queries with an available-now trigger, one after the other: the partition query must start
     after the sequencer has written everything."""
     start_sequencer(spark, events, lake, checkpoints, config, source, AVAILABLE_NOW, counts,
-                    progress, metrics).awaitTermination()
+                    progress, metrics, requests).awaitTermination()
     start_partition_machine(spark, lake, checkpoints, AVAILABLE_NOW, publisher, counts,
                             one_sequencer_batch_per_trigger, check, config.rules, metrics, agreement).awaitTermination()
     drain_listeners(spark)

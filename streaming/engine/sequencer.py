@@ -1,19 +1,26 @@
 """The sequencer query (the first of the pipeline's two): events -> foreachBatch that parses, quarantines bad
 records, walks the batch in log order on the driver with the cluster view, and writes raw events (bronze)
-and per-partition commands (silver). The real controller's decisions that `isrflow bridge` publishes beside
-the events (ObservedDecision) go to the observed table and never reach the controller. Its controller state
-is saved per batch id (`SequencerState`, a changelog of versioned JSON), so a batch re-run after a crash yields
-exactly the same commands. Every Delta write is idempotent per batch (txnAppId + txnVersion).
+and per-partition commands (silver). Under the zk rules it also writes the requests the controller sends for each
+event (the requests table): only here is an event's whole fan-out in one place, and the controller has applied every
+command to its own copy of the partition records, as the local engine does, so the requests are the local engine's.
+The real controller's decisions that `isrflow bridge` publishes beside the events (ObservedDecision) go to the
+observed table and never reach the controller. Its controller state is saved per batch id (`SequencerState`, a
+changelog of versioned JSON), so a batch re-run after a crash yields exactly the same commands and requests. Every
+Delta write is idempotent per batch (txnAppId + txnVersion).
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from schemas.events import Malformed, ObservedDecision, parse_record
-from schemas.tables import COMMAND, EVENT, OBSERVED, QUARANTINE, TableSchema
-from statemachine.controller import Controller, ControllerConfig, SnapshotError
+from schemas.records import to_row
+from schemas.tables import COMMAND, EVENT, OBSERVED, QUARANTINE, REQUESTS, TableSchema
+from statemachine.controller import Controller, ControllerConfig, HandledEvent, SnapshotError
+from statemachine.requests import request_rows
 from streaming.engine.collector import young_collection_only
 from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.faults import crash_point
@@ -132,14 +139,27 @@ class SequencerState:
                 self.storage.delete(path)
 
 
+@dataclass
+class _BatchRows:
+    """What one micro-batch writes, table by table, and the partitions whose records it changed."""
+
+    bronze: list[dict[str, Any]] = field(default_factory=list)
+    quarantine: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    observed: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    touched: set[tuple[str, int]] = field(default_factory=set)
+
+
 class Sequencer:
     """foreachBatch of the sequencer query. Runs on the driver: the cluster view is one small object and
     each event must see the cluster as every earlier event left it."""
 
     def __init__(self, spark: Any, lake: Lake, state_dir: Location, config: ControllerConfig, source: str,
                  counts: BatchCounts | None = None, progress: Any | None = None,
-                 metrics: ShadowMetrics | None = None) -> None:
+                 metrics: ShadowMetrics | None = None, requests: bool = True) -> None:
         self.progress = progress
+        self.requests = requests  # under the zk rules: the requests the controller sends (`run --no-requests`)
         self.metrics = metrics
         self.spark = spark
         self.lake = lake
@@ -161,31 +181,36 @@ class Sequencer:
         self._last_offset = max(controller.cluster.seen_event_ids.values(), default=-1)
         return controller
 
-    def _sequence(self, controller: Controller, rows: list[Any], batch_id: int, bronze: list[dict[str, Any]],
-                  quarantine: list[dict[str, Any]], commands: list[dict[str, Any]],
-                  touched: set[tuple[str, int]], observed: list[dict[str, Any]]) -> None:
-        """The batch's events in log order through the controller: bronze, quarantine, silver and observed
-        rows."""
+    def _sequence(self, controller: Controller, rows: list[Any], batch_id: int, out: _BatchRows) -> None:
+        """The batch's events in log order through the controller: bronze, quarantine, silver, observed and
+        requests rows."""
+        processed_at = datetime.now(UTC)
         for row in rows:
             offset, raw = int(row["source_offset"]), row["value"]
             event = parse_record(None if raw is None else bytes(raw))
             if isinstance(event, Malformed):
-                quarantine.append({"source": self.source, "source_offset": offset,
-                                   "raw": None if raw is None else bytes(raw), "error": event.reason,
-                                   "batch_id": batch_id, "quarantined_at": None})
+                out.quarantine.append({"source": self.source, "source_offset": offset,
+                                       "raw": None if raw is None else bytes(raw), "error": event.reason,
+                                       "batch_id": batch_id, "quarantined_at": None})
                 continue
             if isinstance(event, ObservedDecision):  # the controller's own decision: compared, never applied
-                observed.append({**event.to_row(), "batch_id": batch_id})
+                out.observed.append({**event.to_row(), "batch_id": batch_id})
                 continue
-            bronze.append({"source_offset": offset, "event_id": event.event_id, "type": event.type,
-                           "controller_epoch": event.controller_epoch, "ts": event.ts, "json": event.to_json(),
-                           "batch_id": batch_id})
-            for h in controller.handle(event, offset):
+            out.bronze.append({"source_offset": offset, "event_id": event.event_id, "type": event.type,
+                               "controller_epoch": event.controller_epoch, "ts": event.ts, "json": event.to_json(),
+                               "batch_id": batch_id})
+            # handle_event: the requests too under the zk rules (none, and nothing recorded, under the others).
+            handled = (controller.handle_event(event, offset) if self.requests
+                       else HandledEvent(controller.handle(event, offset), []))
+            for h in handled.handled:
                 c = h.command
-                commands.append({"topic": c.topic, "partition": c.partition, "source_offset": c.source_offset,
-                                 "step": c.step, "action": str(c.action), "command": pack_command(c)})
+                out.commands.append({"topic": c.topic, "partition": c.partition, "source_offset": c.source_offset,
+                                     "step": c.step, "action": str(c.action), "command": pack_command(c)})
                 if c.partition is not None:
-                    touched.add((c.topic, c.partition))
+                    out.touched.add((c.topic, c.partition))
+            if handled.requests:
+                out.requests.extend({**to_row(r), "processed_at": processed_at} for r in request_rows(
+                    handled.requests, event.event_id, event.type, offset, controller.cluster.controller_epoch))
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
         clock = Stopwatch()
@@ -193,48 +218,49 @@ class Sequencer:
         clock.lap("read")
         controller = self._controller_before(batch_id)
         clock.lap("restore")
-        bronze: list[dict[str, Any]] = []
-        quarantine: list[dict[str, Any]] = []
-        commands: list[dict[str, Any]] = []
-        touched: set[tuple[str, int]] = set()
-        observed: list[dict[str, Any]] = []
+        out = _BatchRows()
         with young_collection_only():
-            self._sequence(controller, rows, batch_id, bronze, quarantine, commands, touched, observed)
+            self._sequence(controller, rows, batch_id, out)
         clock.lap("core")
         spark, lake = self.spark, self.lake
 
         def silver() -> None:
             # The observed rows first: the partition query, woken by the commands, reads the controller's
             # decisions of the events it decides from the observed table.
-            append_idempotent(spark, observed, OBSERVED, lake.observed, "isrflow-observed", batch_id)
-            append_idempotent(spark, commands, COMMAND, lake.commands, "isrflow-commands", batch_id)
+            append_idempotent(spark, out.observed, OBSERVED, lake.observed, "isrflow-observed", batch_id)
+            append_idempotent(spark, out.commands, COMMAND, lake.commands, "isrflow-commands", batch_id)
 
-        # Different tables and a state file, each idempotent per batch id: written at once.
+        # Different tables and a state file, each idempotent per batch id: written at once. A batch re-run after a
+        # crash restarts from the same saved state, so it yields the same rows (requests included) for each table
+        # whose commit had not been made.
         clock.together({
-            "bronze": lambda: append_idempotent(spark, bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
-            "quarantine": lambda: append_idempotent(spark, quarantine, QUARANTINE, lake.quarantine,
+            "bronze": lambda: append_idempotent(spark, out.bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
+            "quarantine": lambda: append_idempotent(spark, out.quarantine, QUARANTINE, lake.quarantine,
                                                     "isrflow-quarantine", batch_id),
             "silver": silver,
-            "state": lambda: self.state.save(controller, batch_id, touched, self._last_offset),
+            "requests": lambda: append_idempotent(spark, out.requests, REQUESTS, lake.requests, "isrflow-requests",
+                                                  batch_id),
+            "state": lambda: self.state.save(controller, batch_id, out.touched, self._last_offset),
         })
         crash_point("sequencer-committed")
         self._controller, self._controller_batch = controller, batch_id
         if rows:
             self._last_offset = max(self._last_offset, int(rows[-1]["source_offset"]))
         if self.counts is not None:
-            self.counts.sequencer[batch_id] = {"events": len(rows), "quarantined": len(quarantine),
-                                               "commands": len(commands), "steps": clock.laps,
+            self.counts.sequencer[batch_id] = {"events": len(rows), "quarantined": len(out.quarantine),
+                                               "commands": len(out.commands), "steps": clock.laps,
                                                "within": clock.within}
         if self.progress is not None:
             self.progress.advance(len(rows))
         if self.metrics is not None:
-            self.metrics.observe_sequenced(len(quarantine), controller.cluster.topic_configs)
+            self.metrics.observe_sequenced(len(out.quarantine), controller.cluster.topic_configs)
 
 
 def start_sequencer(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints, config: ControllerConfig,
                     source: str, trigger: dict[str, Any], counts: BatchCounts | None = None,
-                    progress: Any | None = None, metrics: ShadowMetrics | None = None) -> Any:
+                    progress: Any | None = None, metrics: ShadowMetrics | None = None, requests: bool = True) -> Any:
     """`events`: a streaming DataFrame with columns source_offset (long) and value (binary)."""
-    sequencer = Sequencer(spark, lake, checkpoints.sequencer_state, config, source, counts, progress, metrics)
+    sequencer = Sequencer(spark, lake, checkpoints.sequencer_state, config, source, counts, progress, metrics,
+                          requests)
     return (events.writeStream.queryName("isrflow-sequencer").foreachBatch(sequencer)
             .option("checkpointLocation", str(checkpoints.sequencer)).trigger(**trigger).start())

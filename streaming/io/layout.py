@@ -23,13 +23,15 @@ class Lake:
     # Behind `isrflow bridge`: the real controller's partition changes, and isrflow's agreement with them.
     observed: Location
     agreement: Location
+    # Under the zk rules: the requests the controller sends for each event (the sequencer writes them).
+    requests: Location
 
     @classmethod
     def beside(cls, audit: Location, root: Location | None = None) -> Lake:
         root = root or audit.parent
         return cls(audit=audit, quarantine=root / "quarantine", bronze=root / "bronze",
                    commands=root / "commands", decisions=root / "decisions", quality=root / "quality",
-                   observed=root / "observed", agreement=root / "agreement")
+                   observed=root / "observed", agreement=root / "agreement", requests=root / "requests")
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,8 @@ class Checkpoints:
 @dataclass(frozen=True)
 class ReplayOutput:
     """A replay's output folder: `decisions.jsonl`, `audit/` and `quarantine/` (Delta), `report.html`, the ZK
-    controller's requests (`requests.jsonl`, `requests/`, Delta; the local engine), and the Spark engine's working
-    tables and checkpoints under `_pipeline/`."""
+    controller's requests (`requests.jsonl`, `requests/`, Delta), and the Spark engine's working tables and
+    checkpoints under `_pipeline/`."""
 
     root: Path
 
@@ -90,7 +92,7 @@ class ReplayOutput:
         work = self.work
         return Lake(audit=self.audit, quarantine=self.quarantine, bronze=work / "bronze",
                     commands=work / "commands", decisions=work / "decisions", quality=work / "quality",
-                    observed=work / "observed", agreement=work / "agreement")
+                    observed=work / "observed", agreement=work / "agreement", requests=self.requests)
 
     @property
     def checkpoints(self) -> Checkpoints:

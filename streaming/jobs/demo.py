@@ -157,7 +157,8 @@ def demo(port: int = 9092, work_dir: Path = Path("out/demo"), master: str | None
         audit = read_delta(lake.audit)
         quarantined = len(read_delta(lake.quarantine)) if (lake.quarantine / "_delta_log").exists() else 0
         print(summarize(audit, decisions, quarantined))
-        print(f"tables: {work} (audit, decisions, commands, bronze, quarantine: Delta); "
+        requests = ", requests" if (lake.requests / "_delta_log").exists() else ""  # the zk rules' requests
+        print(f"tables: {work} (audit, decisions, commands, bronze, quarantine{requests}: Delta); "
               f"replay the same log offline: isrflow replay {resources.files('streaming')}/scenarios/incident.jsonl "
               "--out out/incident --engine local")
         spark.stop()

@@ -3,15 +3,18 @@ incident report."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from schemas.tables import AUDIT, QUARANTINE
+from schemas.records import RequestRow
+from schemas.tables import AUDIT, QUARANTINE, REQUESTS
 from statemachine.controller import ControllerConfig
 from statemachine.errors import Outcome
+from statemachine.requests import RequestType
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
@@ -19,6 +22,7 @@ from streaming.errors import UsageError
 from streaming.history.outputs import write_agreement
 from streaming.io.delta import read_delta, scan_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import Bounds, count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
+from streaming.io.jsonl import write_jsonl
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.io.layout import ReplayOutput
 from streaming.jobs import kraft, zookeeper
@@ -71,10 +75,21 @@ class ReplayOptions:
     state_change: Path | None = None
 
 
+_REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(RequestRow))
+# An event's requests in the order the controller sends them (statemachine.requests): batch by batch, LeaderAndIsr,
+# then UpdateMetadata, then StopReplica, each by broker.
+_SENT = {str(t): rank for rank, t in enumerate(RequestType)}
+
+
+def _sent_order(row: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    return row["source_offset"], row["batch"], _SENT[row["request"]], row["broker"]
+
+
 def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out: Path,
                  config: ControllerConfig, batch_size: int = 0, source: str = "file",
                  progress: object | None = None) -> None:
-    """The Spark pipeline over a log, writing a replay's output folder (decisions.jsonl, audit, quarantine)."""
+    """The Spark pipeline over a log, writing a replay's output folder (decisions.jsonl, audit, quarantine; the
+    requests, requests.jsonl in the local engine's order)."""
     from streaming.engine.pipeline import replay_spark as run_pipeline
 
     if isinstance(records, Path):
@@ -82,10 +97,12 @@ def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out
     layout = ReplayOutput(out)
     lake = layout.lake
     run_pipeline(spark, records, lake, layout.checkpoints, layout.staging, config, batch_size, source, progress)
-    for path, schema in ((lake.audit, AUDIT), (lake.quarantine, QUARANTINE)):
+    for path, schema in ((lake.audit, AUDIT), (lake.quarantine, QUARANTINE), (lake.requests, REQUESTS)):
         if not (path / "_delta_log").exists():
             write_delta(path, [], schema)
     write_decisions_jsonl(layout.decisions_jsonl, read_delta(lake.decisions))
+    write_jsonl(layout.requests_jsonl, ({name: r[name] for name in _REQUEST_FIELDS}
+                                        for r in sorted(read_delta(lake.requests), key=_sent_order)))
 
 
 def _requests_agreement(options: ReplayOptions, layout: ReplayOutput) -> str:
@@ -93,8 +110,6 @@ def _requests_agreement(options: ReplayOptions, layout: ReplayOutput) -> str:
     state_change = options.state_change or Path(options.source[len(zookeeper.PREFIX):]).parent / "state-change"
     if not state_change.is_dir():
         return ""
-    if not layout.requests_jsonl.exists():
-        return f"\n  the controller's requests ({state_change}) are compared by the local engine only (--engine local)"
     return "\n  " + write_requests_agreement(layout.root, state_change, layout.requests_jsonl).describe(layout.root)
 
 

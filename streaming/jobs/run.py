@@ -46,6 +46,8 @@ class RunOptions:
     state_partitions: int | None = None
     # Serve Prometheus metrics on this port (0: a free one, printed); None: no metrics.
     metrics_port: int | None = None
+    # Under the zk rules: the requests the controller sends, to the requests table.
+    requests: bool = True
 
 
 def run(options: RunOptions) -> int:
@@ -108,12 +110,12 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
         metrics = serve_metrics(spark, options, cleanup, SequencerState(checkpoints.sequencer_state, storage=storage))
         if "availableNow" in trigger:
             run_bounded(spark, events, lake, checkpoints, options.config, publisher, counts, check=check,
-                        metrics=metrics, agreement=agreement)
+                        metrics=metrics, agreement=agreement, requests=options.requests)
             return 0
         # Handlers first: a SIGTERM while the queries start also stops them after their current micro-batch.
         stop = cleanup.enter_context(stop_on_signals())
         pipeline = start_pipeline(spark, events, lake, checkpoints, options.config, trigger, publisher, counts,
-                                  check=check, metrics=metrics, agreement=agreement)
+                                  check=check, metrics=metrics, agreement=agreement, requests=options.requests)
         return wait_until_stopped(pipeline, kafka, stop)
 
 

@@ -174,6 +174,9 @@ class Campaign:
         assert max(table_keys.values()) == 1, "(topic, partition, partition_epoch) repeated in the decisions table"
         assert comparable(decisions) == want, "decisions table differs from the local engine"
         assert comparable(read_delta(self.lake.audit)) == comparable(expected.audit), "audit differs"
+        # The zk rules' requests, written by the sequencer: none lost or repeated by a crash.
+        requests = read_delta(self.lake.requests) if (self.lake.requests / "_delta_log").is_dir() else []
+        assert comparable(requests) == comparable(expected.requests), "requests differ"
         quarantined = read_delta(self.lake.quarantine) if (self.lake.quarantine / "_delta_log").is_dir() else []
         assert sorted(q["source_offset"] for q in quarantined) == sorted(
             q["source_offset"] for q in expected.quarantine)

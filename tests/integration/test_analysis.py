@@ -96,12 +96,9 @@ def test_spark_replay_report_and_explain_equal_the_local_engine(spark_replay: Pa
     assert html.count("data:image/png;base64,") == 3
     assert build_report(spark_replay).summary == build_report(local_replay).summary
     for topic, partition in (("payments", 0), ("orders", 0), ("orders", 2)):
-        # The local engine also writes the controller's requests (requests.jsonl, zk rules); explain shows them on
-        # lines of their own, which the Spark engine's replay does not have.
-        local = explain(local_replay, topic, partition)
-        assert explain(spark_replay, topic, partition) == "\n".join(
-            line for line in local.splitlines() if not line.startswith("  requests ")) + (
-            "\n" if local.endswith("\n") else "")
+        # The controller's requests (zk rules) included: both engines write requests.jsonl.
+        assert explain(spark_replay, topic, partition) == explain(local_replay, topic, partition)
+    assert "\n  requests   batch " in explain(spark_replay, "payments", 0)
     # The audit table path works as a source too (decisions.jsonl found beside it).
     assert explain(spark_replay / "audit", "payments", 0) == explain(spark_replay, "payments", 0)
 

@@ -32,6 +32,7 @@ def outputs(out: Path) -> dict[str, list[dict[str, Any]]]:
         "audit": comparable(read_delta(out / "audit")),
         "decisions": comparable(read_decisions_jsonl(out / "decisions.jsonl")),
         "quarantine": comparable(read_delta(out / "quarantine")),
+        "requests": comparable(read_delta(out / "requests")),  # the zk rules' (ControllerConfig's default)
     }
 
 
@@ -41,7 +42,7 @@ def local_outputs(log: Path, out: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def assert_same(actual: dict[str, list[dict[str, Any]]], expected: dict[str, list[dict[str, Any]]]) -> None:
-    for table in ("decisions", "audit", "quarantine"):
+    for table in ("decisions", "audit", "quarantine", "requests"):
         assert len(actual[table]) == len(expected[table]), table
         for a, e in zip(actual[table], expected[table], strict=True):
             assert a == e, f"{table} differs"
@@ -235,10 +236,12 @@ def test_stop_mid_stream_and_restart_from_checkpoint(spark: Any, kafka_broker: A
     assert comparable(read_delta(lake.audit)) == comparable(expected.audit)
     assert comparable(read_delta(lake.decisions)) == comparable(expected.decisions)
     assert comparable(consume_decisions(bootstrap, "restart-decisions")) == comparable(expected.decisions)
+    assert comparable(read_delta(lake.requests)) == comparable(expected.requests)
 
 
 def test_a_rerun_sequencer_batch_writes_nothing_twice(spark: Any, tmp_path: Path) -> None:
-    """A micro-batch re-run after a crash (same batch id) yields the same commands and no duplicates."""
+    """A micro-batch re-run after a crash (same batch id) yields the same commands and requests, and no
+    duplicates."""
     from streaming.engine.sequencer import Sequencer
     from streaming.io.layout import Lake
 
@@ -249,10 +252,16 @@ def test_a_rerun_sequencer_batch_writes_nothing_twice(spark: Any, tmp_path: Path
     first(batch.limit(20), 0)
     first(batch.filter("source_offset >= 20"), 1)
     commands = spark.read.format("delta").load(str(lake.commands)).count()
+    requests = read_delta(lake.requests)
     # A fresh process re-runs batch 1 from the saved state of batch 0.
     Sequencer(spark, lake, tmp_path / "state", ControllerConfig(), "file")(batch.filter("source_offset >= 20"), 1)
     assert spark.read.format("delta").load(str(lake.commands)).count() == commands
-    assert commands == sum(1 for _ in run_local(enumerate(lines)).audit)
+    assert read_delta(lake.requests) == requests
+    expected = run_local(enumerate(lines))
+    assert commands == len(expected.audit)
+    offsets = {r["source_offset"] for r in requests}
+    assert min(offsets) < 20 <= max(offsets)  # both batches' events sent requests
+    assert comparable(requests) == comparable(expected.requests)
 
 
 def test_run_refuses_an_events_topic_with_more_than_one_partition(kafka_broker: Any, tmp_path: Path,

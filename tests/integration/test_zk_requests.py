@@ -1,16 +1,19 @@
 """A real ZooKeeper-mode controller's requests (a campaign run kept in tests/integration/zklog/requests, README there):
 `replay zk:DIR` with the brokers' state-change logs beside the history models every LeaderAndIsr and StopReplica
-request the controllers sent, per broker in order, and every UpdateMetadata request's partition count."""
+request the controllers sent, per broker in order, and every UpdateMetadata request's partition count; the Spark
+engine writes the same requests as the local engine."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from statemachine.controller import ControllerConfig
 from statemachine.rules import ZK
 from streaming.errors import UsageError
+from streaming.io.delta import comparable, read_decisions_jsonl, read_delta
 from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 from streaming.zookeeper.requests import requests_agreement
@@ -51,3 +54,27 @@ def test_state_change_logs_go_with_a_zk_source_and_must_be_there(tmp_path: Path)
         replay(ReplayOptions(str(RUN / "version-2"), tmp_path, engine="local", state_change=RUN / "state-change"))
     with pytest.raises(UsageError, match="no such directory"):
         replay(ReplayOptions(f"zk:{RUN / 'version-2'}", tmp_path, engine="local", state_change=tmp_path / "none"))
+
+
+@pytest.mark.spark
+def test_the_spark_engine_writes_the_local_engines_requests_over_micro_batches(spark: Any, tmp_path: Path) -> None:
+    # Each engine's own replay, the Spark one 5 events per micro-batch: an event's requests come from the sequencer,
+    # which sees its whole fan-out, and each micro-batch's from the controller state the one before it saved.
+    source = f"zk:{RUN / 'version-2'}"
+    summaries = {engine: replay(ReplayOptions(source, tmp_path / engine, engine=engine, batch_size=5,
+                                              config=ControllerConfig(rules=ZK)))
+                 for engine in ("local", "spark")}
+    local, spark_out = tmp_path / "local", tmp_path / "spark"
+    requests = read_delta(spark_out / "requests")
+    assert len({r["source_offset"] for r in requests}) > 5
+    assert comparable(requests) == comparable(read_delta(local / "requests"))
+    # requests.jsonl line for line (the order the controller sends them in), and so the same comparison with the
+    # controllers' state-change logs.
+    assert (spark_out / "requests.jsonl").read_text() == (local / "requests.jsonl").read_text()
+    compared = {engine: [line.split("; in ")[0] for line in summary.splitlines() if "the controller's requests" in line]
+                for engine, summary in summaries.items()}  # without the output folder
+    assert compared["spark"] and compared["spark"] == compared["local"]
+    assert read_jsonl(spark_out / "requests_agreement.jsonl") == read_jsonl(local / "requests_agreement.jsonl")
+    assert comparable(read_delta(spark_out / "audit")) == comparable(read_delta(local / "audit"))
+    assert comparable(read_decisions_jsonl(spark_out / "decisions.jsonl")) == comparable(
+        read_decisions_jsonl(local / "decisions.jsonl"))
