@@ -533,7 +533,8 @@ class Converter:
         bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
         event = self._event(bump, "ReassignPartitions", f"-{topic}-{key[1]}",
                             partitions=[{"topic": topic, "partition": key[1], "replicas": last["replicas"]}])
-        self._cause(_Cause(event, "PARTITIONS", partitions={key}))
+        # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
+        self._cause(_Cause(event, "PARTITIONS", wrote=True))
         self.result.unexplained.pop()
         last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
 

@@ -223,3 +223,18 @@ def test_a_broker_leaving_the_isr_mid_reassignment_is_not_the_reassignments() ->
                                                                    ("BrokerChange", "FAILURE")]
     assert [o["cause_event_id"] for o in observed[-2:]] == [events[-2]["event_id"]] * 2
     assert_every_history_equal(observed, decisions)
+
+
+def test_each_admin_reassignment_to_the_replicas_a_partition_has_is_its_own_event() -> None:
+    # A real 2.6 run (zk campaign seed 48): twice a reassignment of t-0 to the replicas it has, each completed at
+    # once: a bare leader epoch bump, then /brokers/topics/T rewritten unchanged. The second bump is the second
+    # reassignment's, not the first's.
+    z = created()
+    for epoch in (1, 2):
+        z.state(0, 1, [1, 2, 3], epoch)
+        z.topic({0: [1, 2, 3], 1: [2, 3, 1]}, op="setData")
+    events, observed, decisions = replayed(z.history())
+    reassignments = [e for e in events if e["type"] == "ReassignPartitions"]
+    assert [e["partitions"] for e in reassignments] == [[{"topic": "t", "partition": 0, "replicas": [1, 2, 3]}]] * 2
+    assert [o["cause_event_id"] for o in observed[-2:]] == [e["event_id"] for e in reassignments]
+    assert_every_history_equal(observed, decisions)
