@@ -129,7 +129,7 @@ class IsrChangeNotification(Event):
     """Below inter.broker.protocol 2.7, where a leader writes its own ISR to ZooKeeper and announces it under
     /isr_change_notification: the controller read those notifications, naming `partitions`
     (processIsrChangeNotification). It takes their leader and ISR from ZooKeeper into its cache and sends one
-    UpdateMetadata naming them all. isrflow's addition to the contract, written by `import-zookeeper`; it decides
+    UpdateMetadata naming them all. isrflow's addition to the contract, written by `import-zk`; it decides
     nothing."""
 
     type: ClassVar[str] = "IsrChangeNotification"

@@ -254,8 +254,9 @@ class Converter:
             return None
         newest = self.causes[-1]
         zxid = event_zxid(newest.event)
-        if self.alter_partition is not None and newest.event is self.alter_partition.events[-1]:
-            zxid = event_zxid(self.alter_partition.events[0])  # the request's next partition rewrites them all
+        request = self.alter_partition
+        if request is not None and newest.event is request.events[-1]:
+            zxid = event_zxid(request.events[0])  # the request's next partition names itself in all its events
         if self.time > quiet_since or (newest.kind in ("PREFERRED", "UNCLEAN") and zxid == self.zxid) or \
                 any(self.reassigning(key) for key in newest.partitions):
             return zxid

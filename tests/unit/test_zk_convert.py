@@ -12,7 +12,7 @@ from statemachine.controller import ControllerConfig
 from statemachine.rules import ZK
 from streaming.engine.local import run_local
 from streaming.history.histories import history_rows
-from streaming.zookeeper.convert import convert
+from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
@@ -183,6 +183,11 @@ def test_the_isr_changes_of_one_alter_partition_request_are_the_controllers_pipe
     assert [(e["partition"], e.get("request_partitions")) for e in events[-4:]] == [
         (0, both), (1, both), (1, None), (2, None)]
     assert_every_history_equal(observed, decisions)
+    # A follower holds the request's events back from its first on while the controller may still be writing it:
+    # the next partition names itself in all of them.
+    converter, first = Converter(), len(z.txns) - 4
+    converter.feed(z.txns[:first + 2])
+    assert converter.unsettled_from(quiet_since=0) == z.txns[first].zxid
 
 
 def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_are_its_read_of_them() -> None:
