@@ -622,9 +622,10 @@ def _on_isr_change(s: _Step) -> None:
     # it reads the leader's notification.
     cached = None if is_alter_partition_supported(cmd.metadata_version) else rec.controller_view
     s.write(rec.leader, cmd.isr, (rec.leader,), leader_recovery_state=recovery, bump_leader_epoch=False, sent=False)
+    s.note(f"ISR {list(rec.isr)} -> {list(cmd.isr)}")
     if cached is not None:
         s.record = s.record.evolve(cached_isr=cached[0], cached_partition_epoch=cached[1])
-    s.note(f"ISR {list(rec.isr)} -> {list(cmd.isr)}")
+        s.note("written by the leader itself (below protocol 2.7)")
     if s.record.reassignment_in_progress and all(r in s.record.isr for r in s.record.target_replicas):
         with s.batch(Phase.REASSIGNMENT):
             _progress_reassignment(s)
@@ -634,6 +635,8 @@ def _on_isr_change_notification(s: _Step) -> None:
     """processIsrChangeNotification for this partition: its state read from ZooKeeper into the controller's cache,
     and UpdateMetadata of it to every registered broker (one request for the notifications' partitions)."""
     _require_partition(s)
+    if s.record.cached_isr is not None:
+        s.note(f"the controller's cache reads ISR {list(s.record.isr)} (it held {list(s.record.cached_isr)})")
     s.read_state()
     with s.batch(Phase.METADATA):
         s.send_metadata()
