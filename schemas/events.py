@@ -79,7 +79,7 @@ class Event:
 _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
-_ADDITIONS = frozenset({"unclean_shutdown"})
+_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions"})
 
 
 def _plain(value: Any) -> Any:
@@ -117,6 +117,23 @@ class IsrChange(Event):
     partition_epoch: int
     isr: tuple[int, ...]
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    # Addition: the partitions of the AlterPartition request this change came in, when it named more than one
+    # (this one among them), in the order of their IsrChange events, which follow one another. The ZooKeeper-era
+    # controller answers the request with one UpdateMetadata naming them all, after the last one's change
+    # (KafkaController.processAlterPartition). Empty: the request named this partition alone.
+    request_partitions: tuple[PartitionRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IsrChangeNotification(Event):
+    """Below inter.broker.protocol 2.7, where a leader writes its own ISR to ZooKeeper and announces it under
+    /isr_change_notification: the controller read those notifications, naming `partitions`
+    (processIsrChangeNotification). It takes their leader and ISR from ZooKeeper into its cache and sends one
+    UpdateMetadata naming them all. isrflow's addition to the contract, written by `import-zk`; it decides
+    nothing."""
+
+    type: ClassVar[str] = "IsrChangeNotification"
+    partitions: tuple[PartitionRef, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,7 +257,7 @@ class ObservedDecision:
 
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
                    | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot
-                   | UpdateFeatures)
+                   | UpdateFeatures | IsrChangeNotification)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig,
@@ -449,12 +466,14 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "partition_epoch": _non_negative_int,
     },
     "UpdateFeatures": {"features": _feature_levels},
+    "IsrChangeNotification": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=False)},
 }
 
 # Optional fields: name -> (validator, default).
 _OPTIONAL: dict[str, dict[str, Any]] = {
     "BrokerChange": {"unclean_shutdown": (_bool, False)},
-    "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED)},
+    "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
+                  "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else _broker_epochs(v, n), None)},

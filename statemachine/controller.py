@@ -34,6 +34,7 @@ from schemas.events import (
     ElectionType,
     ElectLeaders,
     IsrChange,
+    IsrChangeNotification,
     LeaderImbalanceCheck,
     PartitionSnapshot,
     ReassignPartitions,
@@ -44,6 +45,7 @@ from statemachine.features import (
     ELIGIBLE_LEADER_REPLICAS_VERSION,
     LATEST_PRODUCTION,
     METADATA_VERSION,
+    is_alter_partition_supported,
     is_elr_supported,
     metadata_version_name,
 )
@@ -176,17 +178,19 @@ class _Fanout:
             self._run = (self._run[0] + 1, action)
         return self._run[0]
 
-    def metadata(self, brokers: Iterable[int], records: Iterable[PartitionRecord] = ()) -> None:
-        """sendUpdateMetadataRequest(brokers, partitions): a batch of its own, to the registered `brokers`."""
+    def metadata(self, brokers: Iterable[int], records: Iterable[PartitionRecord] = (), *,
+                 action: Action = Action.CLUSTER) -> None:
+        """sendUpdateMetadataRequest(brokers, partitions): to the registered `brokers`, a batch of its own; with an
+        `action`, the metadata batch of that action's commands just emitted (before their later steps)."""
         if not self.requests:
             return
         registered = self.controller.cluster.broker_epochs.keys()
         to = tuple(sorted(b for b in brokers if b in registered))
-        run = self._runs(Action.CLUSTER)
-        self.sent.append((run, Action.CLUSTER, Added(Phase.METADATA, 0, RequestType.UPDATE_METADATA, to, None)))
+        run = self._runs(action)
+        self.sent.append((run, action, Added(Phase.METADATA, 0, RequestType.UPDATE_METADATA, to, None)))
         for rec in records:
-            self.sent.append((run, Action.CLUSTER, Added(Phase.METADATA, 0, RequestType.UPDATE_METADATA, to,
-                                                         metadata_state(rec))))
+            self.sent.append((run, action, Added(Phase.METADATA, 0, RequestType.UPDATE_METADATA, to,
+                                                 metadata_state(rec))))
 
     def facts_changed(self) -> None:
         self._facts = None
@@ -394,6 +398,8 @@ class Controller:
                 self._on_broker_change(event, out)
             case IsrChange():
                 self._on_isr_change(event, out)
+            case IsrChangeNotification():
+                self._on_isr_change_notification(event, out)
             case CreateTopic():
                 self._on_create_topic(event, out)
             case CreatePartitions():
@@ -613,6 +619,22 @@ class Controller:
         out.partition(Action.ISR_CHANGE, (ev.topic, ev.partition), broker_id=ev.broker_id, isr=ev.isr,
                       leader_epoch=leader_epoch, partition_epoch=partition_epoch,
                       leader_recovery_state=ev.leader_recovery_state)
+        # processAlterPartition: one UpdateMetadata naming every partition of the request, accepted or not, once all
+        # are written (after the last one's change), before any reassignment it lets complete. Below protocol 2.7 the
+        # leader wrote it itself: the controller sends nothing until it reads the notification.
+        request = [(p.topic, p.partition) for p in ev.request_partitions] or [(ev.topic, ev.partition)]
+        if is_alter_partition_supported(self.metadata_version) and request[-1] == (ev.topic, ev.partition):
+            out.metadata(self.cluster.broker_epochs, (self.partitions[k] for k in request if k in self.partitions),
+                         action=Action.ISR_CHANGE)
+
+    def _on_isr_change_notification(self, ev: IsrChangeNotification, out: _Fanout) -> None:
+        """processIsrChangeNotification: the named partitions' states read into the cache and one UpdateMetadata
+        naming them (those that still exist) to every registered broker."""
+        keys = sorted({(p.topic, p.partition) for p in ev.partitions} & self.partitions.keys())
+        for key in keys:
+            out.partition(Action.ISR_CHANGE_NOTIFICATION, key)
+        if not keys:
+            out.metadata(self.cluster.broker_epochs)
 
     # -- topics ----------------------------------------------------------------------------------------
     def _on_create_topic(self, ev: CreateTopic, out: _Fanout) -> None:

@@ -74,3 +74,11 @@ def is_leader_epoch_bump_required_on_isr_shrink(metadata_version: int) -> bool:
 def is_elr_supported(metadata_version: int) -> bool:
     """KIP-966: Eligible Leader Replicas need 4.0-IV1 (eligible.leader.replicas.version 1 depends on it)."""
     return metadata_version >= IBP_4_0_IV1
+
+
+def is_alter_partition_supported(metadata_version: int) -> bool:
+    """Whether leaders send their ISR changes to the controller (AlterPartition, inter.broker.protocol 2.7-IV2 on);
+    below it a leader writes its ISR to ZooKeeper itself and announces it under /isr_change_notification. Level 0
+    stands for every protocol before 3.0: isrflow takes it as below 2.7 (the ZooKeeper importer gives it to the
+    clusters whose leaders write their own ISR), and a 2.7 or 2.8 cluster as such one."""
+    return metadata_version > ZOOKEEPER_ERA_PROTOCOL

@@ -17,6 +17,7 @@ from schemas.records import AuditRow, Decision
 from statemachine import elections
 from statemachine.elections import Elected
 from statemachine.errors import Error, Outcome, Rejection
+from statemachine.features import is_alter_partition_supported
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
 from statemachine.requests import LEADER_DURING_DELETE, NO_EPOCH, Added, Phase, RequestPartition, RequestType
 from statemachine.rules import (
@@ -42,14 +43,15 @@ R = ReplicaState
 
 
 def metadata_state(rec: PartitionRecord) -> RequestPartition | None:
-    """A partition in UpdateMetadata: as the controller holds it, leader and leader epoch -2 while its topic is being
-    deleted; None when it never had a leader (the controller leaves it out)."""
+    """A partition in UpdateMetadata: as the controller holds it (its cache: PartitionRecord.controller_view), leader
+    and leader epoch -2 while its topic is being deleted; None when it never had a leader (the controller leaves it
+    out)."""
     if not rec.has_leader_and_isr:
         return None
     deleting = rec.queued_for_deletion
+    isr, partition_epoch = rec.controller_view
     return RequestPartition(rec.topic, rec.partition, LEADER_DURING_DELETE if deleting else rec.leader,
-                            LEADER_DURING_DELETE if deleting else rec.leader_epoch, rec.isr, rec.partition_epoch,
-                            rec.replicas)
+                            LEADER_DURING_DELETE if deleting else rec.leader_epoch, isr, partition_epoch, rec.replicas)
 
 
 _NOT_RECORDING = nullcontext()
@@ -134,13 +136,14 @@ class _Step:
         self._add(RequestType.UPDATE_METADATA, sorted(self.command.live_or_shutting_down), metadata_state(self.record))
 
     def send_leader_and_isr(self, brokers: Iterable[int], is_new: bool = False) -> None:
-        """addLeaderAndIsrRequestForBrokers: the partition's state as it stands to `brokers`, and UpdateMetadata
-        of it to every registered broker."""
+        """addLeaderAndIsrRequestForBrokers: the partition's state as the controller holds it to `brokers`, and
+        UpdateMetadata of it to every registered broker."""
         if self.phase is None:
             return
         rec = self.record
+        isr, partition_epoch = rec.controller_view
         self._add(RequestType.LEADER_AND_ISR, brokers, RequestPartition(
-            rec.topic, rec.partition, rec.leader, rec.leader_epoch, rec.isr, rec.partition_epoch, rec.replicas,
+            rec.topic, rec.partition, rec.leader, rec.leader_epoch, isr, partition_epoch, rec.replicas,
             rec.adding_replicas, rec.removing_replicas, is_new=is_new))
         self.send_metadata()
 
@@ -169,6 +172,7 @@ class _Step:
             leader_epoch=rec.leader_epoch + (1 if bump_leader_epoch and not initial else 0),
             partition_epoch=rec.partition_epoch + (0 if initial else 1),
             leader_recovery_state=leader_recovery_state or rec.leader_recovery_state,
+            cached_isr=None, cached_partition_epoch=None,  # the controller's cache holds what it writes
         )
         if election is not None:
             self.election = str(election.election)
@@ -206,6 +210,11 @@ class _Step:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def read_state(self) -> None:
+        """The ZooKeeper-era controller reads the partition's state from ZooKeeper into its cache."""
+        if self.record.cached_isr is not None:
+            self.record = self.record.evolve(cached_isr=None, cached_partition_epoch=None)
 
     # -- result ---------------------------------------------------------------------------------
     def _settle_elr(self) -> None:
@@ -354,6 +363,7 @@ def _offline_replica(s: _Step, broker: int) -> None:
     UpdateMetadata (only the live brokers, for a partition that never had a leader)."""
     s.move_replica(broker, R.OFFLINE)
     s.send_stop_replica(broker, delete=False)
+    s.read_state()  # removeReplicasFromIsr reads the state, whether it writes or not
     rec = s.record
     if not rec.has_leader_and_isr:
         s.send_metadata()
@@ -607,14 +617,29 @@ def _on_isr_change(s: _Step) -> None:
     ineligible = [r for r in cmd.isr if r not in cmd.live_brokers]
     if ineligible and s.rules.isr_members_must_be_live(cmd.metadata_version):
         raise Rejection(Error.INELIGIBLE_REPLICA, f"ISR members {ineligible} are not live brokers")
-    # The ZK controller answers the leader and tells every broker (UpdateMetadata); no LeaderAndIsr.
+    # No LeaderAndIsr: the ZK controller answers the leader and sends the request's UpdateMetadata (the controller's
+    # fan-out adds it). Below protocol 2.7 the leader wrote it itself: the controller's cache keeps what it held until
+    # it reads the leader's notification.
+    cached = None if is_alter_partition_supported(cmd.metadata_version) else rec.controller_view
     s.write(rec.leader, cmd.isr, (rec.leader,), leader_recovery_state=recovery, bump_leader_epoch=False, sent=False)
-    with s.batch(Phase.METADATA):
-        s.send_metadata()
     s.note(f"ISR {list(rec.isr)} -> {list(cmd.isr)}")
+    if cached is not None:
+        s.record = s.record.evolve(cached_isr=cached[0], cached_partition_epoch=cached[1])
+        s.note("written by the leader itself (below protocol 2.7)")
     if s.record.reassignment_in_progress and all(r in s.record.isr for r in s.record.target_replicas):
         with s.batch(Phase.REASSIGNMENT):
             _progress_reassignment(s)
+
+
+def _on_isr_change_notification(s: _Step) -> None:
+    """processIsrChangeNotification for this partition: its state read from ZooKeeper into the controller's cache,
+    and UpdateMetadata of it to every registered broker (one request for the notifications' partitions)."""
+    _require_partition(s)
+    if s.record.cached_isr is not None:
+        s.note(f"the controller's cache reads ISR {list(s.record.isr)} (it held {list(s.record.cached_isr)})")
+    s.read_state()
+    with s.batch(Phase.METADATA):
+        s.send_metadata()
 
 
 def _on_broker_startup(s: _Step) -> None:
@@ -801,6 +826,7 @@ def _on_controller_failover(s: _Step) -> None:
     """onControllerFailover: replica states re-derived (offline ones leave the ISR), partition states
     re-derived, New/Offline partitions elect, reassignments and deletions resume."""
     _require_partition(s)
+    s.read_state()  # initializeControllerContext reads every partition's state
     live = s.command.live_brokers
     if s.record.queued_for_deletion:
         # ReplicaStateMachine.initializeReplicaState: the new controller knows every replica of the assignment again,
@@ -892,6 +918,7 @@ def _on_reject(s: _Step) -> None:
 _HANDLERS: dict[Action, Callable[[_Step], None]] = {
     Action.CREATE: _on_create,
     Action.ISR_CHANGE: _on_isr_change,
+    Action.ISR_CHANGE_NOTIFICATION: _on_isr_change_notification,
     Action.BROKER_STARTUP: _on_broker_startup,
     Action.BROKER_FAILURE: _on_broker_failure,
     Action.CONTROLLED_SHUTDOWN: _on_controlled_shutdown,

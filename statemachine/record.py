@@ -42,12 +42,25 @@ class PartitionRecord:
     # and may still lead (sorted), and the leader it had when the ISR first went empty (one broker).
     eligible_leader_replicas: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    # Below inter.broker.protocol 2.7: the ISR and zkVersion the ZooKeeper-era controller's cache
+    # (partitionLeadershipInfo) still holds after the leader wrote its own, until the controller reads ZooKeeper
+    # again (the leader's ISR change notification, a write of its own, a failover). The requests it builds from its
+    # cache carry them. None: the cache holds the record's.
+    cached_isr: tuple[int, ...] | None = None
+    cached_partition_epoch: int | None = None
 
     @property
     def has_leader_and_isr(self) -> bool:
         """Kafka's `partitionLeadershipInfo.isDefined`: set by the first election, never emptied. With ELR on
         the ISR itself may go empty; the last known leader is then set until the next election."""
         return bool(self.isr) or bool(self.last_known_elr)
+
+    @property
+    def controller_view(self) -> tuple[tuple[int, ...], int]:
+        """The ISR and partition epoch (zkVersion) as the ZooKeeper-era controller's cache holds them."""
+        if self.cached_isr is None or self.cached_partition_epoch is None:
+            return self.isr, self.partition_epoch
+        return self.cached_isr, self.cached_partition_epoch
 
     @property
     def target_replicas(self) -> tuple[int, ...]:
@@ -78,6 +91,8 @@ class Action(StrEnum):
 
     CREATE = "CREATE"
     ISR_CHANGE = "ISR_CHANGE"
+    # Below inter.broker.protocol 2.7: the controller read the leaders' ISR change notifications.
+    ISR_CHANGE_NOTIFICATION = "ISR_CHANGE_NOTIFICATION"
     BROKER_STARTUP = "BROKER_STARTUP"
     BROKER_FAILURE = "BROKER_FAILURE"
     CONTROLLED_SHUTDOWN = "CONTROLLED_SHUTDOWN"

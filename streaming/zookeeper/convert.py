@@ -20,12 +20,17 @@ znode write (docs/zookeeper.md, "Record patterns"):
 - `create`/`setData` of `/brokers/topics/T/partitions/P/state` -> an observed decision (zkVersion = the znode's
   version = partition epoch). The leader epoch unchanged: the leader's AlterPartition (IsrChange; below
   inter.broker.protocol 2.7 the leader's own session writes it and announces it under /isr_change_notification).
+  From 2.7 on the controller writes the partitions of one request in a pipeline (consecutive cxids of its session):
+  each IsrChange of such a request names them all (`request_partitions`).
   The leader epoch bumped: a controller decision, caused by the event being handled (the last input whose scope
   the partition is in), else by a request that leaves no znode: a controlled shutdown (a registered broker dropped
   from leadership and ISR), an admin preferred election (the leader moves to the first replica, ISR unchanged) or
   an admin unclean election (a leader from outside the ISR, alone in it).
 - Leaders that write their own ISR changes (below inter.broker.protocol.version 2.7) -> UpdateFeatures
-  metadata.version 0 first: the zk rules run at a protocol before 3.0 (no KIP-704 recovery state).
+  metadata.version 0 first: the zk rules run at a protocol before 3.0 (no KIP-704 recovery state). The controller's
+  deletes of their `/isr_change_notification/isr_change_N` znodes (one pipeline: consecutive cxids) ->
+  IsrChangeNotification naming the partitions they announced; a new controller's deletes at its failover, which
+  reads every state anyway, are none.
 - A history that starts at a snapshot: the ensemble's state as events at the snapshot's zxid that decide nothing:
   ControllerChange (with the registered brokers), one PartitionSnapshot per partition.
 """
@@ -107,6 +112,17 @@ class _Cause:
 
 
 @dataclass
+class _Batch:
+    """Consecutive writes (or deletes) of one request the controller pipelines: consecutive cxids of its session."""
+
+    session: int
+    cxid: int
+    leader: int  # an AlterPartition's sender (-1 for ISR change notifications)
+    events: list[dict[str, Any]]
+    partitions: list[tuple[str, int]]
+
+
+@dataclass
 class ZkConverted:
     events: list[dict[str, Any]] = field(default_factory=list)
     observed: list[dict[str, Any]] = field(default_factory=list)
@@ -162,6 +178,12 @@ class Converter:
         self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
         self.causes: list[_Cause] = []  # newest last
         self.protocol_before_3 = False
+        self.controller_since = 0  # the zxid of the active controller's election
+        self.newest_event: dict[str, Any] | None = None
+        # Below protocol 2.7: /isr_change_notification/isr_change_N -> (its creating zxid, the partitions it names).
+        self.notifications: dict[str, tuple[int, list[tuple[str, int]]]] = {}
+        self.alter_partition: _Batch | None = None  # the newest AlterPartition request's IsrChange events
+        self.notifications_read: _Batch | None = None  # the controller's last read of ISR change notifications
         self.zxid = self.time = 0  # the last transaction fed, and its time (ms)
 
     # ---- output ---------------------------------------------------------------------------------------
@@ -171,6 +193,7 @@ class Converter:
         event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": ts.replace("+00:00", "Z"),
                  "controller_epoch": self.controller_epoch, **fields}
         self.result.events.append(event)
+        self.newest_event = event
         return event
 
     def _cause(self, cause: _Cause) -> _Cause:
@@ -225,11 +248,15 @@ class Converter:
         controller may still be handling it. Its partition writes follow it in later transactions, so it is open
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
         write adds a partition to its event (`_request`); a reassignment's completion rewrites the replicas of the
-        partition writes before it (`_completed`)."""
+        partition writes before it (`_completed`); the next partition of an AlterPartition request is named in the
+        request's IsrChange events before it (`_extend`)."""
         if not self.causes:
             return None
         newest = self.causes[-1]
         zxid = event_zxid(newest.event)
+        request = self.alter_partition
+        if request is not None and newest.event is request.events[-1]:
+            zxid = event_zxid(request.events[0])  # the request's next partition names itself in all its events
         if self.time > quiet_since or (newest.kind in ("PREFERRED", "UNCLEAN") and zxid == self.zxid) or \
                 any(self.reassigning(key) for key in newest.partitions):
             return zxid
@@ -246,8 +273,8 @@ class Converter:
         elected: int | None = None
         for op in txn.ops:
             path = op.path
-            if op.kind == "create" and path.startswith(ISR_CHANGE_NOTIFICATION):
-                self._protocol_before_3(txn)  # a follower learns it here
+            if path.startswith(ISR_CHANGE_NOTIFICATION):
+                self._isr_change_notification(txn, op)
             if op.kind == "closeSession":
                 self._session_closed(txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
@@ -265,7 +292,7 @@ class Converter:
             elif path.startswith("/admin/"):
                 self._admin(txn, op)
         if elected is not None:
-            self.controller_id, self.controller_session = elected, txn.session
+            self.controller_id, self.controller_session, self.controller_since = elected, txn.session, txn.zxid
             # The brokers registered as the new controller reads them: the failover's live set.
             event = self._event(txn, "ControllerChange", controller_id=max(elected, 0),
                                 live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
@@ -412,16 +439,61 @@ class Converter:
                            after: PartitionState) -> None:
         """The leader's AlterPartition, written by the controller (or by the leader itself below IBP 2.7)."""
         leader = before.leader
+        request = self._same_request(self.alter_partition, txn, leader)
         event = self._event(txn, "IsrChange", f"-{key[0]}-{key[1]}", topic=key[0], partition=key[1],
                             broker_id=max(leader, 0), broker_epoch=self.brokers.get(leader, 0),
                             leader_epoch=before.leader_epoch, partition_epoch=before.version, isr=list(after.isr),
                             leader_recovery_state="RECOVERING" if after.recovering else "RECOVERED")
+        if request is not None:
+            request.events.append(event)
+            self._extend(request, txn, [key], "request_partitions")
+        elif txn.session == self.controller_session and not self.protocol_before_3:
+            self.alter_partition = _Batch(txn.session, txn.cxid, leader, [event], [key])
         cause = _Cause(event, "ISR", partitions={key})
         if self._mid_startup(txn, before, after):
             self.causes.insert(len(self.causes) - 1, cause)  # the startup's writes are still to come
         else:
             self._cause(cause)
         self._observe(txn, key, before, after, "IsrChange", event["event_id"])
+
+    def _same_request(self, last: _Batch | None, txn: ZkTxn, leader: int) -> _Batch | None:
+        """`last` if this transaction is its request's next one: the controller pipelines a request's writes (an
+        AlterPartition's setData multis, KafkaZkClient.updateLeaderAndIsr; a notification read's deletes), so they
+        have consecutive cxids of its session, and reads the states back after an AlterPartition's (a getData
+        each), so the next request's never follow on. Also the same leader, and no event made in between."""
+        if last is None or txn.session != self.controller_session or txn.session != last.session or \
+                txn.cxid != last.cxid + 1 or last.leader != leader or self.newest_event is not last.events[-1]:
+            return None
+        return last
+
+    @staticmethod
+    def _extend(request: _Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field_name: str) -> None:
+        """`txn` as the request's next: every event of the request names its partitions in `field_name`, in their
+        order, each once."""
+        request.cxid = txn.cxid
+        request.partitions += [k for k in partitions if k not in request.partitions]
+        refs = [{"topic": t, "partition": p} for t, p in request.partitions]
+        for event in request.events:
+            event[field_name] = refs
+
+    def _isr_change_notification(self, txn: ZkTxn, op: ZnodeOp) -> None:
+        """Below protocol 2.7 a leader announces the ISR changes it wrote in a sequential znode; the controller reads
+        every one there (processIsrChangeNotification), sends one UpdateMetadata for their partitions, then deletes
+        them: those deletes (pipelined, consecutive cxids) are the read, an IsrChangeNotification at the first. A new
+        controller deletes the ones it finds unread (onControllerFailover, its own read of every state covers
+        them): those created before its election."""
+        if op.kind == "create":
+            self._protocol_before_3(txn)  # a follower learns it here
+            self.notifications[op.path] = (txn.zxid, _notified(op.data))
+            return
+        created = self.notifications.pop(op.path, None) if op.kind == "delete" else None
+        if created is None or txn.session != self.controller_session or created[0] < self.controller_since:
+            return
+        read = self._same_request(self.notifications_read, txn, NO_LEADER)
+        if read is None:
+            event = self._event(txn, "IsrChangeNotification", "-isr-change-notification", partitions=[])
+            read = self.notifications_read = _Batch(txn.session, txn.cxid, NO_LEADER, [event], [])
+        self._extend(read, txn, created[1], "partitions")
 
     def _mid_startup(self, txn: ZkTxn, before: PartitionState, after: PartitionState) -> bool:
         """A leader's own ISR write (below inter.broker.protocol 2.7) taking back a broker whose startup the controller
@@ -650,9 +722,12 @@ class Converter:
                 self.cluster_configs = dict(json.loads(node.data or b"{}").get("config", {}))
             elif path.startswith("/admin/delete_topics/"):
                 self.deleting.add(path.rsplit("/", 1)[1])
+            elif path.startswith(ISR_CHANGE_NOTIFICATION):
+                self.notifications[path] = (node.czxid, _notified(node.data))
         if "/controller" in nodes:
             self.controller_id = json.loads(nodes["/controller"].data or b"{}").get("brokerid", -1)
             self.controller_session = nodes["/controller"].ephemeral_owner
+            self.controller_since = nodes["/controller"].czxid
             self._event(at, "ControllerChange", "-snapshot", controller_id=max(self.controller_id, 0),
                         live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
         for (topic, partition), state in sorted(self.states.items()):
@@ -666,6 +741,11 @@ class Converter:
                         adding_replicas=list(assignment.adding.get(partition, ())),
                         removing_replicas=list(assignment.removing.get(partition, ())),
                         **({"configs": configs} if configs else {}))
+
+
+def _notified(data: bytes | None) -> list[tuple[str, int]]:
+    """The partitions an ISR change notification names."""
+    return [(p["topic"], p["partition"]) for p in json.loads(data or b"{}").get("partitions", [])]
 
 
 def convert(history: ZkHistory) -> ZkConverted:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from streaming.zookeeper.convert import convert, event_zxid
-from streaming.zookeeper.files import read_zk_history
+from streaming.zookeeper.files import LOG_HEADER_BYTES, decode_txn, read_zk_history
 from streaming.zookeeper.follow import SETTLE_MS, TransactionsLost, ZkFollower
 
 LOG = Path(__file__).parent / "zklog" / "zookeeper-3.9-ibp-default" / "version-2"
@@ -78,6 +78,36 @@ def test_the_newest_event_waits_while_the_controller_may_still_write_for_it(monk
     assert early == expected[:len(early)] and len(early) < len(expected)
     monkeypatch.setattr(time, "time", lambda: newest + SETTLE_MS / 1000 + 1)
     assert early + follower.poll().events == expected
+
+
+def test_the_partitions_of_one_alter_partition_request_go_out_together(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live, a poll between the controller's writes of one AlterPartition request (campaign seed 21: t1-1 at zxid
+    0xf2, t1-0 at 0xf3) hands out neither: the second names itself in the first's IsrChange event."""
+    run = Path(__file__).parent / "zklog" / "requests" / "zookeeper-3.9-seed-21" / "version-2"
+    target = tmp_path / "version-2"
+    shutil.copytree(run, target)
+    last = target / "log.ac"
+    data = last.read_bytes()
+    # The log up to the request's first write: the records end where the second one starts (each record: checksum,
+    # length, the transaction, "B").
+    position, cut = LOG_HEADER_BYTES, None
+    while cut is None:
+        length = int.from_bytes(data[position + 8:position + 12], "big")
+        if decode_txn(data[position + 12:position + 12 + length]).zxid == 0xF3:
+            cut = position
+        position += 12 + length + 1
+    last.write_bytes(data[:cut])
+    newest = max(t.time for t in read_zk_history(target).txns) / 1000
+    monkeypatch.setattr(time, "time", lambda: newest + 1)
+    follower = ZkFollower(target)
+    early = follower.poll().events
+    assert "zk-242-t1-1" not in [e["event_id"] for e in early]
+    last.write_bytes(data)
+    monkeypatch.setattr(time, "time", lambda: newest + SETTLE_MS / 1000 + 1)
+    request = [e for e in early + follower.poll().events if e["type"] == "IsrChange" and e["topic"] == "t1"][-2:]
+    both = [{"topic": "t1", "partition": 1}, {"topic": "t1", "partition": 0}]
+    assert [(e["event_id"], e["request_partitions"]) for e in request] == [("zk-242-t1-1", both), ("zk-243-t1-0", both)]
 
 
 def test_transactions_purged_before_they_were_read_end_the_follower(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
-"""A real ZooKeeper-mode controller's requests (a campaign run kept in tests/integration/zklog/requests, README there):
+"""A real ZooKeeper-mode controller's requests (campaign runs kept in tests/integration/zklog/requests, README there):
 `replay zk:DIR` with the brokers' state-change logs beside the history models every LeaderAndIsr and StopReplica
-request the controllers sent, per broker in order, and every UpdateMetadata request's partition count; the Spark
-engine writes the same requests as the local engine."""
+request the controllers sent, per broker in order, and every UpdateMetadata request's partition count, also those of
+leaders' ISR changes on both protocols; the Spark engine writes the same requests as the local engine."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,10 @@ from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 from streaming.zookeeper.requests import requests_agreement
 
-RUN = Path(__file__).parent / "zklog" / "requests" / "zookeeper-3.9-seed-13"
+UM = "UPDATE_METADATA"
+
+ZKLOG = Path(__file__).parent / "zklog"
+RUN = ZKLOG / "requests" / "zookeeper-3.9-seed-13"
 RESUMED_DELETIONS = RUN.with_name("zookeeper-3.9-seed-19")
 
 
@@ -47,6 +51,53 @@ def test_a_deletion_resumed_by_broker_startups_sends_what_the_controller_sent(tm
     assert ("LeaderAndIsr 56 of 56 (isrflow 56), StopReplica 12 of 12 (isrflow 12), "
             "UpdateMetadata 162 of 162 (isrflow 162)") in summary
     assert all(r["match"] for r in read_jsonl(tmp_path / "requests_agreement.jsonl"))
+
+
+def _replayed(version_2: Path, out: Path, state_change: Path | None = None) -> tuple[str, list[dict[str, Any]]]:
+    summary = replay(ReplayOptions(f"zk:{version_2}", out, engine="local", config=ControllerConfig(rules=ZK),
+                                   state_change=state_change))
+    return summary, read_jsonl(out / "requests_agreement.jsonl")
+
+
+def test_an_alter_partition_naming_two_partitions_is_one_update_metadata(tmp_path: Path) -> None:
+    # Campaign seed 21 (protocol 3.9): leader 4's AlterPartition for t1-1 and t1-0 (zxids 0xf2 and 0xf3, cxids 159
+    # and 160 of the controller's session), answered with one UpdateMetadata naming both.
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-3.9-seed-21" / "version-2", tmp_path)
+    assert "LeaderAndIsr 70 of 70 (isrflow 70), StopReplica 14 of 14 (isrflow 14), UpdateMetadata 265 of 269 " \
+           "(isrflow 265)" in summary
+    request = [(r["broker"], r["match"], r["isrflow"]["partition_count"]) for r in rows
+               if r["isrflow"] and r["isrflow"]["event_id"] in ("zk-242-t1-1", "zk-243-t1-0")]
+    assert request == [(3, True, 2), (4, True, 2)]  # brokers 1 and 2 were down
+    # The controllers' 4 others: one to each broker at 06:53:21.637, of which the ZooKeeper log shows nothing (an
+    # AlterPartition answered without a write, say).
+    missing = [(r["broker"], r["controller"]["time"]) for r in rows if not r["match"]]
+    assert missing == [(b, "2026-11-25 06:53:21.637") for b in (1, 2, 3, 4)]
+
+
+def test_below_protocol_2_7_the_controller_sends_a_leaders_isr_change_when_it_reads_the_notification(
+        tmp_path: Path) -> None:
+    # Campaign seed 14 (protocol 2.6; its history is a regression of test_zk_histories): leaders write their own ISR
+    # and announce it; the controller sends nothing for the write, one UpdateMetadata per read of the notifications,
+    # and LeaderAndIsr requests built from its cache meanwhile carry the ISR it held.
+    summary, rows = _replayed(ZKLOG / "regressions" / "zookeeper-2.6-seed-14" / "version-2", tmp_path,
+                              ZKLOG / "requests" / "zookeeper-2.6-seed-14" / "state-change")
+    assert "LeaderAndIsr 66 of 66 (isrflow 66), StopReplica 16 of 16 (isrflow 16), UpdateMetadata 162 of 162 " \
+           "(isrflow 164)" in summary
+    reads = sorted((r["broker"], r["request"], r["match"], r["isrflow"]["partition_count"]) for r in rows
+                   if r["isrflow"] and r["isrflow"]["event_type"] == "IsrChangeNotification")
+    assert reads == [(1, UM, True, 1), (1, UM, True, 2), (2, UM, True, 1), (3, UM, True, 1), (4, UM, True, 1),
+                     (4, UM, True, 2)]
+    # t2-1's reassignment completed on leader 1's own write of the ISR [1, 4, 2, 3] (zkVersion 11): the controller's
+    # watch on the state znode (PartitionReassignmentIsrChange). Its OnlineReplica LeaderAndIsr to the added brokers
+    # 2 and 4 came from the cache, which still held [1, 4, 2] (zkVersion 10).
+    completion = [r for r in read_jsonl(tmp_path / "requests.jsonl")
+                  if r["event_id"] == "zk-207-t2-1" and r["batch"] == 0 and r["request"] == "LEADER_AND_ISR"]
+    assert [(r["broker"], [(p["isr"], p["partition_epoch"]) for p in json.loads(r["partitions"])])
+            for r in completion] == [(2, [([1, 4, 2], 10)]), (4, [([1, 4, 2], 10)])]
+    assert all(r["match"] for r in rows if r["isrflow"] and r["isrflow"]["event_id"] == "zk-207-t2-1")
+    # isrflow's only extras: the cluster's first startups, handled as one by the controller (as in seed 13).
+    extra = [(r["broker"], r["request"], r["isrflow"]["event_type"]) for r in rows if not r["match"]]
+    assert extra == [(2, UM, "BrokerChange"), (3, UM, "ControllerChange")]
 
 
 def test_state_change_logs_go_with_a_zk_source_and_must_be_there(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from schemas import codec
 from schemas.events import parse_event
 from schemas.records import to_row
 from statemachine.controller import Controller
+from statemachine.record import PartitionRecord
 from streaming.engine.partitions import apply_packed, pack_command
 from streaming.infra.scenario import ScenarioBuilder
 
@@ -48,14 +49,10 @@ def packed(kind: str, row: Any) -> dict[str, Any]:
     return {"kind": kind, **json.loads(codec.compact(to_row(row)))}
 
 
-def test_the_record_lives_in_the_state_between_batches_and_cluster_commands_never_touch_it() -> None:
-    b = ScenarioBuilder()
-    for broker in (1, 2, 3):
-        b.start_broker(broker)
-    b.emit("CreateTopic", topic="t", assignment={"0": [1, 2, 3], "1": [2, 3, 1]})
-    b.fail_broker(1)
+def run_packed(lines: list[str]) -> dict[Any, tuple[Any, ...]]:
+    """Each event's commands through `apply_packed`, checked against the controller's own run; returns the store."""
     controller, store = Controller(), {}
-    for offset, line in enumerate(b.lines()):
+    for offset, line in enumerate(lines):
         handled = controller.handle(parse_event(line.encode()), offset)
         groups: dict[tuple[Any, Any], list[bytes]] = defaultdict(list)
         for h in reversed(handled):  # out of log order: apply_packed sorts by (source_offset, step)
@@ -67,6 +64,39 @@ def test_the_record_lives_in_the_state_between_batches_and_cluster_commands_neve
         expected = [packed("audit", h.applied.audit) for h in handled]
         expected += [packed("decision", d) for h in handled for d in h.applied.decisions]
         assert sorted(map(json.loads, out), key=json.dumps) == sorted(expected, key=json.dumps)
+        assert {k: json.loads(v[0]) for k, v in store.items()} == {
+            k: json.loads(codec.dumps(r, PartitionRecord)) for k, r in controller.partitions.items()}
+    return store
+
+
+def test_the_record_lives_in_the_state_between_batches_and_cluster_commands_never_touch_it() -> None:
+    b = ScenarioBuilder()
+    for broker in (1, 2, 3):
+        b.start_broker(broker)
+    b.emit("CreateTopic", topic="t", assignment={"0": [1, 2, 3], "1": [2, 3, 1]})
+    b.fail_broker(1)
+    store = run_packed(b.lines())
     assert set(store) == {("t", 0), ("t", 1)}
     leaders = {key: json.loads(row[0])["leader"] for key, row in store.items()}
     assert leaders == {("t", 0): 2, ("t", 1): 2}
+
+
+def test_the_controllers_stale_cache_below_protocol_2_7_and_an_alter_partitions_partitions_go_through() -> None:
+    # The additions for the ZooKeeper-era requests: an ISR change a leader wrote itself leaves the ISR the controller
+    # held in the record (in the state store between batches) until its IsrChangeNotification; an IsrChange may
+    # name the other partitions of its AlterPartition.
+    b = ScenarioBuilder()
+    b.emit("UpdateFeatures", features={"metadata.version": 0})
+    for broker in (1, 2, 3):
+        b.start_broker(broker)
+    b.emit("CreateTopic", topic="t", assignment={"0": [1, 2, 3], "1": [1, 3, 2]})
+    request = [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+    for partition in (0, 1):
+        b.emit("IsrChange", topic="t", partition=partition, broker_id=1, broker_epoch=b.broker_epochs[1],
+               leader_epoch=0, partition_epoch=0, isr=[1, 2], request_partitions=request)
+    store = run_packed(b.lines())
+    assert {key: (json.loads(row[0])["isr"], json.loads(row[0])["cached_isr"]) for key, row in store.items()} == {
+        ("t", 0): ([1, 2], [1, 2, 3]), ("t", 1): ([1, 2], [1, 3, 2])}
+    b.emit("IsrChangeNotification", partitions=request)
+    store = run_packed(b.lines())
+    assert not any("cached_isr" in json.loads(row[0]) for row in store.values())

@@ -154,3 +154,20 @@ def test_broker_change_unclean_shutdown_is_an_optional_bool_left_out_of_the_v1_j
     assert not isinstance(flagged, Malformed) and '"unclean_shutdown":true' in flagged.to_json()
     bad = parse_event(json.dumps({**base, "unclean_shutdown": "yes"}))
     assert isinstance(bad, Malformed) and "unclean_shutdown" in bad.reason
+
+
+def test_isr_change_request_partitions_and_isr_change_notification_are_additions() -> None:
+    isr = {**envelope("IsrChange"), "topic": "t", "partition": 0, "broker_id": 1, "broker_epoch": 10,
+           "leader_epoch": 2, "partition_epoch": 3, "isr": [1, 2]}
+    plain = parse_event(json.dumps(isr))
+    assert not isinstance(plain, Malformed) and plain.request_partitions == ()
+    assert "request_partitions" not in plain.to_json()  # the v1 JSON stays as it was
+    request = [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+    grouped = parse_event(json.dumps({**isr, "request_partitions": request}))
+    assert not isinstance(grouped, Malformed) and json.loads(grouped.to_json())["request_partitions"] == request
+    bad = parse_event(json.dumps({**isr, "request_partitions": [{"topic": "t"}]}))
+    assert isinstance(bad, Malformed) and "partition" in bad.reason
+    read = parse_event(json.dumps({**envelope("IsrChangeNotification"), "partitions": request}))
+    assert not isinstance(read, Malformed) and [(p.topic, p.partition) for p in read.partitions] == [("t", 0), ("t", 1)]
+    missing = parse_event(json.dumps(envelope("IsrChangeNotification")))
+    assert isinstance(missing, Malformed) and "missing field 'partitions'" in missing.reason

@@ -103,8 +103,8 @@ class LogBuilder:
     def event(self) -> str:
         kind = self.draw(st.sampled_from([
             "startup", "startup", "failure", "failure", "shutdown", "create", "create", "create_partitions",
-            "delete", "isr", "isr", "isr", "isr", "reassign", "reassign", "elect", "elect", "alter", "controller",
-            "imbalance", "snapshot",
+            "delete", "isr", "isr", "isr", "notification", "reassign", "reassign", "elect", "elect", "alter",
+            "controller", "imbalance", "snapshot",
         ]), "kind")
         return getattr(self, f"_{kind}")()
 
@@ -273,6 +273,12 @@ class LogBuilder:
 
     def _imbalance(self) -> str:
         return self.envelope("LeaderImbalanceCheck")
+
+    def _notification(self) -> str:
+        """The leaders' ISR change notifications read (below protocol 2.7): a few partitions, sometimes unknown."""
+        keys = [*sorted(self.controller.partitions), (self.some_topic(), 7)]
+        named = self.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=3, unique=True), "notified")
+        return self.envelope("IsrChangeNotification", partitions=[{"topic": t, "partition": p} for t, p in named])
 
 
 # -- invariants -------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ CREATED = 3  # the first event the comparison covers: before it three brokers re
 
 
 def _replay(events: Iterable[bytes], config: ControllerConfig | None = None) -> list[list[Request]]:
-    controller = Controller(config or ControllerConfig(metadata_version=ZOOKEEPER_ERA_PROTOCOL))
+    controller = Controller(config or ControllerConfig())
     return [controller.handle_event(parse_event(raw), offset).requests for offset, raw in enumerate(events)]
 
 
@@ -151,6 +151,40 @@ def test_a_reassignment_sends_the_new_replica_set_with_the_added_replica_as_new(
     assert lai == [(0, 1, [((2, 3, 4, 1), (4,), (1,), False)]), (0, 2, [((2, 3, 4, 1), (4,), (1,), False)]),
                    (0, 3, [((2, 3, 4, 1), (4,), (1,), False)]), (0, 4, [((2, 3, 4, 1), (4,), (1,), True)]),
                    (1, 4, [((2, 3, 4, 1), (4,), (1,), True)])]
+
+
+def test_one_alter_partition_naming_two_partitions_is_one_update_metadata_after_both_are_written() -> None:
+    # Campaign seeds 15, 21 and 27 (protocol 3.9): a leader's AlterPartition for two partitions, written one after
+    # the other; the controller sent one UpdateMetadata naming both to every broker (processAlterPartition).
+    request = [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+    events = [*SCENARIO[:6], *(_event(n, "IsrChange", topic="t", partition=p, broker_id=2, broker_epoch=EPOCHS[2],
+                                      leader_epoch=1, partition_epoch=1, isr=[2, 3, 1], request_partitions=request)
+                               for n, p in ((6, 0), (7, 1)))]
+    first, last = _replay(events)[6:]
+    assert first == []
+    assert [(str(r.request), r.broker, [(p.partition, p.isr, p.partition_epoch) for p in r.partitions])
+            for r in last] == [(UM, b, [(0, (2, 3, 1), 2), (1, (2, 3, 1), 2)]) for b in (1, 2, 3)]
+
+
+def test_below_protocol_2_7_a_leaders_own_isr_write_is_sent_only_once_the_controller_reads_its_notification() -> None:
+    # Campaign seed 12 (protocol 2.6): leader 2 wrote t2-0's ISR [2, 1] (zkVersion 3) itself; 3 s later, before it
+    # announced it, broker 4's startup got t2-0 as the controller's cache still held it: ISR [2], zkVersion 2. The
+    # controller then read the notifications and sent one UpdateMetadata naming their partitions.
+    config = ControllerConfig(metadata_version=ZOOKEEPER_ERA_PROTOCOL)
+    events = [*SCENARIO[:5],  # broker 1 failed: t-0 led by 2, ISR [2, 3], epochs 1
+              _event(5, "IsrChange", topic="t", partition=0, broker_id=2, broker_epoch=EPOCHS[2], leader_epoch=1,
+                     partition_epoch=1, isr=[2]),
+              _startup(6, 1, 20),
+              _event(7, "IsrChangeNotification", partitions=[{"topic": "t", "partition": 0}]),
+              _startup(8, 3, 21)]
+    written, startup, notification, later = _replay(events, config)[5:]
+    assert written == []
+    [lai] = [r for r in startup if r.request is LAI and r.broker == 1]
+    assert [(p.partition, p.isr, p.partition_epoch) for p in lai.partitions] == [(0, (2, 3), 1), (1, (2, 3), 1)]
+    assert [(str(r.request), r.broker, [(p.partition, p.isr, p.partition_epoch) for p in r.partitions])
+            for r in notification] == [(UM, b, [(0, (2,), 2)]) for b in (1, 2, 3)]
+    [lai] = [r for r in later if r.request is LAI and r.broker == 3]
+    assert [(p.isr, p.partition_epoch) for p in lai.partitions if p.partition == 0] == [((2,), 2)]
 
 
 def test_only_the_zk_rules_send_requests() -> None:

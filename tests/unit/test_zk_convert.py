@@ -12,7 +12,7 @@ from statemachine.controller import ControllerConfig
 from statemachine.rules import ZK
 from streaming.engine.local import run_local
 from streaming.history.histories import history_rows
-from streaming.zookeeper.convert import convert
+from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
@@ -57,6 +57,7 @@ class Ensemble:
 
     def __init__(self, brokers: tuple[int, ...] = (1, 2, 3)) -> None:
         self.txns: list[ZkTxn] = []
+        self.cxids: dict[int, int] = {}  # per session: the client's request count (reads count too)
         self.sessions = {b: 0x1000 + b for b in brokers}
         for b in brokers:
             self.txn(self.sessions[b], ZnodeOp("create", f"/brokers/ids/{b}", b"{}", 0, ephemeral=True))
@@ -70,7 +71,12 @@ class Ensemble:
         return len(self.txns) + 1
 
     def txn(self, session: int, *ops: ZnodeOp) -> None:
-        self.txns.append(ZkTxn(self.zxid, 1_700_000_000_000 + self.zxid, session, 0, ops))
+        self.cxids[session] = self.cxids.get(session, 0) + 1
+        self.txns.append(ZkTxn(self.zxid, 1_700_000_000_000 + self.zxid, session, self.cxids[session], ops))
+
+    def reads(self, session: int, count: int = 1) -> None:
+        """Requests of the session that write nothing (getData): their cxids are in no transaction."""
+        self.cxids[session] = self.cxids.get(session, 0) + count
 
     def topic(self, assignment: dict[int, list[int]], op: str = "create", **extra: dict[int, list[int]]) -> None:
         data = {"partitions": {str(p): r for p, r in assignment.items()}, "version": 3,
@@ -174,6 +180,68 @@ def test_a_leaders_isr_change_keeps_the_leader_epoch_whoever_writes_it() -> None
     events, observed, decisions = replayed(z.history())
     assert [(e["type"], e["broker_id"], e["isr"], e["partition_epoch"]) for e in events[-2:]] == [
         ("IsrChange", 1, [1, 2], 0), ("IsrChange", 2, [2, 3], 0)]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_the_isr_changes_of_one_alter_partition_request_are_the_controllers_pipelined_writes() -> None:
+    # Campaign seed 27 (protocol 3.9): leader 1's request for three partitions, written as zxids 0x115-0x117 with
+    # cxids 91-93 of the controller's session; the controller then reads each state back (a getData each), so the
+    # next request's first write never follows on.
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [1, 3, 2], 2: [2, 1, 3]})
+    for partition, replicas in enumerate(([1, 2, 3], [1, 3, 2], [2, 1, 3])):
+        z.state(partition, replicas[0], replicas, 0)
+    z.reads(z.controller, 3)
+    z.state(0, 1, [1, 2], 0)  # one request: t-0 and t-1
+    z.state(1, 1, [1, 3], 0)
+    z.reads(z.controller, 2)
+    z.state(1, 1, [1, 3, 2], 0)  # the next request of the same leader: after the reads
+    z.state(2, 2, [2, 1], 0)  # another leader's request, though the cxid follows on
+    events, observed, decisions = replayed(z.history())
+    both = [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+    assert [(e["partition"], e.get("request_partitions")) for e in events[-4:]] == [
+        (0, both), (1, both), (1, None), (2, None)]
+    assert_every_history_equal(observed, decisions)
+    # A follower holds the request's events back from its first on while the controller may still be writing it:
+    # the next partition names itself in all of them.
+    converter, first = Converter(), len(z.txns) - 4
+    converter.feed(z.txns[:first + 2])
+    assert converter.unsettled_from(quiet_since=0) == z.txns[first].zxid
+
+
+def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_are_its_read_of_them() -> None:
+    z = created()
+    notification = "/isr_change_notification/isr_change_{:010d}"
+
+    def announce(n: int, broker: int, *partitions: int) -> None:
+        data = {"version": 1, "partitions": [{"topic": "t", "partition": p} for p in partitions]}
+        z.txn(z.sessions[broker], ZnodeOp("create", notification.format(n), json.dumps(data).encode(), 0))
+
+    def delete(*numbers: int) -> None:
+        for n in numbers:  # one multi each, pipelined
+            z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1),
+                  ZnodeOp("delete", notification.format(n)))
+
+    z.state(0, 1, [1, 2], 0, session=z.sessions[1])  # leaders write their own ISR, then announce it
+    z.state(1, 2, [2, 3], 0, session=z.sessions[2])
+    announce(0, 1, 0)
+    announce(1, 2, 1)
+    z.reads(z.controller, 5)
+    delete(0, 1)  # one read of both
+    z.state(0, 1, [1, 2, 3], 0, session=z.sessions[1])
+    announce(2, 1, 0)
+    # The controller's broker dies: broker 2 takes over, deletes what it finds unread, reads every state.
+    z.txn(z.sessions[1], ZnodeOp("closeSession", deleted=("/controller", "/brokers/ids/1")))
+    z.txn(z.sessions[2], ZnodeOp("create", "/controller", b'{"brokerid":2}'), ZnodeOp("setData", "/controller_epoch",
+                                                                                     b"2", 2))
+    z.controller = z.sessions[2]
+    delete(2)
+    z.state(0, -1, [2, 3], 1)  # its failover: broker 1 out of the ISR, then an election
+    z.state(0, 2, [2, 3], 2)
+    events, observed, decisions = replayed(z.history())
+    assert events[0] == {**events[0], "type": "UpdateFeatures", "features": {"metadata.version": 0}}
+    assert [(e["type"], e.get("partitions")) for e in events if e["type"] == "IsrChangeNotification"] == [
+        ("IsrChangeNotification", [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}])]
     assert_every_history_equal(observed, decisions)
 
 
