@@ -145,6 +145,13 @@ def _drops(broker: int | None, before: PartitionState, after: PartitionState) ->
     return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
 
 
+def _controllers_write(txn: ZkTxn) -> bool:
+    """Whether a write is the controller's: it writes partition states in a multi that checks /controller_epoch's
+    version; a leader writing its own ISR (below inter.broker.protocol 2.7) writes alone, also when it is the
+    controller's broker and shares its session (seed 66)."""
+    return any(op.kind == "check" and op.path == "/controller_epoch" for op in txn.ops)
+
+
 def _clean(before: PartitionState, after: PartitionState) -> bool:
     """The write keeps the leader, drops it, or elects one from the ISR it had: not an unclean election."""
     return after.leader in (before.leader, NO_LEADER) or after.leader in before.isr
@@ -450,7 +457,7 @@ class Converter:
         elif txn.session == self.controller_session and not self.protocol_before_3:
             self.alter_partition = _Batch(txn.session, txn.cxid, leader, [event], [key])
         cause = _Cause(event, "ISR", partitions={key})
-        if self._mid_startup(txn, before, after):
+        if self._mid_startup(txn, key, before, after):
             self.causes.insert(len(self.causes) - 1, cause)  # the startup's writes are still to come
         else:
             self._cause(cause)
@@ -495,15 +502,16 @@ class Converter:
             read = self.notifications_read = _Batch(txn.session, txn.cxid, NO_LEADER, [event], [])
         self._extend(read, txn, created[1], "partitions")
 
-    def _mid_startup(self, txn: ZkTxn, before: PartitionState, after: PartitionState) -> bool:
+    def _mid_startup(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
         """A leader's own ISR write (below inter.broker.protocol 2.7) taking back a broker whose startup the controller
         is still handling: its LeaderAndIsr made the broker follow and catch up, and the rest of that handling (a
         reassignment resumed onto it) reads the partition state from ZooKeeper, so it sees this write. The ISR change
-        is put before the startup (the event just made, last): the controller's view when it writes. Returns whether
-        it was."""
+        is put before the startup (the event just made, last): the controller's view when it writes, also when the
+        startup already wrote other partitions, and when the leader is the controller's broker (its session). Returns
+        whether it was."""
         newest = self.causes[-1] if self.causes else None
-        if txn.session == self.controller_session or newest is None or newest.kind != "STARTUP" or \
-                newest.partitions or newest.broker in before.isr or newest.broker not in after.isr:
+        if _controllers_write(txn) or newest is None or newest.kind != "STARTUP" or key in newest.partitions or \
+                newest.broker in before.isr or newest.broker not in after.isr:
             return False
         events = self.result.events
         at = next((i for i in range(len(events) - 2, -1, -1) if events[i] is newest.event), None)

@@ -84,14 +84,17 @@ class Ensemble:
         self.txn(self.controller, ZnodeOp(op, "/brokers/topics/t", json.dumps(data).encode(), 0))
 
     def state(self, partition: int, leader: int, isr: list[int], leader_epoch: int, session: int | None = None,
-              recovering: bool = False) -> None:
+              recovering: bool = False, by_leader: bool = False) -> None:
+        """The controller's write (a multi checking /controller_epoch), or with `by_leader` a leader's own write of
+        its ISR below protocol 2.7 (a bare setData), in `session` (default: the controller's)."""
         version = self.versions.get(partition, -1) + 1
         self.versions[partition] = version
         data = {"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr,
                 **({"leader_recovery_state": 1} if recovering else {})}
-        self.txn(session or self.controller, ZnodeOp("check", "/controller_epoch", None, 1),
-                 ZnodeOp("create" if version == 0 else "setData", STATE.format(partition), json.dumps(data).encode(),
-                         version))
+        write = ZnodeOp("create" if version == 0 else "setData", STATE.format(partition), json.dumps(data).encode(),
+                        version)
+        self.txn(session or self.controller, *(() if by_leader else (ZnodeOp("check", "/controller_epoch", None, 1),)),
+                 write)
 
     def session_end(self, broker: int) -> None:
         self.txn(self.sessions[broker], ZnodeOp("closeSession", deleted=(f"/brokers/ids/{broker}",)))
@@ -306,3 +309,27 @@ def test_each_admin_reassignment_to_the_replicas_a_partition_has_is_its_own_even
     assert [e["partitions"] for e in reassignments] == [[{"topic": "t", "partition": 0, "replicas": [1, 2, 3]}]] * 2
     assert [o["cause_event_id"] for o in observed[-2:]] == [e["event_id"] for e in reassignments]
     assert_every_history_equal(observed, decisions)
+
+
+def test_a_leaders_own_isr_write_inside_a_startup_goes_before_it_also_when_the_leader_is_the_controller() -> None:
+    # A real 2.6 run (zk campaign seed 66): broker 1 leads t-0 and is the controller (one ZooKeeper session). Broker 2
+    # restarts; the controller's startup handling sends it LeaderAndIsr, broker 1 as leader takes it back into the
+    # ISR (a bare setData, no /controller_epoch check) and the handling goes on to resume the reassignment onto 2,
+    # reading that ISR: a leader epoch bump with ISR [1, 2].
+    z = Ensemble()
+    z.txn(z.sessions[1], ZnodeOp("create", "/isr_change_notification/isr_change_0000000000",
+                                 b'{"version":1,"partitions":[]}', 0))  # leaders announce their ISR: protocol 2.x
+    z.topic({0: [1, 2]})
+    z.state(0, 1, [1, 2], 0)
+    z.session_end(2)
+    z.state(0, 1, [1], 1)
+    z.topic({0: [2, 3, 1]}, op="setData", adding_replicas={0: [3]})  # to [2, 3, 1]: adding 3
+    z.state(0, 1, [1], 2)
+    z.sessions[2] = 0x2002
+    z.txn(z.sessions[2], ZnodeOp("create", "/brokers/ids/2", b"{}", 0, ephemeral=True))
+    z.state(0, 1, [1, 2], 2, by_leader=True)
+    z.state(0, 1, [1, 2], 3)  # the resumed reassignment (3 not yet in the ISR)
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events[-2:]] == ["IsrChange", "BrokerChange"]
+    assert_every_history_equal(observed, decisions)
+
