@@ -229,3 +229,21 @@ def test_a_startup_resumes_a_reassignment_onto_it_of_a_topic_being_deleted_then_
     assert resumed == [(1, 4, 4, (3,), False), (2, 4, 4, (3,), False), (3, 4, 4, (3,), True)]
     assert {(p.leader, p.leader_epoch, p.partition_epoch) for r in restart if r.batch == 3 and r.request is UM
             for p in r.partitions} == {(-2, -2, 4)}
+
+
+def test_a_controlled_shutdown_asked_again_stops_the_followers_and_resends_their_state() -> None:
+    # Campaign seed 46 (2.6, 09:58:11.504 and 09:58:12.015): broker 1 still led partitions with nobody else in their
+    # ISR and asked again; each time the controller's election failed (nothing sent), then StopReplica of the
+    # partitions it follows, LeaderAndIsr of them to their other replicas, UpdateMetadata, and StopReplica again.
+    events = [*SCENARIO[:4], _event(4, "IsrChange", topic="t", partition=1, broker_id=2, broker_epoch=EPOCHS[2],
+                                    leader_epoch=0, partition_epoch=0, isr=[2]),
+              *(_event(n, "BrokerChange", broker_id=2, change="CONTROLLED_SHUTDOWN", broker_epoch=EPOCHS[2])
+                for n in (5, 6))]
+    first, again = _replay(events)[5:]
+    assert _to(first, 2) == [(SR, 1), (UM, 1), (SR, 1)]  # t-0: out of its ISR (written), t-1 still led by 2
+    assert [(r.batch, str(r.request), r.broker, [(p.partition, p.leader, p.isr, p.delete) for p in r.partitions])
+            for r in again] == [
+        (0, SR, 2, [(0, None, None, False)]),
+        (1, LAI, 1, [(0, 1, (1, 3), None)]), (1, LAI, 3, [(0, 1, (1, 3), None)]),
+        (1, UM, 1, [(0, 1, (1, 3), None)]), (1, UM, 2, [(0, 1, (1, 3), None)]), (1, UM, 3, [(0, 1, (1, 3), None)]),
+        (1, SR, 2, [(0, None, None, False)])]
