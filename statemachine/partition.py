@@ -485,9 +485,7 @@ def _progress_reassignment(s: _Step) -> None:
         # (updateLeaderEpochAndSendRequest); the new replicas start. Under ZK a partition that never had a leader has
         # no LeaderAndIsr to send: its first decision stays its INITIAL election.
         if rec.has_leader_and_isr or s.rules.registered_from_creation:
-            s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live), sent=False)
-            s.send_leader_and_isr(rec.origin_replicas)
-            s.send_leader_and_isr(rec.adding_replicas, is_new=True)
+            _update_leader_epoch_and_send(s)
         for broker in rec.adding_replicas:
             if broker not in s.record.replica_states:
                 with s.batch(Phase.ONLINE_REPLICA):  # NewReplica, one batch each
@@ -518,6 +516,16 @@ def _progress_reassignment(s: _Step) -> None:
         s.send_metadata()
     s.note(f"reassignment completed: replicas {list(target)}")
     _elect_if_leaderless(s)
+
+
+def _update_leader_epoch_and_send(s: _Step) -> None:
+    """updateLeaderEpochAndSendRequest (A1): the leader epoch bumped, LeaderAndIsr of the whole replica set to its
+    registered replicas, the original ones as they are, the new ones as new."""
+    rec = s.record
+    live = s.command.live_or_shutting_down
+    s.write(rec.leader, rec.isr, (r for r in rec.replicas if r in live), sent=False)
+    s.send_leader_and_isr(rec.origin_replicas)
+    s.send_leader_and_isr(rec.adding_replicas, is_new=True)
 
 
 def _reassignment_caught_up(rec: PartitionRecord) -> bool:
@@ -657,9 +665,10 @@ def _on_broker_startup(s: _Step) -> None:
         if (s.rules.reassignment_steps_bump_the_leader_epoch and (rec.adding_replicas or rec.removing_replicas)
                 and broker in rec.target_replicas and not _reassignment_caught_up(rec)):
             # ZK: maybeResumeReassignments does not skip a topic being deleted (its reassignment stays in
-            # /brokers/topics/T): a startup onto its target bumps the leader epoch again (A1), before the deletion
-            # goes on.
-            s.write(rec.leader, rec.isr, ())
+            # /brokers/topics/T): a startup onto its target bumps the leader epoch again and sends the replica set
+            # (A1), before the deletion goes on. Its new replicas are being deleted: NewReplica fails, sends nothing.
+            with s.batch(Phase.REASSIGNMENT):
+                _update_leader_epoch_and_send(s)
         return
     if s.rules.completes_reassignment_before_election:
         # KRaft writes only leaderless partitions at an unfence; one whose targets are all in the ISR it has

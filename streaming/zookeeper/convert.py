@@ -9,6 +9,9 @@ znode write (docs/zookeeper.md, "Record patterns"):
   `closeSession` (or `delete`) of it -> BrokerChange FAILURE. While no controller is active (before the first one,
   or once the session that held `/controller` ended: the controller's broker died, and the broker with it)
   nobody handles a registration or a death, so neither is an event: the next controller reads /brokers/ids.
+  A `closeSession` the broker sent itself (a cxid of its session; the server's expiry has cxid 0) is a clean stop:
+  BrokerChange CONTROLLED_SHUTDOWN first, unless its writes showed one, and again while it still leads partitions
+  (the broker's retries), up to controlled.shutdown.max.retries requests in all.
 - `create /controller` with `setData /controller_epoch` -> ControllerChange with the brokers registered then and
   their epochs (`live_brokers`); the envelope's controller epoch is /controller_epoch's value from there on.
 - `create /brokers/topics/T` -> CreateTopic (with `/config/topics/T`, written just before); `setData` of it with
@@ -45,6 +48,9 @@ from typing import Any
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
 NO_LEADER = -1
+# A broker's controlled.shutdown.max.retries (Kafka's default): how many ControlledShutdown requests it sends while
+# the controller answers that it still leads partitions. The brokers' configs are not in ZooKeeper.
+CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 # Cluster-default configs the rules read, handed to each topic without its own value (as the KRaft importer does).
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
 INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
@@ -173,6 +179,7 @@ class Converter:
         self.result = ZkConverted()
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
+        self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
         self.controller_id = -1
         self.controller_session: int | None = None
         self.controller_epoch = 0
@@ -314,6 +321,7 @@ class Converter:
                 return  # already in the snapshot the history starts from
             self.brokers[broker] = txn.zxid
             self.sessions[txn.session] = broker
+            self.shutdown_attempts.pop(broker, None)
             if self.controller_session is None:
                 return  # no controller to handle it: the next one reads it
             event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
@@ -324,11 +332,37 @@ class Converter:
 
     def _session_closed(self, txn: ZkTxn, op: ZnodeOp) -> None:
         gone = [int(p.rsplit("/", 1)[1]) for p in op.deleted if p.startswith("/brokers/ids/")]
+        if txn.cxid != 0:  # the client closed it (an expiry is the server's closeSession, cxid 0)
+            for broker in gone:
+                self._shut_down(txn, broker)
         if "/controller" in op.deleted:
             self.controller_session = None
         for broker in gone:
             self._broker_gone(txn, broker)
         self.sessions.pop(txn.session, None)
+
+    def _shut_down(self, txn: ZkTxn, broker: int) -> None:
+        """A broker that closed its session itself stopped cleanly: before that it asked the controller (itself, if
+        it is the controller) for a controlled shutdown, and asked again while the answer named partitions it still
+        led (KafkaServer.controlledShutdown, up to controlled.shutdown.max.retries times). The attempts that wrote
+        nothing left no znode: a broker that led nothing and was in no ISR, or whose leaderships had nobody to move
+        to (seeds 29, 48 and 46). They are events here, at the close, before the broker's failure."""
+        epoch = self.brokers.get(broker)
+        if epoch is None or self.controller_session is None:
+            return
+        attempts = self.shutdown_attempts.get(broker, 0)
+        while attempts == 0 or (attempts < CONTROLLED_SHUTDOWN_ATTEMPTS and self._still_leads(broker)):
+            attempts += 1
+            self._event(txn, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
+                        change="CONTROLLED_SHUTDOWN", broker_epoch=epoch)
+        self.shutdown_attempts[broker] = attempts
+
+    def _still_leads(self, broker: int) -> bool:
+        """Whether the controller's answer to a controlled shutdown names partitions `broker` still leads
+        (ControllerContext.partitionLeadsOnBroker: more than one replica, the topic not being deleted)."""
+        return any(state.leader == broker and key[0] not in self.deleting and
+                   len((self.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())) > 1
+                   for key, state in self.states.items())
 
     def _broker_gone(self, txn: ZkTxn, broker: int) -> None:
         epoch = self.brokers.pop(broker, None)
@@ -631,6 +665,7 @@ class Converter:
             broker = dropped[0]
             event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
                                 broker_epoch=self.brokers[broker])
+            self.shutdown_attempts[broker] = self.shutdown_attempts.get(broker, 0) + 1
             return self._cause(_Cause(event, "CONTROLLED_SHUTDOWN", broker))
         if after.leader != before.leader and after.leader >= 0:
             # Preferred: the first replica, from the ISR, which stays; unclean: a replica outside the ISR, alone in it.

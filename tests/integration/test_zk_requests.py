@@ -100,6 +100,44 @@ def test_below_protocol_2_7_the_controller_sends_a_leaders_isr_change_when_it_re
     assert extra == [(2, UM, "BrokerChange"), (3, UM, "ControllerChange")]
 
 
+def test_a_startup_resuming_a_reassignment_of_a_topic_being_deleted_sends_its_leader_and_isr(tmp_path: Path) -> None:
+    # Campaign seed 26 (protocol 2.6): t0-0, being reassigned (replicas [2, 3, 1, 4], adding 3), was deleted while
+    # brokers 2 and 4 were down; each one's startup resumed the reassignment (LeaderAndIsr of a bumped leader epoch to
+    # the replica set, 3 as new, and UpdateMetadata) before the deletion went on.
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.6-seed-26" / "version-2", tmp_path)
+    assert "LeaderAndIsr 61 of 61 (isrflow 61), StopReplica 14 of 14 (isrflow 14), UpdateMetadata 137 of 137 " \
+           "(isrflow 140)" in summary
+    resumed = [(r["controller"]["time"][11:], r["broker"]) for r in rows if r["request"] == "LEADER_AND_ISR" and
+               r["match"] and r["controller"]["time"][11:] in ("07:03:00.304", "07:03:03.616", "07:03:03.617",
+                                                                "07:03:03.620")]
+    assert sorted(resumed) == [("07:03:00.304", 1), ("07:03:00.304", 2), ("07:03:00.304", 3), ("07:03:03.616", 1),
+                               ("07:03:03.617", 2), ("07:03:03.620", 3), ("07:03:03.620", 4)]
+    # isrflow's only extras: registrations the controller read together (the cluster's first startups).
+    extra = [(r["broker"], r["isrflow"]["event_type"]) for r in rows if not r["match"]]
+    assert extra == [(2, "BrokerChange"), (3, "BrokerChange"), (4, "ControllerChange")]
+
+
+def test_a_broker_that_still_leads_partitions_asks_for_its_controlled_shutdown_again(tmp_path: Path) -> None:
+    # Campaign seed 46 (protocol 2.6): broker 1's SIGTERM; its controlled shutdown left it leading partitions with no
+    # other ISR member, so it asked twice more, 0.5 s apart, before closing its ZooKeeper session itself (cxid 31, not
+    # an expiry): StopReplica, LeaderAndIsr and UpdateMetadata each time, nothing written.
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.6-seed-46" / "version-2", tmp_path)
+    assert "LeaderAndIsr 55 of 55 (isrflow 55), StopReplica 12 of 12 (isrflow 12), UpdateMetadata 116 of 116 " \
+           "(isrflow 116)" in summary
+    retries = sorted((r["isrflow"]["event_id"], r["broker"], r["request"], r["controller"]["time"][11:]) for r in rows
+                     if r["isrflow"] and "-shutdown-" in r["isrflow"]["event_id"])
+    assert retries == [
+        ("zk-180-1-shutdown-2", 1, "STOP_REPLICA", "09:58:11.504"), ("zk-180-1-shutdown-2", 1, "STOP_REPLICA",
+                                                                     "09:58:11.508"),
+        ("zk-180-1-shutdown-2", 1, UM, "09:58:11.508"), ("zk-180-1-shutdown-2", 3, "LEADER_AND_ISR", "09:58:11.507"),
+        ("zk-180-1-shutdown-2", 3, UM, "09:58:11.508"),
+        ("zk-180-1-shutdown-3", 1, "STOP_REPLICA", "09:58:12.015"), ("zk-180-1-shutdown-3", 1, "STOP_REPLICA",
+                                                                     "09:58:12.017"),
+        ("zk-180-1-shutdown-3", 1, UM, "09:58:12.017"), ("zk-180-1-shutdown-3", 3, "LEADER_AND_ISR", "09:58:12.017"),
+        ("zk-180-1-shutdown-3", 3, UM, "09:58:12.017")]
+    assert all(r["match"] for r in rows)
+
+
 def test_state_change_logs_go_with_a_zk_source_and_must_be_there(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="goes with a zk: source"):
         replay(ReplayOptions(str(RUN / "version-2"), tmp_path, engine="local", state_change=RUN / "state-change"))

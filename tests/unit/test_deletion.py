@@ -113,7 +113,8 @@ def test_delete_topic_during_a_reassignment_deletes_the_adding_replicas_too() ->
 
 def test_a_reassignment_onto_a_starting_broker_bumps_the_leader_epoch_of_a_topic_being_deleted() -> None:
     # ZK's maybeResumeReassignments at a broker's startup does not skip a topic being deleted (zk campaign seed 26,
-    # protocol 2.6): the partition's leader epoch moves once more (A1) before its deletion goes on.
+    # protocol 2.6): the partition's leader epoch moves once more (A1), sent to the replica set, before its deletion
+    # goes on.
     cluster = cluster_with(1, 2, 3)
     cluster.create("t", [1, 2])
     cluster.reassign(("t", 0, [3, 1, 2]))  # 3 is added, not in the ISR yet
@@ -123,5 +124,5 @@ def test_a_reassignment_onto_a_starting_broker_bumps_the_leader_epoch_of_a_topic
     out = cluster.startup(3)
     [bump] = out.decisions_for("t", 0)
     assert (bump.leader, bump.isr, bump.leader_epoch, bump.recipients) == (
-        before.leader, before.isr, before.leader_epoch + 1, ())
+        before.leader, before.isr, before.leader_epoch + 1, (3, 1, 2))
     assert cluster.record("t", 0) is None  # then every replica is deleted, and the topic with them

@@ -397,9 +397,11 @@ class Invariants:
             self.last_decision[key] = (d.leader_epoch, d.partition_epoch)
             if before is not None and before.queued_for_deletion:
                 # No elections and no LeaderAndIsr for a topic being deleted: only its replicas' way out of the ISR
-                # as they go offline (written, sent to nobody), and its leader's own ISR change, which is still
-                # accepted, as Kafka's AlterPartition handling does.
-                assert d.election is None and (cmd.action is Action.ISR_CHANGE or d.recipients == ()), d
+                # as they go offline (written, sent to nobody), its leader's own ISR change, which is still
+                # accepted, as Kafka's AlterPartition handling does, and under ZK a reassignment a broker's startup
+                # resumes (its leader epoch bump, sent to the replica set: campaign seed 26).
+                assert d.election is None and (cmd.action in (Action.ISR_CHANGE, Action.BROKER_STARTUP)
+                                               or d.recipients == ()), d
 
     def _check_records(self, controller: Controller) -> None:
         cv = controller.cluster

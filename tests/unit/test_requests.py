@@ -206,3 +206,44 @@ def test_a_startup_that_resumes_a_deletion_names_every_partition_of_the_topic_in
         (UM, 1, [(0, None), (1, None)]), (UM, 2, [(0, None), (1, None)]), (UM, 3, [(0, None), (1, None)]),
         (SR, 3, [(1, False)]), (SR, 3, [(1, True)])]
     assert {(p.leader, p.leader_epoch) for p in resumed[0].partitions} == {(-2, -2)}
+
+
+def test_a_startup_resumes_a_reassignment_onto_it_of_a_topic_being_deleted_then_its_deletion() -> None:
+    # Campaign seed 26 (2.6, 07:03:00.264): t0-0 (replicas [2, 3, 1, 4], adding 3) deleted while broker 2 was down;
+    # 2's startup resumed the reassignment (maybeResumeReassignments skips no topic being deleted): LeaderAndIsr of
+    # the bumped epoch to 1, 2 and 3 (3 as new), UpdateMetadata of it (leader -2); NewReplica of 3, deleted already,
+    # failed and sent nothing; then the deletion went on: UpdateMetadata, StopReplica to 2, StopReplica deleting.
+    events = [*SCENARIO[:3], _event(3, "CreateTopic", topic="u", assignment={"0": [1, 2]}),
+              _event(4, "ReassignPartitions", partitions=[{"topic": "u", "partition": 0, "replicas": [1, 2, 3]}]),
+              _event(5, "BrokerChange", broker_id=1, change="FAILURE", broker_epoch=EPOCHS[1]),
+              _event(6, "DeleteTopic", topic="u"), _startup(7, 1, 20)]
+    restart = _replay(events)[7]
+    assert [(r.batch, str(r.request), r.broker) for r in restart if r.batch >= 2] == [
+        (2, LAI, 1), (2, UM, 1), (2, UM, 2), (2, UM, 3),  # its replica online
+        (3, LAI, 1), (3, LAI, 2), (3, LAI, 3), (3, UM, 1), (3, UM, 2), (3, UM, 3),  # the reassignment resumed
+        (4, UM, 1), (4, UM, 2), (4, UM, 3), (5, SR, 1), (6, SR, 1)]  # the deletion resumed
+    online, resumed = ([(r.broker, p.leader_epoch, p.partition_epoch, p.adding_replicas, p.is_new)
+                        for r in restart if r.batch == batch and r.request is LAI for p in r.partitions]
+                       for batch in (2, 3))
+    assert online == [(1, 3, 3, (3,), False)]
+    assert resumed == [(1, 4, 4, (3,), False), (2, 4, 4, (3,), False), (3, 4, 4, (3,), True)]
+    assert {(p.leader, p.leader_epoch, p.partition_epoch) for r in restart if r.batch == 3 and r.request is UM
+            for p in r.partitions} == {(-2, -2, 4)}
+
+
+def test_a_controlled_shutdown_asked_again_stops_the_followers_and_resends_their_state() -> None:
+    # Campaign seed 46 (2.6, 09:58:11.504 and 09:58:12.015): broker 1 still led partitions with nobody else in their
+    # ISR and asked again; each time the controller's election failed (nothing sent), then StopReplica of the
+    # partitions it follows, LeaderAndIsr of them to their other replicas, UpdateMetadata, and StopReplica again.
+    events = [*SCENARIO[:4], _event(4, "IsrChange", topic="t", partition=1, broker_id=2, broker_epoch=EPOCHS[2],
+                                    leader_epoch=0, partition_epoch=0, isr=[2]),
+              *(_event(n, "BrokerChange", broker_id=2, change="CONTROLLED_SHUTDOWN", broker_epoch=EPOCHS[2])
+                for n in (5, 6))]
+    first, again = _replay(events)[5:]
+    assert _to(first, 2) == [(SR, 1), (UM, 1), (SR, 1)]  # t-0: out of its ISR (written), t-1 still led by 2
+    assert [(r.batch, str(r.request), r.broker, [(p.partition, p.leader, p.isr, p.delete) for p in r.partitions])
+            for r in again] == [
+        (0, SR, 2, [(0, None, None, False)]),
+        (1, LAI, 1, [(0, 1, (1, 3), None)]), (1, LAI, 3, [(0, 1, (1, 3), None)]),
+        (1, UM, 1, [(0, 1, (1, 3), None)]), (1, UM, 2, [(0, 1, (1, 3), None)]), (1, UM, 3, [(0, 1, (1, 3), None)]),
+        (1, SR, 2, [(0, None, None, False)])]

@@ -37,10 +37,13 @@ def assert_every_history_equal(observed: list[dict[str, Any]], decisions: list[d
 def test_a_real_servers_history_becomes_the_controllers_events_and_is_reproduced() -> None:
     # One Kafka 3.9.1 broker: started, topic t created (2 partitions), its config set, a partition added, topic
     # "gone" created and deleted, the broker shut down with the controller, started again (a new controller).
+    # Its SIGTERM closed its session itself: it had asked itself, the controller, for a controlled shutdown first
+    # (nothing to move: every partition has one replica). The kill -9 after was an expiry: no event.
     events, observed, decisions = replayed(read_zk_history(DATA / "version-2"))
-    assert [(e["type"], e.get("topic")) for e in events] == [
+    assert [(e["type"], e.get("topic") or e.get("change")) for e in events] == [
         ("ControllerChange", None), ("CreateTopic", "t"), ("AlterTopicConfig", "t"), ("CreatePartitions", "t"),
-        ("CreateTopic", "gone"), ("DeleteTopic", "gone"), ("ControllerChange", None)]
+        ("CreateTopic", "gone"), ("DeleteTopic", "gone"), ("BrokerChange", "CONTROLLED_SHUTDOWN"),
+        ("ControllerChange", None)]
     first, second = events[0], events[-1]
     assert (first["controller_epoch"], first["live_brokers"]) == (1, {"1": 0x19})  # the registration's zxid
     assert (second["controller_epoch"], second["live_brokers"]) == (2, {"1": 0x4B})
@@ -96,8 +99,17 @@ class Ensemble:
         self.txn(session or self.controller, *(() if by_leader else (ZnodeOp("check", "/controller_epoch", None, 1),)),
                  write)
 
-    def session_end(self, broker: int) -> None:
-        self.txn(self.sessions[broker], ZnodeOp("closeSession", deleted=(f"/brokers/ids/{broker}",)))
+    def close(self, session: int, *deleted: str, clean: bool = False) -> None:
+        """The end of a session: closed by its client (a clean shutdown: the client's next cxid), or expired (a kill
+        -9: the server closes it, cxid 0)."""
+        op = ZnodeOp("closeSession", deleted=deleted)
+        if clean:
+            self.txn(session, op)
+        else:
+            self.txns.append(ZkTxn(self.zxid, 1_700_000_000_000 + self.zxid, session, 0, (op,)))
+
+    def session_end(self, broker: int, clean: bool = False) -> None:
+        self.close(self.sessions[broker], f"/brokers/ids/{broker}", clean=clean)
 
     def history(self) -> ZkHistory:
         return ZkHistory(None, self.txns, [], "test")
@@ -126,7 +138,7 @@ def test_a_controlled_shutdown_is_read_from_the_writes_before_the_brokers_sessio
     z = created()
     z.state(1, 3, [3, 1], 1)  # t-1: leadership moves away from 2, which leaves the ISR: no znode says why
     z.state(0, 1, [1, 3], 1)
-    z.session_end(2)
+    z.session_end(2, clean=True)
     events, observed, decisions = replayed(z.history())
     assert [(e["type"], e.get("change")) for e in events[-2:]] == [("BrokerChange", "CONTROLLED_SHUTDOWN"),
                                                                    ("BrokerChange", "FAILURE")]
@@ -139,7 +151,7 @@ def test_a_controlled_shutdown_right_after_a_failover_is_not_the_failovers() -> 
     # broker's replicas; a broker leaving the ISRs soon after, before its session ends, is that broker's controlled
     # shutdown, not the failover (which explains anything written before the next input).
     z = created()
-    z.txn(z.sessions[1], ZnodeOp("closeSession", deleted=("/controller", "/brokers/ids/1")))
+    z.close(z.sessions[1], "/controller", "/brokers/ids/1")
     z.controller = z.sessions[2]
     z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":2}'), ZnodeOp("setData", "/controller_epoch",
                                                                                      b"2", 2))
@@ -148,7 +160,7 @@ def test_a_controlled_shutdown_right_after_a_failover_is_not_the_failovers() -> 
     z.state(0, 2, [2, 3], 2)
     z.state(0, 2, [2], 3)  # broker 3 shuts down: out of both ISRs
     z.state(1, 2, [2], 2)
-    z.session_end(3)
+    z.session_end(3, clean=True)
     events, observed, decisions = replayed(z.history())
     failover = [e for e in events if e["type"] == "ControllerChange"][-1]
     shutdown, failure = [e for e in events if e["type"] == "BrokerChange"]
@@ -168,11 +180,47 @@ def test_a_controlled_shutdown_after_a_failover_that_wrote_nothing_is_the_shutdo
           ZnodeOp("setData", "/controller_epoch", b"2", 2))
     z.state(1, 3, [3, 1], 1)  # t-1: leadership moves away from 2
     z.state(0, 1, [1, 3], 1)  # t-0: 2 leaves the ISR, leader 1 stays
-    z.session_end(2)
+    z.session_end(2, clean=True)
     events, observed, decisions = replayed(z.history())
     assert [(e["type"], e.get("change")) for e in events[-3:]] == [
         ("ControllerChange", None), ("BrokerChange", "CONTROLLED_SHUTDOWN"), ("BrokerChange", "FAILURE")]
     assert [o["cause_event_id"] for o in observed[-2:]] == [events[-2]["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_broker_that_closes_its_session_itself_asked_for_a_controlled_shutdown_even_if_nothing_was_written() -> None:
+    # Campaign seeds 29 (3.9) and 48 (2.6): a broker that led nothing and was in no ISR stopped (SIGTERM); the
+    # controller sent it StopReplica twice and UpdateMetadata, and wrote nothing. Its session's end is its own
+    # closeSession (a cxid of its session), not the server's expiry (cxid 0, a kill -9).
+    z = created()
+    z.txn(0x2000 + 4, ZnodeOp("create", "/brokers/ids/4", b"{}", 0, ephemeral=True))
+    z.sessions[4] = 0x2000 + 4
+    z.session_end(4, clean=True)
+    z.session_end(3)
+    z.state(0, 1, [1, 2], 1)
+    z.state(1, 2, [2, 1], 1)
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-3:]] == [
+        ("BrokerChange", "CONTROLLED_SHUTDOWN", 4), ("BrokerChange", "FAILURE", 4), ("BrokerChange", "FAILURE", 3)]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_controlled_shutdown_that_leaves_a_partition_led_by_the_broker_is_asked_again_until_the_retries_end() -> None:
+    # Campaign seed 46 (2.6): broker 1's controlled shutdown moved what it could, but it still led partitions whose
+    # ISR was itself alone; the answer named them, so it asked twice more (controlled.shutdown.max.retries 3, 0.5 s
+    # apart), each time StopReplica, LeaderAndIsr and UpdateMetadata of the partitions it follows, nothing written.
+    z = created()
+    z.session_end(3)
+    z.state(0, 1, [1, 2], 1)  # the failure of 3: out of both ISRs
+    z.state(1, 2, [2, 1], 1)
+    z.state(1, 2, [2], 1)  # leader 2 drops 1 from t-1's ISR (AlterPartition)
+    z.state(0, 1, [1], 2)  # broker 2 shuts down: out of t-0's ISR; t-1 has nobody else to lead it
+    z.session_end(2, clean=True)
+    z.state(1, -1, [2], 2)  # its failure: t-1 leaderless
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-4:]] == [
+        ("BrokerChange", "CONTROLLED_SHUTDOWN", 2)] * 3 + [("BrokerChange", "FAILURE", 2)]
+    assert [o["cause_event_id"] for o in observed[-2:]] == [events[-4]["event_id"], events[-1]["event_id"]]
     assert_every_history_equal(observed, decisions)
 
 
@@ -234,7 +282,7 @@ def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_
     z.state(0, 1, [1, 2, 3], 0, session=z.sessions[1])
     announce(2, 1, 0)
     # The controller's broker dies: broker 2 takes over, deletes what it finds unread, reads every state.
-    z.txn(z.sessions[1], ZnodeOp("closeSession", deleted=("/controller", "/brokers/ids/1")))
+    z.close(z.sessions[1], "/controller", "/brokers/ids/1")
     z.txn(z.sessions[2], ZnodeOp("create", "/controller", b'{"brokerid":2}'), ZnodeOp("setData", "/controller_epoch",
                                                                                      b"2", 2))
     z.controller = z.sessions[2]
@@ -288,7 +336,7 @@ def test_a_broker_leaving_the_isr_mid_reassignment_is_not_the_reassignments() ->
     z.state(0, 1, [1, 2, 3], 1)
     z.state(0, 1, [1, 2], 2)  # 3 leaves; 4 has not joined
     z.state(1, 2, [2, 1], 1)
-    z.session_end(3)
+    z.session_end(3, clean=True)
     events, observed, decisions = replayed(z.history())
     assert [(e["type"], e.get("change")) for e in events[-2:]] == [("BrokerChange", "CONTROLLED_SHUTDOWN"),
                                                                    ("BrokerChange", "FAILURE")]
