@@ -79,7 +79,7 @@ class Event:
 _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
-_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions"})
+_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers"})
 
 
 def _plain(value: Any) -> Any:
@@ -102,6 +102,12 @@ class BrokerChange(Event):
     # so it registered "unclean" and the controller took it out of every ISR and ELR first
     # (ReplicationControlManager.handleBrokerUncleanShutdown). Matters only with Eligible Leader Replicas on.
     unclean_shutdown: bool = False
+    # STARTUP only, an addition for ZooKeeper: the brokers the controller found newly registered in the one read of
+    # /brokers/ids that took this one (this one among them), broker id -> broker epoch, when it took several; each of
+    # their STARTUP events names them all. The ZooKeeper-era controller starts them with one onBrokerStartup
+    # (KafkaController.processBrokerChange): the first of these events handled starts them all, the others find
+    # their broker started. None: this broker alone.
+    new_brokers: Mapping[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -471,7 +477,8 @@ _FIELDS: dict[str, dict[str, Any]] = {
 
 # Optional fields: name -> (validator, default).
 _OPTIONAL: dict[str, dict[str, Any]] = {
-    "BrokerChange": {"unclean_shutdown": (_bool, False)},
+    "BrokerChange": {"unclean_shutdown": (_bool, False),
+                     "new_brokers": (lambda v, n: None if v is None else _broker_epochs(v, n), None)},
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},

@@ -501,42 +501,53 @@ class Controller:
     def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:
         match ev.change:
             case BrokerChangeKind.STARTUP:
-                self._broker_startup(out, ev.broker_id, ev.broker_epoch, ev.unclean_shutdown)
+                self._broker_startup(out, ev.new_brokers or {ev.broker_id: ev.broker_epoch}, ev.unclean_shutdown)
             case BrokerChangeKind.FAILURE:
                 self._broker_failure(out, ev.broker_id, ev.broker_epoch)
             case BrokerChangeKind.CONTROLLED_SHUTDOWN:
                 self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
 
-    def _broker_startup(self, out: _Fanout, broker: int, epoch: int, unclean_shutdown: bool = False) -> None:
+    def _broker_startup(self, out: _Fanout, registered: Mapping[int, int], unclean_shutdown: bool = False) -> None:
+        """onBrokerStartup for the brokers (id -> epoch) one read of the registrations found new. A broker already
+        registered with its epoch is not new to the controller (processBrokerChange): a failover's read, or an
+        earlier startup of brokers read together, took it."""
         cv = self.cluster
-        last = cv.last_broker_epochs.get(broker)
-        if last is not None and epoch <= last:
-            raise Rejection(Error.STALE_BROKER_EPOCH,
-                            f"broker {broker} registration epoch {epoch} is not newer than {last}")
-        cv.last_broker_epochs[broker] = epoch
-        hosted = self.partitions_on(broker)
-        bounced = broker in cv.broker_epochs
-        if bounced:
+        new = {b: e for b, e in sorted(registered.items()) if cv.broker_epochs.get(b) != e}
+        if not new:
+            out.cluster(f"broker(s) {_listed(registered)} already registered with epoch(s) "
+                        f"{_listed(registered.values())}: started before", Outcome.NO_OP)
+            return
+        for broker, epoch in new.items():
+            last = cv.last_broker_epochs.get(broker)
+            if last is not None and epoch <= last:
+                raise Rejection(Error.STALE_BROKER_EPOCH,
+                                f"broker {broker} registration epoch {epoch} is not newer than {last}")
+        bounced = [b for b in new if b in cv.broker_epochs]
+        for broker in bounced:
             # Re-registered without a failure in between: Kafka handles it as a failure then a startup.
             self._unregister(out, broker)
-            for key in hosted:
+            for key in self.partitions_on(broker):
                 out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
-        if unclean_shutdown and self.elr_on:
-            # Registered, still fenced: KRaft takes it out of every ISR and ELR before it can lead again.
-            for key in hosted:
-                rec = self.partitions[key]
-                if broker in rec.isr or broker in rec.eligible_leader_replicas:
-                    out.partition(Action.UNCLEAN_REGISTRATION, key, broker_id=broker)
-        cv.broker_epochs[broker] = epoch
+        first = next(iter(new))
+        for broker, epoch in new.items():
+            if unclean_shutdown and self.elr_on:
+                # Registered, still fenced: KRaft takes it out of every ISR and ELR before it can lead again.
+                for key in self.partitions_on(broker):
+                    rec = self.partitions[key]
+                    if broker in rec.isr or broker in rec.eligible_leader_replicas:
+                        out.partition(Action.UNCLEAN_REGISTRATION, key, broker_id=broker)
+            cv.broker_epochs[broker] = cv.last_broker_epochs[broker] = epoch
         out.facts_changed()
-        # onBrokerStartup: the other brokers learn of it, it learns every partition that has a leader.
-        out.metadata(b for b in cv.broker_epochs if b != broker)
-        out.metadata((broker,), (r for _, r in sorted(self.partitions.items())
-                                 if r.has_leader_and_isr and not r.queued_for_deletion))
+        # onBrokerStartup: the other brokers learn of them, they learn every partition that has a leader.
+        out.metadata(b for b in cv.broker_epochs if b not in new)
+        out.metadata(new, (r for _, r in sorted(self.partitions.items())
+                           if r.has_leader_and_isr and not r.queued_for_deletion))
+        hosted = sorted({key for broker in new for key in self.partitions_on(broker)})
+        together = tuple(new) if len(new) > 1 else ()
         for key in hosted:
-            out.partition(Action.BROKER_STARTUP, key, broker_id=broker)
-        # Last, resumeDeletionForTopics: the failed deletions are retried (the new broker's own replicas are online
-        # by then), then the deletion of each topic with a replica here goes on in all its partitions at once
+            out.partition(Action.BROKER_STARTUP, key, broker_id=first, new_brokers=together)
+        # Last, resumeDeletionForTopics: the failed deletions are retried (the new brokers' own replicas are online
+        # by then), then the deletion of each topic with a replica there goes on in all its partitions at once
         # (onTopicDeletion: one UpdateMetadata naming them all, then one batch per replica state).
         queued = {k[0] for k in hosted} & cv.topics_queued_for_deletion
         if queued:
@@ -544,8 +555,10 @@ class Controller:
         for key in sorted(k for topic in queued for k in self.partitions_of(topic)
                           if self.partitions[k].queued_for_deletion):
             out.partition(Action.RESUME_DELETION, key)
-        out.cluster(f"broker {broker} started with epoch {epoch}" + (" (bounce: failure, then startup)"
-                    if bounced else "") + f"; hosts {len(hosted)} partition(s)")
+        started = (f"brokers {_listed(new)} started together with epochs {_listed(new.values())}" if together
+                   else f"broker {first} started with epoch {new[first]}")
+        out.cluster(started + (" (bounce: failure, then startup)" if bounced else "")
+                    + f"; {'they host' if together else 'hosts'} {len(hosted)} partition(s)")
 
     def _unregister(self, out: _Fanout, broker: int) -> None:
         del self.cluster.broker_epochs[broker]
@@ -824,6 +837,10 @@ class Controller:
         for key in keys:
             out.partition(Action.ELECT_PREFERRED, key)
         out.cluster(f"{len(keys)} partition(s) not led by their preferred replica: preferred election(s)")
+
+
+def _listed(ids: Iterable[int]) -> str:
+    return ", ".join(map(str, ids))
 
 
 def _names(keys: Iterable[Key], limit: int = 20) -> str:

@@ -651,19 +651,24 @@ def _on_isr_change_notification(s: _Step) -> None:
 
 
 def _on_broker_startup(s: _Step) -> None:
-    """onBrokerStartup: the broker's replica online, then elections, reassignments; the deletion of a topic being
-    deleted goes on after (RESUME_DELETION, fanned out by the controller for all the topic's partitions)."""
-    broker = s.command.broker_id
-    assert broker is not None
+    """onBrokerStartup: the new brokers' replicas online (one batch), then elections, reassignments; the deletion of
+    a topic being deleted goes on after (RESUME_DELETION, fanned out by the controller for all the topic's
+    partitions)."""
+    assert s.command.broker_id is not None
+    started = s.command.new_brokers or (s.command.broker_id,)
     _require_partition(s)
-    if broker in replicas_not_deleted(s.record):  # a deleted replica stays deleted (an invalid transition to Kafka)
+    # A deleted replica stays deleted (an invalid transition to Kafka).
+    online = [b for b in started if b in replicas_not_deleted(s.record)]
+    if online:
         with s.batch(Phase.ONLINE_REPLICA):
-            _online_replica(s, broker)
-        s.note(f"replica {broker} online")
+            for broker in online:
+                _online_replica(s, broker)
+        s.note(f"replica{'s' if len(online) > 1 else ''} {', '.join(map(str, online))} online")
+    onto_target = any(b in s.record.target_replicas for b in started)
     if s.record.queued_for_deletion:
         rec = s.record
         if (s.rules.reassignment_steps_bump_the_leader_epoch and (rec.adding_replicas or rec.removing_replicas)
-                and broker in rec.target_replicas and not _reassignment_caught_up(rec)):
+                and onto_target and not _reassignment_caught_up(rec)):
             # ZK: maybeResumeReassignments does not skip a topic being deleted (its reassignment stays in
             # /brokers/topics/T): a startup onto its target bumps the leader epoch again and sends the replica set
             # (A1), before the deletion goes on. Its new replicas are being deleted: NewReplica fails, sends nothing.
@@ -678,7 +683,7 @@ def _on_broker_startup(s: _Step) -> None:
         _bring_online(s, s.command.unclean_allowed)
         return
     _bring_online(s, s.command.unclean_allowed)
-    if s.record.reassignment_in_progress and broker in s.record.target_replicas:
+    if s.record.reassignment_in_progress and onto_target:
         with s.batch(Phase.REASSIGNMENT):
             _progress_reassignment(s)
 

@@ -135,6 +135,9 @@ class Command:
     event_ts: str | None = None
     principal: str | None = None
     broker_id: int | None = None
+    # BROKER_STARTUP: the brokers started together (onBrokerStartup's newBrokers) when the controller read several
+    # registrations at once; empty: `broker_id` alone.
+    new_brokers: tuple[int, ...] = ()
     # CREATE: the assignment; REASSIGN: the target (None = cancel).
     replicas: tuple[int, ...] | None = None
     # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.

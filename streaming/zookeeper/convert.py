@@ -13,7 +13,10 @@ znode write (docs/zookeeper.md, "Record patterns"):
   BrokerChange CONTROLLED_SHUTDOWN first, unless its writes showed one, and again while it still leads partitions
   (the broker's retries), up to controlled.shutdown.max.retries requests in all.
 - `create /controller` with `setData /controller_epoch` -> ControllerChange with the brokers registered then and
-  their epochs (`live_brokers`); the envelope's controller epoch is /controller_epoch's value from there on.
+  their epochs (`live_brokers`); the envelope's controller epoch is /controller_epoch's value from there on. Brokers
+  registered before the failover's writes that precede its read of /brokers/ids (/feature, notification deletes)
+  join `live_brokers`; those registered after them and before its last write were read by one processBrokerChange
+  after it: each of their STARTUP events names them all (`new_brokers`).
 - `create /brokers/topics/T` -> CreateTopic (with `/config/topics/T`, written just before); `setData` of it with
   more partitions -> CreatePartitions; with a partition's replicas, adding or removing changed -> ReassignPartitions
   (start, or cancel: back to the original replicas), unless it completes the reassignment in progress (the
@@ -56,6 +59,11 @@ UNCLEAN_CONFIG = "unclean.leader.election.enable"
 INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
 BROKER_DEFAULTS = "/config/brokers/<default>"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
+LOG_DIR_NOTIFICATION = "/log_dir_event_notification/"
+PREFERRED_ELECTION = "/admin/preferred_replica_election"
+# A ZooKeeper-era controller's failover makes its last write within seconds (the kept campaigns: 4 s at most); one
+# whose last write never shows (Kafka before 2.2 does not check its epoch in its writes) is let go after this.
+FAILOVER_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,31 @@ class _Cause:
     topic: str | None = None
     partitions: set[tuple[str, int]] = field(default_factory=set)
     wrote: bool = False  # the controller wrote a partition state for it
+    started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
+
+    @property
+    def brokers(self) -> set[int]:
+        """The brokers it is about: a startup's all."""
+        return {self.broker, *self.started} if self.broker is not None else set(self.started)
+
+
+@dataclass
+class _Failover:
+    """A new controller's onControllerFailover, from its election to its last write: the STARTUP events of the
+    registrations since (since its last write before it reads /brokers/ids), read by nobody yet as far as the log
+    shows."""
+
+    event: dict[str, Any]  # its ControllerChange
+    since: int  # the election's time (ms)
+    startups: list[_Cause] = field(default_factory=list)
+    read: bool = False  # it wrote what it writes after its read of /brokers/ids: no registration joins its live set
+
+    def unsettled_from(self) -> int | None:
+        """The zxid from which its writes may still change events: its ControllerChange until its read, the first
+        of its startups while they may become one."""
+        if not self.read:
+            return event_zxid(self.event)
+        return event_zxid(self.startups[0].event) if self.startups else None
 
 
 @dataclass
@@ -193,6 +226,7 @@ class Converter:
         self.causes: list[_Cause] = []  # newest last
         self.protocol_before_3 = False
         self.controller_since = 0  # the zxid of the active controller's election
+        self.failover: _Failover | None = None  # the active controller's, until its last write
         self.newest_event: dict[str, Any] | None = None
         # Below protocol 2.7: /isr_change_notification/isr_change_N -> (its creating zxid, the partitions it names).
         self.notifications: dict[str, tuple[int, list[tuple[str, int]]]] = {}
@@ -246,8 +280,12 @@ class Converter:
                                          len(self.result.unexplained))
         for txn in txns:
             self.zxid, self.time = txn.zxid, txn.time
+            if self.failover is not None and txn.time - self.failover.since > FAILOVER_MS:
+                self.failover = None  # no last write seen (a controller too old to check its epoch): nothing proven
             if txn.failed:
                 self.result.failed_txns += 1
+                if txn.session == self.controller_session and txn.ops[0].path == "/controller_epoch":
+                    self._failover_written(txn, last=True)  # a write of its event thread, which checks its epoch
                 continue
             self._txn(txn)
         return ZkConverted(self.result.events[events:], self.result.observed[observed:],
@@ -263,9 +301,11 @@ class Converter:
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
         write adds a partition to its event (`_request`); a reassignment's completion rewrites the replicas of the
         partition writes before it (`_completed`); the next partition of an AlterPartition request is named in the
-        request's IsrChange events before it (`_extend`)."""
+        request's IsrChange events before it (`_extend`); a failover's writes make the registrations since its election
+        part of it, or one startup (`_failover_written`)."""
+        failover = self.failover.unsettled_from() if self.failover is not None else None
         if not self.causes:
-            return None
+            return failover
         newest = self.causes[-1]
         zxid = event_zxid(newest.event)
         request = self.alter_partition
@@ -273,8 +313,8 @@ class Converter:
             zxid = event_zxid(request.events[0])  # the request's next partition names itself in all its events
         if self.time > quiet_since or (newest.kind in ("PREFERRED", "UNCLEAN") and zxid == self.zxid) or \
                 any(self.reassigning(key) for key in newest.partitions):
-            return zxid
-        return None
+            return zxid if failover is None else min(zxid, failover)
+        return failover
 
     def _protocol_before_3(self, txn: ZkTxn) -> None:
         """Brokers below inter.broker.protocol.version 2.7 (Kafka 2.x): the rules run at a protocol before 3.0,
@@ -296,7 +336,7 @@ class Converter:
             elif path == "/controller" and op.kind == "create":
                 elected = json.loads(op.data or b"{}").get("brokerid", -1)
             elif path == "/controller" and op.kind == "delete":
-                self.controller_session = None
+                self.controller_session = self.failover = None
             elif path == "/controller_epoch" and op.kind in ("create", "setData"):
                 self.controller_epoch = int((op.data or b"0").decode() or 0)
             elif path.startswith("/brokers/topics/"):
@@ -305,12 +345,58 @@ class Converter:
                 self._config(txn, op)
             elif path.startswith("/admin/"):
                 self._admin(txn, op)
+        if txn.session == self.controller_session and elected is None:
+            self._failover_written(txn)
         if elected is not None:
             self.controller_id, self.controller_session, self.controller_since = elected, txn.session, txn.zxid
-            # The brokers registered as the new controller reads them: the failover's live set.
+            # The brokers registered at the election, which the new controller reads: the failover's live set, and
+            # those it reads with them (_failover_written).
             event = self._event(txn, "ControllerChange", controller_id=max(elected, 0),
                                 live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
             self._cause(_Cause(event, "FAILOVER"))
+            self.failover = _Failover(event, txn.time)
+
+    def _failover_written(self, txn: ZkTxn, last: bool = False) -> None:
+        """A write of the active controller's session while its failover may be on. onControllerFailover writes
+        /feature (maybeSetupFeatureVersioning) and deletes the ISR change and log dir notifications it finds, then
+        reads /brokers/ids (initializeControllerContext): the brokers registered before such a write (one session's
+        requests are served in order) are part of the failover. Its last write is the delete of
+        /admin/preferred_replica_election (removePartitionsFromPreferredReplicaElection), which fails when there is
+        none, as at a cluster's first start: the registrations before it that the failover did not read fired the
+        watch its read set, and the BrokerChange that queued is handled after the failover, with one read of
+        /brokers/ids that takes them all (processBrokerChange): one startup of all of them (`new_brokers`). Which of
+        those the failover read, the log does not show (they are the startup's); whether one registered after its
+        last write was read with them, neither (it is a startup of its own, as before)."""
+        failover = self.failover
+        if failover is None:
+            return
+        if not last and not failover.read and any(_before_the_read(op) for op in txn.ops):
+            live = failover.event["live_brokers"]
+            for cause in failover.startups:
+                if str(cause.broker) not in live and self._registered(cause):
+                    live[str(cause.broker)] = cause.event["broker_epoch"]  # its STARTUP finds it started
+                    self._forget_cause(cause)
+            failover.event["live_brokers"] = dict(sorted(live.items(), key=lambda item: int(item[0])))
+            failover.startups.clear()
+            return
+        failover.read = failover.read or txn.ops[0].path == "/controller_epoch"  # its event thread's checked write
+        if last or any(op.path == PREFERRED_ELECTION and op.kind == "delete" for op in txn.ops):
+            read = [c for c in failover.startups if self._registered(c)]
+            if len(read) > 1:
+                started = {str(c.broker): c.event["broker_epoch"] for c in read}
+                for cause in read:
+                    cause.event["new_brokers"] = started
+                    if cause is not read[0]:
+                        self._forget_cause(cause)
+                read[0].started = tuple(c.broker for c in read)
+            self.failover = None
+
+    def _registered(self, startup: _Cause) -> bool:
+        """Whether the broker of a STARTUP is still registered with the epoch it registered with."""
+        return self.brokers.get(startup.broker) == startup.event["broker_epoch"]
+
+    def _forget_cause(self, cause: _Cause) -> None:
+        self.causes = [c for c in self.causes if c is not cause]
 
     # ---- brokers and the controller -------------------------------------------------------------------
 
@@ -326,7 +412,9 @@ class Converter:
                 return  # no controller to handle it: the next one reads it
             event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
                                 broker_epoch=txn.zxid)
-            self._cause(_Cause(event, "STARTUP", broker))
+            cause = self._cause(_Cause(event, "STARTUP", broker))
+            if self.failover is not None:
+                self.failover.startups.append(cause)
         elif op.kind == "delete":
             self._broker_gone(txn, broker)
 
@@ -336,7 +424,7 @@ class Converter:
             for broker in gone:
                 self._shut_down(txn, broker)
         if "/controller" in op.deleted:
-            self.controller_session = None
+            self.controller_session = self.failover = None
         for broker in gone:
             self._broker_gone(txn, broker)
         self.sessions.pop(txn.session, None)
@@ -458,7 +546,7 @@ class Converter:
             replicas = (self.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())
             created = self.created.get(key[0], {})
             cause = next((c.event for c in reversed(self.causes)
-                          if c.event is created or (c.kind == "STARTUP" and c.broker in replicas)
+                          if c.event is created or (c.kind == "STARTUP" and c.brokers & set(replicas))
                           or c.kind == "FAILOVER"), created)
             self._observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
             return
@@ -545,7 +633,7 @@ class Converter:
         whether it was."""
         newest = self.causes[-1] if self.causes else None
         if _controllers_write(txn) or newest is None or newest.kind != "STARTUP" or key in newest.partitions or \
-                newest.broker in before.isr or newest.broker not in after.isr:
+                not any(b not in before.isr and b in after.isr for b in newest.brokers):
             return False
         events = self.result.events
         at = next((i for i in range(len(events) - 2, -1, -1) if events[i] is newest.event), None)
@@ -603,9 +691,9 @@ class Converter:
                 # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30)
                 return newest and (reassigning or key[0] in self.deleting or
                                    not any(_drops(b, before, after) for b in self.brokers))
-            case "STARTUP":  # offline partitions elect; reassignments onto the broker resume (never dropping it)
-                return not _drops(cause.broker, before, after) and (
-                    before.leader == NO_LEADER or (reassigning and cause.broker in topic.target(key[1])))
+            case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them)
+                return not any(_drops(b, before, after) for b in cause.brokers) and (
+                    before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))))
             case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
                 # once the broker registered again: what drops it then is of its new incarnation. A failure of a
                 # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).
@@ -784,6 +872,14 @@ class Converter:
                         adding_replicas=list(assignment.adding.get(partition, ())),
                         removing_replicas=list(assignment.removing.get(partition, ())),
                         **({"configs": configs} if configs else {}))
+
+
+def _before_the_read(op: ZnodeOp) -> bool:
+    """A write a new controller makes before it reads /brokers/ids: of /feature, or a delete of the notifications it
+    finds (onControllerFailover)."""
+    if op.path.startswith((ISR_CHANGE_NOTIFICATION, LOG_DIR_NOTIFICATION)):
+        return op.kind == "delete"
+    return op.path == "/feature" and op.kind in ("create", "setData")
 
 
 def _notified(data: bytes | None) -> list[tuple[str, int]]:

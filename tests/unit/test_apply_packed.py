@@ -100,3 +100,20 @@ def test_the_controllers_stale_cache_below_protocol_2_7_and_an_alter_partitions_
     b.emit("IsrChangeNotification", partitions=request)
     store = run_packed(b.lines())
     assert not any("cached_isr" in json.loads(row[0]) for row in store.values())
+
+
+def test_brokers_started_together_go_through() -> None:
+    # The addition for brokers one read of ZooKeeper's /brokers/ids found together (BrokerChange new_brokers): one
+    # command per partition brings the replicas of both online; the second registration's event is a cluster row.
+    b = ScenarioBuilder()
+    for broker in (1, 2, 3):
+        b.start_broker(broker)
+    b.emit("CreateTopic", topic="t", assignment={"0": [1, 2, 3], "1": [2, 3, 1]})
+    b.fail_broker(2)
+    b.fail_broker(3)
+    together = {"2": 200, "3": 201}
+    for broker, epoch in together.items():
+        b.emit("BrokerChange", broker_id=int(broker), change="STARTUP", broker_epoch=epoch, new_brokers=together)
+    store = run_packed(b.lines())
+    assert {key: json.loads(row[0])["replica_states"] for key, row in store.items()} == {
+        key: {"1": "OnlineReplica", "2": "OnlineReplica", "3": "OnlineReplica"} for key in (("t", 0), ("t", 1))}

@@ -50,6 +50,42 @@ def test_startup_epoch_must_beat_the_last_registration_even_after_a_failure() ->
     assert cluster.startup(1, epoch=51).only_row.outcome == "ACCEPTED"
 
 
+def test_brokers_read_together_start_in_the_first_of_their_events() -> None:
+    # ZooKeeper: one read of /brokers/ids found brokers 2 and 3 registered (processBrokerChange): one onBrokerStartup
+    # brings both replicas online and elects from both; the second registration's event finds its broker started.
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [2, 3])
+    cluster.failure(2)
+    cluster.failure(3)
+    assert (cluster.rec("t", 0).state, cluster.rec("t", 0).isr) == (P.OFFLINE, (3,))
+    together = {"2": 40, "3": 41}
+    out = cluster.startup(2, epoch=40, new_brokers=together)
+    assert out.cluster_row.message.startswith("brokers 2, 3 started together with epochs 40, 41")
+    d = out.decision("t", 0)
+    assert (d.leader, d.isr, d.election) == (3, (3,), "OFFLINE")
+    assert cluster.rec("t", 0).replica_states == {2: R.ONLINE, 3: R.ONLINE}
+    assert cluster.controller.cluster.broker_epochs == {1: 10, 2: 40, 3: 41}
+    same = cluster.startup(3, epoch=41, new_brokers=together)
+    assert (same.only_row.outcome, same.decisions) == ("NO_OP", [])
+
+
+def test_a_startup_of_a_broker_a_failover_read_finds_it_started() -> None:
+    # The new controller read broker 2's registration at its failover (ControllerChange live_brokers): the
+    # registration's own event tells the controller nothing new (processBrokerChange: same epoch, not new).
+    cluster = Cluster()
+    cluster.controller_change(1, live_brokers={"1": 10, "2": 12})
+    out = cluster.startup(2, epoch=12)
+    assert (out.only_row.outcome, out.decisions) == ("NO_OP", [])
+    assert cluster.controller.cluster.broker_epochs == {1: 10, 2: 12}
+
+
+def test_brokers_read_together_are_rejected_if_one_epoch_is_stale() -> None:
+    cluster = cluster_with(1, 2)
+    cluster.failure(2)
+    assert_rejected(cluster.startup(3, epoch=30, new_brokers={"2": 5, "3": 30}).only_row, "STALE_BROKER_EPOCH")
+    assert cluster.controller.cluster.live_brokers == {1}
+
+
 def test_startup_brings_replicas_online_and_elects_offline_partitions() -> None:
     cluster = cluster_with(1, 2)
     cluster.create("t", [1, 2])

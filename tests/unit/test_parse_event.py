@@ -156,6 +156,18 @@ def test_broker_change_unclean_shutdown_is_an_optional_bool_left_out_of_the_v1_j
     assert isinstance(bad, Malformed) and "unclean_shutdown" in bad.reason
 
 
+def test_broker_change_new_brokers_is_an_optional_map_left_out_of_the_v1_json() -> None:
+    startup = {**envelope("BrokerChange"), "broker_id": 2, "change": "STARTUP", "broker_epoch": 82}
+    plain = parse_event(json.dumps(startup))
+    assert not isinstance(plain, Malformed) and plain.new_brokers is None
+    assert "new_brokers" not in plain.to_json()
+    together = parse_event(json.dumps({**startup, "new_brokers": {"2": 82, "4": 83}}))
+    assert not isinstance(together, Malformed) and together.new_brokers == {2: 82, 4: 83}
+    assert json.loads(together.to_json())["new_brokers"] == {"2": 82, "4": 83}
+    bad = parse_event(json.dumps({**startup, "new_brokers": {"two": 82}}))
+    assert isinstance(bad, Malformed) and "new_brokers" in bad.reason
+
+
 def test_isr_change_request_partitions_and_isr_change_notification_are_additions() -> None:
     isr = {**envelope("IsrChange"), "topic": "t", "partition": 0, "broker_id": 1, "broker_epoch": 10,
            "leader_epoch": 2, "partition_epoch": 3, "isr": [1, 2]}

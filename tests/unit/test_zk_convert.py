@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from statemachine.controller import ControllerConfig
+from schemas.events import parse_event
+from statemachine.controller import Controller, ControllerConfig
 from statemachine.rules import ZK
 from streaming.engine.local import run_local
 from streaming.history.histories import history_rows
@@ -98,6 +99,10 @@ class Ensemble:
                         version)
         self.txn(session or self.controller, *(() if by_leader else (ZnodeOp("check", "/controller_epoch", None, 1),)),
                  write)
+
+    def register(self, broker: int) -> None:
+        self.sessions[broker] = 0x1000 + broker
+        self.txn(self.sessions[broker], ZnodeOp("create", f"/brokers/ids/{broker}", b"{}", 0, ephemeral=True))
 
     def close(self, session: int, *deleted: str, clean: bool = False) -> None:
         """The end of a session: closed by its client (a clean shutdown: the client's next cxid), or expired (a kill
@@ -222,6 +227,40 @@ def test_a_controlled_shutdown_that_leaves_a_partition_led_by_the_broker_is_aske
         ("BrokerChange", "CONTROLLED_SHUTDOWN", 2)] * 3 + [("BrokerChange", "FAILURE", 2)]
     assert [o["cause_event_id"] for o in observed[-2:]] == [events[-4]["event_id"], events[-1]["event_id"]]
     assert_every_history_equal(observed, decisions)
+
+
+def test_registrations_during_a_failover_are_part_of_it_or_one_startup_after_it() -> None:
+    # A cluster's first start (campaign seeds 23 and 13, protocol 3.9). The new controller writes /feature, then reads
+    # /brokers/ids: a broker registered before that write is part of the failover (seed 23's broker 2). Brokers
+    # registered after it and before the failover's last write (the failed delete of the absent
+    # /admin/preferred_replica_election) were read by one processBrokerChange after the failover, as far as the
+    # failover did not read them, which the log does not show (seed 13: brokers 2 and 4, 251 and 258 ms after the
+    # election, one startup of both). One registered after that last write is a startup of its own.
+    z = Ensemble((1, 3))
+    z.register(2)
+    z.txn(z.controller, ZnodeOp("create", "/feature", b"{}"))
+    z.register(4)
+    z.register(5)
+    follower = Converter()
+    follower.feed(z.txns)
+    assert follower.unsettled_from(quiet_since=z.txns[-1].time + 1) == 3  # the ControllerChange, until the read
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("error", error=-101))
+    z.register(6)
+    assert follower.feed(z.txns[-2:]).events and follower.unsettled_from(quiet_since=z.txns[-1].time + 1) is None
+    events = convert(z.history()).events
+    failover, *startups = events
+    epoch = {int(e["broker_id"]): e["broker_epoch"] for e in startups}
+    assert failover["live_brokers"] == {"1": 1, "2": epoch[2], "3": 2}
+    together = {"4": epoch[4], "5": epoch[5]}
+    assert [(e["broker_id"], e.get("new_brokers")) for e in startups] == [(2, None), (4, together), (5, together),
+                                                                          (6, None)]
+    # What the controller sends: one UpdateMetadata to each registered broker at the failover, nothing for broker 2's
+    # registration, one startup of 4 and 5 (the others learn of both, then both of every partition), one of 6.
+    controller = Controller(ControllerConfig(rules=ZK))
+    sent = [sorted((r.batch, r.broker) for r in controller.handle_event(parse_event(json.dumps(e)), n).requests)
+            for n, e in enumerate(events)]
+    assert sent == [[(0, 1), (0, 2), (0, 3)], [], [(0, 1), (0, 2), (0, 3), (1, 4), (1, 5)], [],
+                    [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (1, 6)]]
 
 
 def test_a_leaders_isr_change_keeps_the_leader_epoch_whoever_writes_it() -> None:
