@@ -691,9 +691,13 @@ class Converter:
                 # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30)
                 return newest and (reassigning or key[0] in self.deleting or
                                    not any(_drops(b, before, after) for b in self.brokers))
-            case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them)
+            case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
+                # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
+                # shutdown's write right after a startup)
                 return not any(_drops(b, before, after) for b in cause.brokers) and (
-                    before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))))
+                    before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))
+                                                   and self._may_drop_from_isr(key, before, after)
+                                                   and self._may_move_leader(key, before, after)))
             case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
                 # once the broker registered again: what drops it then is of its new incarnation. A failure of a
                 # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).

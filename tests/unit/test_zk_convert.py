@@ -420,3 +420,26 @@ def test_a_leaders_own_isr_write_inside_a_startup_goes_before_it_also_when_the_l
     assert [e["type"] for e in events[-2:]] == ["IsrChange", "BrokerChange"]
     assert_every_history_equal(observed, decisions)
 
+
+
+def test_a_controlled_shutdown_right_after_a_startup_that_resumed_a_reassignment_is_the_shutdowns() -> None:
+    # A real 2.6 run (zk campaign seed 70): a startup resumed a reassignment onto the broker (a leader epoch bump),
+    # then the leader's broker shut down: its leadership moved and it left the ISR. A resumed reassignment that does
+    # not complete moves no leader and drops nobody, so that write is the shutdown's, not the startup's.
+    z = Ensemble((1, 2, 3, 4))
+    z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 2, [2, 3, 1], 0)
+    z.topic({0: [1, 2, 3, 4], 1: [2, 3, 1]}, op="setData", adding_replicas={0: [4]})
+    z.state(0, 1, [1, 2, 3], 1)
+    z.session_end(4)  # 4 restarts before it joined the ISR
+    z.register(4)
+    z.state(0, 1, [1, 2, 3], 2)  # the startup resumes the reassignment: 4 not yet in the ISR
+    z.state(0, 2, [2, 3], 3)  # broker 1 shuts down
+    z.state(1, 2, [2, 3], 1)
+    z.session_end(1, clean=True)
+    events, observed, decisions = replayed(z.history())
+    shutdown = next(e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN")
+    assert shutdown["broker_id"] == 1
+    assert [o["cause_event_id"] for o in observed[-2:]] == [shutdown["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
