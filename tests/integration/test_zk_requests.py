@@ -149,10 +149,10 @@ def test_state_change_logs_go_with_a_zk_source_and_must_be_there(tmp_path: Path)
 
 @pytest.mark.spark
 def test_the_spark_engine_writes_the_local_engines_requests_over_micro_batches(spark: Any, tmp_path: Path) -> None:
-    # Each engine's own replay, the Spark one 5 events per micro-batch: an event's requests come from the sequencer,
-    # which sees its whole fan-out, and each micro-batch's from the controller state the one before it saved.
+    # Each engine's own replay, the Spark one 12 events per micro-batch (3 of them): an event's requests come from the
+    # sequencer, which sees its whole fan-out, and each micro-batch's from the controller state the one before it saved.
     source = f"zk:{RUN / 'version-2'}"
-    summaries = {engine: replay(ReplayOptions(source, tmp_path / engine, engine=engine, batch_size=5,
+    summaries = {engine: replay(ReplayOptions(source, tmp_path / engine, engine=engine, batch_size=12,
                                               config=ControllerConfig(rules=ZK)))
                  for engine in ("local", "spark")}
     local, spark_out = tmp_path / "local", tmp_path / "spark"
