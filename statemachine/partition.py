@@ -658,7 +658,8 @@ def _on_broker_startup(s: _Step) -> None:
     started = s.command.new_brokers or (s.command.broker_id,)
     _require_partition(s)
     # A deleted replica stays deleted (an invalid transition to Kafka).
-    online = [b for b in started if b in replicas_not_deleted(s.record)]
+    not_deleted = replicas_not_deleted(s.record)
+    online = [b for b in started if b in not_deleted]
     if online:
         with s.batch(Phase.ONLINE_REPLICA):
             for broker in online:

@@ -185,9 +185,9 @@ def _drops(broker: int | None, before: PartitionState, after: PartitionState) ->
 
 
 def _controllers_write(txn: ZkTxn) -> bool:
-    """Whether a write is the controller's: it writes partition states in a multi that checks /controller_epoch's
-    version; a leader writing its own ISR (below inter.broker.protocol 2.7) writes alone, also when it is the
-    controller's broker and shares its session (seed 66)."""
+    """Whether a write is the controller's event thread's: a multi that checks /controller_epoch's version (failed or
+    not); a leader writing its own ISR (below inter.broker.protocol 2.7) writes alone, also when it is the controller's
+    broker and shares its session (seed 66)."""
     return any(op.kind == "check" and op.path == "/controller_epoch" for op in txn.ops)
 
 
@@ -284,7 +284,7 @@ class Converter:
                 self.failover = None  # no last write seen (a controller too old to check its epoch): nothing proven
             if txn.failed:
                 self.result.failed_txns += 1
-                if txn.session == self.controller_session and txn.ops[0].path == "/controller_epoch":
+                if txn.session == self.controller_session and _controllers_write(txn):
                     self._failover_written(txn, last=True)  # a write of its event thread, which checks its epoch
                 continue
             self._txn(txn)
@@ -379,7 +379,7 @@ class Converter:
             failover.event["live_brokers"] = dict(sorted(live.items(), key=lambda item: int(item[0])))
             failover.startups.clear()
             return
-        failover.read = failover.read or txn.ops[0].path == "/controller_epoch"  # its event thread's checked write
+        failover.read = failover.read or _controllers_write(txn)  # its event thread's checked write
         if last or any(op.path == PREFERRED_ELECTION and op.kind == "delete" for op in txn.ops):
             read = [c for c in failover.startups if self._registered(c)]
             if len(read) > 1:
