@@ -69,11 +69,17 @@ def run_packed(lines: list[str]) -> dict[Any, tuple[Any, ...]]:
     return store
 
 
-def test_the_record_lives_in_the_state_between_batches_and_cluster_commands_never_touch_it() -> None:
+def three_brokers_and_topic_t() -> ScenarioBuilder:
+    """Brokers 1, 2 and 3 started, topic t created with two partitions of three replicas."""
     b = ScenarioBuilder()
     for broker in (1, 2, 3):
         b.start_broker(broker)
     b.emit("CreateTopic", topic="t", assignment={"0": [1, 2, 3], "1": [2, 3, 1]})
+    return b
+
+
+def test_the_record_lives_in_the_state_between_batches_and_cluster_commands_never_touch_it() -> None:
+    b = three_brokers_and_topic_t()
     b.fail_broker(1)
     store = run_packed(b.lines())
     assert set(store) == {("t", 0), ("t", 1)}
@@ -105,10 +111,7 @@ def test_the_controllers_stale_cache_below_protocol_2_7_and_an_alter_partitions_
 def test_brokers_started_together_go_through() -> None:
     # The addition for brokers one read of ZooKeeper's /brokers/ids found together (BrokerChange new_brokers): one
     # command per partition brings the replicas of both online; the second registration's event is a cluster row.
-    b = ScenarioBuilder()
-    for broker in (1, 2, 3):
-        b.start_broker(broker)
-    b.emit("CreateTopic", topic="t", assignment={"0": [1, 2, 3], "1": [2, 3, 1]})
+    b = three_brokers_and_topic_t()
     b.fail_broker(2)
     b.fail_broker(3)
     together = {"2": 200, "3": 201}
