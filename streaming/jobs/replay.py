@@ -49,11 +49,15 @@ def _history_source(source: str) -> str | None:
     return next((prefix for prefix in HISTORY_SOURCES if source.startswith(prefix)), None)
 
 
-def _import_history(source: str, prefix: str, out: Path, bounds: Bounds) -> _HistoryImport:
+def _import_history(source: str, prefix: str, out: Path, bounds: Bounds,
+                    controller_logs: Path | None = None) -> _HistoryImport:
     """`kraft:PATH` / `zk:PATH`: the history (for kraft:, the window `bounds` of it) converted into
-    `out/<kind>/events.jsonl`, the controller's decisions into `out/observed.jsonl`."""
+    `out/<kind>/events.jsonl`, the controller's decisions into `out/observed.jsonl` (for zk:, with the controllers'
+    `controller_logs`)."""
     events, observed = out / prefix.rstrip(":") / "events.jsonl", out / "observed.jsonl"
-    summary = HISTORY_SOURCES[prefix](Path(source[len(prefix):]), events, observed, bounds)
+    path = Path(source[len(prefix):])
+    summary = (zookeeper.import_zk(path, events, observed, bounds, controller_logs) if prefix == zookeeper.PREFIX
+               else HISTORY_SOURCES[prefix](path, events, observed, bounds))
     return _HistoryImport(events, observed, summary)
 
 
@@ -73,6 +77,8 @@ class ReplayOptions:
     # A zk: source's state-change logs, to compare the controller's requests with isrflow's (None: a `state-change`
     # folder beside the zk: path, if there is one).
     state_change: Path | None = None
+    # A zk: source's controller.log files (None: a `controller` folder beside the zk: path, if there is one).
+    controller_logs: Path | None = None
 
 
 _REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(RequestRow))
@@ -130,11 +136,13 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
     prefix = _history_source(options.source)
-    if options.state_change is not None and prefix != zookeeper.PREFIX:
-        raise UsageError("--state-change holds a ZooKeeper-mode cluster's state-change logs: it goes with a zk: source")
-    if options.state_change is not None and not options.state_change.is_dir():
-        raise UsageError(f"--state-change {options.state_change}: no such directory")
-    imported = _import_history(options.source, prefix, layout.root, b) if prefix is not None else None
+    for option, folder in (("--state-change", options.state_change), ("--controller-logs", options.controller_logs)):
+        if folder is not None and prefix != zookeeper.PREFIX:
+            raise UsageError(f"{option} holds a ZooKeeper-mode cluster's logs: it goes with a zk: source")
+        if folder is not None and not folder.is_dir():
+            raise UsageError(f"{option} {folder}: no such directory")
+    imported = (_import_history(options.source, prefix, layout.root, b, options.controller_logs)
+                if prefix is not None else None)
     if imported is not None:
         path = imported.events
         records, total, source, described = read_event_log(path), count_records(path), "file", options.source

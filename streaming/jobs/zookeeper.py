@@ -10,6 +10,7 @@ from pathlib import Path
 from streaming.errors import UsageError
 from streaming.io.eventlog import Bounds
 from streaming.io.jsonl import write_jsonl
+from streaming.zookeeper.controllerlog import ControllerReads, read_controller_logs
 from streaming.zookeeper.convert import convert
 from streaming.zookeeper.files import read_zk_history
 
@@ -26,27 +27,42 @@ class ZkImportSummary:
     unexplained: int
     skipped: dict[str, int]
     replayed: str  # from which state, and why
+    controller_logs: Path | None = None  # the controllers' controller.log files read
+    reads: ControllerReads | None = None
 
     def describe(self) -> str:
         skipped = ", ".join(f"{k} x{v}" for k, v in sorted(self.skipped.items())) or "none"
+        logs = ("" if self.controller_logs is None or self.reads is None else
+                f"\n  read what the controllers read from {self.controller_logs}: {len(self.reads.failovers)} "
+                f"failovers, {sum(map(len, self.reads.broker_reads.values()))} BrokerChange reads")
         return (f"ZooKeeper history {self.replayed}\n  read {self.transactions} transactions from {len(self.files)} "
                 f"file(s) ({', '.join(p.name for p in self.files)}): {self.events} events, {self.observed} observed "
                 f"partition state writes; {self.failed} failed multis (changed nothing); skipped: {skipped}; "
-                f"unexplained writes: {self.unexplained}")
+                f"unexplained writes: {self.unexplained}{logs}")
+
+
+def controller_logs_beside(source: Path) -> Path | None:
+    """The `controller` folder beside a zk: path (the brokers' controller.log files, as broker-N.log), if any."""
+    folder = source.parent / "controller"
+    return folder if folder.is_dir() else None
 
 
 def import_zk(source: Path, events_out: Path, observed_out: Path | None = None,
-              bounds: Bounds | None = None) -> ZkImportSummary:
+              bounds: Bounds | None = None, controller_logs: Path | None = None) -> ZkImportSummary:
     """Read `source` (a ZooKeeper `version-2` directory or the dataDir holding it, or one `log.*`/`snapshot.*`) and
     write the contract events to `events_out` (and every partition state write to `observed_out`): the whole
-    retained history."""
+    retained history. With the brokers' controller.log files (`controller_logs`, default: a `controller` folder
+    beside `source`), what each controller read of /brokers/ids is taken from them."""
     if bounds is not None and bounds != Bounds():
         raise UsageError("a zk: source is replayed whole: --from-offset/--to-offset/--from/--to are for kafka:// and "
                          "kraft: sources")
     history = read_zk_history(source)
-    result = convert(history)
+    controller_logs = controller_logs or controller_logs_beside(source)
+    reads = read_controller_logs(controller_logs) if controller_logs is not None else None
+    result = convert(history, reads)
     write_jsonl(events_out, result.events)
     if observed_out is not None:
         write_jsonl(observed_out, result.observed)
     return ZkImportSummary(history.files, len(history.txns), result.failed_txns, len(result.events),
-                           len(result.observed), len(result.unexplained), dict(history.skipped), history.origin)
+                           len(result.observed), len(result.unexplained), dict(history.skipped), history.origin,
+                           controller_logs, reads)

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
 NO_LEADER = -1
@@ -208,8 +209,16 @@ def event_zxid(event: dict[str, Any]) -> int:
 class Converter:
     """Feed a history (`convert`); read `result`."""
 
-    def __init__(self) -> None:
+    def __init__(self, reads: ControllerReads | None = None) -> None:
         self.result = ZkConverted()
+        # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
+        # registrations each BrokerChange read took, in place of what the writes suggest.
+        self.reads = reads or ControllerReads()
+        self.logged_reads: list[BrokerRead] = []  # the active controller's BrokerChange reads not yet past
+        self.read_taken: dict[int, set[int]] = {}  # id(read) -> the brokers whose registration it took
+        # id(read) -> a read that found several brokers new: its one STARTUP (at the first registration) and the
+        # `new_brokers` its events share, filled as the others register
+        self.read_startups: dict[int, tuple[_Cause, dict[str, int]]] = {}
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
@@ -354,7 +363,12 @@ class Converter:
             event = self._event(txn, "ControllerChange", controller_id=max(elected, 0),
                                 live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
             self._cause(_Cause(event, "FAILOVER"))
-            self.failover = _Failover(event, txn.time)
+            logged = self.reads.failovers.get(self.controller_epoch)
+            if logged is None:
+                self.failover = _Failover(event, txn.time)
+            else:  # its controller.log names what its read of /brokers/ids found: nothing to infer
+                event["live_brokers"] = {str(b): e for b, e in sorted(logged.items())}
+                self.logged_reads = list(self.reads.broker_reads.get(self.controller_epoch, []))
 
     def _failover_written(self, txn: ZkTxn, last: bool = False) -> None:
         """A write of the active controller's session while its failover may be on. onControllerFailover writes
@@ -410,13 +424,37 @@ class Converter:
             self.shutdown_attempts.pop(broker, None)
             if self.controller_session is None:
                 return  # no controller to handle it: the next one reads it
+            if self.reads.failovers.get(self.controller_epoch, {}).get(broker) == txn.zxid:
+                return  # the controller's failover read it (its controller.log)
+            read = self._logged_read(broker)
             event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
                                 broker_epoch=txn.zxid)
+            if read is not None and id(read) in self.read_startups:  # one startup with an earlier registration
+                first, together = self.read_startups[id(read)]
+                together[str(broker)] = txn.zxid
+                event["new_brokers"] = together
+                first.started = (*first.started, broker)
+                return
             cause = self._cause(_Cause(event, "STARTUP", broker))
             if self.failover is not None:
                 self.failover.startups.append(cause)
+            if read is not None and broker in read.new and len(read.new) > 1:
+                cause.started = (broker,)
+                event["new_brokers"] = {str(broker): txn.zxid}
+                self.read_startups[id(read)] = (cause, event["new_brokers"])
         elif op.kind == "delete":
             self._broker_gone(txn, broker)
+
+    def _logged_read(self, broker: int) -> BrokerRead | None:
+        """The active controller's logged BrokerChange read that took this registration of `broker`: the first read
+        not yet past that found it new or bounced and has not taken it yet."""
+        for i, read in enumerate(self.logged_reads):
+            taken = self.read_taken.setdefault(id(read), set())
+            if broker not in taken and (broker in read.new or broker in read.bounced):
+                taken.add(broker)
+                self.logged_reads = self.logged_reads[i:]
+                return read
+        return None
 
     def _session_closed(self, txn: ZkTxn, op: ZnodeOp) -> None:
         gone = [int(p.rsplit("/", 1)[1]) for p in op.deleted if p.startswith("/brokers/ids/")]
@@ -688,9 +726,12 @@ class Converter:
         match cause.kind:
             case "FAILOVER":  # onControllerFailover: anything before the next input, but it takes out of an ISR only
                 # dead brokers' replicas and those a reassignment or a deletion removes: a registered broker dropped
-                # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30)
-                return newest and (reassigning or key[0] in self.deleting or
-                                   not any(_drops(b, before, after) for b in self.brokers))
+                # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30). Nor
+                # does it bump the leader epoch of a live leader alone (leader and ISR kept) outside a reassignment:
+                # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write)
+                return newest and (reassigning or key[0] in self.deleting or (
+                    not any(_drops(b, before, after) for b in self.brokers) and
+                    ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in self.brokers)))
             case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
                 # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
                 # shutdown's write right after a startup)
@@ -891,7 +932,8 @@ def _notified(data: bytes | None) -> list[tuple[str, int]]:
     return [(p["topic"], p["partition"]) for p in json.loads(data or b"{}").get("partitions", [])]
 
 
-def convert(history: ZkHistory) -> ZkConverted:
-    """`history` as contract events and the controller's observed decisions."""
-    return Converter().convert(history)
+def convert(history: ZkHistory, reads: ControllerReads | None = None) -> ZkConverted:
+    """`history` as contract events and the controller's observed decisions (with what the controllers logged they
+    read, `reads`, when their controller.log files are at hand)."""
+    return Converter(reads).convert(history)
 

@@ -44,17 +44,19 @@ VERSIONS = {"3.9": ZkVersion("3.9", None), "2.6": ZkVersion("2.6", "2.6")}
 def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], engines: tuple[str, ...] = ("local",),
         log: Any = print, keep: bool = False) -> list[RunResult]:
     """One campaign run: the script of `seed` on a fresh ZooKeeper-mode cluster, then one comparison per engine.
-    Each broker's state-change.log (the requests it sent as controller and received) is kept beside ZooKeeper's
-    directory, in `state-change/broker-N.log`."""
+    Each broker's state-change.log (the requests it sent as controller and received) and controller.log (what it
+    read as controller) are kept beside ZooKeeper's directory, in `state-change/broker-N.log` and
+    `controller/broker-N.log`."""
     steps = script(seed, ops, version, extra=("expire",))  # type: ignore[arg-type]
     here = work / f"zookeeper-{version.name}-seed-{seed}"
     with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS) as c:
         copy = play(c, steps, f"zookeeper {version.name} seed {seed}", lambda: c.zookeeper_data_dir,
                     here / "zookeeper", log)
-        (here / "state-change").mkdir(parents=True, exist_ok=True)
-        for broker in c.brokers:
-            if c.state_change_log(broker).exists():
-                shutil.copyfile(c.state_change_log(broker), here / "state-change" / f"broker-{broker}.log")
+        for folder, log_of in (("state-change", c.state_change_log), ("controller", c.controller_log)):
+            (here / folder).mkdir(parents=True, exist_ok=True)
+            for broker in c.brokers:
+                if log_of(broker).exists():
+                    shutil.copyfile(log_of(broker), here / folder / f"broker-{broker}.log")
     results = [compare(copy, here / engine, engine, seed, version.name, "zk:", ZK) for engine in engines]
     _log_requests(here, log)
     return kept_if_disagreeing(results, here, copy, keep)

@@ -13,6 +13,7 @@ from statemachine.controller import Controller, ControllerConfig
 from statemachine.rules import ZK
 from streaming.engine.local import run_local
 from streaming.history.histories import history_rows
+from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
@@ -443,3 +444,37 @@ def test_a_controlled_shutdown_right_after_a_startup_that_resumed_a_reassignment
     assert shutdown["broker_id"] == 1
     assert [o["cause_event_id"] for o in observed[-2:]] == [shutdown["event_id"]] * 2
     assert_every_history_equal(observed, decisions)
+
+
+def test_with_the_controllers_logs_a_failovers_live_brokers_and_each_brokerchange_read_are_theirs() -> None:
+    # What ZooKeeper's log cannot show, the controller.log can (campaign seed 103): the failover's read found broker 4
+    # too, registered after /feature, and one processBrokerChange read took 5 and 6, 6 registered after the
+    # failover's last write: one startup of both.
+    z = Ensemble((1, 3))
+    z.register(2)
+    z.txn(z.controller, ZnodeOp("create", "/feature", b"{}"))
+    z.register(4)
+    z.register(5)
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("error", error=-101))
+    z.register(6)
+    epoch = {int(op.path.rsplit("/", 1)[1]): t.zxid for t in z.txns for op in t.ops
+             if op.path.startswith("/brokers/ids/")}
+    at = "[2026-11-25 10:00:00,000] INFO [Controller id=1] "
+    log = [f"{at}1 successfully elected as the controller. Epoch incremented to 1 and epoch zk version is now 1 "
+           "(kafka.controller.KafkaController)",
+           f"{at}Initialized broker epochs cache: HashMap({', '.join(f'{b} -> {epoch[b]}' for b in (1, 2, 3, 4))}) "
+           "(kafka.controller.KafkaController)",
+           f"{at}Newly added brokers: 5,6, deleted brokers: , bounced brokers: , all live brokers: 1,2,3,4,5,6 "
+           "(kafka.controller.KafkaController)"]
+    events = convert(z.history(), parse_controller_log(log)).events
+    failover, *startups = events
+    assert failover["live_brokers"] == {str(b): epoch[b] for b in (1, 2, 3, 4)}
+    together = {"5": epoch[5], "6": epoch[6]}
+    assert [(e["broker_id"], e.get("new_brokers")) for e in startups] == [(5, together), (6, together)]
+    controller = Controller(ControllerConfig(rules=ZK))
+    sent = [sorted((r.batch, r.broker) for r in controller.handle_event(parse_event(json.dumps(e)), n).requests)
+            for n, e in enumerate(events)]
+    assert sent == [[(0, 1), (0, 2), (0, 3), (0, 4)], [(0, 1), (0, 2), (0, 3), (0, 4), (1, 5), (1, 6)], []]
+    # Without the logs, the writes alone put 4 with 5 (and 6 on its own).
+    guessed = [(e["broker_id"], sorted(e.get("new_brokers") or ())) for e in convert(z.history()).events[1:]]
+    assert guessed == [(2, []), (4, ["4", "5"]), (5, ["4", "5"]), (6, [])]

@@ -1,0 +1,92 @@
+"""Read what a ZooKeeper-mode controller read, out of a broker's `controller.log` (the `kafka.controller` logger;
+Kafka's own config/log4j.properties keeps it at TRACE, in the layout `[time] LEVEL message (logger)`).
+
+ZooKeeper's log holds every write, not every read: which registrations a new controller's read of /brokers/ids found,
+or which ones one BrokerChange read took together, it does not show (docs/zookeeper.md "What ZooKeeper cannot
+show"). The controller logs both (Kafka 3.9's KafkaController), each line under `[Controller id=N]`:
+- `N successfully elected as the controller. Epoch incremented to E and epoch zk version is now V` (INFO): the
+  controller epoch of the lines after it, in that broker's file;
+- `Initialized broker epochs cache: HashMap(B -> epoch, ...)` (INFO): the failover's read of /brokers/ids, with each
+  registration's epoch (initializeControllerContext);
+- `Newly added brokers: B,..., deleted brokers: B,..., bounced brokers: B,..., all live brokers: B,...` (INFO): one
+  read of processBrokerChange.
+
+Every other line is counted, not read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+_LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ \[Controller id=(?P<id>\d+)\] "
+                   r"(?P<msg>.*?)(?: \(kafka\.controller\.\w+\))?$")
+_ELECTED = re.compile(r"^\d+ successfully elected as the controller\. Epoch incremented to (?P<epoch>\d+) ")
+_FAILOVER_READ = re.compile(r"^Initialized broker epochs cache: \w*\((?P<epochs>[\d ,>-]*)\)$")
+_BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
+                          r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
+
+
+@dataclass(frozen=True)
+class BrokerRead:
+    """One processBrokerChange read of /brokers/ids by the controller of `controller_epoch`."""
+
+    controller_id: int
+    controller_epoch: int
+    time: datetime
+    new: tuple[int, ...]
+    dead: tuple[int, ...]
+    bounced: tuple[int, ...]
+
+
+@dataclass
+class ControllerReads:
+    """What the controllers of a cluster read, from their controller.log files: per controller epoch, the failover's
+    live brokers (broker -> epoch) and its BrokerChange reads in order."""
+
+    failovers: dict[int, dict[int, int]] = field(default_factory=dict)
+    broker_reads: dict[int, list[BrokerRead]] = field(default_factory=dict)
+    other_lines: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.failovers or self.broker_reads)
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
+def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = None) -> ControllerReads:
+    """Add the reads in one broker's controller.log lines to `into` (a new ControllerReads by default)."""
+    out = into if into is not None else ControllerReads()
+    epoch: int | None = None  # the controller epoch this broker holds, from its last election in the file
+    for raw in lines:
+        m = _LINE.match(raw.rstrip("\n"))
+        if m is None:
+            out.other_lines += 1
+            continue
+        msg = m["msg"]
+        if s := _ELECTED.match(msg):
+            epoch = int(s["epoch"])
+        elif epoch is not None and (s := _FAILOVER_READ.match(msg)):
+            pairs = (p.split("->") for p in s["epochs"].split(",") if "->" in p)
+            out.failovers[epoch] = {int(b): int(e) for b, e in pairs}
+        elif epoch is not None and (s := _BROKER_READ.match(msg)):
+            at = datetime.strptime(m["time"], "%Y-%m-%d %H:%M:%S,%f")
+            out.broker_reads.setdefault(epoch, []).append(
+                BrokerRead(int(m["id"]), epoch, at, _ids(s["new"]), _ids(s["dead"]), _ids(s["bounced"])))
+        else:
+            out.other_lines += 1
+    return out
+
+
+def read_controller_logs(folder: Path) -> ControllerReads:
+    """The reads in every `*.log` of `folder` (one controller.log per broker, as `broker-N.log`)."""
+    out = ControllerReads()
+    for path in sorted(folder.glob("*.log")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            parse_controller_log(f, out)
+    return out

@@ -1,0 +1,33 @@
+"""streaming/zookeeper/controllerlog.py on the real controller.log files of a ZooKeeper-mode cluster's three brokers
+(tests/unit/zkdata/controller/: broker 1 the first controller, through two brokers' deaths and restarts; broker 3 the
+next one after broker 1 was killed; broker 2 elected at epoch 3 after that)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from streaming.zookeeper.controllerlog import BrokerRead, parse_controller_log, read_controller_logs
+
+DATA = Path(__file__).parent / "zkdata" / "controller"
+
+
+def test_each_failovers_read_of_the_registrations_is_keyed_by_its_controller_epoch() -> None:
+    reads = read_controller_logs(DATA)
+    assert reads.failovers == {1: {1: 57, 2: 60, 3: 61}, 2: {2: 97, 3: 116}, 3: {2: 97}}
+
+
+def test_each_brokerchange_read_names_the_brokers_it_found_new_dead_or_bounced_in_order() -> None:
+    reads = read_controller_logs(DATA)
+    assert [(r.controller_id, r.new, r.dead, r.bounced) for r in reads.broker_reads[1]] == [
+        (1, (), (2,), ()), (1, (), (3,), ()), (1, (2,), (), ()), (1, (3,), (), ())]
+    assert reads.broker_reads[2] == [BrokerRead(3, 2, datetime(2026, 11, 25, 12, 48, 47, 907000), (1,), (), ())]
+    # Every other line (DEBUG lines, request threads, stack traces) is counted, not read.
+    assert reads.other_lines > 400
+
+
+def test_a_read_before_any_election_in_a_file_belongs_to_no_epoch() -> None:
+    line = ("[2026-11-25 12:48:35,528] INFO [Controller id=1] Newly added brokers: , deleted brokers: 2, bounced "
+            "brokers: , all live brokers: 1,3 (kafka.controller.KafkaController)")
+    reads = parse_controller_log([line])
+    assert not reads and reads.other_lines == 1
