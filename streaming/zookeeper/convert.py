@@ -750,8 +750,10 @@ class Converter:
                 return cause.broker in self.brokers and _drops(cause.broker, before, after)
             case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly
                 return key[0] == cause.topic and (before.leader == NO_LEADER or after.leader not in before.isr)
-            case "DELETE":  # replicas out of the ISR on their way to deletion
-                return key[0] == cause.topic
+            case "DELETE":  # replicas out of the ISR on their way to deletion; and, as every deletion request
+                # resumes the deletions queued (TopicDeletionManager.resumeDeletions), the retried replicas of the
+                # other topics being deleted (seed 108)
+                return key[0] == cause.topic or key[0] in self.deleting
             case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any)
                 return key in cause.partitions and (reassigning or newest) and _clean(before, after) and \
                     self._may_move_leader(key, before, after) and self._may_drop_from_isr(key, before, after)
