@@ -9,7 +9,10 @@ show"). The controller logs both (Kafka 3.9's KafkaController), each line under 
 - `Initialized broker epochs cache: HashMap(B -> epoch, ...)` (INFO): the failover's read of /brokers/ids, with each
   registration's epoch (initializeControllerContext);
 - `Newly added brokers: B,..., deleted brokers: B,..., bounced brokers: B,..., all live brokers: B,...` (INFO): one
-  read of processBrokerChange.
+  read of processBrokerChange;
+- `Successfully updated assignment of partition T-P to ReplicaAssignment(replicas=..., addingReplicas=...,
+  removingReplicas=...)` (INFO): each write of /brokers/topics/T by updateReplicaAssignmentForPartition, naming the
+  one partition it is for (the znode holds them all).
 
 Every other line is counted, not read.
 """
@@ -26,6 +29,8 @@ _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ 
                    r"(?P<msg>.*?)(?: \(kafka\.controller\.\w+\))?$")
 _ELECTED = re.compile(r"^\d+ successfully elected as the controller\. Epoch incremented to (?P<epoch>\d+) ")
 _FAILOVER_READ = re.compile(r"^Initialized broker epochs cache: \w*\((?P<epochs>[\d ,>-]*)\)$")
+_ASSIGNMENT = re.compile(r"^Successfully updated assignment of partition (?P<topic>.+)-(?P<partition>\d+) to "
+                         r"ReplicaAssignment\(replicas=(?P<replicas>[\d,]*), ")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
                           r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
 
@@ -49,6 +54,8 @@ class ControllerReads:
 
     failovers: dict[int, dict[int, int]] = field(default_factory=dict)
     broker_reads: dict[int, list[BrokerRead]] = field(default_factory=dict)
+    # per controller epoch, the partition (topic, partition, replicas) each assignment write was for, in order
+    assignments: dict[int, list[tuple[str, int, tuple[int, ...]]]] = field(default_factory=dict)
     other_lines: int = 0
 
     def __bool__(self) -> bool:
@@ -78,6 +85,8 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             at = datetime.strptime(m["time"], "%Y-%m-%d %H:%M:%S,%f")
             out.broker_reads.setdefault(epoch, []).append(
                 BrokerRead(int(m["id"]), epoch, at, _ids(s["new"]), _ids(s["dead"]), _ids(s["bounced"])))
+        elif epoch is not None and (s := _ASSIGNMENT.match(msg)):
+            out.assignments.setdefault(epoch, []).append((s["topic"], int(s["partition"]), _ids(s["replicas"])))
         else:
             out.other_lines += 1
     return out

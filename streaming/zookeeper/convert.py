@@ -215,6 +215,8 @@ class Converter:
         # registrations each BrokerChange read took, in place of what the writes suggest.
         self.reads = reads or ControllerReads()
         self.logged_reads: list[BrokerRead] = []  # the active controller's BrokerChange reads not yet past
+        # the active controller's logged assignment writes not yet past: (topic, partition, replicas)
+        self.logged_assignments: list[tuple[str, int, tuple[int, ...]]] = []
         self.read_taken: dict[int, set[int]] = {}  # id(read) -> the brokers whose registration it took
         # id(read) -> a read that found several brokers new: its one STARTUP (at the first registration) and the
         # `new_brokers` its events share, filled as the others register
@@ -369,6 +371,7 @@ class Converter:
             else:  # its controller.log names what its read of /brokers/ids found: nothing to infer
                 event["live_brokers"] = {str(b): e for b, e in sorted(logged.items())}
                 self.logged_reads = list(self.reads.broker_reads.get(self.controller_epoch, []))
+                self.logged_assignments = list(self.reads.assignments.get(self.controller_epoch, []))
 
     def _failover_written(self, txn: ZkTxn, last: bool = False) -> None:
         """A write of the active controller's session while its failover may be on. onControllerFailover writes
@@ -534,6 +537,8 @@ class Converter:
         old = self.topics.get(topic)
         if old is None:
             return
+        if new != old and _controllers_write(txn):
+            self._logged_assignment(topic)  # a write of the controller's the log names too
         self.topics[topic] = new
         added = sorted(set(new.replicas) - set(old.replicas))
         if added:
@@ -558,7 +563,14 @@ class Converter:
             event = self._event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
             self._cause(_Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
         elif new == old and txn.session == self.controller_session:
-            self._reassigned_in_place(txn, topic)
+            self._reassigned_in_place(txn, topic, self._logged_assignment(topic))
+
+    def _logged_assignment(self, topic: str) -> int | None:
+        """The partition the controller's next logged assignment write names, when it is of `topic` (its
+        controller.log; None without one)."""
+        if not self.logged_assignments or self.logged_assignments[0][0] != topic:
+            return None
+        return self.logged_assignments.pop(0)[1]
 
     def _completed(self, key: tuple[str, int], target: tuple[int, ...]) -> None:
         """A reassignment's completion: the controller set the replicas to the target in memory (B2) before its
@@ -765,15 +777,28 @@ class Converter:
             case _:
                 return False
 
-    def _reassigned_in_place(self, txn: ZkTxn, topic: str) -> None:
+    def _reassigned_in_place(self, txn: ZkTxn, topic: str, logged: int | None) -> None:
         """/brokers/topics/T rewritten unchanged by the controller: an Admin API reassignment of a partition to the
         replicas it has. Nothing to add or remove, so the controller completes it at once: it bumps the leader epoch
-        (B3, leader and ISR unchanged; no write when the leader is not live), then rewrites the assignment (B6). The
-        bump, the controller's last write and explained by nothing before it, is that reassignment's."""
+        (B3, leader and ISR unchanged), then rewrites the assignment (B6). The bump, the controller's last write and
+        explained by nothing before it, is that reassignment's. When the leader is not live there is no bump (its
+        election fails, seeds 11 and 111): the partition is the one the controller's log names for this write
+        (`logged`), or else the topic's only leaderless partition."""
         last = self.result.observed[-1] if self.result.observed else None
-        if last is None or last["topic"] != topic or last["cause"] != "Unexplained" or \
-                not self.result.unexplained or last["source_offset"] != self.result.unexplained[-1]:
+        if last is not None and last["topic"] == topic and last["cause"] == "Unexplained":
+            if self.result.unexplained and last["source_offset"] == self.result.unexplained[-1]:
+                self._bumped_in_place(txn, topic, last)
             return  # (a follower hands its output out between polls: one already out stays as it went)
+        assignment = self.topics[topic]
+        leaderless = [p for p in sorted(assignment.replicas)
+                      if (state := self.states.get((topic, p))) is not None and state.leader == NO_LEADER]
+        partition = logged if logged is not None else (leaderless[0] if len(leaderless) == 1 else None)
+        if partition in leaderless:
+            event = self._event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[
+                {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}])
+            self._cause(_Cause(event, "PARTITIONS", wrote=True))  # completed: it explains no later write
+
+    def _bumped_in_place(self, txn: ZkTxn, topic: str, last: dict[str, Any]) -> None:
         key = (topic, last["partition"])
         previous = next((r for r in reversed(self.result.observed[:-1]) if (r["topic"], r["partition"]) == key), None)
         if previous is None or (previous["leader"], previous["isr"], previous["leader_epoch"] + 1) != (

@@ -26,6 +26,8 @@ def test_demo_zookeeper_runs_the_pipeline_on_a_real_cluster_and_agrees(spark: An
     assert {"CreateTopic", "BrokerChange"} <= {r["cause"] for r in rows}
     assert len(rows) >= 10 and all(r["match"] for r in rows), [r for r in rows if not r["match"]]
     assert re.search(rf"agreement: {len(rows)}/{len(rows)} decisions of the real controller", out)
+    # The import read what the controllers logged reading (their controller.log), the first one's failover at least.
+    assert re.search(r"read what the controllers read from \S+controller: [1-9]\d* failovers", out)
     assert all(h["match"] for h in read_jsonl(work / "histories.jsonl"))
     # The reassignment's states are part of the history, and the decisions came through the pipeline.
     observed = read_jsonl(work / "observed.jsonl")

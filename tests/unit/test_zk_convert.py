@@ -478,3 +478,39 @@ def test_with_the_controllers_logs_a_failovers_live_brokers_and_each_brokerchang
     # Without the logs, the writes alone put 4 with 5 (and 6 on its own).
     guessed = [(e["broker_id"], sorted(e.get("new_brokers") or ())) for e in convert(z.history()).events[1:]]
     assert guessed == [(2, []), (4, ["4", "5"]), (5, ["4", "5"]), (6, [])]
+
+
+def test_a_reassignment_in_place_of_a_leaderless_partition_is_read_from_the_unchanged_rewrite_alone() -> None:
+    # Campaign seeds 111 and 11: an Admin API reassignment of a partition whose only replica's broker is down, to the
+    # replicas it has. Its election fails, so nothing is written but /brokers/topics/T, unchanged; the controller
+    # still sends the partition's UpdateMetadata. The partition: the topic's only leaderless one, or the one the
+    # controller's log names for that write when there are several.
+    def leaderless(partitions: dict[int, list[int]]) -> Ensemble:
+        z = Ensemble()
+        z.topic(partitions)
+        for p, replicas in partitions.items():
+            z.state(p, replicas[0], replicas, 0)
+        z.session_end(2)
+        for p in (p for p, replicas in partitions.items() if replicas == [2]):
+            z.state(p, -1, [2], 1)
+        z.topic(partitions, op="setData")
+        return z
+
+    z = leaderless({0: [1], 1: [2]})
+    events = convert(z.history()).events
+    assert events[-1]["type"] == "ReassignPartitions"
+    assert events[-1]["partitions"] == [{"topic": "t", "partition": 1, "replicas": [2]}]
+    controller = Controller(ControllerConfig(rules=ZK))
+    sent = [controller.handle_event(parse_event(json.dumps(e)), n).requests for n, e in enumerate(events)][-1]
+    assert [(r.request, r.broker, [(p.topic, p.partition) for p in r.partitions]) for r in sent] == [
+        ("UPDATE_METADATA", 1, [("t", 1)]), ("UPDATE_METADATA", 3, [("t", 1)])]
+
+    z = leaderless({0: [1], 1: [2], 2: [2]})
+    assert "ReassignPartitions" not in [e["type"] for e in convert(z.history()).events]  # which one, nothing says
+    at = "[2026-11-25 10:00:00,000] INFO [Controller id=1] "
+    log = [f"{at}1 successfully elected as the controller. Epoch incremented to 1 and epoch zk version is now 1",
+           f"{at}Initialized broker epochs cache: HashMap(1 -> 1, 2 -> 2, 3 -> 3)",
+           f"{at}Successfully updated assignment of partition t-2 to ReplicaAssignment(replicas=2, addingReplicas=, "
+           "removingReplicas=)"]
+    events = convert(z.history(), parse_controller_log(log)).events
+    assert events[-1]["partitions"] == [{"topic": "t", "partition": 2, "replicas": [2]}]
