@@ -783,7 +783,8 @@ class Converter:
         (B3, leader and ISR unchanged), then rewrites the assignment (B6). The bump, the controller's last write and
         explained by nothing before it, is that reassignment's. When the leader is not live there is no bump (its
         election fails, seeds 11 and 111): the partition is the one the controller's log names for this write
-        (`logged`), or else the topic's only leaderless partition."""
+        (`logged`), or else the topic's only leaderless partition; unless the reassignment (or cancel) being handled
+        is of that partition: this is its completion's rewrite (seed 102, a cancel leaving the partition leaderless)."""
         last = self.result.observed[-1] if self.result.observed else None
         if last is not None and last["topic"] == topic and last["cause"] == "Unexplained":
             if self.result.unexplained and last["source_offset"] == self.result.unexplained[-1]:
@@ -793,6 +794,9 @@ class Converter:
         leaderless = [p for p in sorted(assignment.replicas)
                       if (state := self.states.get((topic, p))) is not None and state.leader == NO_LEADER]
         partition = logged if logged is not None else (leaderless[0] if len(leaderless) == 1 else None)
+        newest = self.causes[-1] if self.causes else None
+        if newest is not None and newest.kind == "PARTITIONS" and (topic, partition) in newest.partitions:
+            return
         if partition in leaderless:
             event = self._event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[
                 {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}])

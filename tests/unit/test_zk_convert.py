@@ -514,3 +514,19 @@ def test_a_reassignment_in_place_of_a_leaderless_partition_is_read_from_the_unch
            "removingReplicas=)"]
     events = convert(z.history(), parse_controller_log(log)).events
     assert events[-1]["partitions"] == [{"topic": "t", "partition": 2, "replicas": [2]}]
+    # A cancel that leaves the partition leaderless ends with the same unchanged rewrite: its completion, no new
+    # reassignment (seed 102).
+    z = Ensemble()
+    z.topic({0: [1], 1: [2]})
+    z.state(0, 1, [1], 0)
+    z.state(1, 2, [2], 0)
+    z.session_end(2)
+    z.state(1, -1, [2], 1)
+    z.topic({0: [1], 1: [3, 2]}, op="setData", adding_replicas={1: [3]}, removing_replicas={1: [2]})
+    z.state(1, -1, [2], 2)
+    z.topic({0: [1], 1: [2]}, op="setData")
+    z.state(1, -1, [2], 3)
+    z.topic({0: [1], 1: [2]}, op="setData")
+    reassignments = [e["partitions"] for e in convert(z.history()).events if e["type"] == "ReassignPartitions"]
+    assert reassignments == [[{"topic": "t", "partition": 1, "replicas": [3]}],
+                             [{"topic": "t", "partition": 1, "replicas": None}]]
