@@ -230,6 +230,16 @@ def test_a_controlled_shutdown_that_leaves_a_partition_led_by_the_broker_is_aske
     assert_every_history_equal(observed, decisions)
 
 
+def registrations_around_a_first_failover() -> Ensemble:
+    """Brokers 1 and 3 registered, 1 elected; then 2 registers, the new controller writes /feature, 4 and 5 register."""
+    z = Ensemble((1, 3))
+    z.register(2)
+    z.txn(z.controller, ZnodeOp("create", "/feature", b"{}"))
+    z.register(4)
+    z.register(5)
+    return z
+
+
 def test_registrations_during_a_failover_are_part_of_it_or_one_startup_after_it() -> None:
     # A cluster's first start (campaign seeds 23 and 13, protocol 3.9). The new controller writes /feature, then reads
     # /brokers/ids: a broker registered before that write is part of the failover (seed 23's broker 2). Brokers
@@ -237,11 +247,7 @@ def test_registrations_during_a_failover_are_part_of_it_or_one_startup_after_it(
     # /admin/preferred_replica_election) were read by one processBrokerChange after the failover, as far as the
     # failover did not read them, which the log does not show (seed 13: brokers 2 and 4, 251 and 258 ms after the
     # election, one startup of both). One registered after that last write is a startup of its own.
-    z = Ensemble((1, 3))
-    z.register(2)
-    z.txn(z.controller, ZnodeOp("create", "/feature", b"{}"))
-    z.register(4)
-    z.register(5)
+    z = registrations_around_a_first_failover()
     follower = Converter()
     follower.feed(z.txns)
     assert follower.unsettled_from(quiet_since=z.txns[-1].time + 1) == 3  # the ControllerChange, until the read
@@ -450,11 +456,7 @@ def test_with_the_controllers_logs_a_failovers_live_brokers_and_each_brokerchang
     # What ZooKeeper's log cannot show, the controller.log can (campaign seed 103): the failover's read found broker 4
     # too, registered after /feature, and one processBrokerChange read took 5 and 6, 6 registered after the
     # failover's last write: one startup of both.
-    z = Ensemble((1, 3))
-    z.register(2)
-    z.txn(z.controller, ZnodeOp("create", "/feature", b"{}"))
-    z.register(4)
-    z.register(5)
+    z = registrations_around_a_first_failover()
     z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("error", error=-101))
     z.register(6)
     epoch = {int(op.path.rsplit("/", 1)[1]): t.zxid for t in z.txns for op in t.ops
