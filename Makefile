@@ -18,21 +18,21 @@ install: $(STAMP)
 jars: install
 	$(PY) -m streaming.infra.jars fetch
 
-# Hadoop's S3A connector and its AWS SDK bundle (~645 MB), for tests/integration/test_storage.py, which
-# otherwise fetches it on its first run.
+# Hadoop's S3A connector and its AWS SDK bundle (~645 MB), for tests/integration/test_storage.py (make test
+# fetches it before the tests start; the test fetches it itself when run alone).
 jars-s3a: install
 	$(PY) -m streaming.infra.jars fetch s3a
 
 demo: install jars
 	$(VENV)/bin/isrflow demo
 
-test: install jars
+test: install jars jars-s3a
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -ra
 
 # The long fault-injection campaign (docs/reliability.md): tests/faults with 100 crash/restart trials of
-# `isrflow run` and 1,000,000 hostile records (make test runs 7 and 10,000).
+# `isrflow run` and 1,000,000 hostile records (make test runs 5 and 10,000).
 faults: install jars
 	ISRFLOW_FAULT_TRIALS=100 ISRFLOW_FUZZ_INPUTS=1000000 ISRFLOW_FUZZ_EXAMPLES=20000 \
 		$(VENV)/bin/pytest -ra -s tests/faults
