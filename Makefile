@@ -29,7 +29,7 @@ demo: install jars
 test: install jars jars-s3a
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -ra
+	$(VENV)/bin/pytest -ra --durations=30
 
 # The long fault-injection campaign (docs/reliability.md): tests/faults with 100 crash/restart trials of
 # `isrflow run` and 1,000,000 hostile records (make test runs 5 and 10,000).
