@@ -39,6 +39,11 @@ znode write (docs/zookeeper.md, "Record patterns"):
   reads every state anyway, are none.
 - A history that starts at a snapshot: the ensemble's state as events at the snapshot's zxid that decide nothing:
   ControllerChange (with the registered brokers), one PartitionSnapshot per partition.
+
+With the brokers' controller.log files (`ControllerReads`, streaming.zookeeper.controllerlog), what the writes only
+bound is read from them: a failover's `live_brokers` (a registration it read is no event), the registrations each
+BrokerChange read took together (`new_brokers`), and the partition an unchanged rewrite of `/brokers/topics/T` was
+for. A controller epoch whose log is missing falls back to the writes.
 """
 
 from __future__ import annotations
