@@ -160,7 +160,7 @@ class PartitionSink:
 
     def decisions_exist(self) -> bool:
         """Whether the decisions table has been created (a table, once there, stays)."""
-        self._decisions_exist = self._decisions_exist or self.storage.exists(self.lake.decisions / "_delta_log")
+        self._decisions_exist = self._decisions_exist or self.storage.is_delta_table(self.lake.decisions)
         return self._decisions_exist
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
@@ -245,9 +245,10 @@ class PartitionSink:
             rows.unpersist()
 
 
-def _ensure_delta(spark: Any, path: Location, schema: TableSchema) -> None:
-    """The partition query streams from silver, which must exist before the first event arrives."""
-    if not Storage(spark).exists(path / "_delta_log"):
+def ensure_delta_table(spark: Any, path: Location, schema: TableSchema) -> None:
+    """The partition query streams from silver, which must exist before the first event arrives (also after a
+    process killed inside silver's first commit: make test's fault trials, seed 20261141)."""
+    if not Storage(spark).is_delta_table(path):
         spark.createDataFrame([], schema.to_spark()).write.format("delta").mode("append").save(str(path))
 
 
@@ -258,7 +259,7 @@ def start_partition_machine(spark: Any, lake: Lake, checkpoints: Checkpoints, tr
                             agreement: BatchAgreement | None = None) -> Any:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    _ensure_delta(spark, lake.commands, COMMAND)
+    ensure_delta_table(spark, lake.commands, COMMAND)
     reader = spark.readStream.format("delta")
     if one_sequencer_batch_per_trigger:
         reader = reader.option("maxFilesPerTrigger", 1)

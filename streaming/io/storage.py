@@ -23,6 +23,8 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 # Hadoop's capability of output streams whose data becomes visible only on close() (S3A: one PUT or a
 # completed multipart upload), so a crash mid-write leaves no object at all.
 _ABORTABLE_STREAM = "fs.capability.outputstream.abortable"
+# A Delta table's committed versions in its _delta_log: commit files and checkpoints, named by a 20-digit version.
+_DELTA_VERSION = re.compile(r"^\d{20}\.(json|checkpoint(\..+)?\.parquet)$")
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,11 @@ class Storage:
         except FileNotFoundError:
             return []
         return [status.getPath().getName() for status in statuses]
+
+    def is_delta_table(self, table: Location) -> bool:
+        """Whether a Delta table at `table` has a committed version: a process killed inside the table's first
+        commit leaves a `_delta_log` folder with none, which Delta cannot read (DELTA_SCHEMA_NOT_SET)."""
+        return any(_DELTA_VERSION.match(name) for name in self.names(table / "_delta_log"))
 
     def delete(self, loc: Location) -> None:
         """Remove a file if it is there."""

@@ -79,6 +79,25 @@ def test_delta_roundtrip(spark, tmp_path) -> None:
     assert spark.sql(f"DESCRIBE HISTORY delta.`{path}`").count() == 1
 
 
+@pytest.mark.spark
+def test_a_table_whose_first_commit_was_cut_short_is_created_again(spark, tmp_path) -> None:
+    # What a process killed inside the commands table's first commit leaves (make test's fault trials): a data file
+    # and a _delta_log folder holding no version. Delta cannot read that (DELTA_SCHEMA_NOT_SET), so the partition
+    # query, which streams from the table, could never start again.
+    from schemas.tables import COMMAND
+    from streaming.engine.partitions import ensure_delta_table
+    from streaming.io.storage import Storage
+
+    table = tmp_path / "commands"
+    (table / "_delta_log" / "_staged_commits").mkdir(parents=True)
+    (table / "part-00000-cut-short.snappy.parquet").write_bytes(b"PAR1")
+    assert not Storage().is_delta_table(table)
+    ensure_delta_table(spark, table, COMMAND)
+    assert Storage().is_delta_table(table)
+    assert spark.read.format("delta").load(str(table)).count() == 0
+    assert spark.read.format("delta").load(str(table)).columns == [f.name for f in COMMAND.to_spark().fields]
+
+
 @pytest.mark.kafka
 @pytest.mark.spark
 def test_spark_batch_reads_kafka(spark, kafka_broker: LocalKafkaBroker, json_topic: str) -> None:

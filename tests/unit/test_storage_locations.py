@@ -56,3 +56,13 @@ def test_local_storage_publishes_whole_files(tmp_path: Path) -> None:
 def test_a_uri_without_a_session_is_refused() -> None:
     with pytest.raises(StorageError, match="reached through a Spark session"):
         Storage().exists(Uri("s3a://b/x"))
+
+
+def test_a_delta_log_without_a_committed_version_is_no_table(tmp_path: Path) -> None:
+    storage = Storage()
+    table = tmp_path / "t"
+    assert not storage.is_delta_table(table)
+    (table / "_delta_log" / "_staged_commits").mkdir(parents=True)  # a first commit cut short
+    assert not storage.is_delta_table(table)
+    (table / "_delta_log" / "00000000000000000000.json").write_text("{}")
+    assert storage.is_delta_table(table)
