@@ -32,7 +32,7 @@ test: install jars jars-s3a
 	$(VENV)/bin/pytest -ra --durations=30
 
 # The long fault-injection campaign (docs/reliability.md): tests/faults with 100 crash/restart trials of
-# `isrflow run` and 1,000,000 hostile records (make test runs 5 and 10,000).
+# `isrflow run` and 1,000,000 hostile records (make test runs 3 and 10,000).
 faults: install jars
 	ISRFLOW_FAULT_TRIALS=100 ISRFLOW_FUZZ_INPUTS=1000000 ISRFLOW_FUZZ_EXAMPLES=20000 \
 		$(VENV)/bin/pytest -ra -s tests/faults
