@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from streaming.zookeeper.statechange import broker_ids, log_time
+
 _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ \[Controller id=(?P<id>\d+)\] "
                    r"(?P<msg>.*?)(?: \(kafka\.controller\.\w+\))?$")
 _ELECTED = re.compile(r"^\d+ successfully elected as the controller\. Epoch incremented to (?P<epoch>\d+) ")
 _FAILOVER_READ = re.compile(r"^Initialized broker epochs cache: \w*\((?P<epochs>[\d ,>-]*)\)$")
 _ASSIGNMENT = re.compile(r"^Successfully updated assignment of partition (?P<topic>.+)-(?P<partition>\d+) to "
-                         r"ReplicaAssignment\(replicas=(?P<replicas>[\d,]*), ")
+                         r"ReplicaAssignment\(")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
                           r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
 
@@ -54,16 +56,12 @@ class ControllerReads:
 
     failovers: dict[int, dict[int, int]] = field(default_factory=dict)
     broker_reads: dict[int, list[BrokerRead]] = field(default_factory=dict)
-    # per controller epoch, the partition (topic, partition, replicas) each assignment write was for, in order
-    assignments: dict[int, list[tuple[str, int, tuple[int, ...]]]] = field(default_factory=dict)
+    # per controller epoch, the partition (topic, partition) each assignment write was for, in order
+    assignments: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
     other_lines: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.failovers or self.broker_reads)
-
-
-def _ids(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split(",") if x.strip())
+        return bool(self.failovers or self.broker_reads or self.assignments)
 
 
 def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = None) -> ControllerReads:
@@ -82,11 +80,11 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             pairs = (p.split("->") for p in s["epochs"].split(",") if "->" in p)
             out.failovers[epoch] = {int(b): int(e) for b, e in pairs}
         elif epoch is not None and (s := _BROKER_READ.match(msg)):
-            at = datetime.strptime(m["time"], "%Y-%m-%d %H:%M:%S,%f")
-            out.broker_reads.setdefault(epoch, []).append(
-                BrokerRead(int(m["id"]), epoch, at, _ids(s["new"]), _ids(s["dead"]), _ids(s["bounced"])))
+            out.broker_reads.setdefault(epoch, []).append(BrokerRead(
+                int(m["id"]), epoch, log_time(m["time"]), broker_ids(s["new"]), broker_ids(s["dead"]),
+                broker_ids(s["bounced"])))
         elif epoch is not None and (s := _ASSIGNMENT.match(msg)):
-            out.assignments.setdefault(epoch, []).append((s["topic"], int(s["partition"]), _ids(s["replicas"])))
+            out.assignments.setdefault(epoch, []).append((s["topic"], int(s["partition"])))
         else:
             out.other_lines += 1
     return out

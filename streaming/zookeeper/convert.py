@@ -157,6 +157,17 @@ class _Failover:
 
 
 @dataclass
+class _LoggedRead:
+    """One BrokerChange read the active controller logged (controller.log), and the registrations it took so far."""
+
+    read: BrokerRead
+    taken: set[int] = field(default_factory=set)
+    # when it found several brokers new: their one STARTUP, at the first registration; its `new_brokers`, shared by
+    # the others' events, fills as they register
+    startup: _Cause | None = None
+
+
+@dataclass
 class _Batch:
     """Consecutive writes (or deletes) of one request the controller pipelines: consecutive cxids of its session."""
 
@@ -218,14 +229,9 @@ class Converter:
         self.result = ZkConverted()
         # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
         # registrations each BrokerChange read took, in place of what the writes suggest.
-        self.reads = reads or ControllerReads()
-        self.logged_reads: list[BrokerRead] = []  # the active controller's BrokerChange reads not yet past
-        # the active controller's logged assignment writes not yet past: (topic, partition, replicas)
-        self.logged_assignments: list[tuple[str, int, tuple[int, ...]]] = []
-        self.read_taken: dict[int, set[int]] = {}  # id(read) -> the brokers whose registration it took
-        # id(read) -> a read that found several brokers new: its one STARTUP (at the first registration) and the
-        # `new_brokers` its events share, filled as the others register
-        self.read_startups: dict[int, tuple[_Cause, dict[str, int]]] = {}
+        self.reads = reads if reads is not None else ControllerReads()
+        self.logged_reads: list[_LoggedRead] = []  # the active controller's BrokerChange reads not yet past
+        self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
@@ -370,13 +376,14 @@ class Converter:
             event = self._event(txn, "ControllerChange", controller_id=max(elected, 0),
                                 live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
             self._cause(_Cause(event, "FAILOVER"))
-            logged = self.reads.failovers.get(self.controller_epoch)
+            epoch = self.controller_epoch
+            self.logged_reads = [_LoggedRead(r) for r in self.reads.broker_reads.get(epoch, [])]
+            self.logged_assignments = list(self.reads.assignments.get(epoch, []))
+            logged = self.reads.failovers.get(epoch)
             if logged is None:
                 self.failover = _Failover(event, txn.time)
             else:  # its controller.log names what its read of /brokers/ids found: nothing to infer
                 event["live_brokers"] = {str(b): e for b, e in sorted(logged.items())}
-                self.logged_reads = list(self.reads.broker_reads.get(self.controller_epoch, []))
-                self.logged_assignments = list(self.reads.assignments.get(self.controller_epoch, []))
 
     def _failover_written(self, txn: ZkTxn, last: bool = False) -> None:
         """A write of the active controller's session while its failover may be on. onControllerFailover writes
@@ -434,34 +441,32 @@ class Converter:
                 return  # no controller to handle it: the next one reads it
             if self.reads.failovers.get(self.controller_epoch, {}).get(broker) == txn.zxid:
                 return  # the controller's failover read it (its controller.log)
-            read = self._logged_read(broker)
+            logged = self._logged_read(broker)
             event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
                                 broker_epoch=txn.zxid)
-            if read is not None and id(read) in self.read_startups:  # one startup with an earlier registration
-                first, together = self.read_startups[id(read)]
-                together[str(broker)] = txn.zxid
-                event["new_brokers"] = together
-                first.started = (*first.started, broker)
+            if logged is not None and logged.startup is not None:  # one startup with an earlier registration
+                logged.startup.event["new_brokers"][str(broker)] = txn.zxid
+                event["new_brokers"] = logged.startup.event["new_brokers"]
+                logged.startup.started = (*logged.startup.started, broker)
                 return
             cause = self._cause(_Cause(event, "STARTUP", broker))
             if self.failover is not None:
                 self.failover.startups.append(cause)
-            if read is not None and broker in read.new and len(read.new) > 1:
+            if logged is not None and broker in logged.read.new and len(logged.read.new) > 1:
                 cause.started = (broker,)
                 event["new_brokers"] = {str(broker): txn.zxid}
-                self.read_startups[id(read)] = (cause, event["new_brokers"])
+                logged.startup = cause
         elif op.kind == "delete":
             self._broker_gone(txn, broker)
 
-    def _logged_read(self, broker: int) -> BrokerRead | None:
+    def _logged_read(self, broker: int) -> _LoggedRead | None:
         """The active controller's logged BrokerChange read that took this registration of `broker`: the first read
         not yet past that found it new or bounced and has not taken it yet."""
-        for i, read in enumerate(self.logged_reads):
-            taken = self.read_taken.setdefault(id(read), set())
-            if broker not in taken and (broker in read.new or broker in read.bounced):
-                taken.add(broker)
+        for i, logged in enumerate(self.logged_reads):
+            if broker not in logged.taken and (broker in logged.read.new or broker in logged.read.bounced):
+                logged.taken.add(broker)
                 self.logged_reads = self.logged_reads[i:]
-                return read
+                return logged
         return None
 
     def _session_closed(self, txn: ZkTxn, op: ZnodeOp) -> None:

@@ -139,7 +139,8 @@ class _Received:
     count: dict[str, int] = field(default_factory=dict)
 
 
-def _ints(text: str) -> tuple[int, ...]:
+def broker_ids(text: str) -> tuple[int, ...]:
+    """Broker ids as Kafka logs them: `1,2,3`, `[1, 2, 3]` or empty."""
     return tuple(int(x) for x in text.strip("[]").split(",") if x.strip())
 
 
@@ -158,14 +159,16 @@ def _partition_state(text: str, topic: str | None = None, partition: int | None 
 
     return PartitionInRequest(
         topic=f.get("topicName") or topic or "", partition=index,
-        leader=num("leader"), leader_epoch=num("leaderEpoch"), isr=_ints(f.get("isr", "")),
-        zk_version=num("partitionEpoch", "zkVersion"), replicas=_ints(f.get("replicas", "")),
+        leader=num("leader"), leader_epoch=num("leaderEpoch"), isr=broker_ids(f.get("isr", "")),
+        zk_version=num("partitionEpoch", "zkVersion"), replicas=broker_ids(f.get("replicas", "")),
         controller_epoch=num("controllerEpoch"), is_new=flag("isNew"), delete=flag("deletePartition"),
-        adding_replicas=_ints(f.get("addingReplicas", "")), removing_replicas=_ints(f.get("removingReplicas", "")),
-        offline_replicas=_ints(f.get("offlineReplicas", "")), leader_recovery_state=num("leaderRecoveryState"))
+        adding_replicas=broker_ids(f.get("addingReplicas", "")),
+        removing_replicas=broker_ids(f.get("removingReplicas", "")),
+        offline_replicas=broker_ids(f.get("offlineReplicas", "")), leader_recovery_state=num("leaderRecoveryState"))
 
 
-def _time(text: str) -> datetime:
+def log_time(text: str) -> datetime:
+    """The time of a line in Kafka's log4j layout (`2026-11-25 12:48:32,601`)."""
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f")
 
 
@@ -181,7 +184,7 @@ def parse_state_change_log(lines: Iterable[str]) -> StateChangeLog:
         if m is None:
             out.other_lines += 1
             continue
-        msg, at, node = m["msg"], _time(m["time"]), int(m["id"])
+        msg, at, node = m["msg"], log_time(m["time"]), int(m["id"])
         if m["who"] == "Controller":
             epoch = int(m["epoch"] or -1)
             if not _controller_line(out, pending, msg, at, node, epoch):
@@ -209,7 +212,7 @@ def _controller_line(out: StateChangeLog, pending: dict[tuple[int, int, str, int
                                            partition_count=int(s["leaders"]) + int(s["followers"])))
         return True
     if s := _SENT_UM.match(msg):
-        for broker in _ints(s["brokers"]):
+        for broker in broker_ids(s["brokers"]):
             out.requests.append(ControlRequest(UPDATE_METADATA, "sent", controller, epoch, broker, at,
                                                partition_count=int(s["count"])))
         return True
