@@ -17,8 +17,10 @@ Every process is started by this object and stopped by its pid (`stop()`, also a
 from __future__ import annotations
 
 import atexit
+import shutil
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from streaming.engine import connectors
@@ -165,7 +167,17 @@ class ZkCluster(KafkaTestCluster):
         return self.brokers[broker_id].dir / "state-change.log"
 
     def controller_log(self, broker_id: int) -> Path:
+        """Broker `broker_id`'s controller.log: as controller, what it read (the kafka.controller logger)."""
         return self.brokers[broker_id].dir / "controller.log"
+
+    def copy_logs(self, log_of: Callable[[int], Path], dest: Path) -> Path:
+        """Each broker's log (`state_change_log`, `controller_log`) copied into `dest` as broker-N.log: the folder
+        `replay zk:` reads beside ZooKeeper's directory."""
+        dest.mkdir(parents=True, exist_ok=True)
+        for broker in self.brokers:
+            if log_of(broker).exists():
+                shutil.copyfile(log_of(broker), dest / f"broker-{broker}.log")
+        return dest
 
     def _quorum(self) -> list[ZooKeeperServer]:
         return [self.zookeeper]

@@ -4,6 +4,7 @@ incident report."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -55,9 +56,10 @@ def _import_history(source: str, prefix: str, out: Path, bounds: Bounds,
     `out/<kind>/events.jsonl`, the controller's decisions into `out/observed.jsonl` (for zk:, with the controllers'
     `controller_logs`)."""
     events, observed = out / prefix.rstrip(":") / "events.jsonl", out / "observed.jsonl"
-    path = Path(source[len(prefix):])
-    summary = (zookeeper.import_zk(path, events, observed, bounds, controller_logs) if prefix == zookeeper.PREFIX
-               else HISTORY_SOURCES[prefix](path, events, observed, bounds))
+    read = HISTORY_SOURCES[prefix]
+    if controller_logs is not None:  # a zk: source's (_replay checks)
+        read = functools.partial(read, controller_logs=controller_logs)
+    summary = read(Path(source[len(prefix):]), events, observed, bounds)
     return _HistoryImport(events, observed, summary)
 
 
@@ -113,8 +115,9 @@ def replay_spark(spark: object, records: Iterable[tuple[int, bytes]] | Path, out
 
 def _requests_agreement(options: ReplayOptions, layout: ReplayOutput) -> str:
     """A zk: source with its brokers' state-change logs: the controller's requests beside isrflow's."""
-    state_change = options.state_change or Path(options.source[len(zookeeper.PREFIX):]).parent / "state-change"
-    if not state_change.is_dir():
+    state_change = options.state_change or zookeeper.folder_beside(Path(options.source[len(zookeeper.PREFIX):]),
+                                                                   "state-change")
+    if state_change is None:
         return ""
     return "\n  " + write_requests_agreement(layout.root, state_change, layout.requests_jsonl).describe(layout.root)
 

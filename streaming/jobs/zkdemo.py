@@ -51,13 +51,8 @@ def zookeeper_demo(work_dir: Path = Path("out/demo-zookeeper"), master: str | No
         _script(cluster)
         # The history as it stands now: the demo's own topics, created next, are not part of the incident.
         # With what each controller logged reading (its controller.log): which brokers its reads found.
-        logs = work / "controller"
-        logs.mkdir(parents=True)
-        for broker in cluster.brokers:
-            if cluster.controller_log(broker).exists():
-                shutil.copyfile(cluster.controller_log(broker), logs / f"broker-{broker}.log")
         summary = import_zk(cluster.zookeeper_data_dir, work / "events.jsonl", work / "observed.jsonl",
-                            controller_logs=logs)
+                            controller_logs=cluster.copy_logs(cluster.controller_log, work / "controller"))
         print(summary.describe(), flush=True)
         bootstrap = cluster.bootstrap_servers
         create_topic(bootstrap, EVENTS_TOPIC, 1)

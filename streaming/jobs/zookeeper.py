@@ -28,11 +28,11 @@ class ZkImportSummary:
     skipped: dict[str, int]
     replayed: str  # from which state, and why
     controller_logs: Path | None = None  # the controllers' controller.log files read
-    reads: ControllerReads | None = None
+    reads: ControllerReads | None = None  # what they say the controllers read (None without them)
 
     def describe(self) -> str:
         skipped = ", ".join(f"{k} x{v}" for k, v in sorted(self.skipped.items())) or "none"
-        logs = ("" if self.controller_logs is None or self.reads is None else
+        logs = ("" if self.reads is None else
                 f"\n  read what the controllers read from {self.controller_logs}: {len(self.reads.failovers)} "
                 f"failovers, {sum(map(len, self.reads.broker_reads.values()))} BrokerChange reads")
         return (f"ZooKeeper history {self.replayed}\n  read {self.transactions} transactions from {len(self.files)} "
@@ -41,9 +41,10 @@ class ZkImportSummary:
                 f"unexplained writes: {self.unexplained}{logs}")
 
 
-def controller_logs_beside(source: Path) -> Path | None:
-    """The `controller` folder beside a zk: path (the brokers' controller.log files, as broker-N.log), if any."""
-    folder = source.parent / "controller"
+def folder_beside(source: Path, name: str) -> Path | None:
+    """The folder `name` beside a zk: path, if any: the brokers' logs as the campaign keeps them (`controller`,
+    `state-change`: broker-N.log each)."""
+    folder = source.parent / name
     return folder if folder.is_dir() else None
 
 
@@ -57,7 +58,7 @@ def import_zk(source: Path, events_out: Path, observed_out: Path | None = None,
         raise UsageError("a zk: source is replayed whole: --from-offset/--to-offset/--from/--to are for kafka:// and "
                          "kraft: sources")
     history = read_zk_history(source)
-    controller_logs = controller_logs or controller_logs_beside(source)
+    controller_logs = controller_logs or folder_beside(source, "controller")
     reads = read_controller_logs(controller_logs) if controller_logs is not None else None
     result = convert(history, reads)
     write_jsonl(events_out, result.events)

@@ -13,7 +13,6 @@ become a regression test.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,11 +51,8 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
     with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS) as c:
         copy = play(c, steps, f"zookeeper {version.name} seed {seed}", lambda: c.zookeeper_data_dir,
                     here / "zookeeper", log)
-        for folder, log_of in (("state-change", c.state_change_log), ("controller", c.controller_log)):
-            (here / folder).mkdir(parents=True, exist_ok=True)
-            for broker in c.brokers:
-                if log_of(broker).exists():
-                    shutil.copyfile(log_of(broker), here / folder / f"broker-{broker}.log")
+        c.copy_logs(c.state_change_log, here / "state-change")
+        c.copy_logs(c.controller_log, here / "controller")
     results = [compare(copy, here / engine, engine, seed, version.name, "zk:", ZK) for engine in engines]
     _log_requests(here, log)
     return kept_if_disagreeing(results, here, copy, keep)
