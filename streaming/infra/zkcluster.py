@@ -59,6 +59,9 @@ BROKER_LOG4J = (
     + "log4j.logger.org.apache.zookeeper=WARN\n"
     "log4j.logger.kafka.controller=DEBUG, controllerAppender\n"
     "log4j.additivity.kafka.controller=false\n"
+    # Each AlterPartition a leader sends, with its partitions (server.log): the one input the controller can
+    # answer without a write, so neither ZooKeeper's log nor controller.log names it.
+    "log4j.logger.kafka.server.DefaultAlterPartitionManager=DEBUG\n"
     "log4j.logger.state.change.logger=TRACE, stateChangeAppender\n"
     "log4j.additivity.state.change.logger=false\n"
 )
@@ -170,9 +173,13 @@ class ZkCluster(KafkaTestCluster):
         """Broker `broker_id`'s controller.log: as controller, what it read (the kafka.controller logger)."""
         return self.brokers[broker_id].dir / "controller.log"
 
+    def server_log(self, broker_id: int) -> Path:
+        """Broker `broker_id`'s server.log (every other logger; the AlterPartition requests it sent, at DEBUG)."""
+        return self.brokers[broker_id].dir / "server.log"
+
     def copy_logs(self, log_of: Callable[[int], Path], dest: Path) -> Path:
-        """Each broker's log (`state_change_log`, `controller_log`) copied into `dest` as broker-N.log: the folder
-        `replay zk:` reads beside ZooKeeper's directory."""
+        """Each broker's log (`state_change_log`, `controller_log`, `server_log`) copied into `dest` as
+        broker-N.log: the folder `replay zk:` reads beside ZooKeeper's directory."""
         dest.mkdir(parents=True, exist_ok=True)
         for broker in self.brokers:
             if log_of(broker).exists():

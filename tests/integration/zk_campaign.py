@@ -45,7 +45,7 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
     """One campaign run: the script of `seed` on a fresh ZooKeeper-mode cluster, then one comparison per engine.
     Each broker's state-change.log (the requests it sent as controller and received) and controller.log (what it
     read as controller) are kept beside ZooKeeper's directory, in `state-change/broker-N.log` and
-    `controller/broker-N.log`."""
+    `controller/broker-N.log`; its server.log too (`server/broker-N.log`: the AlterPartition requests it sent)."""
     steps = script(seed, ops, version, extra=("expire",))  # type: ignore[arg-type]
     here = work / f"zookeeper-{version.name}-seed-{seed}"
     with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS) as c:
@@ -53,6 +53,7 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
                     here / "zookeeper", log)
         c.copy_logs(c.state_change_log, here / "state-change")
         c.copy_logs(c.controller_log, here / "controller")
+        c.copy_logs(c.server_log, here / "server")
     results = [compare(copy, here / engine, engine, seed, version.name, "zk:", ZK) for engine in engines]
     _log_requests(here, log)
     return kept_if_disagreeing(results, here, copy, keep)
