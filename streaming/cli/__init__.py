@@ -109,11 +109,15 @@ def _add_kafka_client_options(p: argparse.ArgumentParser, option_help: str) -> N
                         "values may name environment variables as ${env:NAME}")
 
 
-def _add_controller_logs_option(p: argparse.ArgumentParser) -> None:
+def _add_broker_logs_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--controller-logs", type=Path, metavar="DIR",
                    help="a zk: source's controller.log files (broker-N.log): what each controller read of "
                         "/brokers/ids, which ZooKeeper's log does not show (default: a controller folder beside the "
                         "zk: path, if any)")
+    p.add_argument("--server-logs", type=Path, metavar="DIR",
+                   help="a zk: source's server.log files (broker-N.log), with the logger "
+                        "kafka.server.DefaultAlterPartitionManager at DEBUG: the AlterPartition requests the "
+                        "controller answered without a write (default: a server folder beside the zk: path, if any)")
 
 
 def _add_bounds_options(g: argparse._ArgumentGroup) -> None:
@@ -135,7 +139,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     print(replay(ReplayOptions(args.source, args.out, args.engine, args.batch_size, _bounds(args),
                                _controller_config(args), args.master, _spark_conf(args),
                                args.kafka_option_file, key_values(args.kafka_option, "--kafka-option"),
-                               args.state_change, args.controller_logs)))
+                               args.state_change, args.controller_logs, args.server_logs)))
     return 0
 
 
@@ -149,7 +153,8 @@ def _cmd_import_kraft(args: argparse.Namespace) -> int:
 def _cmd_import_zk(args: argparse.Namespace) -> int:
     from streaming.jobs.zookeeper import import_zk
 
-    print(import_zk(args.path, args.out, args.observed, controller_logs=args.controller_logs).describe())
+    print(import_zk(args.path, args.out, args.observed, controller_logs=args.controller_logs,
+                    server_logs=args.server_logs).describe())
     return 0
 
 
@@ -289,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-change", type=Path, metavar="DIR",
                    help="a zk: source's state-change logs (broker-N.log): the controller's requests, compared with "
                         "isrflow's (local engine; default: a state-change folder beside the zk: path, if any)")
-    _add_controller_logs_option(p)
+    _add_broker_logs_options(p)
     bounds = p.add_argument_group("bounds of a kafka:// source (default: from the beginning to the current end) or a "
                                   "kraft: source (a window of its history, seeded with the state at its start)")
     _add_bounds_options(bounds)
@@ -319,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", type=Path)
     p.add_argument("--out", required=True, type=Path, help="the events JSONL to write")
     p.add_argument("--observed", type=Path, help="also write every partition state write of the controller (JSONL)")
-    _add_controller_logs_option(p)
+    _add_broker_logs_options(p)
     p.set_defaults(func=_cmd_import_zk)
 
     p = sub.add_parser("bridge", help="follow a live KRaft node's metadata log or ZooKeeper server's transaction log "

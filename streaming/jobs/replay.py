@@ -51,14 +51,14 @@ def _history_source(source: str) -> str | None:
 
 
 def _import_history(source: str, prefix: str, out: Path, bounds: Bounds,
-                    controller_logs: Path | None = None) -> _HistoryImport:
+                    broker_logs: Mapping[str, Path] | None = None) -> _HistoryImport:
     """`kraft:PATH` / `zk:PATH`: the history (for kraft:, the window `bounds` of it) converted into
-    `out/<kind>/events.jsonl`, the controller's decisions into `out/observed.jsonl` (for zk:, with the controllers'
-    `controller_logs`)."""
+    `out/<kind>/events.jsonl`, the controller's decisions into `out/observed.jsonl` (for zk:, with the brokers' logs
+    given, `broker_logs`: controller_logs, server_logs)."""
     events, observed = out / prefix.rstrip(":") / "events.jsonl", out / "observed.jsonl"
     read = HISTORY_SOURCES[prefix]
-    if controller_logs is not None:  # a zk: source's (_replay checks)
-        read = functools.partial(read, controller_logs=controller_logs)
+    if broker_logs:  # a zk: source's (_replay checks)
+        read = functools.partial(read, **broker_logs)
     summary = read(Path(source[len(prefix):]), events, observed, bounds)
     return _HistoryImport(events, observed, summary)
 
@@ -81,6 +81,8 @@ class ReplayOptions:
     state_change: Path | None = None
     # A zk: source's controller.log files (None: a `controller` folder beside the zk: path, if there is one).
     controller_logs: Path | None = None
+    # A zk: source's server.log files (None: a `server` folder beside the zk: path, if there is one).
+    server_logs: Path | None = None
 
 
 _REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(RequestRow))
@@ -139,12 +141,15 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
     prefix = _history_source(options.source)
-    for option, folder in (("--state-change", options.state_change), ("--controller-logs", options.controller_logs)):
+    broker_logs = {name: folder for name, folder in (("controller_logs", options.controller_logs),
+                                                     ("server_logs", options.server_logs)) if folder is not None}
+    for option, folder in (("--state-change", options.state_change), ("--controller-logs", options.controller_logs),
+                           ("--server-logs", options.server_logs)):
         if folder is not None and prefix != zookeeper.PREFIX:
             raise UsageError(f"{option} holds a ZooKeeper-mode cluster's logs: it goes with a zk: source")
         if folder is not None and not folder.is_dir():
             raise UsageError(f"{option} {folder}: no such directory")
-    imported = (_import_history(options.source, prefix, layout.root, b, options.controller_logs)
+    imported = (_import_history(options.source, prefix, layout.root, b, broker_logs)
                 if prefix is not None else None)
     if imported is not None:
         path = imported.events

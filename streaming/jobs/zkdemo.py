@@ -50,9 +50,11 @@ def zookeeper_demo(work_dir: Path = Path("out/demo-zookeeper"), master: str | No
     with ZkCluster(brokers=3) as cluster:
         _script(cluster)
         # The history as it stands now: the demo's own topics, created next, are not part of the incident.
-        # With what each controller logged reading (its controller.log): which brokers its reads found.
+        # With what each controller logged reading (its controller.log): which brokers its reads found; and the
+        # AlterPartition requests each leader logged sending (its server.log).
         summary = import_zk(cluster.zookeeper_data_dir, work / "events.jsonl", work / "observed.jsonl",
-                            controller_logs=cluster.copy_logs(cluster.controller_log, work / "controller"))
+                            controller_logs=cluster.copy_logs(cluster.controller_log, work / "controller"),
+                            server_logs=cluster.copy_logs(cluster.server_log, work / "server"))
         print(summary.describe(), flush=True)
         bootstrap = cluster.bootstrap_servers
         create_topic(bootstrap, EVENTS_TOPIC, 1)

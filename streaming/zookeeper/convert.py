@@ -49,11 +49,13 @@ for. A controller epoch whose log is missing falls back to the writes.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
+from streaming.zookeeper.serverlog import AlterPartitionRequest
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
 NO_LEADER = -1
@@ -225,11 +227,16 @@ def event_zxid(event: dict[str, Any]) -> int:
 class Converter:
     """Feed a history (`convert`); read `result`."""
 
-    def __init__(self, reads: ControllerReads | None = None) -> None:
+    def __init__(self, reads: ControllerReads | None = None,
+                 alter_partitions: Iterable[AlterPartitionRequest] = ()) -> None:
         self.result = ZkConverted()
         # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
         # registrations each BrokerChange read took, in place of what the writes suggest.
         self.reads = reads if reads is not None else ControllerReads()
+        # The leaders' AlterPartition requests the controller answered without a write (their server.log), oldest
+        # answer last: no znode shows them, their UpdateMetadata is all they made.
+        self.unwritten_requests = sorted((r for r in alter_partitions if r.unwritten), key=_answered_ms,
+                                         reverse=True)
         self.logged_reads: list[_LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
@@ -293,7 +300,10 @@ class Converter:
             self._protocol_before_3(ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()))
         if history.snapshot is not None:
             self._seed(history.snapshot)
+        if history.txns:  # a request answered before the retained history is of a state it does not hold
+            self.unwritten_requests = [r for r in self.unwritten_requests if _answered_ms(r) >= history.txns[0].time]
         self.feed(history.txns)
+        self._answered_before(None)  # those answered after the last write
         return self.result
 
     def feed(self, txns: list[ZkTxn]) -> ZkConverted:
@@ -301,6 +311,9 @@ class Converter:
         events, observed, unexplained = (len(self.result.events), len(self.result.observed),
                                          len(self.result.unexplained))
         for txn in txns:
+            request = self.alter_partition
+            if request is None or (txn.session, txn.cxid) != (request.session, request.cxid + 1):
+                self._answered_before(txn.time)  # never inside another request's pipelined writes
             self.zxid, self.time = txn.zxid, txn.time
             if self.failover is not None and txn.time - self.failover.since > FAILOVER_MS:
                 self.failover = None  # no last write seen (a controller too old to check its epoch): nothing proven
@@ -312,6 +325,22 @@ class Converter:
             self._txn(txn)
         return ZkConverted(self.result.events[events:], self.result.observed[observed:],
                            self.result.unexplained[unexplained:])
+
+    def _answered_before(self, time: int | None) -> None:
+        """The unwritten AlterPartition requests answered before `time` (ms; None: all left), as the IsrChange events
+        they were: the controller sent their UpdateMetadata after the writes before the answer (its clock and the
+        leader's taken as one)."""
+        while self.unwritten_requests and (time is None or _answered_ms(self.unwritten_requests[-1]) < time):
+            request = self.unwritten_requests.pop()
+            refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
+            at = ZkTxn(self.zxid, _answered_ms(request), 0, 0, ())
+            for p in request.partitions:
+                self._event(at, "IsrChange", f"-alter-partition-{request.broker_id}-{p.topic}-{p.partition}",
+                            topic=p.topic, partition=p.partition, broker_id=request.broker_id,
+                            broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
+                            partition_epoch=p.partition_epoch, isr=list(p.isr),
+                            leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
+                            **({"request_partitions": refs} if len(refs) > 1 else {}))
 
     def reassigning(self, key: tuple[str, int]) -> bool:
         topic = self.topics.get(key[0])
@@ -973,8 +1002,15 @@ def _notified(data: bytes | None) -> list[tuple[str, int]]:
     return [(p["topic"], p["partition"]) for p in json.loads(data or b"{}").get("partitions", [])]
 
 
-def convert(history: ZkHistory, reads: ControllerReads | None = None) -> ZkConverted:
+def convert(history: ZkHistory, reads: ControllerReads | None = None,
+            alter_partitions: Iterable[AlterPartitionRequest] = ()) -> ZkConverted:
     """`history` as contract events and the controller's observed decisions (with what the controllers logged they
-    read, `reads`, when their controller.log files are at hand)."""
-    return Converter(reads).convert(history)
+    read, `reads`, when their controller.log files are at hand, and the AlterPartition requests their leaders logged,
+    `alter_partitions`)."""
+    return Converter(reads, alter_partitions).convert(history)
+
+
+def _answered_ms(request: AlterPartitionRequest) -> int:
+    """When the leader logged the controller's answer, in ms since the epoch (its log's times read as UTC)."""
+    return int(request.answered.replace(tzinfo=UTC).timestamp() * 1000)
 

@@ -1,0 +1,150 @@
+"""Read the AlterPartition requests a leader sent, and the controller's answers, out of its `server.log` (the
+`kafka.server.DefaultAlterPartitionManager` logger at DEBUG, Kafka's log4j layout `[time] LEVEL message (logger)`).
+
+From inter.broker.protocol 2.7 on a leader asks the controller to change its ISR (AlterPartition) and the controller
+writes the change, so ZooKeeper's log holds each request it accepted. One it answers with an error for every
+partition (a leader epoch already fenced, a stale partition epoch, an ineligible replica) writes nothing, yet the
+controller still sends an UpdateMetadata for its partitions (KafkaController.processAlterPartition): only the
+leader's log names it. Each request is two lines of one broker's file, in order (a broker has one in flight):
+- `Sending AlterPartition to controller AlterPartitionRequestData(brokerId=B, brokerEpoch=E, topics=[TopicData(
+  topicName='T', topicId=..., partitions=[PartitionData(partitionIndex=P, leaderEpoch=L, newIsr=[...],
+  newIsrWithEpochs=[BrokerState(brokerId=R, ...), ...], leaderRecoveryState=S, partitionEpoch=V), ...]), ...])`;
+- `Received AlterPartition response ClientResponse(..., disconnected=false, ..., responseBody=
+  AlterPartitionResponseData(throttleTimeMs=0, errorCode=0, topics=[TopicData(topicName='', topicId=...,
+  partitions=[PartitionData(partitionIndex=P, errorCode=C, ...), ...]), ...]))`.
+
+A request with no answer, or answered with a top-level error (not the controller, a stale broker epoch) or a
+disconnect, made no UpdateMetadata and is not kept. Every other line is counted, not read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from streaming.zookeeper.statechange import broker_ids, log_time
+
+_LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] DEBUG (?P<msg>.*?)"
+                   r"(?: \(kafka\.server\.DefaultAlterPartitionManager\))?$")
+_SENT = re.compile(r"^Sending AlterPartition to controller AlterPartitionRequestData\(brokerId=(?P<broker>\d+), "
+                   r"brokerEpoch=(?P<epoch>-?\d+), topics=")
+_ANSWERED = re.compile(r"^Received AlterPartition response ClientResponse\(.*?disconnected=(?P<disconnected>\w+),")
+_TOP_ERROR = re.compile(r"responseBody=AlterPartitionResponseData\(throttleTimeMs=\d+, errorCode=(?P<error>-?\d+),")
+_TOPIC = re.compile(r"TopicData\(topicName='(?P<name>[^']*)', topicId=(?P<id>[\w-]+), partitions=")
+_ASKED = re.compile(r"PartitionData\(partitionIndex=(?P<partition>\d+), leaderEpoch=(?P<leader_epoch>-?\d+), "
+                    r"newIsr=\[(?P<isr>[\d, ]*)\], newIsrWithEpochs=\[(?P<with_epochs>[^\]]*)\], "
+                    r"leaderRecoveryState=(?P<recovery>-?\d+), partitionEpoch=(?P<partition_epoch>-?\d+)\)")
+_ANSWER = re.compile(r"PartitionData\(partitionIndex=(?P<partition>\d+), errorCode=(?P<error>-?\d+),")
+_ISR_MEMBER = re.compile(r"BrokerState\(brokerId=(?P<broker>\d+)")
+
+
+@dataclass(frozen=True)
+class AskedPartition:
+    """One partition of an AlterPartition request: the ISR its leader asked for, at the epochs it held, and the
+    controller's answer (`error`: Kafka's error code, 0 for none)."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    recovering: bool
+    partition_epoch: int
+    error: int
+
+
+@dataclass(frozen=True)
+class AlterPartitionRequest:
+    """One AlterPartition request the controller answered: sent by `broker_id` at `broker_epoch`, answered at
+    `answered` (the leader's clock)."""
+
+    broker_id: int
+    broker_epoch: int
+    sent: datetime
+    answered: datetime
+    partitions: tuple[AskedPartition, ...]
+
+    @property
+    def unwritten(self) -> bool:
+        """Every partition answered with an error: the controller wrote nothing for it (and still sent its
+        UpdateMetadata)."""
+        return bool(self.partitions) and all(p.error != 0 for p in self.partitions)
+
+
+def _segments(text: str) -> list[tuple[re.Match[str], str]]:
+    """Each TopicData of a request or response with the text up to the next one."""
+    topics = list(_TOPIC.finditer(text))
+    ends = [t.start() for t in topics[1:]] + [len(text)]
+    return [(t, text[t.end():end]) for t, end in zip(topics, ends, strict=True)]
+
+
+def _asked(text: str) -> tuple[dict[str, str], list[AskedPartition]]:
+    """A request's topic names by id, and its partitions (no answer yet)."""
+    names: dict[str, str] = {}
+    asked: list[AskedPartition] = []
+    for topic, body in _segments(text):
+        names[topic["id"]] = topic["name"]
+        for p in _ASKED.finditer(body):
+            with_epochs = tuple(int(b) for b in _ISR_MEMBER.findall(p["with_epochs"]))
+            asked.append(AskedPartition(topic["name"], int(p["partition"]), int(p["leader_epoch"]),
+                                        with_epochs or broker_ids(p["isr"].replace(" ", "")), p["recovery"] == "1",
+                                        int(p["partition_epoch"]), 0))
+    return names, asked
+
+
+def _answers(text: str, names: dict[str, str]) -> dict[tuple[str, int], int]:
+    """A response's error code per (topic, partition); its topics are named by id from version 2 on."""
+    return {(names.get(topic["id"]) or topic["name"], int(p["partition"])): int(p["error"])
+            for topic, body in _segments(text) for p in _ANSWER.finditer(body)}
+
+
+@dataclass
+class AlterPartitionLog:
+    """The answered AlterPartition requests of a cluster's leaders, from their server.log files, in the order each
+    broker sent them."""
+
+    requests: list[AlterPartitionRequest]
+    unanswered: int = 0  # sent, then no answer, a disconnect or a top-level error: no UpdateMetadata
+    other_lines: int = 0
+
+
+def parse_server_log(lines: Iterable[str], into: AlterPartitionLog | None = None) -> AlterPartitionLog:
+    """Add the answered AlterPartition requests in one broker's server.log lines to `into`."""
+    out = into if into is not None else AlterPartitionLog([])
+    pending: tuple[datetime, int, int, dict[str, str], list[AskedPartition]] | None = None
+    for raw in lines:
+        m = _LINE.match(raw.rstrip("\n"))
+        if m is None:
+            out.other_lines += 1
+            continue
+        msg = m["msg"]
+        if s := _SENT.match(msg):
+            out.unanswered += pending is not None
+            pending = (log_time(m["time"]), int(s["broker"]), int(s["epoch"]), *_asked(msg[s.end():]))
+        elif pending is not None and (s := _ANSWERED.match(msg)):
+            sent, broker, epoch, names, asked = pending
+            pending = None
+            top = _TOP_ERROR.search(msg)
+            if s["disconnected"] != "false" or top is None or top["error"] != "0":
+                out.unanswered += 1
+                continue
+            errors = _answers(msg[top.end():], names)
+            out.requests.append(AlterPartitionRequest(broker, epoch, sent, log_time(m["time"]), tuple(
+                AskedPartition(p.topic, p.partition, p.leader_epoch, p.isr, p.recovering, p.partition_epoch,
+                               errors.get((p.topic, p.partition), 0)) for p in asked)))
+        else:
+            out.other_lines += 1
+    out.unanswered += pending is not None
+    return out
+
+
+def read_server_logs(folder: Path) -> AlterPartitionLog:
+    """The answered AlterPartition requests in every `*.log` of `folder` (one server.log per broker, as
+    `broker-N.log`)."""
+    out = AlterPartitionLog([])
+    for path in sorted(folder.glob("*.log")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            parse_server_log(f, out)
+    return out
