@@ -131,6 +131,7 @@ class _Cause:
     topic: str | None = None
     partitions: set[tuple[str, int]] = field(default_factory=set)
     wrote: bool = False  # the controller wrote a partition state for it
+    last_write: int = -1  # the zxid of the newest of those writes
     started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
 
     @property
@@ -247,6 +248,7 @@ class Converter:
         self.controller_epoch = 0
         self.topics: dict[str, TopicAssignment] = {}
         self.states: dict[tuple[str, int], PartitionState] = {}
+        self.written_for: dict[tuple[str, int], str | None] = {}  # the event its newest state write was for
         self.configs: dict[str, dict[str, str]] = {}
         self.cluster_configs: dict[str, str] = {}
         self.deleting: set[str] = set()
@@ -280,6 +282,7 @@ class Converter:
     def _observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
                  cause: str, event_id: str | None) -> None:
         topic = self.topics.get(key[0]) or TopicAssignment({})
+        self.written_for[key] = event_id
         self.result.observed.append({
             "topic": key[0], "partition": key[1], "leader": after.leader, "isr": list(after.isr),
             "leader_epoch": after.leader_epoch, "partition_epoch": after.version,
@@ -650,7 +653,7 @@ class Converter:
             self._observe(txn, key, before, after, "Unexplained", None)
             return
         cause.partitions.add(key)
-        cause.wrote = True
+        cause.wrote, cause.last_write = True, txn.zxid
         self._observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
     def _leader_isr_change(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
@@ -811,8 +814,9 @@ class Converter:
             case "ISR":  # a leader's ISR change that lets a reassignment complete
                 return key in cause.partitions and reassigning and _clean(before, after) and \
                     set(topic.target(key[1])) <= set(before.isr)
-            case "PREFERRED" | "UNCLEAN":
-                return key in cause.partitions and newest
+            case "PREFERRED" | "UNCLEAN":  # one write per partition it names: a second is another event's (seed 124: a
+                # controlled shutdown right after)
+                return key in cause.partitions and newest and self.written_for.get(key) != cause.event["event_id"]
             case _:
                 return False
 
@@ -854,6 +858,7 @@ class Converter:
         self._cause(_Cause(event, "PARTITIONS", wrote=True))
         self.result.unexplained.pop()
         last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
+        self.written_for[key] = event["event_id"]
 
     def _request(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
                  after: PartitionState) -> _Cause | None:
@@ -878,9 +883,9 @@ class Converter:
             if kind is None:
                 return None
             last = self.causes[-1] if self.causes else None
-            if last is not None and last.kind == kind and last.event["event_id"].startswith(_event_id(txn.zxid - 1)):
+            if last is not None and last.kind == kind and last.last_write == txn.zxid - 1:
                 last.event["partitions"].append({"topic": key[0], "partition": key[1]})
-                return last  # consecutive writes of one admin election
+                return last  # consecutive writes of one admin election, however many (seed 124)
             event = self._event(txn, "ElectLeaders", election_type=kind,
                                 partitions=[{"topic": key[0], "partition": key[1]}])
             return self._cause(_Cause(event, kind))

@@ -6,6 +6,7 @@ leaders' ISR changes on both protocols; the Spark engine writes the same request
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,44 @@ def test_an_alter_partition_naming_two_partitions_is_one_update_metadata(tmp_pat
     # AlterPartition answered without a write, say).
     missing = [(r["broker"], r["controller"]["time"]) for r in rows if not r["match"]]
     assert missing == [(b, "2026-11-25 06:53:21.637") for b in (1, 2, 3, 4)]
+
+
+def test_an_alter_partition_the_controller_fenced_is_read_from_the_leaders_server_log(tmp_path: Path) -> None:
+    # Campaign seed 123 (protocol 3.9): t0-0's reassignment from [1] to [4, 3] completed by electing 4 (leader epoch 2)
+    # with 1 still in the ISR, then taking 1 out (epoch 3). Leader 4, at epoch 2, asked to drop 1 itself (a replica
+    # outside the assignment is out of sync at once); the controller fenced it, wrote nothing, and still sent an
+    # UpdateMetadata naming t0-0 to every broker. Only broker 4's server.log (`server/`, beside) names that request.
+    run = ZKLOG / "requests" / "zookeeper-3.9-seed-123"
+    summary, rows = _replayed(run / "version-2", tmp_path / "with")
+    assert "16 answered, 1 of them without a write" in summary
+    assert "UpdateMetadata 299 of 299 (isrflow 299)" in summary and all(r["match"] for r in rows)
+    fenced = [(r["broker"], r["controller"]["time"][11:]) for r in rows
+              if r["isrflow"] and r["isrflow"]["event_id"] == "zk-136-alter-partition-4-t0-0"]
+    assert fenced == [(b, "16:04:16.655") for b in (1, 2, 3, 4)]
+    audit = [r for r in read_delta(tmp_path / "with" / "audit") if r["event_id"] == "zk-136-alter-partition-4-t0-0"]
+    assert [(r["outcome"], r["error"]) for r in audit] == [("REJECTED", "FENCED_LEADER_EPOCH")]
+    # Without the leaders' logs the request is missing, and its UpdateMetadata with it.
+    bare = tmp_path / "bare"
+    for part in ("version-2", "state-change"):
+        shutil.copytree(run / part, bare / part)
+    summary, rows = _replayed(bare / "version-2", tmp_path / "without")
+    assert "UpdateMetadata 295 of 299 (isrflow 295)" in summary
+    assert [r["broker"] for r in rows if not r["match"]] == [1, 2, 3, 4]
+
+
+def test_an_admin_preferred_election_of_three_partitions_is_one_event(tmp_path: Path) -> None:
+    # Campaign seed 124 (protocol 2.6): the Admin API's preferred election of t0-0, t0-1 and t0-2, three consecutive
+    # writes (zxids 246-248) and one LeaderAndIsr per broker; then broker 1's controlled shutdown moved t0-1 again
+    # (zxid 249), which is not the election's.
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.6-seed-124" / "version-2", tmp_path)
+    assert "LeaderAndIsr 103 of 103 (isrflow 103), StopReplica 8 of 8 (isrflow 8), UpdateMetadata 279 of 279 " \
+           "(isrflow 279)" in summary
+    assert all(r["match"] for r in rows)
+    elections = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["type"] == "ElectLeaders"]
+    assert [(e["event_id"], [p["partition"] for p in e["partitions"]]) for e in elections][:1] == \
+        [("zk-246", [0, 1, 2])]
+    causes = {r["source_offset"]: r["cause"] for r in read_jsonl(tmp_path / "observed.jsonl")}
+    assert [causes[z] for z in (246, 247, 248, 249)] == ["ElectLeaders"] * 3 + ["BrokerChange"]
 
 
 def test_below_protocol_2_7_the_controller_sends_a_leaders_isr_change_when_it_reads_the_notification(
