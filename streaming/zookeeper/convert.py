@@ -131,7 +131,7 @@ class _Cause:
     topic: str | None = None
     partitions: set[tuple[str, int]] = field(default_factory=set)
     wrote: bool = False  # the controller wrote a partition state for it
-    last_write: int = -1  # the zxid of the newest of those writes
+    last_write: tuple[int, int] | None = None  # the newest of those writes' session and cxid
     started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
 
     @property
@@ -653,7 +653,7 @@ class Converter:
             self._observe(txn, key, before, after, "Unexplained", None)
             return
         cause.partitions.add(key)
-        cause.wrote, cause.last_write = True, txn.zxid
+        cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
         self._observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
     def _leader_isr_change(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
@@ -883,9 +883,11 @@ class Converter:
             if kind is None:
                 return None
             last = self.causes[-1] if self.causes else None
-            if last is not None and last.kind == kind and last.last_write == txn.zxid - 1:
+            if last is not None and last.kind == kind and last.last_write == (txn.session, txn.cxid - 1):
+                # One admin election's writes, however many (seed 124): pipelined, consecutive cxids of the
+                # controller's session (a later election reads the states first, seed 50).
                 last.event["partitions"].append({"topic": key[0], "partition": key[1]})
-                return last  # consecutive writes of one admin election, however many (seed 124)
+                return last
             event = self._event(txn, "ElectLeaders", election_type=kind,
                                 partitions=[{"topic": key[0], "partition": key[1]}])
             return self._cause(_Cause(event, kind))

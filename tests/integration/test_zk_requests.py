@@ -114,6 +114,13 @@ def test_an_admin_preferred_election_of_three_partitions_is_one_event(tmp_path: 
         [("zk-246", [0, 1, 2])]
     causes = {r["source_offset"]: r["cause"] for r in read_jsonl(tmp_path / "observed.jsonl")}
     assert [causes[z] for z in (246, 247, 248, 249)] == ["ElectLeaders"] * 3 + ["BrokerChange"]
+    # Campaign seed 50 (protocol 2.6): two elections in consecutive zxids, t0's two partitions (cxids 141 and 142 of
+    # the controller's session) and 2 s later t1-1 (cxid 144: the controller read the states in between).
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.6-seed-50" / "version-2", tmp_path / "seed-50")
+    assert "LeaderAndIsr 82 of 82 (isrflow 82)" in summary
+    elections = [e for e in read_jsonl(tmp_path / "seed-50" / "zk" / "events.jsonl") if e["type"] == "ElectLeaders"]
+    assert [[(p["topic"], p["partition"]) for p in e["partitions"]] for e in elections] == [
+        [("t0", 0), ("t0", 1)], [("t1", 1)]]
 
 
 def test_below_protocol_2_7_the_controller_sends_a_leaders_isr_change_when_it_reads_the_notification(
