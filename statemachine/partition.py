@@ -314,8 +314,16 @@ def _require_partition(s: _Step) -> None:
 
 def _bring_online(s: _Step, unclean_allowed: bool) -> None:
     """triggerOnlinePartitionStateChange for one partition: New -> INITIAL, Offline -> OFFLINE."""
+    isr = s.record.isr
     with s.batch(Phase.ELECTION):
         _elect_online(s, unclean_allowed)
+    rec = s.record
+    watched = s.rules.reassigning_states_watched(s.command.metadata_version)
+    if watched and rec.isr != isr and rec.reassignment_in_progress and _reassignment_caught_up(rec):
+        # The election's write fired the watch on the state znode: the reassignment completes next (seed 128: an
+        # unclean election of the one target replica).
+        with s.batch(Phase.REASSIGNMENT):
+            _progress_reassignment(s)
 
 
 def _elect_online(s: _Step, unclean_allowed: bool) -> None:

@@ -44,6 +44,7 @@ from schemas.records import Decision
 from statemachine.features import (
     MINIMUM_KRAFT_VERSION,
     ZOOKEEPER_ERA_PROTOCOL,
+    is_alter_partition_supported,
     is_elr_supported,
     is_leader_epoch_bump_required_on_isr_shrink,
     is_leader_recovery_supported,
@@ -133,8 +134,20 @@ def isr_checked_against_live_brokers(metadata_version: int) -> bool:
     return metadata_version > ZOOKEEPER_ERA_PROTOCOL
 
 
+def reassigning_states_watched(metadata_version: int) -> bool:
+    """Below inter.broker.protocol 2.7 the ZooKeeper-era controller watches each reassigning partition's state znode
+    (PartitionReassignmentIsrChangeHandler, re-armed by its own reads). Its own writes fire the watch too: the event
+    it queues completes the reassignment once every target replica is in the ISR
+    (processPartitionReassignmentIsrChange), which only an unclean election can newly make so."""
+    return not is_alter_partition_supported(metadata_version)
+
+
 def _always(_metadata_version: int) -> bool:
     return True
+
+
+def _never(_metadata_version: int) -> bool:
+    return False
 
 
 def eligible_leader_replicas_enabled(elr_version: int, metadata_version: int) -> bool:
@@ -260,6 +273,9 @@ class Rules:
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
     # (Command.elr_enabled). The ZK controller never had them.
     eligible_leader_replicas: bool = False
+    # Whether the controller's own write of a reassigning partition's state can complete the reassignment, by
+    # metadata version (KRaft completes it within the change that elects).
+    reassigning_states_watched: Callable[[int], bool] = _never
 
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
@@ -271,7 +287,8 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            elects_when_a_reassignment_drops_the_leader=False, reassignment_steps_bump_the_leader_epoch=True,
            unclean_needs_the_isr_offline=True,
            minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL,
-           isr_members_must_be_live=isr_checked_against_live_brokers)
+           isr_members_must_be_live=isr_checked_against_live_brokers,
+           reassigning_states_watched=reassigning_states_watched)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
               reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,

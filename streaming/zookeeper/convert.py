@@ -777,6 +777,11 @@ class Converter:
         if after.leader >= 0 and after.leader != before.leader and after.leader not in before.isr and \
                 cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not self._unclean_allowed(key[0]):
             return False  # an unclean election these handlers make only where the topic allows it
+        if self.protocol_before_3 and newest and reassigning and self.written_for.get(key) == cause.event["event_id"] \
+                and set(topic.target(key[1])) <= set(before.isr) and after.leader_epoch > before.leader_epoch:
+            # Below protocol 2.7 the controller watches a reassigning partition's state: the write `cause` made
+            # (an unclean election of the one target replica) set off the reassignment's completion (seed 128).
+            return True
         match cause.kind:
             case "FAILOVER":  # onControllerFailover: anything before the next input, but it takes out of an ISR only
                 # dead brokers' replicas and those a reassignment or a deletion removes: a registered broker dropped

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from statemachine.controller import ControllerConfig
+from statemachine.features import ZOOKEEPER_ERA_PROTOCOL
 from statemachine.rules import KRAFT, ZK
 from statemachine.states import PartitionState, ReplicaState
 
@@ -274,3 +275,26 @@ def test_zk_no_unclean_election_while_a_live_broker_no_longer_a_replica_holds_th
     rec = cluster.rec("t", 0)
     assert (rec.leader, rec.isr, rec.state) == (-1, (1,), P.OFFLINE)
     assert_rejected(cluster.elect("UNCLEAN", ("t", 0)).row("t", 0), "ELIGIBLE_LEADERS_NOT_AVAILABLE")
+
+
+@pytest.mark.parametrize("protocol_below_2_7", [True, False])
+def test_zk_unclean_election_of_the_one_target_completes_the_reassignment_below_protocol_2_7(
+        protocol_below_2_7: bool) -> None:
+    # What a real Kafka 3.9 controller did at inter.broker.protocol 2.6 (zk campaign seed 128): t0-1, replicas [2] with
+    # broker 2 down, reassigned to [3]; turning unclean election on elected 3, alone in the ISR. The controller
+    # watches a reassigning partition's state znode below protocol 2.7, its own write fired the watch, and the
+    # reassignment completed next: a leader epoch bump, replicas [3]. From 2.7 on nothing watches the znode: the
+    # reassignment waits for an AlterPartition.
+    config = ControllerConfig(rules=ZK, metadata_version=ZOOKEEPER_ERA_PROTOCOL) if protocol_below_2_7 else None
+    cluster = cluster_with(1, 2, 3, config=config)
+    cluster.create("t", [2])
+    cluster.failure(2)
+    cluster.reassign(("t", 0, [3]))  # RS [3, 2], AR [3]; the partition stays leaderless
+    out = cluster.alter("t", {UNCLEAN: "true"})
+    steps = [(d.leader, d.isr, d.leader_epoch, d.replicas) for d in out.decisions]
+    if protocol_below_2_7:
+        assert steps == [(3, (3,), 3, (3, 2)), (3, (3,), 4, (3,))]
+        assert not cluster.rec("t", 0).reassignment_in_progress
+    else:
+        assert steps == [(3, (3,), 3, (3, 2))]
+        assert cluster.rec("t", 0).reassignment_in_progress
