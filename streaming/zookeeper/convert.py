@@ -337,8 +337,10 @@ class Converter:
             request = self.unwritten_requests.pop()
             refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
             at = ZkTxn(self.zxid, _answered_ms(request), 0, 0, ())
+            # one request in flight per leader: its id and the answer's time name it
+            sent = f"-alter-partition-{request.broker_id}-{at.time}"
             for p in request.partitions:
-                self._event(at, "IsrChange", f"-alter-partition-{request.broker_id}-{p.topic}-{p.partition}",
+                self._event(at, "IsrChange", f"{sent}-{p.topic}-{p.partition}",
                             topic=p.topic, partition=p.partition, broker_id=request.broker_id,
                             broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
                             partition_epoch=p.partition_epoch, isr=list(p.isr),

@@ -84,13 +84,14 @@ def test_an_alter_partition_the_controller_fenced_is_read_from_the_leaders_serve
     # outside the assignment is out of sync at once); the controller fenced it, wrote nothing, and still sent an
     # UpdateMetadata naming t0-0 to every broker. Only broker 4's server.log (`server/`, beside) names that request.
     run = ZKLOG / "requests" / "zookeeper-3.9-seed-123"
+    fenced_id = "zk-136-alter-partition-4-1795622656665-t0-0"  # after zxid 136; answered at 16:04:16.665
     summary, rows = _replayed(run / "version-2", tmp_path / "with")
     assert "16 answered, 1 of them without a write" in summary
     assert "UpdateMetadata 299 of 299 (isrflow 299)" in summary and all(r["match"] for r in rows)
     fenced = [(r["broker"], r["controller"]["time"][11:]) for r in rows
-              if r["isrflow"] and r["isrflow"]["event_id"] == "zk-136-alter-partition-4-t0-0"]
+              if r["isrflow"] and r["isrflow"]["event_id"] == fenced_id]
     assert fenced == [(b, "16:04:16.655") for b in (1, 2, 3, 4)]
-    audit = [r for r in read_delta(tmp_path / "with" / "audit") if r["event_id"] == "zk-136-alter-partition-4-t0-0"]
+    audit = [r for r in read_delta(tmp_path / "with" / "audit") if r["event_id"] == fenced_id]
     assert [(r["outcome"], r["error"]) for r in audit] == [("REJECTED", "FENCED_LEADER_EPOCH")]
     # Without the leaders' logs the request is missing, and its UpdateMetadata with it.
     bare = tmp_path / "bare"

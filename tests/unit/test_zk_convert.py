@@ -5,6 +5,7 @@ and the controller's observed decisions, and replayed under the zk rules to the 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,13 @@ from streaming.history.histories import history_rows
 from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
+from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
 DATA = Path(__file__).parent / "zkdata"
 CONTROLLER_SESSION = 0x100
 STATE = "/brokers/topics/t/partitions/{}/state"
+INVALID_UPDATE_VERSION = 108  # Kafka's error code
 
 
 def replayed(history: ZkHistory) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -304,6 +307,42 @@ def test_the_isr_changes_of_one_alter_partition_request_are_the_controllers_pipe
     converter, first = Converter(), len(z.txns) - 4
     converter.feed(z.txns[:first + 2])
     assert converter.unsettled_from(quiet_since=0) == z.txns[first].zxid
+
+
+def _refused_at(ms: int) -> AlterPartitionRequest:
+    """Leader 1's request (broker epoch 1: its registration's zxid) for t-0 at partition epoch 0, answered at `ms`."""
+    answered = datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
+    return AlterPartitionRequest(1, 1, answered, answered, (
+        AskedPartition("t", 0, 0, (1,), False, 0, INVALID_UPDATE_VERSION),))
+
+
+def test_an_alter_partition_the_controller_answered_without_a_write_is_placed_by_its_answer() -> None:
+    # Campaign seed 123 (protocol 3.9): a leader's request the controller refused wrote nothing; the leader's
+    # server.log names it and the time of the answer. It goes after the writes before that time, never inside
+    # another request's pipelined writes, and not at all when answered before the retained history.
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 1, [1, 3, 2], 0)
+    z.reads(z.controller, 2)
+    z.state(0, 1, [1, 2], 0)  # one request of leader 1, two pipelined writes
+    z.state(1, 1, [1, 3], 0)
+    t0 = 1_700_000_000_000
+    requests = [_refused_at(t0),  # before the first transaction: of a state the history does not hold
+                _refused_at(t0 + z.txns[-2].zxid),  # answered between the pipelined writes
+                _refused_at(t0 + 10_000)]  # after the last write
+    converted = convert(z.history(), alter_partitions=requests)
+    ids = [e["event_id"] for e in converted.events[-4:]]
+    first, second = (f"zk-{t.zxid}-t-{p}" for t, p in ((z.txns[-2], 0), (z.txns[-1], 1)))
+    refused = [f"zk-{z.txns[-1].zxid}-alter-partition-1-{t0 + ms}-t-0" for ms in (z.txns[-2].zxid, 10_000)]
+    assert ids == [first, second, *refused]  # the request of the pipelined writes stays one
+    assert converted.events[-4]["request_partitions"] == [{"topic": "t", "partition": 0},
+                                                          {"topic": "t", "partition": 1}]
+    assert [(e["leader_epoch"], e["partition_epoch"], e["isr"]) for e in converted.events[-2:]] == [(0, 0, [1])] * 2
+    records = [(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)]
+    audit = run_local(records, ControllerConfig(rules=ZK)).audit
+    assert [(r["outcome"], r["error"]) for r in audit if r["event_id"] in refused] == \
+        [("REJECTED", "INVALID_UPDATE_VERSION")] * 2
 
 
 def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_are_its_read_of_them() -> None:
