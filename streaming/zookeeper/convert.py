@@ -249,6 +249,7 @@ class Converter:
         self.topics: dict[str, TopicAssignment] = {}
         self.states: dict[tuple[str, int], PartitionState] = {}
         self.written_for: dict[tuple[str, int], str | None] = {}  # the event its newest state write was for
+        self.started_by: dict[tuple[str, int], str] = {}  # the reassignment whose start bumped it last
         self.configs: dict[str, dict[str, str]] = {}
         self.cluster_configs: dict[str, str] = {}
         self.deleting: set[str] = set()
@@ -656,6 +657,8 @@ class Converter:
             return
         cause.partitions.add(key)
         cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
+        if cause.kind == "PARTITIONS" and self._started(key, before, after):
+            self.started_by[key] = cause.event["event_id"]
         self._observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
     def _leader_isr_change(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
@@ -747,6 +750,14 @@ class Converter:
                 return None
         return None
 
+    def _started(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+        """The write a reassignment's start makes while its targets are not all in the ISR: a bare leader epoch bump
+        (onPartitionReassignment A, updateLeaderEpochAndSendRequest)."""
+        topic = self.topics.get(key[0])
+        return topic is not None and topic.reassigning(key[1]) and \
+            (after.leader, after.isr, after.leader_epoch) == (before.leader, before.isr, before.leader_epoch + 1) and \
+            not set(topic.target(key[1])) <= set(before.isr)
+
     def _may_move_leader(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
         """A reassignment moves the leader only when it completes (every target replica in the ISR) or no longer
         has the leader's replica at all; its other phases bump the leader epoch and keep the leader (one being
@@ -815,9 +826,11 @@ class Converter:
                 # resumes the deletions queued (TopicDeletionManager.resumeDeletions), the retried replicas of the
                 # other topics being deleted (seed 108)
                 return key[0] == cause.topic or key[0] in self.deleting
-            case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any)
+            case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any); its
+                # start bumps the leader epoch once, a second bump is the reassignment asked for again (seed 140)
                 return key in cause.partitions and (reassigning or newest) and _clean(before, after) and \
-                    self._may_move_leader(key, before, after) and self._may_drop_from_isr(key, before, after)
+                    self._may_move_leader(key, before, after) and self._may_drop_from_isr(key, before, after) and \
+                    not (self._started(key, before, after) and self.started_by.get(key) == cause.event["event_id"])
             case "ISR":  # a leader's ISR change that lets a reassignment complete
                 return key in cause.partitions and reassigning and _clean(before, after) and \
                     set(topic.target(key[1])) <= set(before.isr)
@@ -898,6 +911,13 @@ class Converter:
             event = self._event(txn, "ElectLeaders", election_type=kind,
                                 partitions=[{"topic": key[0], "partition": key[1]}])
             return self._cause(_Cause(event, kind))
+        if self._started(key, before, after):
+            # A reassignment to the target in progress, asked for again through the Admin API: the controller starts
+            # it over (the bump) and writes no assignment, which is unchanged (seed 140).
+            target = (self.topics.get(key[0]) or TopicAssignment({})).target(key[1])
+            event = self._event(txn, "ReassignPartitions", f"-{key[0]}-{key[1]}", partitions=[
+                {"topic": key[0], "partition": key[1], "replicas": list(target)}])
+            return self._cause(_Cause(event, "PARTITIONS", partitions={key}))
         return None
 
     # ---- configs and admin znodes -----------------------------------------------------------------------
