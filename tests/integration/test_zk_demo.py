@@ -28,6 +28,8 @@ def test_demo_zookeeper_runs_the_pipeline_on_a_real_cluster_and_agrees(spark: An
     assert re.search(rf"agreement: {len(rows)}/{len(rows)} decisions of the real controller", out)
     # The import read what the controllers logged reading (their controller.log), the first one's failover at least.
     assert re.search(r"read what the controllers read from \S+controller: [1-9]\d* failovers", out)
+    # and the leaders' AlterPartition requests (their server.log): the reassignment's new replica joined the ISR
+    assert re.search(r"read the leaders' AlterPartition requests from \S+server: [1-9]\d* answered", out)
     assert all(h["match"] for h in read_jsonl(work / "histories.jsonl"))
     # The reassignment's states are part of the history, and the decisions came through the pipeline.
     observed = read_jsonl(work / "observed.jsonl")
