@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from streaming.zookeeper.statechange import broker_ids, log_time
+from streaming.zookeeper.statechange import broker_ids, layout_lines, log_time, read_broker_logs
 
 _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ \[Controller id=(?P<id>\d+)\] "
                    r"(?P<msg>.*?)(?: \(kafka\.controller\.\w+\))?$")
@@ -68,11 +68,7 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
     """Add the reads in one broker's controller.log lines to `into` (a new ControllerReads by default)."""
     out = into if into is not None else ControllerReads()
     epoch: int | None = None  # the controller epoch this broker holds, from its last election in the file
-    for raw in lines:
-        m = _LINE.match(raw.rstrip("\n"))
-        if m is None:
-            out.other_lines += 1
-            continue
+    for m in layout_lines(lines, _LINE, out):
         msg = m["msg"]
         if s := _ELECTED.match(msg):
             epoch = int(s["epoch"])
@@ -92,8 +88,4 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
 
 def read_controller_logs(folder: Path) -> ControllerReads:
     """The reads in every `*.log` of `folder` (one controller.log per broker, as `broker-N.log`)."""
-    out = ControllerReads()
-    for path in sorted(folder.glob("*.log")):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            parse_controller_log(f, out)
-    return out
+    return read_broker_logs(folder, parse_controller_log, ControllerReads())

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from streaming.zookeeper.statechange import broker_ids, log_time
+from streaming.zookeeper.statechange import broker_ids, layout_lines, log_time, read_broker_logs
 
 _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] DEBUG (?P<msg>.*?)"
                    r"(?: \(kafka\.server\.DefaultAlterPartitionManager\))?$")
@@ -114,11 +114,7 @@ def parse_server_log(lines: Iterable[str], into: AlterPartitionLog | None = None
     """Add the answered AlterPartition requests in one broker's server.log lines to `into`."""
     out = into if into is not None else AlterPartitionLog([])
     pending: tuple[datetime, int, int, dict[str, str], list[AskedPartition]] | None = None
-    for raw in lines:
-        m = _LINE.match(raw.rstrip("\n"))
-        if m is None:
-            out.other_lines += 1
-            continue
+    for m in layout_lines(lines, _LINE, out):
         msg = m["msg"]
         if s := _SENT.match(msg):
             out.unanswered += pending is not None
@@ -143,8 +139,4 @@ def parse_server_log(lines: Iterable[str], into: AlterPartitionLog | None = None
 def read_server_logs(folder: Path) -> AlterPartitionLog:
     """The answered AlterPartition requests in every `*.log` of `folder` (one server.log per broker, as
     `broker-N.log`)."""
-    out = AlterPartitionLog([])
-    for path in sorted(folder.glob("*.log")):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            parse_server_log(f, out)
-    return out
+    return read_broker_logs(folder, parse_server_log, AlterPartitionLog([]))

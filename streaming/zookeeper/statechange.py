@@ -27,10 +27,11 @@ Every other line (state machine changes, stack traces, ...) is counted, not read
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 LEADER_AND_ISR, UPDATE_METADATA, STOP_REPLICA = "LEADER_AND_ISR", "UPDATE_METADATA", "STOP_REPLICA"
 _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>[A-Z]+) "
@@ -170,6 +171,32 @@ def _partition_state(text: str, topic: str | None = None, partition: int | None 
 def log_time(text: str) -> datetime:
     """The time of a line in Kafka's log4j layout (`2026-11-25 12:48:32,601`)."""
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f")
+
+
+class CountsOtherLines(Protocol):
+    other_lines: int
+
+
+Read = TypeVar("Read", bound=CountsOtherLines)
+
+
+def layout_lines(lines: Iterable[str], layout: re.Pattern[str], out: CountsOtherLines) -> Iterator[re.Match[str]]:
+    """The lines of one logger in Kafka's log4j layout (`layout`: `[time] LEVEL message (logger)`), each matched;
+    the others are counted in `out.other_lines`."""
+    for raw in lines:
+        m = layout.match(raw.rstrip("\n"))
+        if m is None:
+            out.other_lines += 1
+        else:
+            yield m
+
+
+def read_broker_logs(folder: Path, parse: Callable[[Iterable[str], Read], Read], out: Read) -> Read:
+    """`parse` each `*.log` of `folder` (one log per broker, as `broker-N.log`) into `out`."""
+    for path in sorted(folder.glob("*.log")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            parse(f, out)
+    return out
 
 
 def parse_state_change_log(lines: Iterable[str]) -> StateChangeLog:
