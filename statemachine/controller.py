@@ -546,6 +546,13 @@ class Controller:
         together = tuple(new) if len(new) > 1 else ()
         for key in hosted:
             out.partition(Action.BROKER_STARTUP, key, broker_id=first, new_brokers=together)
+        if self.config.rules.startup_elects_everywhere:
+            # triggerOnlinePartitionStateChange: the cluster's other New and Offline partitions try too (seed 143: a
+            # New partition a failed reassignment had given a live replica).
+            for key in sorted(set(self.partitions) - set(hosted)):
+                rec = self.partitions[key]
+                if rec.state in (PartitionState.NEW, PartitionState.OFFLINE) and not rec.queued_for_deletion:
+                    out.partition(Action.TRY_ELECTION, key)
         # Last, resumeDeletionForTopics: the failed deletions are retried (the new brokers' own replicas are online
         # by then), then the deletion of each topic with a replica there goes on in all its partitions at once
         # (onTopicDeletion: one UpdateMetadata naming them all, then one batch per replica state).

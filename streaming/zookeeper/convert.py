@@ -637,11 +637,14 @@ class Converter:
         self.states[key] = after
         if before is None:
             # The first write of a partition: its creation's, unless none of its replicas was live then (New, no
-            # leader): then the broker startup, or the failover, that brought one.
+            # leader): then the broker startup, or the failover, that brought one. A reassignment that gave it a
+            # live replica elects nothing (it never had a leader): any broker's startup does then, as it tries every
+            # New partition of the cluster (seed 143).
             replicas = (self.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())
             created = self.created.get(key[0], {})
+            reassigned = created.get("assignment", {}).get(str(key[1]), list(replicas)) != list(replicas)
             cause = next((c.event for c in reversed(self.causes)
-                          if c.event is created or (c.kind == "STARTUP" and c.brokers & set(replicas))
+                          if c.event is created or (c.kind == "STARTUP" and (reassigned or c.brokers & set(replicas)))
                           or c.kind == "FAILOVER"), created)
             self._observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
             return

@@ -298,3 +298,20 @@ def test_zk_unclean_election_of_the_one_target_completes_the_reassignment_below_
     else:
         assert steps == [(3, (3,), 3, (3, 2))]
         assert cluster.rec("t", 0).reassignment_in_progress
+
+
+def test_zk_a_new_partition_a_reassignment_gave_a_live_replica_elects_at_any_brokers_startup() -> None:
+    # What a real Kafka 3.9 controller did (zk campaign seed 143): t2-2 was created on broker 1, which was down, so
+    # it stayed New; a reassignment to [3] gave it a live replica but elected nothing (it never had a leader). When
+    # broker 2, no replica of it, started, onBrokerStartup tried every New and Offline partition of the cluster
+    # (triggerOnlinePartitionStateChange) and elected 3. The kraft rules elect the new broker's partitions only.
+    config = ControllerConfig(rules=ZK)
+    cluster = cluster_with(1, 2, 3, config=config)
+    cluster.failure(1)
+    cluster.failure(2)
+    cluster.create("t", [1])
+    cluster.reassign(("t", 0, [3]))
+    assert (cluster.rec("t", 0).state, cluster.rec("t", 0).replicas) == (P.NEW, (3, 1))
+    out = cluster.startup(2)
+    d = out.decision("t", 0)
+    assert (d.leader, d.isr, d.leader_epoch, d.election) == (3, (3,), 0, "INITIAL")
