@@ -547,12 +547,9 @@ class Controller:
         for key in hosted:
             out.partition(Action.BROKER_STARTUP, key, broker_id=first, new_brokers=together)
         if self.config.rules.startup_elects_everywhere:
-            # triggerOnlinePartitionStateChange: the cluster's other New and Offline partitions try too (seed 143: a
-            # New partition a failed reassignment had given a live replica).
-            for key in sorted(set(self.partitions) - set(hosted)):
-                rec = self.partitions[key]
-                if rec.state in (PartitionState.NEW, PartitionState.OFFLINE) and not rec.queued_for_deletion:
-                    out.partition(Action.TRY_ELECTION, key)
+            # The cluster's other New and Offline partitions try too (seed 143: a New partition a failed reassignment
+            # had given a live replica).
+            self._try_elections(out, sorted(set(self.partitions) - set(hosted)))
         # Last, resumeDeletionForTopics: the failed deletions are retried (the new brokers' own replicas are online
         # by then), then the deletion of each topic with a replica there goes on in all its partitions at once
         # (onTopicDeletion: one UpdateMetadata naming them all, then one batch per replica state).
@@ -784,11 +781,15 @@ class Controller:
         if MIN_ISR_CONFIG in ev.configs and self.elr_on and topic not in cv.topics_queued_for_deletion:
             for key in self.partitions_of(topic):
                 out.partition(Action.CLEAR_ELR, key)
-        if (self.config.rules.elects_unclean_at_config_change and self.unclean_allowed(topic) and not was_unclean
-                and topic not in cv.topics_queued_for_deletion):
-            for key in self.partitions_of(topic):
-                if self.partitions[key].state in (PartitionState.NEW, PartitionState.OFFLINE):
-                    out.partition(Action.TRY_ELECTION, key)
+        if self.config.rules.elects_unclean_at_config_change and self.unclean_allowed(topic) and not was_unclean:
+            self._try_elections(out, self.partitions_of(topic))
+
+    def _try_elections(self, out: _Fanout, keys: Iterable[Key]) -> None:
+        """triggerOnlinePartitionStateChange of `keys`: those New or Offline, of a topic not being deleted, elect."""
+        for key in keys:
+            rec = self.partitions[key]
+            if rec.state in (PartitionState.NEW, PartitionState.OFFLINE) and not rec.queued_for_deletion:
+                out.partition(Action.TRY_ELECTION, key)
 
     # -- admin elections and reassignments -------------------------------------------------------------
     def _on_reassign_partitions(self, ev: ReassignPartitions, out: _Fanout) -> None:

@@ -318,8 +318,8 @@ def _bring_online(s: _Step, unclean_allowed: bool) -> None:
     with s.batch(Phase.ELECTION):
         _elect_online(s, unclean_allowed)
     rec = s.record
-    watched = s.rules.reassigning_states_watched(s.command.metadata_version)
-    if watched and rec.isr != isr and rec.reassignment_in_progress and _reassignment_caught_up(rec):
+    if rec.isr != isr and rec.reassignment_in_progress and _reassignment_caught_up(rec) and \
+            s.rules.reassigning_states_watched(s.command.metadata_version):
         # The election's write fired the watch on the state znode: the reassignment completes next (seed 128: an
         # unclean election of the one target replica).
         with s.batch(Phase.REASSIGNMENT):

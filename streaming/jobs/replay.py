@@ -85,6 +85,8 @@ class ReplayOptions:
     server_logs: Path | None = None
 
 
+# ReplayOptions' folders of a ZooKeeper-mode cluster's logs (each also an option, --state-change, ...).
+_ZK_LOG_FOLDERS = ("state_change", "controller_logs", "server_logs")
 _REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(RequestRow))
 # An event's requests in the order the controller sends them (statemachine.requests): batch by batch, LeaderAndIsr,
 # then UpdateMetadata, then StopReplica, each by broker.
@@ -141,14 +143,14 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
     prefix = _history_source(options.source)
-    broker_logs = {name: folder for name, folder in (("controller_logs", options.controller_logs),
-                                                     ("server_logs", options.server_logs)) if folder is not None}
-    for option, folder in (("--state-change", options.state_change), ("--controller-logs", options.controller_logs),
-                           ("--server-logs", options.server_logs)):
-        if folder is not None and prefix != zookeeper.PREFIX:
+    folders = {name: getattr(options, name) for name in _ZK_LOG_FOLDERS if getattr(options, name) is not None}
+    for name, folder in folders.items():
+        option = "--" + name.replace("_", "-")
+        if prefix != zookeeper.PREFIX:
             raise UsageError(f"{option} holds a ZooKeeper-mode cluster's logs: it goes with a zk: source")
-        if folder is not None and not folder.is_dir():
+        if not folder.is_dir():
             raise UsageError(f"{option} {folder}: no such directory")
+    broker_logs = {name: folder for name, folder in folders.items() if name != "state_change"}  # import_zk's
     imported = (_import_history(options.source, prefix, layout.root, b, broker_logs)
                 if prefix is not None else None)
     if imported is not None:

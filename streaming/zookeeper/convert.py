@@ -220,6 +220,11 @@ def _event_id(zxid: int, suffix: str = "") -> str:
     return f"zk-{zxid}{suffix}"
 
 
+def _follows_on(txn: ZkTxn, session: int, cxid: int) -> bool:
+    """Whether `txn` is `session`'s next request after `cxid`: a pipelined write, no read in between."""
+    return txn.session == session and txn.cxid == cxid + 1
+
+
 def event_zxid(event: dict[str, Any]) -> int:
     """The zxid an event was read at (its id is `zk-<zxid>[-<suffix>]`)."""
     return int(event["event_id"].split("-")[1])
@@ -236,7 +241,7 @@ class Converter:
         self.reads = reads if reads is not None else ControllerReads()
         # The leaders' AlterPartition requests the controller answered without a write (their server.log), oldest
         # answer last: no znode shows them, their UpdateMetadata is all they made.
-        self.unwritten_requests = sorted((r for r in alter_partitions if r.unwritten), key=_answered_ms,
+        self.unwritten_requests = sorted((r for r in alter_partitions if r.unwritten), key=lambda r: r.answered_ms,
                                          reverse=True)
         self.logged_reads: list[_LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
@@ -305,7 +310,7 @@ class Converter:
         if history.snapshot is not None:
             self._seed(history.snapshot)
         if history.txns:  # a request answered before the retained history is of a state it does not hold
-            self.unwritten_requests = [r for r in self.unwritten_requests if _answered_ms(r) >= history.txns[0].time]
+            self.unwritten_requests = [r for r in self.unwritten_requests if r.answered_ms >= history.txns[0].time]
         self.feed(history.txns)
         self._answered_before(None)  # those answered after the last write
         return self.result
@@ -316,7 +321,7 @@ class Converter:
                                          len(self.result.unexplained))
         for txn in txns:
             request = self.alter_partition
-            if request is None or (txn.session, txn.cxid) != (request.session, request.cxid + 1):
+            if request is None or not _follows_on(txn, request.session, request.cxid):
                 self._answered_before(txn.time)  # never inside another request's pipelined writes
             self.zxid, self.time = txn.zxid, txn.time
             if self.failover is not None and txn.time - self.failover.since > FAILOVER_MS:
@@ -334,10 +339,10 @@ class Converter:
         """The unwritten AlterPartition requests answered before `time` (ms; None: all left), as the IsrChange events
         they were: the controller sent their UpdateMetadata after the writes before the answer (its clock and the
         leader's taken as one)."""
-        while self.unwritten_requests and (time is None or _answered_ms(self.unwritten_requests[-1]) < time):
+        while self.unwritten_requests and (time is None or self.unwritten_requests[-1].answered_ms < time):
             request = self.unwritten_requests.pop()
             refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
-            at = ZkTxn(self.zxid, _answered_ms(request), 0, 0, ())
+            at = ZkTxn(self.zxid, request.answered_ms, 0, 0, ())
             # one request in flight per leader: its id and the answer's time name it
             sent = f"-alter-partition-{request.broker_id}-{at.time}"
             for p in request.partitions:
@@ -690,8 +695,8 @@ class Converter:
         AlterPartition's setData multis, KafkaZkClient.updateLeaderAndIsr; a notification read's deletes), so they
         have consecutive cxids of its session, and reads the states back after an AlterPartition's (a getData
         each), so the next request's never follow on. Also the same leader, and no event made in between."""
-        if last is None or txn.session != self.controller_session or txn.session != last.session or \
-                txn.cxid != last.cxid + 1 or last.leader != leader or self.newest_event is not last.events[-1]:
+        if last is None or txn.session != self.controller_session or not _follows_on(txn, last.session, last.cxid) \
+                or last.leader != leader or self.newest_event is not last.events[-1]:
             return None
         return last
 
@@ -906,7 +911,8 @@ class Converter:
             if kind is None:
                 return None
             last = self.causes[-1] if self.causes else None
-            if last is not None and last.kind == kind and last.last_write == (txn.session, txn.cxid - 1):
+            if last is not None and last.kind == kind and last.last_write is not None and \
+                    _follows_on(txn, *last.last_write):
                 # One admin election's writes, however many (seed 124): pipelined, consecutive cxids of the
                 # controller's session (a later election reads the states first, seed 50).
                 last.event["partitions"].append({"topic": key[0], "partition": key[1]})
@@ -1045,9 +1051,4 @@ def convert(history: ZkHistory, reads: ControllerReads | None = None,
     read, `reads`, when their controller.log files are at hand, and the AlterPartition requests their leaders logged,
     `alter_partitions`)."""
     return Converter(reads, alter_partitions).convert(history)
-
-
-def _answered_ms(request: AlterPartitionRequest) -> int:
-    """When the leader logged the controller's answer, in ms since the epoch (its log's times read as UTC)."""
-    return int(request.answered.replace(tzinfo=UTC).timestamp() * 1000)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from streaming.zookeeper.statechange import broker_ids, layout_lines, log_time, read_broker_logs
@@ -65,6 +65,12 @@ class AlterPartitionRequest:
     sent: datetime
     answered: datetime
     partitions: tuple[AskedPartition, ...]
+
+    @property
+    def answered_ms(self) -> int:
+        """When the leader logged the answer, in ms since the epoch (the log's times read as UTC, like ZooKeeper's
+        transaction times)."""
+        return int(self.answered.replace(tzinfo=UTC).timestamp() * 1000)
 
     @property
     def unwritten(self) -> bool:
