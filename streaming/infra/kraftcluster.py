@@ -72,11 +72,14 @@ class KraftCluster(KafkaTestCluster):
     at format time (Kafka 4.1 turns it on for new clusters; off reproduces the pre-KIP-966 rules);
     `release_version` formats it at an older metadata.version (e.g. "3.5-IV2"; default: Kafka's latest); `racks`
     spreads the brokers over that many racks (`broker.rack` rack-0, rack-1, ...; 0: none); `jar_set` runs
-    another Kafka (`connectors.KAFKA_39`: Kafka 3.9)."""
+    another Kafka (`connectors.KAFKA_39`: Kafka 3.9); `internal_replication` is the replication factor of the
+    internal topics (__consumer_offsets, __transaction_state; min ISR 2 from 3 on), as a production cluster has
+    them, so that losing one broker loses no coordinator for good (1 by default: quicker to start)."""
 
     def __init__(self, brokers: int = 3, elr: bool | None = False, root: str | Path | None = None,
                  extra_controller_config: dict[str, str] | None = None, release_version: str | None = None,
-                 racks: int = 0, jar_set: connectors.JarSet = connectors.KAFKA_BROKER, controllers: int = 1) -> None:
+                 racks: int = 0, jar_set: connectors.JarSet = connectors.KAFKA_BROKER, controllers: int = 1,
+                 internal_replication: int = 1) -> None:
         self._use_root(root, DATA_ROOT)
         self.elr = elr
         self.release_version = release_version
@@ -91,6 +94,7 @@ class KraftCluster(KafkaTestCluster):
                else {"controller.quorum.voters": ",".join(f"{i}@{a}" for i, a in voters.items())}),
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             **SMALL_TEST_CLUSTER,
+            **internal_topics(internal_replication),
             # The automatic rebalance would write elections at times a test cannot control.
             "auto.leader.rebalance.enable": "false",
         }
@@ -181,6 +185,18 @@ class KraftCluster(KafkaTestCluster):
         for node in self.controllers.values():
             if not node.running:
                 node.start()
+
+
+def internal_topics(replication: int) -> dict[str, str]:
+    """The internal topics' replication settings: `replication` replicas, and an ISR of 2 at least from 3 on."""
+    if replication == 1:
+        return {}
+    min_isr = str(2 if replication >= 3 else 1)
+    return {"offsets.topic.replication.factor": str(replication),
+            "transaction.state.log.replication.factor": str(replication),
+            "transaction.state.log.min.isr": min_isr,
+            "share.coordinator.state.topic.replication.factor": str(replication),
+            "share.coordinator.state.topic.min.isr": min_isr}
 
 
 def _quorum_leader(node: KraftNode) -> tuple[int, int] | None:

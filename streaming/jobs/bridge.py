@@ -14,6 +14,10 @@ On start the bridge reads the topic's committed tail for the highest position it
 resumes after it (with the state there): no gap, no duplicate, also after a `kill -9` mid-round (its open
 transaction is aborted when the next bridge fences it). With nothing published it starts from the newest snapshot
 (its state as seed events), or from the log's start when no snapshot is past it.
+
+A failover of the events topic's leader or of the transaction coordinator costs the round a new producer, not the
+bridge (streaming/engine/transactions.py): the round's records are sent again unless the topic's tail shows them
+committed.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Protocol
 
-from streaming.engine.sinks import COMMIT_TIMEOUT_S, QUERY_HEADER, end_transaction, last_committed_batch
+from streaming.engine.sinks import QUERY_HEADER, last_committed_batch
+from streaming.engine.transactions import Record, TransactionalProducer
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.kraft.convert import event_offset
 from streaming.kraft.follow import MetadataFollower
@@ -97,48 +102,50 @@ class BridgeOptions:
 
 class Bridge:
     def __init__(self, options: BridgeOptions) -> None:
-        from kafka import KafkaProducer
-
         self.options = options
         self.source = source = options.source
-        kafka = options.kafka
-        self.producer = KafkaProducer(**kafka.python_kwargs(), enable_idempotence=True,
-                                      acks="all", transactional_id=f"{source.bridge_id}-{options.events_topic}")
-        self.producer.init_transactions()  # fences an older bridge on the same topic
-        self.last = last_committed_batch(kafka, options.events_topic, source.bridge_id, source.header)
+        self.kafka = options.kafka
+        # Fences an older bridge on the same topic; survives a failover of the topic's leader or the coordinator.
+        self.producer = TransactionalProducer(self.kafka, f"{source.bridge_id}-{options.events_topic}")
+        self.last = self._committed()
         self.follower = source.follower(options.directory, self.last if self.last >= 0 else None)
         self.waiting: list[dict[str, Any]] = []  # observed changes whose cause event is not read yet
 
+    def _committed(self) -> int:
+        return last_committed_batch(self.kafka, self.options.events_topic, self.source.bridge_id, self.source.header)
+
     def round(self) -> int:
         """Publish the events read since the last round, each followed by the controller's changes it caused;
-        returns how many events went out."""
+        returns how many events went out. A Kafka failover on the way costs a new producer, not the round."""
         poll = self.follower.poll()
         events = [e for e in poll.events if self.source.position(e) > self.last]
         records, self.waiting = with_observed(events, [*self.waiting, *poll.observed], self.last, self.source)
         if not records:
             return 0
-        bridge_id, header = self.source.bridge_id.encode(), self.source.header
-        self.producer.begin_transaction()
-        try:
-            for position, record in records:
-                self.producer.send(self.options.events_topic, value=_json(record), headers=[
-                    (QUERY_HEADER, bridge_id), (header, str(position).encode())])
-            self.producer.flush(timeout=COMMIT_TIMEOUT_S)
-            # Bounded: a broker gone mid-commit ends the bridge with an error instead of hanging it; a restart
-            # resumes after the last committed position.
-            end_transaction(self.producer, commit=True, timeout_s=COMMIT_TIMEOUT_S)
-        except Exception as exc:
-            if not getattr(exc, "retriable", False):  # else the broker is gone: the next bridge's fencing aborts
-                end_transaction(self.producer, commit=False, timeout_s=COMMIT_TIMEOUT_S)
-            raise
-        self.last = max(self.last, records[-1][0])
+        bridge_id, header, topic = self.source.bridge_id.encode(), self.source.header, self.options.events_topic
+        published = self.last
+        top = records[-1][0]
+
+        def publish_once() -> None:
+            if published < top:  # else a commit whose answer was lost: the round is on the topic
+                self.producer.transact(Record(topic, _json(record), [(QUERY_HEADER, bridge_id),
+                                                                     (header, str(position).encode())])
+                                       for position, record in records)
+
+        def reread() -> None:
+            nonlocal published
+            published = self._committed()
+
+        what = f"{self.source.position_name}s {records[0][0]}-{top}"
+        self.producer.publish(publish_once, what, on_new_producer=reread)
+        self.last = max(self.last, top)
         return len(events)
 
     def close(self) -> None:
         try:
             self.follower.close()
         finally:
-            self.producer.close(timeout=COMMIT_TIMEOUT_S)
+            self.producer.close()
 
 
 def with_observed(events: list[dict[str, Any]], observed: Iterable[dict[str, Any]], last: int,

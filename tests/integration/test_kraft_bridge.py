@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parents[2]
 # `isrflow bridge` whose first commit never comes: it says so, then waits to be killed.
 HELD_AT_COMMIT = """
 import sys, time
-import streaming.jobs.bridge as bridge
+import streaming.engine.transactions as transactions
 def held(*args, **kwargs):
     print("committing", flush=True)
     time.sleep(600)
-bridge.end_transaction = held
+transactions.end_transaction = held
 from streaming.cli import main
 sys.exit(main(sys.argv[1:]))
 """
