@@ -50,145 +50,38 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
+from streaming.zookeeper.context import (
+    BROKER_DEFAULTS,
+    INHERITED,
+    ISR_CHANGE_NOTIFICATION,
+    NO_LEADER,
+    UNCLEAN_CONFIG,
+    Batch,
+    Cause,
+    Context,
+    Failover,
+    LoggedRead,
+    PartitionState,
+    TopicAssignment,
+    ZkConverted,
+    controllers_write,
+    event_zxid,
+    follows_on,
+)
+from streaming.zookeeper.controllerlog import ControllerReads
 from streaming.zookeeper.serverlog import AlterPartitionRequest
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
-NO_LEADER = -1
 # A broker's controlled.shutdown.max.retries (Kafka's default): how many ControlledShutdown requests it sends while
 # the controller answers that it still leads partitions. The brokers' configs are not in ZooKeeper.
 CONTROLLED_SHUTDOWN_ATTEMPTS = 3
-# Cluster-default configs the rules read, handed to each topic without its own value (as the KRaft importer does).
-UNCLEAN_CONFIG = "unclean.leader.election.enable"
-INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
-BROKER_DEFAULTS = "/config/brokers/<default>"
-ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
 LOG_DIR_NOTIFICATION = "/log_dir_event_notification/"
 PREFERRED_ELECTION = "/admin/preferred_replica_election"
 # A ZooKeeper-era controller's failover makes its last write within seconds (the kept campaigns: 4 s at most); one
 # whose last write never shows (Kafka before 2.2 does not check its epoch in its writes) is let go after this.
 FAILOVER_MS = 60_000
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """A partition state znode: what the controller decided, and the znode's version (Kafka's zkVersion)."""
-
-    leader: int
-    isr: tuple[int, ...]
-    leader_epoch: int
-    version: int
-    recovering: bool = False
-
-    @classmethod
-    def parse(cls, data: bytes | None, version: int) -> PartitionState:
-        d = json.loads(data or b"{}")
-        return cls(d.get("leader", NO_LEADER), tuple(d.get("isr", ())), d.get("leader_epoch", 0), version,
-                   d.get("leader_recovery_state", 0) == 1)
-
-
-@dataclass
-class TopicAssignment:
-    """`/brokers/topics/T`: each partition's replicas, and the adding/removing replicas of a reassignment."""
-
-    replicas: dict[int, tuple[int, ...]]
-    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, data: bytes | None) -> TopicAssignment:
-        d = json.loads(data or b"{}")
-
-        def ids(m: dict[str, list[int]] | None) -> dict[int, tuple[int, ...]]:
-            return {int(p): tuple(r) for p, r in (m or {}).items() if r}
-
-        return cls(ids(d.get("partitions")), ids(d.get("adding_replicas")), ids(d.get("removing_replicas")))
-
-    def target(self, partition: int) -> tuple[int, ...]:
-        removing = self.removing.get(partition, ())
-        return tuple(r for r in self.replicas.get(partition, ()) if r not in removing)
-
-    def origin(self, partition: int) -> tuple[int, ...]:
-        adding = self.adding.get(partition, ())
-        return tuple(r for r in self.replicas.get(partition, ()) if r not in adding)
-
-    def reassigning(self, partition: int) -> bool:
-        return bool(self.adding.get(partition) or self.removing.get(partition))
-
-
-@dataclass
-class _Cause:
-    """An event whose consequences the controller may still be writing, and the partitions they may touch."""
-
-    event: dict[str, Any]
-    kind: str  # STARTUP, FAILURE, CONTROLLED_SHUTDOWN, FAILOVER, CREATED, CONFIG, DELETE, PARTITIONS, PREFERRED,
-    # UNCLEAN, ISR
-    broker: int | None = None
-    topic: str | None = None
-    partitions: set[tuple[str, int]] = field(default_factory=set)
-    wrote: bool = False  # the controller wrote a partition state for it
-    last_write: tuple[int, int] | None = None  # the newest of those writes' session and cxid
-    started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
-
-    @property
-    def brokers(self) -> set[int]:
-        """The brokers it is about: a startup's all."""
-        return {self.broker, *self.started} if self.broker is not None else set(self.started)
-
-
-@dataclass
-class _Failover:
-    """A new controller's onControllerFailover, from its election to its last write: the STARTUP events of the
-    registrations since (since its last write before it reads /brokers/ids), read by nobody yet as far as the log
-    shows."""
-
-    event: dict[str, Any]  # its ControllerChange
-    since: int  # the election's time (ms)
-    startups: list[_Cause] = field(default_factory=list)
-    read: bool = False  # it wrote what it writes after its read of /brokers/ids: no registration joins its live set
-
-    def unsettled_from(self) -> int | None:
-        """The zxid from which its writes may still change events: its ControllerChange until its read, the first
-        of its startups while they may become one."""
-        if not self.read:
-            return event_zxid(self.event)
-        return event_zxid(self.startups[0].event) if self.startups else None
-
-
-@dataclass
-class _LoggedRead:
-    """One BrokerChange read the active controller logged (controller.log), and the registrations it took so far."""
-
-    read: BrokerRead
-    taken: set[int] = field(default_factory=set)
-    # when it found several brokers new: their one STARTUP, at the first registration; its `new_brokers`, shared by
-    # the others' events, fills as they register
-    startup: _Cause | None = None
-
-
-@dataclass
-class _Batch:
-    """Consecutive writes (or deletes) of one request the controller pipelines: consecutive cxids of its session."""
-
-    session: int
-    cxid: int
-    leader: int  # an AlterPartition's sender (-1 for ISR change notifications)
-    events: list[dict[str, Any]]
-    partitions: list[tuple[str, int]]
-
-
-@dataclass
-class ZkConverted:
-    events: list[dict[str, Any]] = field(default_factory=list)
-    observed: list[dict[str, Any]] = field(default_factory=list)
-    # Partition state writes no pattern explains (zxids): kept in `observed`, no event.
-    unexplained: list[int] = field(default_factory=list)
-    failed_txns: int = 0  # multis that failed (changed nothing)
-    snapshot_state: bool = False
 
 
 def _leaders_write_their_isr(history: ZkHistory) -> bool:
@@ -204,101 +97,13 @@ def _drops(broker: int | None, before: PartitionState, after: PartitionState) ->
     return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
 
 
-def _controllers_write(txn: ZkTxn) -> bool:
-    """Whether a write is the controller's event thread's: a multi that checks /controller_epoch's version (failed or
-    not); a leader writing its own ISR (below inter.broker.protocol 2.7) writes alone, also when it is the controller's
-    broker and shares its session (seed 66)."""
-    return any(op.kind == "check" and op.path == "/controller_epoch" for op in txn.ops)
-
-
 def _clean(before: PartitionState, after: PartitionState) -> bool:
     """The write keeps the leader, drops it, or elects one from the ISR it had: not an unclean election."""
     return after.leader in (before.leader, NO_LEADER) or after.leader in before.isr
 
 
-def _event_id(zxid: int, suffix: str = "") -> str:
-    return f"zk-{zxid}{suffix}"
-
-
-def _follows_on(txn: ZkTxn, session: int, cxid: int) -> bool:
-    """Whether `txn` is `session`'s next request after `cxid`: a pipelined write, no read in between."""
-    return txn.session == session and txn.cxid == cxid + 1
-
-
-def event_zxid(event: dict[str, Any]) -> int:
-    """The zxid an event was read at (its id is `zk-<zxid>[-<suffix>]`)."""
-    return int(event["event_id"].split("-")[1])
-
-
-class Converter:
+class Converter(Context):
     """Feed a history (`convert`); read `result`."""
-
-    def __init__(self, reads: ControllerReads | None = None,
-                 alter_partitions: Iterable[AlterPartitionRequest] = ()) -> None:
-        self.result = ZkConverted()
-        # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
-        # registrations each BrokerChange read took, in place of what the writes suggest.
-        self.reads = reads if reads is not None else ControllerReads()
-        # The leaders' AlterPartition requests the controller answered without a write (their server.log), oldest
-        # answer last: no znode shows them, their UpdateMetadata is all they made.
-        self.unwritten_requests = sorted((r for r in alter_partitions if r.unwritten), key=lambda r: r.answered_ms,
-                                         reverse=True)
-        self.logged_reads: list[_LoggedRead] = []  # the active controller's BrokerChange reads not yet past
-        self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
-        self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
-        self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
-        self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
-        self.controller_id = -1
-        self.controller_session: int | None = None
-        self.controller_epoch = 0
-        self.topics: dict[str, TopicAssignment] = {}
-        self.states: dict[tuple[str, int], PartitionState] = {}
-        self.written_for: dict[tuple[str, int], str | None] = {}  # the event its newest state write was for
-        self.started_by: dict[tuple[str, int], str] = {}  # the reassignment whose start bumped it last
-        self.configs: dict[str, dict[str, str]] = {}
-        self.cluster_configs: dict[str, str] = {}
-        self.deleting: set[str] = set()
-        self.created: dict[str, dict[str, Any]] = {}  # topic -> the event that created its newest partitions
-        self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
-        self.causes: list[_Cause] = []  # newest last
-        self.protocol_before_3 = False
-        self.controller_since = 0  # the zxid of the active controller's election
-        self.failover: _Failover | None = None  # the active controller's, until its last write
-        self.newest_event: dict[str, Any] | None = None
-        # Below protocol 2.7: /isr_change_notification/isr_change_N -> (its creating zxid, the partitions it names).
-        self.notifications: dict[str, tuple[int, list[tuple[str, int]]]] = {}
-        self.alter_partition: _Batch | None = None  # the newest AlterPartition request's IsrChange events
-        self.notifications_read: _Batch | None = None  # the controller's last read of ISR change notifications
-        self.zxid = self.time = 0  # the last transaction fed, and its time (ms)
-
-    # ---- output ---------------------------------------------------------------------------------------
-
-    def _event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
-        ts = datetime.fromtimestamp(max(txn.time, 0) / 1000, UTC).isoformat(timespec="milliseconds")
-        event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": ts.replace("+00:00", "Z"),
-                 "controller_epoch": self.controller_epoch, **fields}
-        self.result.events.append(event)
-        self.newest_event = event
-        return event
-
-    def _cause(self, cause: _Cause) -> _Cause:
-        self.causes = [*self.causes[-7:], cause]  # the controller works through a few queued events at most
-        return cause
-
-    def _observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
-                 cause: str, event_id: str | None) -> None:
-        topic = self.topics.get(key[0]) or TopicAssignment({})
-        self.written_for[key] = event_id
-        self.result.observed.append({
-            "topic": key[0], "partition": key[1], "leader": after.leader, "isr": list(after.isr),
-            "leader_epoch": after.leader_epoch, "partition_epoch": after.version,
-            "replicas": list(topic.replicas.get(key[1], ())), "adding_replicas": list(topic.adding.get(key[1], ())),
-            "removing_replicas": list(topic.removing.get(key[1], ())),
-            "leader_recovery_state": "RECOVERING" if after.recovering else "RECOVERED",
-            "eligible_leader_replicas": [], "last_known_elr": [], "source_offset": txn.zxid, "cause": cause,
-            "cause_event_id": event_id,
-            "decision": before is None or before.leader != after.leader or not set(before.isr) <= set(after.isr),
-        })
 
     # ---- input ----------------------------------------------------------------------------------------
 
@@ -321,14 +126,14 @@ class Converter:
                                          len(self.result.unexplained))
         for txn in txns:
             request = self.alter_partition
-            if request is None or not _follows_on(txn, request.session, request.cxid):
+            if request is None or not follows_on(txn, request.session, request.cxid):
                 self._answered_before(txn.time)  # never inside another request's pipelined writes
             self.zxid, self.time = txn.zxid, txn.time
             if self.failover is not None and txn.time - self.failover.since > FAILOVER_MS:
                 self.failover = None  # no last write seen (a controller too old to check its epoch): nothing proven
             if txn.failed:
                 self.result.failed_txns += 1
-                if txn.session == self.controller_session and _controllers_write(txn):
+                if txn.session == self.controller_session and controllers_write(txn):
                     self._failover_written(txn, last=True)  # a write of its event thread, which checks its epoch
                 continue
             self._txn(txn)
@@ -346,16 +151,12 @@ class Converter:
             # one request in flight per leader: its id and the answer's time name it
             sent = f"-alter-partition-{request.broker_id}-{at.time}"
             for p in request.partitions:
-                self._event(at, "IsrChange", f"{sent}-{p.topic}-{p.partition}",
+                self.event(at, "IsrChange", f"{sent}-{p.topic}-{p.partition}",
                             topic=p.topic, partition=p.partition, broker_id=request.broker_id,
                             broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
                             partition_epoch=p.partition_epoch, isr=list(p.isr),
                             leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
                             **({"request_partitions": refs} if len(refs) > 1 else {}))
-
-    def reassigning(self, key: tuple[str, int]) -> bool:
-        topic = self.topics.get(key[0])
-        return topic is not None and topic.reassigning(key[1])
 
     def unsettled_from(self, quiet_since: int) -> int | None:
         """The zxid from which the output may still change (None: none of it): the newest event's, while the
@@ -383,7 +184,7 @@ class Converter:
         where an unclean election keeps the leader's recovery state."""
         if not self.protocol_before_3:
             self.protocol_before_3 = True
-            self._event(txn, "UpdateFeatures", "-protocol", features={"metadata.version": 0})
+            self.event(txn, "UpdateFeatures", "-protocol", features={"metadata.version": 0})
 
     def _txn(self, txn: ZkTxn) -> None:
         elected: int | None = None
@@ -413,15 +214,15 @@ class Converter:
             self.controller_id, self.controller_session, self.controller_since = elected, txn.session, txn.zxid
             # The brokers registered at the election, which the new controller reads: the failover's live set, and
             # those it reads with them (_failover_written).
-            event = self._event(txn, "ControllerChange", controller_id=max(elected, 0),
+            event = self.event(txn, "ControllerChange", controller_id=max(elected, 0),
                                 live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
-            self._cause(_Cause(event, "FAILOVER"))
+            self.cause(Cause(event, "FAILOVER"))
             epoch = self.controller_epoch
-            self.logged_reads = [_LoggedRead(r) for r in self.reads.broker_reads.get(epoch, [])]
+            self.logged_reads = [LoggedRead(r) for r in self.reads.broker_reads.get(epoch, [])]
             self.logged_assignments = list(self.reads.assignments.get(epoch, []))
             logged = self.reads.failovers.get(epoch)
             if logged is None:
-                self.failover = _Failover(event, txn.time)
+                self.failover = Failover(event, txn.time)
             else:  # its controller.log names what its read of /brokers/ids found: nothing to infer
                 event["live_brokers"] = {str(b): e for b, e in sorted(logged.items())}
 
@@ -444,11 +245,11 @@ class Converter:
             for cause in failover.startups:
                 if str(cause.broker) not in live and self._registered(cause):
                     live[str(cause.broker)] = cause.event["broker_epoch"]  # its STARTUP finds it started
-                    self._forget_cause(cause)
+                    self.forget_cause(cause)
             failover.event["live_brokers"] = dict(sorted(live.items(), key=lambda item: int(item[0])))
             failover.startups.clear()
             return
-        failover.read = failover.read or _controllers_write(txn)  # its event thread's checked write
+        failover.read = failover.read or controllers_write(txn)  # its event thread's checked write
         if last or any(op.path == PREFERRED_ELECTION and op.kind == "delete" for op in txn.ops):
             read = [c for c in failover.startups if self._registered(c)]
             if len(read) > 1:
@@ -456,16 +257,13 @@ class Converter:
                 for cause in read:
                     cause.event["new_brokers"] = started
                     if cause is not read[0]:
-                        self._forget_cause(cause)
+                        self.forget_cause(cause)
                 read[0].started = tuple(c.broker for c in read)
             self.failover = None
 
-    def _registered(self, startup: _Cause) -> bool:
+    def _registered(self, startup: Cause) -> bool:
         """Whether the broker of a STARTUP is still registered with the epoch it registered with."""
         return self.brokers.get(startup.broker) == startup.event["broker_epoch"]
-
-    def _forget_cause(self, cause: _Cause) -> None:
-        self.causes = [c for c in self.causes if c is not cause]
 
     # ---- brokers and the controller -------------------------------------------------------------------
 
@@ -482,14 +280,14 @@ class Converter:
             if self.reads.failovers.get(self.controller_epoch, {}).get(broker) == txn.zxid:
                 return  # the controller's failover read it (its controller.log)
             logged = self._logged_read(broker)
-            event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
+            event = self.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
                                 broker_epoch=txn.zxid)
             if logged is not None and logged.startup is not None:  # one startup with an earlier registration
                 logged.startup.event["new_brokers"][str(broker)] = txn.zxid
                 event["new_brokers"] = logged.startup.event["new_brokers"]
                 logged.startup.started = (*logged.startup.started, broker)
                 return
-            cause = self._cause(_Cause(event, "STARTUP", broker))
+            cause = self.cause(Cause(event, "STARTUP", broker))
             if self.failover is not None:
                 self.failover.startups.append(cause)
             if logged is not None and broker in logged.read.new and len(logged.read.new) > 1:
@@ -499,7 +297,7 @@ class Converter:
         elif op.kind == "delete":
             self._broker_gone(txn, broker)
 
-    def _logged_read(self, broker: int) -> _LoggedRead | None:
+    def _logged_read(self, broker: int) -> LoggedRead | None:
         """The active controller's logged BrokerChange read that took this registration of `broker`: the first read
         not yet past that found it new or bounced and has not taken it yet."""
         for i, logged in enumerate(self.logged_reads):
@@ -532,7 +330,7 @@ class Converter:
         attempts = self.shutdown_attempts.get(broker, 0)
         while attempts == 0 or (attempts < CONTROLLED_SHUTDOWN_ATTEMPTS and self._still_leads(broker)):
             attempts += 1
-            self._event(txn, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
+            self.event(txn, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
                         change="CONTROLLED_SHUTDOWN", broker_epoch=epoch)
         self.shutdown_attempts[broker] = attempts
 
@@ -547,9 +345,9 @@ class Converter:
         epoch = self.brokers.pop(broker, None)
         if epoch is None or self.controller_session is None:
             return  # no controller to handle it (it died with this broker, say): the next one reads /brokers/ids
-        event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="FAILURE",
+        event = self.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="FAILURE",
                             broker_epoch=epoch)
-        self._cause(_Cause(event, "FAILURE", broker))
+        self.cause(Cause(event, "FAILURE", broker))
 
     # ---- topics and partitions --------------------------------------------------------------------------
 
@@ -571,11 +369,11 @@ class Converter:
             return  # in the snapshot already
         self.topics[topic] = assignment
         configs = {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED}, **self.configs.get(topic, {})}
-        event = self._event(txn, "CreateTopic", topic=topic,
+        event = self.event(txn, "CreateTopic", topic=topic,
                             assignment={str(p): list(r) for p, r in sorted(assignment.replicas.items())},
                             **({"configs": configs} if configs else {}))
         self.created[topic] = event
-        self._cause(_Cause(event, "CREATED", topic=topic))
+        self.cause(Cause(event, "CREATED", topic=topic))
 
     def _topic_deleted(self, topic: str) -> None:
         self.topics.pop(topic, None)
@@ -587,15 +385,15 @@ class Converter:
         old = self.topics.get(topic)
         if old is None:
             return
-        if new != old and _controllers_write(txn):
+        if new != old and controllers_write(txn):
             self._logged_assignment(topic)  # a write of the controller's the log names too
         self.topics[topic] = new
         added = sorted(set(new.replicas) - set(old.replicas))
         if added:
-            event = self._event(txn, "CreatePartitions", topic=topic,
+            event = self.event(txn, "CreatePartitions", topic=topic,
                                 assignment={str(p): list(new.replicas[p]) for p in added})
             self.created[topic] = event
-            self._cause(_Cause(event, "CREATED", topic=topic))
+            self.cause(Cause(event, "CREATED", topic=topic))
         moves = []
         for p in sorted(set(old.replicas) & set(new.replicas)):
             if (old.replicas[p], old.adding.get(p), old.removing.get(p)) == (
@@ -610,8 +408,8 @@ class Converter:
                 continue  # /admin/reassign_partitions asked for it: its event
             moves.append({"topic": topic, "partition": p, "replicas": replicas})
         if moves:
-            event = self._event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
-            self._cause(_Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
+            event = self.event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
+            self.cause(Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
         elif new == old and txn.session == self.controller_session:
             self._reassigned_in_place(txn, topic, self._logged_assignment(topic))
 
@@ -651,7 +449,7 @@ class Converter:
             cause = next((c.event for c in reversed(self.causes)
                           if c.event is created or (c.kind == "STARTUP" and (reassigned or c.brokers & set(replicas)))
                           or c.kind == "FAILOVER"), created)
-            self._observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
+            self.observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
             return
         if after.leader_epoch == before.leader_epoch or txn.session != self.controller_session:
             self._leader_isr_change(txn, key, before, after)
@@ -661,20 +459,20 @@ class Converter:
             cause = self._request(txn, key, before, after)
         if cause is None:
             self.result.unexplained.append(txn.zxid)
-            self._observe(txn, key, before, after, "Unexplained", None)
+            self.observe(txn, key, before, after, "Unexplained", None)
             return
         cause.partitions.add(key)
         cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
         if cause.kind == "PARTITIONS" and self._started(key, before, after):
             self.started_by[key] = cause.event["event_id"]
-        self._observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
+        self.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
     def _leader_isr_change(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
                            after: PartitionState) -> None:
         """The leader's AlterPartition, written by the controller (or by the leader itself below IBP 2.7)."""
         leader = before.leader
         request = self._same_request(self.alter_partition, txn, leader)
-        event = self._event(txn, "IsrChange", f"-{key[0]}-{key[1]}", topic=key[0], partition=key[1],
+        event = self.event(txn, "IsrChange", f"-{key[0]}-{key[1]}", topic=key[0], partition=key[1],
                             broker_id=max(leader, 0), broker_epoch=self.brokers.get(leader, 0),
                             leader_epoch=before.leader_epoch, partition_epoch=before.version, isr=list(after.isr),
                             leader_recovery_state="RECOVERING" if after.recovering else "RECOVERED")
@@ -682,26 +480,26 @@ class Converter:
             request.events.append(event)
             self._extend(request, txn, [key], "request_partitions")
         elif txn.session == self.controller_session and not self.protocol_before_3:
-            self.alter_partition = _Batch(txn.session, txn.cxid, leader, [event], [key])
-        cause = _Cause(event, "ISR", partitions={key})
+            self.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [key])
+        cause = Cause(event, "ISR", partitions={key})
         if self._mid_startup(txn, key, before, after):
             self.causes.insert(len(self.causes) - 1, cause)  # the startup's writes are still to come
         else:
-            self._cause(cause)
-        self._observe(txn, key, before, after, "IsrChange", event["event_id"])
+            self.cause(cause)
+        self.observe(txn, key, before, after, "IsrChange", event["event_id"])
 
-    def _same_request(self, last: _Batch | None, txn: ZkTxn, leader: int) -> _Batch | None:
+    def _same_request(self, last: Batch | None, txn: ZkTxn, leader: int) -> Batch | None:
         """`last` if this transaction is its request's next one: the controller pipelines a request's writes (an
         AlterPartition's setData multis, KafkaZkClient.updateLeaderAndIsr; a notification read's deletes), so they
         have consecutive cxids of its session, and reads the states back after an AlterPartition's (a getData
         each), so the next request's never follow on. Also the same leader, and no event made in between."""
-        if last is None or txn.session != self.controller_session or not _follows_on(txn, last.session, last.cxid) \
+        if last is None or txn.session != self.controller_session or not follows_on(txn, last.session, last.cxid) \
                 or last.leader != leader or self.newest_event is not last.events[-1]:
             return None
         return last
 
     @staticmethod
-    def _extend(request: _Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field_name: str) -> None:
+    def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field_name: str) -> None:
         """`txn` as the request's next: every event of the request names its partitions in `field_name`, in their
         order, each once."""
         request.cxid = txn.cxid
@@ -725,8 +523,8 @@ class Converter:
             return
         read = self._same_request(self.notifications_read, txn, NO_LEADER)
         if read is None:
-            event = self._event(txn, "IsrChangeNotification", "-isr-change-notification", partitions=[])
-            read = self.notifications_read = _Batch(txn.session, txn.cxid, NO_LEADER, [event], [])
+            event = self.event(txn, "IsrChangeNotification", "-isr-change-notification", partitions=[])
+            read = self.notifications_read = Batch(txn.session, txn.cxid, NO_LEADER, [event], [])
         self._extend(read, txn, created[1], "partitions")
 
     def _mid_startup(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
@@ -737,7 +535,7 @@ class Converter:
         startup already wrote other partitions, and when the leader is the controller's broker (its session). Returns
         whether it was."""
         newest = self.causes[-1] if self.causes else None
-        if _controllers_write(txn) or newest is None or newest.kind != "STARTUP" or key in newest.partitions or \
+        if controllers_write(txn) or newest is None or newest.kind != "STARTUP" or key in newest.partitions or \
                 not any(b not in before.isr and b in after.isr for b in newest.brokers):
             return False
         events = self.result.events
@@ -747,7 +545,7 @@ class Converter:
         events.insert(at, events.pop())
         return True
 
-    def _handled_by(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> _Cause | None:
+    def _handled_by(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> Cause | None:
         """The newest event whose handler writes such a change. The controller handles one event at a time: once an
         event has written, the events before it are done, and a write that does not fit it is a request's. A new
         controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
@@ -789,7 +587,7 @@ class Converter:
         value = self.configs.get(topic, {}).get(UNCLEAN_CONFIG, self.cluster_configs.get(UNCLEAN_CONFIG, "false"))
         return str(value).lower() == "true"
 
-    def _fits(self, cause: _Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+    def _fits(self, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
         """Whether a controller write of `key` can be a consequence of `cause`: what that event's handler in Kafka's
         KafkaController writes."""
         topic = self.topics.get(key[0])
@@ -869,9 +667,9 @@ class Converter:
         if newest is not None and newest.kind == "PARTITIONS" and (topic, partition) in newest.partitions:
             return
         if partition in leaderless:
-            event = self._event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[
+            event = self.event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[
                 {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}])
-            self._cause(_Cause(event, "PARTITIONS", wrote=True))  # completed: it explains no later write
+            self.cause(Cause(event, "PARTITIONS", wrote=True))  # completed: it explains no later write
 
     def _bumped_in_place(self, txn: ZkTxn, topic: str, last: dict[str, Any]) -> None:
         key = (topic, last["partition"])
@@ -880,16 +678,16 @@ class Converter:
                 last["leader"], last["isr"], last["leader_epoch"]):
             return
         bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
-        event = self._event(bump, "ReassignPartitions", f"-{topic}-{key[1]}",
+        event = self.event(bump, "ReassignPartitions", f"-{topic}-{key[1]}",
                             partitions=[{"topic": topic, "partition": key[1], "replicas": last["replicas"]}])
         # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
-        self._cause(_Cause(event, "PARTITIONS", wrote=True))
+        self.cause(Cause(event, "PARTITIONS", wrote=True))
         self.result.unexplained.pop()
         last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
         self.written_for[key] = event["event_id"]
 
     def _request(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
-                 after: PartitionState) -> _Cause | None:
+                 after: PartitionState) -> Cause | None:
         """A controller decision with no znode input before it: the request that caused it, by its shape."""
         if key[0] in self.deleting:
             return None
@@ -899,10 +697,10 @@ class Converter:
         if len(dropped) == 1 and dropped[0] in self.brokers and after.leader != dropped[0] and \
                 (before.leader == dropped[0] or after.leader == before.leader):
             broker = dropped[0]
-            event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
+            event = self.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
                                 broker_epoch=self.brokers[broker])
             self.shutdown_attempts[broker] = self.shutdown_attempts.get(broker, 0) + 1
-            return self._cause(_Cause(event, "CONTROLLED_SHUTDOWN", broker))
+            return self.cause(Cause(event, "CONTROLLED_SHUTDOWN", broker))
         if after.leader != before.leader and after.leader >= 0:
             # Preferred: the first replica, from the ISR, which stays; unclean: a replica outside the ISR, alone in it.
             kind = "PREFERRED" if not dropped and replicas and after.leader == replicas[0] and \
@@ -912,21 +710,21 @@ class Converter:
                 return None
             last = self.causes[-1] if self.causes else None
             if last is not None and last.kind == kind and last.last_write is not None and \
-                    _follows_on(txn, *last.last_write):
+                    follows_on(txn, *last.last_write):
                 # One admin election's writes, however many (seed 124): pipelined, consecutive cxids of the
                 # controller's session (a later election reads the states first, seed 50).
                 last.event["partitions"].append({"topic": key[0], "partition": key[1]})
                 return last
-            event = self._event(txn, "ElectLeaders", election_type=kind,
+            event = self.event(txn, "ElectLeaders", election_type=kind,
                                 partitions=[{"topic": key[0], "partition": key[1]}])
-            return self._cause(_Cause(event, kind))
+            return self.cause(Cause(event, kind))
         if self._started(key, before, after):
             # A reassignment to the target in progress, asked for again through the Admin API: the controller starts
             # it over (the bump) and writes no assignment, which is unchanged (seed 140).
             target = (self.topics.get(key[0]) or TopicAssignment({})).target(key[1])
-            event = self._event(txn, "ReassignPartitions", f"-{key[0]}-{key[1]}", partitions=[
+            event = self.event(txn, "ReassignPartitions", f"-{key[0]}-{key[1]}", partitions=[
                 {"topic": key[0], "partition": key[1], "replicas": list(target)}])
-            return self._cause(_Cause(event, "PARTITIONS", partitions={key}))
+            return self.cause(Cause(event, "PARTITIONS", partitions={key}))
         return None
 
     # ---- configs and admin znodes -----------------------------------------------------------------------
@@ -955,8 +753,8 @@ class Converter:
             self._config_event(txn, topic, changed)
 
     def _config_event(self, txn: ZkTxn, topic: str, configs: dict[str, str | None], suffix: str = "") -> None:
-        event = self._event(txn, "AlterTopicConfig", suffix, topic=topic, configs=configs)
-        self._cause(_Cause(event, "CONFIG", topic=topic))
+        event = self.event(txn, "AlterTopicConfig", suffix, topic=topic, configs=configs)
+        self.cause(Cause(event, "CONFIG", topic=topic))
 
     def _admin(self, txn: ZkTxn, op: ZnodeOp) -> None:
         path = op.path
@@ -964,8 +762,8 @@ class Converter:
             topic = path.rsplit("/", 1)[1]
             if op.kind == "create" and topic in self.topics and topic not in self.deleting:
                 self.deleting.add(topic)
-                event = self._event(txn, "DeleteTopic", f"-{topic}", topic=topic)
-                self._cause(_Cause(event, "DELETE", topic=topic))
+                event = self.event(txn, "DeleteTopic", f"-{topic}", topic=topic)
+                self.cause(Cause(event, "DELETE", topic=topic))
             elif op.kind == "delete":
                 self.deleting.discard(topic)
         elif path == "/admin/reassign_partitions":
@@ -977,14 +775,14 @@ class Converter:
             new = {k: r for k, r in wanted.items() if self.znode_reassignments.get(k) != r}
             self.znode_reassignments = wanted
             if op.kind == "create" and new:
-                event = self._event(txn, "ReassignPartitions", partitions=[
+                event = self.event(txn, "ReassignPartitions", partitions=[
                     {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(new.items())])
-                self._cause(_Cause(event, "PARTITIONS", partitions=set(new)))
+                self.cause(Cause(event, "PARTITIONS", partitions=set(new)))
         elif path == "/admin/preferred_replica_election" and op.kind == "create":
             refs = sorted({(p["topic"], p["partition"]) for p in json.loads(op.data or b"{}").get("partitions", [])})
-            event = self._event(txn, "ElectLeaders", election_type="PREFERRED",
+            event = self.event(txn, "ElectLeaders", election_type="PREFERRED",
                                 partitions=[{"topic": t, "partition": p} for t, p in refs])
-            self._cause(_Cause(event, "PREFERRED", partitions=set(refs)))
+            self.cause(Cause(event, "PREFERRED", partitions=set(refs)))
 
     # ---- a snapshot -------------------------------------------------------------------------------------
 
@@ -1017,13 +815,13 @@ class Converter:
             self.controller_id = json.loads(nodes["/controller"].data or b"{}").get("brokerid", -1)
             self.controller_session = nodes["/controller"].ephemeral_owner
             self.controller_since = nodes["/controller"].czxid
-            self._event(at, "ControllerChange", "-snapshot", controller_id=max(self.controller_id, 0),
+            self.event(at, "ControllerChange", "-snapshot", controller_id=max(self.controller_id, 0),
                         live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
         for (topic, partition), state in sorted(self.states.items()):
             assignment = self.topics.get(topic) or TopicAssignment({})
             configs = {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED},
                        **self.configs.get(topic, {})}
-            self._event(at, "PartitionSnapshot", f"-snapshot-{topic}-{partition}", topic=topic, partition=partition,
+            self.event(at, "PartitionSnapshot", f"-snapshot-{topic}-{partition}", topic=topic, partition=partition,
                         replicas=list(assignment.replicas.get(partition, ())), isr=list(state.isr),
                         leader=state.leader, leader_epoch=state.leader_epoch, partition_epoch=state.version,
                         leader_recovery_state="RECOVERING" if state.recovering else "RECOVERED",
