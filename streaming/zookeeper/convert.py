@@ -52,6 +52,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from streaming.zookeeper import admin
 from streaming.zookeeper.context import (
     BROKER_DEFAULTS,
     INHERITED,
@@ -205,9 +206,9 @@ class Converter(Context):
             elif path.startswith("/brokers/topics/"):
                 self._topic_znode(txn, op)
             elif path.startswith("/config/topics/") or path == BROKER_DEFAULTS:
-                self._config(txn, op)
+                admin.config_change(self, txn, op)
             elif path.startswith("/admin/"):
-                self._admin(txn, op)
+                admin.admin_request(self, txn, op)
         if txn.session == self.controller_session and elected is None:
             self._failover_written(txn)
         if elected is not None:
@@ -726,63 +727,6 @@ class Converter(Context):
                 {"topic": key[0], "partition": key[1], "replicas": list(target)}])
             return self.cause(Cause(event, "PARTITIONS", partitions={key}))
         return None
-
-    # ---- configs and admin znodes -----------------------------------------------------------------------
-
-    def _config(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        if op.kind not in ("create", "setData", "delete"):
-            return
-        values = {} if op.kind == "delete" else dict(json.loads(op.data or b"{}").get("config", {}))
-        if op.path == BROKER_DEFAULTS:
-            changed = {k: values.get(k) for k in INHERITED if values.get(k) != self.cluster_configs.get(k)}
-            self.cluster_configs = values
-            for topic in sorted(self.topics):
-                own = {k: v for k, v in changed.items() if k not in self.configs.get(topic, {})}
-                if own:
-                    self._config_event(txn, topic, own, f"-{topic}")
-            return
-        topic = op.path.split("/")[3]
-        old = self.configs.get(topic, {})
-        self.configs[topic] = values
-        if topic not in self.topics:
-            return  # a topic being created: its CreateTopic carries them
-        changed = {k: v for k, v in values.items() if old.get(k) != v}
-        for k in old.keys() - values.keys():
-            changed[k] = self.cluster_configs.get(k) if k in INHERITED else None
-        if changed:
-            self._config_event(txn, topic, changed)
-
-    def _config_event(self, txn: ZkTxn, topic: str, configs: dict[str, str | None], suffix: str = "") -> None:
-        event = self.event(txn, "AlterTopicConfig", suffix, topic=topic, configs=configs)
-        self.cause(Cause(event, "CONFIG", topic=topic))
-
-    def _admin(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        path = op.path
-        if path.startswith("/admin/delete_topics/"):
-            topic = path.rsplit("/", 1)[1]
-            if op.kind == "create" and topic in self.topics and topic not in self.deleting:
-                self.deleting.add(topic)
-                event = self.event(txn, "DeleteTopic", f"-{topic}", topic=topic)
-                self.cause(Cause(event, "DELETE", topic=topic))
-            elif op.kind == "delete":
-                self.deleting.discard(topic)
-        elif path == "/admin/reassign_partitions":
-            if op.kind == "delete":
-                self.znode_reassignments.clear()
-                return
-            wanted = {(p["topic"], p["partition"]): tuple(p["replicas"])
-                      for p in json.loads(op.data or b"{}").get("partitions", [])}
-            new = {k: r for k, r in wanted.items() if self.znode_reassignments.get(k) != r}
-            self.znode_reassignments = wanted
-            if op.kind == "create" and new:
-                event = self.event(txn, "ReassignPartitions", partitions=[
-                    {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(new.items())])
-                self.cause(Cause(event, "PARTITIONS", partitions=set(new)))
-        elif path == "/admin/preferred_replica_election" and op.kind == "create":
-            refs = sorted({(p["topic"], p["partition"]) for p in json.loads(op.data or b"{}").get("partitions", [])})
-            event = self.event(txn, "ElectLeaders", election_type="PREFERRED",
-                                partitions=[{"topic": t, "partition": p} for t, p in refs])
-            self.cause(Cause(event, "PREFERRED", partitions=set(refs)))
 
     # ---- a snapshot -------------------------------------------------------------------------------------
 
