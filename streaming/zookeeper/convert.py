@@ -52,7 +52,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streaming.zookeeper import admin
+from streaming.zookeeper import admin, brokers
 from streaming.zookeeper.context import (
     BROKER_DEFAULTS,
     INHERITED,
@@ -62,8 +62,6 @@ from streaming.zookeeper.context import (
     Batch,
     Cause,
     Context,
-    Failover,
-    LoggedRead,
     PartitionState,
     TopicAssignment,
     ZkConverted,
@@ -75,11 +73,6 @@ from streaming.zookeeper.controllerlog import ControllerReads
 from streaming.zookeeper.serverlog import AlterPartitionRequest
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
-# A broker's controlled.shutdown.max.retries (Kafka's default): how many ControlledShutdown requests it sends while
-# the controller answers that it still leads partitions. The brokers' configs are not in ZooKeeper.
-CONTROLLED_SHUTDOWN_ATTEMPTS = 3
-LOG_DIR_NOTIFICATION = "/log_dir_event_notification/"
-PREFERRED_ELECTION = "/admin/preferred_replica_election"
 # A ZooKeeper-era controller's failover makes its last write within seconds (the kept campaigns: 4 s at most); one
 # whose last write never shows (Kafka before 2.2 does not check its epoch in its writes) is let go after this.
 FAILOVER_MS = 60_000
@@ -135,7 +128,8 @@ class Converter(Context):
             if txn.failed:
                 self.result.failed_txns += 1
                 if txn.session == self.controller_session and controllers_write(txn):
-                    self._failover_written(txn, last=True)  # a write of its event thread, which checks its epoch
+                    # a write of its event thread, which checks its epoch
+                    brokers.failover_written(self, txn, last=True)
                 continue
             self._txn(txn)
         return ZkConverted(self.result.events[events:], self.result.observed[observed:],
@@ -166,7 +160,7 @@ class Converter(Context):
         write adds a partition to its event (`_request`); a reassignment's completion rewrites the replicas of the
         partition writes before it (`_completed`); the next partition of an AlterPartition request is named in the
         request's IsrChange events before it (`_extend`); a failover's writes make the registrations since its election
-        part of it, or one startup (`_failover_written`)."""
+        part of it, or one startup (`brokers.failover_written`)."""
         failover = self.failover.unsettled_from() if self.failover is not None else None
         if not self.causes:
             return failover
@@ -194,9 +188,9 @@ class Converter(Context):
             if path.startswith(ISR_CHANGE_NOTIFICATION):
                 self._isr_change_notification(txn, op)
             if op.kind == "closeSession":
-                self._session_closed(txn, op)
+                brokers.session_closed(self, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
-                self._registration(txn, op)
+                brokers.registration(self, txn, op)
             elif path == "/controller" and op.kind == "create":
                 elected = json.loads(op.data or b"{}").get("brokerid", -1)
             elif path == "/controller" and op.kind == "delete":
@@ -210,145 +204,9 @@ class Converter(Context):
             elif path.startswith("/admin/"):
                 admin.admin_request(self, txn, op)
         if txn.session == self.controller_session and elected is None:
-            self._failover_written(txn)
+            brokers.failover_written(self, txn)
         if elected is not None:
-            self.controller_id, self.controller_session, self.controller_since = elected, txn.session, txn.zxid
-            # The brokers registered at the election, which the new controller reads: the failover's live set, and
-            # those it reads with them (_failover_written).
-            event = self.event(txn, "ControllerChange", controller_id=max(elected, 0),
-                                live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
-            self.cause(Cause(event, "FAILOVER"))
-            epoch = self.controller_epoch
-            self.logged_reads = [LoggedRead(r) for r in self.reads.broker_reads.get(epoch, [])]
-            self.logged_assignments = list(self.reads.assignments.get(epoch, []))
-            logged = self.reads.failovers.get(epoch)
-            if logged is None:
-                self.failover = Failover(event, txn.time)
-            else:  # its controller.log names what its read of /brokers/ids found: nothing to infer
-                event["live_brokers"] = {str(b): e for b, e in sorted(logged.items())}
-
-    def _failover_written(self, txn: ZkTxn, last: bool = False) -> None:
-        """A write of the active controller's session while its failover may be on. onControllerFailover writes
-        /feature (maybeSetupFeatureVersioning) and deletes the ISR change and log dir notifications it finds, then
-        reads /brokers/ids (initializeControllerContext): the brokers registered before such a write (one session's
-        requests are served in order) are part of the failover. Its last write is the delete of
-        /admin/preferred_replica_election (removePartitionsFromPreferredReplicaElection), which fails when there is
-        none, as at a cluster's first start: the registrations before it that the failover did not read fired the
-        watch its read set, and the BrokerChange that queued is handled after the failover, with one read of
-        /brokers/ids that takes them all (processBrokerChange): one startup of all of them (`new_brokers`). Which of
-        those the failover read, the log does not show (they are the startup's); whether one registered after its
-        last write was read with them, neither (it is a startup of its own, as before)."""
-        failover = self.failover
-        if failover is None:
-            return
-        if not last and not failover.read and any(_before_the_read(op) for op in txn.ops):
-            live = failover.event["live_brokers"]
-            for cause in failover.startups:
-                if str(cause.broker) not in live and self._registered(cause):
-                    live[str(cause.broker)] = cause.event["broker_epoch"]  # its STARTUP finds it started
-                    self.forget_cause(cause)
-            failover.event["live_brokers"] = dict(sorted(live.items(), key=lambda item: int(item[0])))
-            failover.startups.clear()
-            return
-        failover.read = failover.read or controllers_write(txn)  # its event thread's checked write
-        if last or any(op.path == PREFERRED_ELECTION and op.kind == "delete" for op in txn.ops):
-            read = [c for c in failover.startups if self._registered(c)]
-            if len(read) > 1:
-                started = {str(c.broker): c.event["broker_epoch"] for c in read}
-                for cause in read:
-                    cause.event["new_brokers"] = started
-                    if cause is not read[0]:
-                        self.forget_cause(cause)
-                read[0].started = tuple(c.broker for c in read)
-            self.failover = None
-
-    def _registered(self, startup: Cause) -> bool:
-        """Whether the broker of a STARTUP is still registered with the epoch it registered with."""
-        return self.brokers.get(startup.broker) == startup.event["broker_epoch"]
-
-    # ---- brokers and the controller -------------------------------------------------------------------
-
-    def _registration(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        broker = int(op.path.rsplit("/", 1)[1])
-        if op.kind == "create":
-            if self.brokers.get(broker) == txn.zxid:
-                return  # already in the snapshot the history starts from
-            self.brokers[broker] = txn.zxid
-            self.sessions[txn.session] = broker
-            self.shutdown_attempts.pop(broker, None)
-            if self.controller_session is None:
-                return  # no controller to handle it: the next one reads it
-            if self.reads.failovers.get(self.controller_epoch, {}).get(broker) == txn.zxid:
-                return  # the controller's failover read it (its controller.log)
-            logged = self._logged_read(broker)
-            event = self.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
-                                broker_epoch=txn.zxid)
-            if logged is not None and logged.startup is not None:  # one startup with an earlier registration
-                logged.startup.event["new_brokers"][str(broker)] = txn.zxid
-                event["new_brokers"] = logged.startup.event["new_brokers"]
-                logged.startup.started = (*logged.startup.started, broker)
-                return
-            cause = self.cause(Cause(event, "STARTUP", broker))
-            if self.failover is not None:
-                self.failover.startups.append(cause)
-            if logged is not None and broker in logged.read.new and len(logged.read.new) > 1:
-                cause.started = (broker,)
-                event["new_brokers"] = {str(broker): txn.zxid}
-                logged.startup = cause
-        elif op.kind == "delete":
-            self._broker_gone(txn, broker)
-
-    def _logged_read(self, broker: int) -> LoggedRead | None:
-        """The active controller's logged BrokerChange read that took this registration of `broker`: the first read
-        not yet past that found it new or bounced and has not taken it yet."""
-        for i, logged in enumerate(self.logged_reads):
-            if broker not in logged.taken and (broker in logged.read.new or broker in logged.read.bounced):
-                logged.taken.add(broker)
-                self.logged_reads = self.logged_reads[i:]
-                return logged
-        return None
-
-    def _session_closed(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        gone = [int(p.rsplit("/", 1)[1]) for p in op.deleted if p.startswith("/brokers/ids/")]
-        if txn.cxid != 0:  # the client closed it (an expiry is the server's closeSession, cxid 0)
-            for broker in gone:
-                self._shut_down(txn, broker)
-        if "/controller" in op.deleted:
-            self.controller_session = self.failover = None
-        for broker in gone:
-            self._broker_gone(txn, broker)
-        self.sessions.pop(txn.session, None)
-
-    def _shut_down(self, txn: ZkTxn, broker: int) -> None:
-        """A broker that closed its session itself stopped cleanly: before that it asked the controller (itself, if
-        it is the controller) for a controlled shutdown, and asked again while the answer named partitions it still
-        led (KafkaServer.controlledShutdown, up to controlled.shutdown.max.retries times). The attempts that wrote
-        nothing left no znode: a broker that led nothing and was in no ISR, or whose leaderships had nobody to move
-        to (seeds 29, 48 and 46). They are events here, at the close, before the broker's failure."""
-        epoch = self.brokers.get(broker)
-        if epoch is None or self.controller_session is None:
-            return
-        attempts = self.shutdown_attempts.get(broker, 0)
-        while attempts == 0 or (attempts < CONTROLLED_SHUTDOWN_ATTEMPTS and self._still_leads(broker)):
-            attempts += 1
-            self.event(txn, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
-                        change="CONTROLLED_SHUTDOWN", broker_epoch=epoch)
-        self.shutdown_attempts[broker] = attempts
-
-    def _still_leads(self, broker: int) -> bool:
-        """Whether the controller's answer to a controlled shutdown names partitions `broker` still leads
-        (ControllerContext.partitionLeadsOnBroker: more than one replica, the topic not being deleted)."""
-        return any(state.leader == broker and key[0] not in self.deleting and
-                   len((self.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())) > 1
-                   for key, state in self.states.items())
-
-    def _broker_gone(self, txn: ZkTxn, broker: int) -> None:
-        epoch = self.brokers.pop(broker, None)
-        if epoch is None or self.controller_session is None:
-            return  # no controller to handle it (it died with this broker, say): the next one reads /brokers/ids
-        event = self.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="FAILURE",
-                            broker_epoch=epoch)
-        self.cause(Cause(event, "FAILURE", broker))
+            brokers.controller_elected(self, txn, elected)
 
     # ---- topics and partitions --------------------------------------------------------------------------
 
@@ -772,14 +630,6 @@ class Converter(Context):
                         adding_replicas=list(assignment.adding.get(partition, ())),
                         removing_replicas=list(assignment.removing.get(partition, ())),
                         **({"configs": configs} if configs else {}))
-
-
-def _before_the_read(op: ZnodeOp) -> bool:
-    """A write a new controller makes before it reads /brokers/ids: of /feature, or a delete of the notifications it
-    finds (onControllerFailover)."""
-    if op.path.startswith((ISR_CHANGE_NOTIFICATION, LOG_DIR_NOTIFICATION)):
-        return op.kind == "delete"
-    return op.path == "/feature" and op.kind in ("create", "setData")
 
 
 def _notified(data: bytes | None) -> list[tuple[str, int]]:
