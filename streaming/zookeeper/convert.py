@@ -50,9 +50,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
-from streaming.zookeeper import admin, brokers
+from streaming.zookeeper import admin, brokers, topics
 from streaming.zookeeper.context import (
     BROKER_DEFAULTS,
     INHERITED,
@@ -158,7 +157,7 @@ class Converter(Context):
         controller may still be handling it. Its partition writes follow it in later transactions, so it is open
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
         write adds a partition to its event (`_request`); a reassignment's completion rewrites the replicas of the
-        partition writes before it (`_completed`); the next partition of an AlterPartition request is named in the
+        partition writes before it (`topics`); the next partition of an AlterPartition request is named in the
         request's IsrChange events before it (`_extend`); a failover's writes make the registrations since its election
         part of it, or one startup (`brokers.failover_written`)."""
         failover = self.failover.unsettled_from() if self.failover is not None else None
@@ -215,80 +214,13 @@ class Converter(Context):
         topic = parts[3]
         if len(parts) == 4:
             if op.kind == "create":
-                self._topic_created(txn, topic, TopicAssignment.parse(op.data))
+                topics.topic_created(self, txn, topic, TopicAssignment.parse(op.data))
             elif op.kind == "setData":
-                self._topic_changed(txn, topic, TopicAssignment.parse(op.data))
+                topics.topic_changed(self, txn, topic, TopicAssignment.parse(op.data))
             elif op.kind == "delete":
-                self._topic_deleted(topic)
+                topics.topic_deleted(self, topic)
         elif len(parts) == 7 and parts[6] == "state" and op.kind in ("create", "setData"):
             self._state_write(txn, op, (topic, int(parts[5])))
-
-    def _topic_created(self, txn: ZkTxn, topic: str, assignment: TopicAssignment) -> None:
-        if topic in self.topics:
-            return  # in the snapshot already
-        self.topics[topic] = assignment
-        configs = {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED}, **self.configs.get(topic, {})}
-        event = self.event(txn, "CreateTopic", topic=topic,
-                            assignment={str(p): list(r) for p, r in sorted(assignment.replicas.items())},
-                            **({"configs": configs} if configs else {}))
-        self.created[topic] = event
-        self.cause(Cause(event, "CREATED", topic=topic))
-
-    def _topic_deleted(self, topic: str) -> None:
-        self.topics.pop(topic, None)
-        self.configs.pop(topic, None)
-        for key in [k for k in self.states if k[0] == topic]:
-            del self.states[key]
-
-    def _topic_changed(self, txn: ZkTxn, topic: str, new: TopicAssignment) -> None:
-        old = self.topics.get(topic)
-        if old is None:
-            return
-        if new != old and controllers_write(txn):
-            self._logged_assignment(topic)  # a write of the controller's the log names too
-        self.topics[topic] = new
-        added = sorted(set(new.replicas) - set(old.replicas))
-        if added:
-            event = self.event(txn, "CreatePartitions", topic=topic,
-                                assignment={str(p): list(new.replicas[p]) for p in added})
-            self.created[topic] = event
-            self.cause(Cause(event, "CREATED", topic=topic))
-        moves = []
-        for p in sorted(set(old.replicas) & set(new.replicas)):
-            if (old.replicas[p], old.adding.get(p), old.removing.get(p)) == (
-                    new.replicas[p], new.adding.get(p), new.removing.get(p)):
-                continue
-            if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.target(p):
-                self._completed((topic, p), new.replicas[p])
-                continue  # the controller completing the reassignment (after its partition writes)
-            replicas = None if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.origin(p) \
-                else list(new.target(p))
-            if (topic, p) in self.znode_reassignments:
-                continue  # /admin/reassign_partitions asked for it: its event
-            moves.append({"topic": topic, "partition": p, "replicas": replicas})
-        if moves:
-            event = self.event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
-            self.cause(Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
-        elif new == old and txn.session == self.controller_session:
-            self._reassigned_in_place(txn, topic, self._logged_assignment(topic))
-
-    def _logged_assignment(self, topic: str) -> int | None:
-        """The partition the controller's next logged assignment write names, when it is of `topic` (its
-        controller.log; None without one)."""
-        if not self.logged_assignments or self.logged_assignments[0][0] != topic:
-            return None
-        return self.logged_assignments.pop(0)[1]
-
-    def _completed(self, key: tuple[str, int], target: tuple[int, ...]) -> None:
-        """A reassignment's completion: the controller set the replicas to the target in memory (B2) before its
-        completing writes (a leader move, the removed replicas out of the ISR) and writes /brokers/topics/T only
-        after them (B6). Those writes, the last leader-epoch bumps of the event, carried the target."""
-        rows = [r for r in self.result.observed if (r["topic"], r["partition"]) == key]
-        for later, earlier in zip(reversed(rows), reversed(rows[:-1]), strict=False):
-            if later["cause_event_id"] != rows[-1]["cause_event_id"] or \
-                    later["leader_epoch"] <= earlier["leader_epoch"]:
-                break
-            later.update(replicas=list(target), adding_replicas=[], removing_replicas=[])
 
     def _state_write(self, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> None:
         version = 0 if op.kind == "create" else op.version
@@ -504,46 +436,6 @@ class Converter(Context):
                 return key in cause.partitions and newest and self.written_for.get(key) != cause.event["event_id"]
             case _:
                 return False
-
-    def _reassigned_in_place(self, txn: ZkTxn, topic: str, logged: int | None) -> None:
-        """/brokers/topics/T rewritten unchanged by the controller: an Admin API reassignment of a partition to the
-        replicas it has. Nothing to add or remove, so the controller completes it at once: it bumps the leader epoch
-        (B3, leader and ISR unchanged), then rewrites the assignment (B6). The bump, the controller's last write and
-        explained by nothing before it, is that reassignment's. When the leader is not live there is no bump (its
-        election fails, seeds 11 and 111): the partition is the one the controller's log names for this write
-        (`logged`), or else the topic's only leaderless partition; unless the reassignment (or cancel) being handled
-        is of that partition: this is its completion's rewrite (seed 102, a cancel leaving the partition leaderless)."""
-        last = self.result.observed[-1] if self.result.observed else None
-        if last is not None and last["topic"] == topic and last["cause"] == "Unexplained":
-            if self.result.unexplained and last["source_offset"] == self.result.unexplained[-1]:
-                self._bumped_in_place(txn, topic, last)
-            return  # (a follower hands its output out between polls: one already out stays as it went)
-        assignment = self.topics[topic]
-        leaderless = [p for p in sorted(assignment.replicas)
-                      if (state := self.states.get((topic, p))) is not None and state.leader == NO_LEADER]
-        partition = logged if logged is not None else (leaderless[0] if len(leaderless) == 1 else None)
-        newest = self.causes[-1] if self.causes else None
-        if newest is not None and newest.kind == "PARTITIONS" and (topic, partition) in newest.partitions:
-            return
-        if partition in leaderless:
-            event = self.event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[
-                {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}])
-            self.cause(Cause(event, "PARTITIONS", wrote=True))  # completed: it explains no later write
-
-    def _bumped_in_place(self, txn: ZkTxn, topic: str, last: dict[str, Any]) -> None:
-        key = (topic, last["partition"])
-        previous = next((r for r in reversed(self.result.observed[:-1]) if (r["topic"], r["partition"]) == key), None)
-        if previous is None or (previous["leader"], previous["isr"], previous["leader_epoch"] + 1) != (
-                last["leader"], last["isr"], last["leader_epoch"]):
-            return
-        bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
-        event = self.event(bump, "ReassignPartitions", f"-{topic}-{key[1]}",
-                            partitions=[{"topic": topic, "partition": key[1], "replicas": last["replicas"]}])
-        # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
-        self.cause(Cause(event, "PARTITIONS", wrote=True))
-        self.result.unexplained.pop()
-        last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
-        self.written_for[key] = event["event_id"]
 
     def _request(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
                  after: PartitionState) -> Cause | None:
