@@ -51,14 +51,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from streaming.zookeeper import admin, brokers, topics
+from streaming.zookeeper import admin, brokers, isrchanges, topics
 from streaming.zookeeper.context import (
     BROKER_DEFAULTS,
     INHERITED,
     ISR_CHANGE_NOTIFICATION,
     NO_LEADER,
     UNCLEAN_CONFIG,
-    Batch,
     Cause,
     Context,
     PartitionState,
@@ -77,14 +76,6 @@ from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 FAILOVER_MS = 60_000
 
 
-def _leaders_write_their_isr(history: ZkHistory) -> bool:
-    """Whether the cluster runs below inter.broker.protocol.version 2.7: its leaders announce their own ISR changes
-    under /isr_change_notification (from 2.7 on they send AlterPartition to the controller)."""
-    notification = ISR_CHANGE_NOTIFICATION
-    return any(op.kind == "create" and op.path.startswith(notification) for txn in history.txns for op in txn.ops) \
-        or (history.snapshot is not None and any(p.startswith(notification) for p in history.snapshot.nodes))
-
-
 def _drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
     """Whether a write takes `broker` out of the leadership or the ISR."""
     return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
@@ -101,16 +92,16 @@ class Converter(Context):
     # ---- input ----------------------------------------------------------------------------------------
 
     def convert(self, history: ZkHistory) -> ZkConverted:
-        if _leaders_write_their_isr(history):
+        if isrchanges.leaders_write_their_isr(history):
             # Known from the whole history: in force from its start, before any unclean election.
             first = history.snapshot.zxid if history.snapshot else 0
-            self._protocol_before_3(ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()))
+            isrchanges.protocol_before_3(self, ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()))
         if history.snapshot is not None:
             self._seed(history.snapshot)
         if history.txns:  # a request answered before the retained history is of a state it does not hold
             self.unwritten_requests = [r for r in self.unwritten_requests if r.answered_ms >= history.txns[0].time]
         self.feed(history.txns)
-        self._answered_before(None)  # those answered after the last write
+        isrchanges.answered_before(self, None)  # those answered after the last write
         return self.result
 
     def feed(self, txns: list[ZkTxn]) -> ZkConverted:
@@ -120,7 +111,7 @@ class Converter(Context):
         for txn in txns:
             request = self.alter_partition
             if request is None or not follows_on(txn, request.session, request.cxid):
-                self._answered_before(txn.time)  # never inside another request's pipelined writes
+                isrchanges.answered_before(self, txn.time)  # never inside another request's pipelined writes
             self.zxid, self.time = txn.zxid, txn.time
             if self.failover is not None and txn.time - self.failover.since > FAILOVER_MS:
                 self.failover = None  # no last write seen (a controller too old to check its epoch): nothing proven
@@ -134,32 +125,14 @@ class Converter(Context):
         return ZkConverted(self.result.events[events:], self.result.observed[observed:],
                            self.result.unexplained[unexplained:])
 
-    def _answered_before(self, time: int | None) -> None:
-        """The unwritten AlterPartition requests answered before `time` (ms; None: all left), as the IsrChange events
-        they were: the controller sent their UpdateMetadata after the writes before the answer (its clock and the
-        leader's taken as one)."""
-        while self.unwritten_requests and (time is None or self.unwritten_requests[-1].answered_ms < time):
-            request = self.unwritten_requests.pop()
-            refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
-            at = ZkTxn(self.zxid, request.answered_ms, 0, 0, ())
-            # one request in flight per leader: its id and the answer's time name it
-            sent = f"-alter-partition-{request.broker_id}-{at.time}"
-            for p in request.partitions:
-                self.event(at, "IsrChange", f"{sent}-{p.topic}-{p.partition}",
-                            topic=p.topic, partition=p.partition, broker_id=request.broker_id,
-                            broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
-                            partition_epoch=p.partition_epoch, isr=list(p.isr),
-                            leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
-                            **({"request_partitions": refs} if len(refs) > 1 else {}))
-
     def unsettled_from(self, quiet_since: int) -> int | None:
         """The zxid from which the output may still change (None: none of it): the newest event's, while the
         controller may still be handling it. Its partition writes follow it in later transactions, so it is open
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
         write adds a partition to its event (`_request`); a reassignment's completion rewrites the replicas of the
         partition writes before it (`topics`); the next partition of an AlterPartition request is named in the
-        request's IsrChange events before it (`_extend`); a failover's writes make the registrations since its election
-        part of it, or one startup (`brokers.failover_written`)."""
+        request's IsrChange events before it (`isrchanges`); a failover's writes make the registrations since its
+        election part of it, or one startup (`brokers.failover_written`)."""
         failover = self.failover.unsettled_from() if self.failover is not None else None
         if not self.causes:
             return failover
@@ -173,19 +146,12 @@ class Converter(Context):
             return zxid if failover is None else min(zxid, failover)
         return failover
 
-    def _protocol_before_3(self, txn: ZkTxn) -> None:
-        """Brokers below inter.broker.protocol.version 2.7 (Kafka 2.x): the rules run at a protocol before 3.0,
-        where an unclean election keeps the leader's recovery state."""
-        if not self.protocol_before_3:
-            self.protocol_before_3 = True
-            self.event(txn, "UpdateFeatures", "-protocol", features={"metadata.version": 0})
-
     def _txn(self, txn: ZkTxn) -> None:
         elected: int | None = None
         for op in txn.ops:
             path = op.path
             if path.startswith(ISR_CHANGE_NOTIFICATION):
-                self._isr_change_notification(txn, op)
+                isrchanges.isr_change_notification(self, txn, op)
             if op.kind == "closeSession":
                 brokers.session_closed(self, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
@@ -243,7 +209,7 @@ class Converter(Context):
             self.observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
             return
         if after.leader_epoch == before.leader_epoch or txn.session != self.controller_session:
-            self._leader_isr_change(txn, key, before, after)
+            isrchanges.leader_isr_change(self, txn, key, before, after)
             return
         cause = self._handled_by(key, before, after)
         if cause is None:
@@ -257,84 +223,6 @@ class Converter(Context):
         if cause.kind == "PARTITIONS" and self._started(key, before, after):
             self.started_by[key] = cause.event["event_id"]
         self.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
-
-    def _leader_isr_change(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
-                           after: PartitionState) -> None:
-        """The leader's AlterPartition, written by the controller (or by the leader itself below IBP 2.7)."""
-        leader = before.leader
-        request = self._same_request(self.alter_partition, txn, leader)
-        event = self.event(txn, "IsrChange", f"-{key[0]}-{key[1]}", topic=key[0], partition=key[1],
-                            broker_id=max(leader, 0), broker_epoch=self.brokers.get(leader, 0),
-                            leader_epoch=before.leader_epoch, partition_epoch=before.version, isr=list(after.isr),
-                            leader_recovery_state="RECOVERING" if after.recovering else "RECOVERED")
-        if request is not None:
-            request.events.append(event)
-            self._extend(request, txn, [key], "request_partitions")
-        elif txn.session == self.controller_session and not self.protocol_before_3:
-            self.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [key])
-        cause = Cause(event, "ISR", partitions={key})
-        if self._mid_startup(txn, key, before, after):
-            self.causes.insert(len(self.causes) - 1, cause)  # the startup's writes are still to come
-        else:
-            self.cause(cause)
-        self.observe(txn, key, before, after, "IsrChange", event["event_id"])
-
-    def _same_request(self, last: Batch | None, txn: ZkTxn, leader: int) -> Batch | None:
-        """`last` if this transaction is its request's next one: the controller pipelines a request's writes (an
-        AlterPartition's setData multis, KafkaZkClient.updateLeaderAndIsr; a notification read's deletes), so they
-        have consecutive cxids of its session, and reads the states back after an AlterPartition's (a getData
-        each), so the next request's never follow on. Also the same leader, and no event made in between."""
-        if last is None or txn.session != self.controller_session or not follows_on(txn, last.session, last.cxid) \
-                or last.leader != leader or self.newest_event is not last.events[-1]:
-            return None
-        return last
-
-    @staticmethod
-    def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field_name: str) -> None:
-        """`txn` as the request's next: every event of the request names its partitions in `field_name`, in their
-        order, each once."""
-        request.cxid = txn.cxid
-        request.partitions += [k for k in partitions if k not in request.partitions]
-        refs = [{"topic": t, "partition": p} for t, p in request.partitions]
-        for event in request.events:
-            event[field_name] = refs
-
-    def _isr_change_notification(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        """Below protocol 2.7 a leader announces the ISR changes it wrote in a sequential znode; the controller reads
-        every one there (processIsrChangeNotification), sends one UpdateMetadata for their partitions, then deletes
-        them: those deletes (pipelined, consecutive cxids) are the read, an IsrChangeNotification at the first. A new
-        controller deletes the ones it finds unread (onControllerFailover, its own read of every state covers
-        them): those created before its election."""
-        if op.kind == "create":
-            self._protocol_before_3(txn)  # a follower learns it here
-            self.notifications[op.path] = (txn.zxid, _notified(op.data))
-            return
-        created = self.notifications.pop(op.path, None) if op.kind == "delete" else None
-        if created is None or txn.session != self.controller_session or created[0] < self.controller_since:
-            return
-        read = self._same_request(self.notifications_read, txn, NO_LEADER)
-        if read is None:
-            event = self.event(txn, "IsrChangeNotification", "-isr-change-notification", partitions=[])
-            read = self.notifications_read = Batch(txn.session, txn.cxid, NO_LEADER, [event], [])
-        self._extend(read, txn, created[1], "partitions")
-
-    def _mid_startup(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """A leader's own ISR write (below inter.broker.protocol 2.7) taking back a broker whose startup the controller
-        is still handling: its LeaderAndIsr made the broker follow and catch up, and the rest of that handling (a
-        reassignment resumed onto it) reads the partition state from ZooKeeper, so it sees this write. The ISR change
-        is put before the startup (the event just made, last): the controller's view when it writes, also when the
-        startup already wrote other partitions, and when the leader is the controller's broker (its session). Returns
-        whether it was."""
-        newest = self.causes[-1] if self.causes else None
-        if controllers_write(txn) or newest is None or newest.kind != "STARTUP" or key in newest.partitions or \
-                not any(b not in before.isr and b in after.isr for b in newest.brokers):
-            return False
-        events = self.result.events
-        at = next((i for i in range(len(events) - 2, -1, -1) if events[i] is newest.event), None)
-        if at is None:
-            return False  # the startup went out with a follower's earlier poll
-        events.insert(at, events.pop())
-        return True
 
     def _handled_by(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> Cause | None:
         """The newest event whose handler writes such a change. The controller handles one event at a time: once an
@@ -504,7 +392,7 @@ class Converter(Context):
             elif path.startswith("/admin/delete_topics/"):
                 self.deleting.add(path.rsplit("/", 1)[1])
             elif path.startswith(ISR_CHANGE_NOTIFICATION):
-                self.notifications[path] = (node.czxid, _notified(node.data))
+                self.notifications[path] = (node.czxid, isrchanges.notified(node.data))
         if "/controller" in nodes:
             self.controller_id = json.loads(nodes["/controller"].data or b"{}").get("brokerid", -1)
             self.controller_session = nodes["/controller"].ephemeral_owner
@@ -523,10 +411,6 @@ class Converter(Context):
                         removing_replicas=list(assignment.removing.get(partition, ())),
                         **({"configs": configs} if configs else {}))
 
-
-def _notified(data: bytes | None) -> list[tuple[str, int]]:
-    """The partitions an ISR change notification names."""
-    return [(p["topic"], p["partition"]) for p in json.loads(data or b"{}").get("partitions", [])]
 
 
 def convert(history: ZkHistory, reads: ControllerReads | None = None,
