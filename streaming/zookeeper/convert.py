@@ -51,14 +51,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from streaming.zookeeper import admin, brokers, isrchanges, topics
+from streaming.zookeeper import admin, brokers, isrchanges, partitionstate, topics
 from streaming.zookeeper.context import (
     BROKER_DEFAULTS,
     INHERITED,
     ISR_CHANGE_NOTIFICATION,
-    NO_LEADER,
-    UNCLEAN_CONFIG,
-    Cause,
     Context,
     PartitionState,
     TopicAssignment,
@@ -74,16 +71,6 @@ from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 # A ZooKeeper-era controller's failover makes its last write within seconds (the kept campaigns: 4 s at most); one
 # whose last write never shows (Kafka before 2.2 does not check its epoch in its writes) is let go after this.
 FAILOVER_MS = 60_000
-
-
-def _drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
-    """Whether a write takes `broker` out of the leadership or the ISR."""
-    return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
-
-
-def _clean(before: PartitionState, after: PartitionState) -> bool:
-    """The write keeps the leader, drops it, or elects one from the ISR it had: not an unclean election."""
-    return after.leader in (before.leader, NO_LEADER) or after.leader in before.isr
 
 
 class Converter(Context):
@@ -129,7 +116,7 @@ class Converter(Context):
         """The zxid from which the output may still change (None: none of it): the newest event's, while the
         controller may still be handling it. Its partition writes follow it in later transactions, so it is open
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
-        write adds a partition to its event (`_request`); a reassignment's completion rewrites the replicas of the
+        write adds a partition to its event (`partitionstate`); a reassignment's completion rewrites the replicas of the
         partition writes before it (`topics`); the next partition of an AlterPartition request is named in the
         request's IsrChange events before it (`isrchanges`); a failover's writes make the registrations since its
         election part of it, or one startup (`brokers.failover_written`)."""
@@ -186,185 +173,7 @@ class Converter(Context):
             elif op.kind == "delete":
                 topics.topic_deleted(self, topic)
         elif len(parts) == 7 and parts[6] == "state" and op.kind in ("create", "setData"):
-            self._state_write(txn, op, (topic, int(parts[5])))
-
-    def _state_write(self, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> None:
-        version = 0 if op.kind == "create" else op.version
-        before = self.states.get(key)
-        if before is not None and version <= before.version:
-            return  # a fuzzy snapshot already holds it
-        after = PartitionState.parse(op.data, version)
-        self.states[key] = after
-        if before is None:
-            # The first write of a partition: its creation's, unless none of its replicas was live then (New, no
-            # leader): then the broker startup, or the failover, that brought one. A reassignment that gave it a
-            # live replica elects nothing (it never had a leader): any broker's startup does then, as it tries every
-            # New partition of the cluster (seed 143).
-            replicas = (self.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())
-            created = self.created.get(key[0], {})
-            reassigned = created.get("assignment", {}).get(str(key[1]), list(replicas)) != list(replicas)
-            cause = next((c.event for c in reversed(self.causes)
-                          if c.event is created or (c.kind == "STARTUP" and (reassigned or c.brokers & set(replicas)))
-                          or c.kind == "FAILOVER"), created)
-            self.observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
-            return
-        if after.leader_epoch == before.leader_epoch or txn.session != self.controller_session:
-            isrchanges.leader_isr_change(self, txn, key, before, after)
-            return
-        cause = self._handled_by(key, before, after)
-        if cause is None:
-            cause = self._request(txn, key, before, after)
-        if cause is None:
-            self.result.unexplained.append(txn.zxid)
-            self.observe(txn, key, before, after, "Unexplained", None)
-            return
-        cause.partitions.add(key)
-        cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
-        if cause.kind == "PARTITIONS" and self._started(key, before, after):
-            self.started_by[key] = cause.event["event_id"]
-        self.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
-
-    def _handled_by(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> Cause | None:
-        """The newest event whose handler writes such a change. The controller handles one event at a time: once an
-        event has written, the events before it are done, and a write that does not fit it is a request's. A new
-        controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
-        for cause in reversed(self.causes):
-            if self._fits(cause, key, before, after):
-                return cause
-            if cause.wrote or cause.kind == "FAILOVER":
-                return None
-        return None
-
-    def _started(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """The write a reassignment's start makes while its targets are not all in the ISR: a bare leader epoch bump
-        (onPartitionReassignment A, updateLeaderEpochAndSendRequest)."""
-        topic = self.topics.get(key[0])
-        return topic is not None and topic.reassigning(key[1]) and \
-            (after.leader, after.isr, after.leader_epoch) == (before.leader, before.isr, before.leader_epoch + 1) and \
-            not set(topic.target(key[1])) <= set(before.isr)
-
-    def _may_move_leader(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """A reassignment moves the leader only when it completes (every target replica in the ISR) or no longer
-        has the leader's replica at all; its other phases bump the leader epoch and keep the leader (one being
-        removed too, until the completion)."""
-        topic = self.topics.get(key[0])
-        if after.leader == before.leader or topic is None or not topic.reassigning(key[1]):
-            return True
-        return set(topic.target(key[1])) <= set(before.isr) or before.leader not in topic.replicas.get(key[1], ())
-
-    def _may_drop_from_isr(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """A reassignment takes a broker out of the ISR only as its replica goes: one no longer in the replicas (a
-        cancel, or a new target without it), or one being removed once every target replica is in the ISR (the
-        completion). Any other broker leaving the ISR meanwhile is not the reassignment's (seed 43: a controlled
-        shutdown)."""
-        topic = self.topics.get(key[0]) or TopicAssignment({})
-        replicas, removing = topic.replicas.get(key[1], ()), topic.removing.get(key[1], ())
-        complete = set(topic.target(key[1])) <= set(before.isr)
-        return all(b not in replicas or (b in removing and complete) for b in before.isr if b not in after.isr)
-
-    def _unclean_allowed(self, topic: str) -> bool:
-        value = self.configs.get(topic, {}).get(UNCLEAN_CONFIG, self.cluster_configs.get(UNCLEAN_CONFIG, "false"))
-        return str(value).lower() == "true"
-
-    def _fits(self, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """Whether a controller write of `key` can be a consequence of `cause`: what that event's handler in Kafka's
-        KafkaController writes."""
-        topic = self.topics.get(key[0])
-        reassigning = topic is not None and topic.reassigning(key[1])
-        newest = cause is self.causes[-1]
-        if after.leader >= 0 and after.leader != before.leader and after.leader not in before.isr and \
-                cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not self._unclean_allowed(key[0]):
-            return False  # an unclean election these handlers make only where the topic allows it
-        if self.protocol_before_3 and newest and reassigning and self.written_for.get(key) == cause.event["event_id"] \
-                and set(topic.target(key[1])) <= set(before.isr) and after.leader_epoch > before.leader_epoch:
-            # Below protocol 2.7 the controller watches a reassigning partition's state: the write `cause` made
-            # (an unclean election of the one target replica) set off the reassignment's completion (seed 128).
-            return True
-        match cause.kind:
-            case "FAILOVER":  # onControllerFailover: anything before the next input, but it takes out of an ISR only
-                # dead brokers' replicas and those a reassignment or a deletion removes: a registered broker dropped
-                # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30). Nor
-                # does it bump the leader epoch of a live leader alone (leader and ISR kept) outside a reassignment:
-                # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write)
-                return newest and (reassigning or key[0] in self.deleting or (
-                    not any(_drops(b, before, after) for b in self.brokers) and
-                    ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in self.brokers)))
-            case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
-                # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
-                # shutdown's write right after a startup)
-                return not any(_drops(b, before, after) for b in cause.brokers) and (
-                    before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))
-                                                   and self._may_drop_from_isr(key, before, after)
-                                                   and self._may_move_leader(key, before, after)))
-            case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
-                # once the broker registered again: what drops it then is of its new incarnation. A failure of a
-                # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).
-                return cause.broker not in self.brokers and (
-                    _drops(cause.broker, before, after) or
-                    (before.leader not in self.brokers and after.leader != before.leader) or
-                    (key[0] in self.deleting and topic is not None and cause.broker in topic.replicas.get(key[1], ())))
-            case "CONTROLLED_SHUTDOWN":  # while the broker is still registered (its session's end is a failure)
-                return cause.broker in self.brokers and _drops(cause.broker, before, after)
-            case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly
-                return key[0] == cause.topic and (before.leader == NO_LEADER or after.leader not in before.isr)
-            case "DELETE":  # replicas out of the ISR on their way to deletion; and, as every deletion request
-                # resumes the deletions queued (TopicDeletionManager.resumeDeletions), the retried replicas of the
-                # other topics being deleted (seed 108)
-                return key[0] == cause.topic or key[0] in self.deleting
-            case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any); its
-                # start bumps the leader epoch once, a second bump is the reassignment asked for again (seed 140)
-                return key in cause.partitions and (reassigning or newest) and _clean(before, after) and \
-                    self._may_move_leader(key, before, after) and self._may_drop_from_isr(key, before, after) and \
-                    not (self._started(key, before, after) and self.started_by.get(key) == cause.event["event_id"])
-            case "ISR":  # a leader's ISR change that lets a reassignment complete
-                return key in cause.partitions and reassigning and _clean(before, after) and \
-                    set(topic.target(key[1])) <= set(before.isr)
-            case "PREFERRED" | "UNCLEAN":  # one write per partition it names: a second is another event's (seed 124: a
-                # controlled shutdown right after)
-                return key in cause.partitions and newest and self.written_for.get(key) != cause.event["event_id"]
-            case _:
-                return False
-
-    def _request(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
-                 after: PartitionState) -> Cause | None:
-        """A controller decision with no znode input before it: the request that caused it, by its shape."""
-        if key[0] in self.deleting:
-            return None
-        topic = self.topics.get(key[0])
-        replicas = topic.replicas.get(key[1], ()) if topic else ()
-        dropped = [b for b in before.isr if b not in after.isr]
-        if len(dropped) == 1 and dropped[0] in self.brokers and after.leader != dropped[0] and \
-                (before.leader == dropped[0] or after.leader == before.leader):
-            broker = dropped[0]
-            event = self.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
-                                broker_epoch=self.brokers[broker])
-            self.shutdown_attempts[broker] = self.shutdown_attempts.get(broker, 0) + 1
-            return self.cause(Cause(event, "CONTROLLED_SHUTDOWN", broker))
-        if after.leader != before.leader and after.leader >= 0:
-            # Preferred: the first replica, from the ISR, which stays; unclean: a replica outside the ISR, alone in it.
-            kind = "PREFERRED" if not dropped and replicas and after.leader == replicas[0] and \
-                after.leader in before.isr else \
-                "UNCLEAN" if after.leader not in before.isr and after.isr == (after.leader,) else None
-            if kind is None:
-                return None
-            last = self.causes[-1] if self.causes else None
-            if last is not None and last.kind == kind and last.last_write is not None and \
-                    follows_on(txn, *last.last_write):
-                # One admin election's writes, however many (seed 124): pipelined, consecutive cxids of the
-                # controller's session (a later election reads the states first, seed 50).
-                last.event["partitions"].append({"topic": key[0], "partition": key[1]})
-                return last
-            event = self.event(txn, "ElectLeaders", election_type=kind,
-                                partitions=[{"topic": key[0], "partition": key[1]}])
-            return self.cause(Cause(event, kind))
-        if self._started(key, before, after):
-            # A reassignment to the target in progress, asked for again through the Admin API: the controller starts
-            # it over (the bump) and writes no assignment, which is unchanged (seed 140).
-            target = (self.topics.get(key[0]) or TopicAssignment({})).target(key[1])
-            event = self.event(txn, "ReassignPartitions", f"-{key[0]}-{key[1]}", partitions=[
-                {"topic": key[0], "partition": key[1], "replicas": list(target)}])
-            return self.cause(Cause(event, "PARTITIONS", partitions={key}))
-        return None
+            partitionstate.state_write(self, txn, op, (topic, int(parts[5])))
 
     # ---- a snapshot -------------------------------------------------------------------------------------
 
@@ -410,7 +219,6 @@ class Converter(Context):
                         adding_replicas=list(assignment.adding.get(partition, ())),
                         removing_replicas=list(assignment.removing.get(partition, ())),
                         **({"configs": configs} if configs else {}))
-
 
 
 def convert(history: ZkHistory, reads: ControllerReads | None = None,
