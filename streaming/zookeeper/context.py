@@ -236,3 +236,7 @@ class Context:
     def reassigning(self, key: tuple[str, int]) -> bool:
         topic = self.topics.get(key[0])
         return topic is not None and topic.reassigning(key[1])
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        """The configs a topic's events carry: its own, over the cluster defaults the rules read."""
+        return {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED}, **self.configs.get(topic, {})}

@@ -32,7 +32,6 @@ from collections.abc import Iterable
 from streaming.zookeeper import admin, brokers, isrchanges, partitionstate, topics
 from streaming.zookeeper.context import (
     BROKER_DEFAULTS,
-    INHERITED,
     ISR_CHANGE_NOTIFICATION,
     Context,
     PartitionState,
@@ -200,8 +199,7 @@ class Converter:
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())})
         for (topic, partition), state in sorted(ctx.states.items()):
             assignment = ctx.topics.get(topic) or TopicAssignment({})
-            configs = {**{k: v for k, v in ctx.cluster_configs.items() if k in INHERITED},
-                       **ctx.configs.get(topic, {})}
+            configs = ctx.topic_configs(topic)
             ctx.event(at, "PartitionSnapshot", f"-snapshot-{topic}-{partition}", topic=topic, partition=partition,
                       replicas=list(assignment.replicas.get(partition, ())), isr=list(state.isr),
                       leader=state.leader, leader_epoch=state.leader_epoch, partition_epoch=state.version,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.zookeeper.context import INHERITED, NO_LEADER, Cause, Context, TopicAssignment, controllers_write
+from streaming.zookeeper.context import NO_LEADER, Cause, Context, TopicAssignment, controllers_write
 from streaming.zookeeper.txnlog import ZkTxn
 
 
@@ -22,7 +22,7 @@ def topic_created(ctx: Context, txn: ZkTxn, topic: str, assignment: TopicAssignm
     if topic in ctx.topics:
         return  # in the snapshot already
     ctx.topics[topic] = assignment
-    configs = {**{k: v for k, v in ctx.cluster_configs.items() if k in INHERITED}, **ctx.configs.get(topic, {})}
+    configs = ctx.topic_configs(topic)
     event = ctx.event(txn, "CreateTopic", topic=topic,
                       assignment={str(p): list(r) for p, r in sorted(assignment.replicas.items())},
                       **({"configs": configs} if configs else {}))
