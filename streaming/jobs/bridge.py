@@ -30,7 +30,7 @@ from streaming.engine.sinks import COMMIT_TIMEOUT_S, QUERY_HEADER, end_transacti
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.kraft.convert import event_offset
 from streaming.kraft.follow import MetadataFollower
-from streaming.zookeeper.convert import event_zxid
+from streaming.zookeeper.context import event_zxid
 from streaming.zookeeper.follow import ZkFollower
 
 
