@@ -35,7 +35,7 @@ from streaming.engine.transactions import Record, TransactionalProducer
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.kraft.convert import event_offset
 from streaming.kraft.follow import MetadataFollower
-from streaming.zookeeper.convert import event_zxid
+from streaming.zookeeper.context import event_zxid
 from streaming.zookeeper.follow import ZkFollower
 
 

@@ -3,42 +3,20 @@ decisions.
 
 Pure: a `ZkHistory` in, `ZkConverted` out (events in zxid order, every partition state write as the controller's
 observed decision, what could not be explained). In ZooKeeper mode every controller input and every decision is a
-znode write (docs/zookeeper.md, "Record patterns"):
+znode write (docs/zookeeper.md, "Rules the real controller taught isrflow"). `Converter` hands each write to the
+module of its znodes, which holds the rules for them; they share the importer's state
+(streaming.zookeeper.context):
 
-- `create /brokers/ids/N` (ephemeral) -> BrokerChange STARTUP, broker epoch = the create's zxid (its czxid);
-  `closeSession` (or `delete`) of it -> BrokerChange FAILURE. While no controller is active (before the first one,
-  or once the session that held `/controller` ended: the controller's broker died, and the broker with it)
-  nobody handles a registration or a death, so neither is an event: the next controller reads /brokers/ids.
-  A `closeSession` the broker sent itself (a cxid of its session; the server's expiry has cxid 0) is a clean stop:
-  BrokerChange CONTROLLED_SHUTDOWN first, unless its writes showed one, and again while it still leads partitions
-  (the broker's retries), up to controlled.shutdown.max.retries requests in all.
-- `create /controller` with `setData /controller_epoch` -> ControllerChange with the brokers registered then and
-  their epochs (`live_brokers`); the envelope's controller epoch is /controller_epoch's value from there on. Brokers
-  registered before the failover's writes that precede its read of /brokers/ids (/feature, notification deletes)
-  join `live_brokers`; those registered after them and before its last write were read by one processBrokerChange
-  after it: each of their STARTUP events names them all (`new_brokers`).
-- `create /brokers/topics/T` -> CreateTopic (with `/config/topics/T`, written just before); `setData` of it with
-  more partitions -> CreatePartitions; with a partition's replicas, adding or removing changed -> ReassignPartitions
-  (start, or cancel: back to the original replicas), unless it completes the reassignment in progress (the
-  controller's own write after the partition states) or comes from `/admin/reassign_partitions`.
-- `create /admin/delete_topics/T` -> DeleteTopic; `/admin/reassign_partitions` -> ReassignPartitions;
-  `/admin/preferred_replica_election` -> ElectLeaders PREFERRED; `/config/topics/T` -> AlterTopicConfig.
-- `create`/`setData` of `/brokers/topics/T/partitions/P/state` -> an observed decision (zkVersion = the znode's
-  version = partition epoch). The leader epoch unchanged: the leader's AlterPartition (IsrChange; below
-  inter.broker.protocol 2.7 the leader's own session writes it and announces it under /isr_change_notification).
-  From 2.7 on the controller writes the partitions of one request in a pipeline (consecutive cxids of its session):
-  each IsrChange of such a request names them all (`request_partitions`).
-  The leader epoch bumped: a controller decision, caused by the event being handled (the last input whose scope
-  the partition is in), else by a request that leaves no znode: a controlled shutdown (a registered broker dropped
-  from leadership and ISR), an admin preferred election (the leader moves to the first replica, ISR unchanged) or
-  an admin unclean election (a leader from outside the ISR, alone in it).
-- Leaders that write their own ISR changes (below inter.broker.protocol.version 2.7) -> UpdateFeatures
-  metadata.version 0 first: the zk rules run at a protocol before 3.0 (no KIP-704 recovery state). The controller's
-  deletes of their `/isr_change_notification/isr_change_N` znodes (one pipeline: consecutive cxids) ->
-  IsrChangeNotification naming the partitions they announced; a new controller's deletes at its failover, which
-  reads every state anyway, are none.
-- A history that starts at a snapshot: the ensemble's state as events at the snapshot's zxid that decide nothing:
-  ControllerChange (with the registered brokers), one PartitionSnapshot per partition.
+- `/brokers/ids/N`, `closeSession`, `/controller`: registrations, failures, controlled shutdowns, failovers
+  (streaming.zookeeper.brokers);
+- `/brokers/topics/T`: creations, partitions added, reassignments, deletions (streaming.zookeeper.topics);
+- `/brokers/topics/T/partitions/P/state`: the controller's decisions and the events that caused them
+  (streaming.zookeeper.partitionstate), a leader's ISR changes, `/isr_change_notification` and the AlterPartition
+  requests answered without a write (streaming.zookeeper.isrchanges);
+- `/admin/*` and `/config/*`: the admin tools' requests and configs (streaming.zookeeper.admin).
+
+A history that starts at a snapshot: the ensemble's state as events at the snapshot's zxid that decide nothing:
+ControllerChange (with the registered brokers), one PartitionSnapshot per partition.
 
 With the brokers' controller.log files (`ControllerReads`, streaming.zookeeper.controllerlog), what the writes only
 bound is read from them: a failover's `live_brokers` (a registration it read is no event), the registrations each
@@ -50,184 +28,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
 
-from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
+from streaming.zookeeper import admin, brokers, isrchanges, partitionstate, topics
+from streaming.zookeeper.context import (
+    BROKER_DEFAULTS,
+    ISR_CHANGE_NOTIFICATION,
+    Context,
+    PartitionState,
+    TopicAssignment,
+    ZkConverted,
+    controllers_write,
+    event_zxid,
+    follows_on,
+)
+from streaming.zookeeper.controllerlog import ControllerReads
 from streaming.zookeeper.serverlog import AlterPartitionRequest
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
-NO_LEADER = -1
-# A broker's controlled.shutdown.max.retries (Kafka's default): how many ControlledShutdown requests it sends while
-# the controller answers that it still leads partitions. The brokers' configs are not in ZooKeeper.
-CONTROLLED_SHUTDOWN_ATTEMPTS = 3
-# Cluster-default configs the rules read, handed to each topic without its own value (as the KRaft importer does).
-UNCLEAN_CONFIG = "unclean.leader.election.enable"
-INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
-BROKER_DEFAULTS = "/config/brokers/<default>"
-ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
-LOG_DIR_NOTIFICATION = "/log_dir_event_notification/"
-PREFERRED_ELECTION = "/admin/preferred_replica_election"
 # A ZooKeeper-era controller's failover makes its last write within seconds (the kept campaigns: 4 s at most); one
 # whose last write never shows (Kafka before 2.2 does not check its epoch in its writes) is let go after this.
 FAILOVER_MS = 60_000
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """A partition state znode: what the controller decided, and the znode's version (Kafka's zkVersion)."""
-
-    leader: int
-    isr: tuple[int, ...]
-    leader_epoch: int
-    version: int
-    recovering: bool = False
-
-    @classmethod
-    def parse(cls, data: bytes | None, version: int) -> PartitionState:
-        d = json.loads(data or b"{}")
-        return cls(d.get("leader", NO_LEADER), tuple(d.get("isr", ())), d.get("leader_epoch", 0), version,
-                   d.get("leader_recovery_state", 0) == 1)
-
-
-@dataclass
-class TopicAssignment:
-    """`/brokers/topics/T`: each partition's replicas, and the adding/removing replicas of a reassignment."""
-
-    replicas: dict[int, tuple[int, ...]]
-    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, data: bytes | None) -> TopicAssignment:
-        d = json.loads(data or b"{}")
-
-        def ids(m: dict[str, list[int]] | None) -> dict[int, tuple[int, ...]]:
-            return {int(p): tuple(r) for p, r in (m or {}).items() if r}
-
-        return cls(ids(d.get("partitions")), ids(d.get("adding_replicas")), ids(d.get("removing_replicas")))
-
-    def target(self, partition: int) -> tuple[int, ...]:
-        removing = self.removing.get(partition, ())
-        return tuple(r for r in self.replicas.get(partition, ()) if r not in removing)
-
-    def origin(self, partition: int) -> tuple[int, ...]:
-        adding = self.adding.get(partition, ())
-        return tuple(r for r in self.replicas.get(partition, ()) if r not in adding)
-
-    def reassigning(self, partition: int) -> bool:
-        return bool(self.adding.get(partition) or self.removing.get(partition))
-
-
-@dataclass
-class _Cause:
-    """An event whose consequences the controller may still be writing, and the partitions they may touch."""
-
-    event: dict[str, Any]
-    kind: str  # STARTUP, FAILURE, CONTROLLED_SHUTDOWN, FAILOVER, CREATED, CONFIG, DELETE, PARTITIONS, PREFERRED,
-    # UNCLEAN, ISR
-    broker: int | None = None
-    topic: str | None = None
-    partitions: set[tuple[str, int]] = field(default_factory=set)
-    wrote: bool = False  # the controller wrote a partition state for it
-    last_write: tuple[int, int] | None = None  # the newest of those writes' session and cxid
-    started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
-
-    @property
-    def brokers(self) -> set[int]:
-        """The brokers it is about: a startup's all."""
-        return {self.broker, *self.started} if self.broker is not None else set(self.started)
-
-
-@dataclass
-class _Failover:
-    """A new controller's onControllerFailover, from its election to its last write: the STARTUP events of the
-    registrations since (since its last write before it reads /brokers/ids), read by nobody yet as far as the log
-    shows."""
-
-    event: dict[str, Any]  # its ControllerChange
-    since: int  # the election's time (ms)
-    startups: list[_Cause] = field(default_factory=list)
-    read: bool = False  # it wrote what it writes after its read of /brokers/ids: no registration joins its live set
-
-    def unsettled_from(self) -> int | None:
-        """The zxid from which its writes may still change events: its ControllerChange until its read, the first
-        of its startups while they may become one."""
-        if not self.read:
-            return event_zxid(self.event)
-        return event_zxid(self.startups[0].event) if self.startups else None
-
-
-@dataclass
-class _LoggedRead:
-    """One BrokerChange read the active controller logged (controller.log), and the registrations it took so far."""
-
-    read: BrokerRead
-    taken: set[int] = field(default_factory=set)
-    # when it found several brokers new: their one STARTUP, at the first registration; its `new_brokers`, shared by
-    # the others' events, fills as they register
-    startup: _Cause | None = None
-
-
-@dataclass
-class _Batch:
-    """Consecutive writes (or deletes) of one request the controller pipelines: consecutive cxids of its session."""
-
-    session: int
-    cxid: int
-    leader: int  # an AlterPartition's sender (-1 for ISR change notifications)
-    events: list[dict[str, Any]]
-    partitions: list[tuple[str, int]]
-
-
-@dataclass
-class ZkConverted:
-    events: list[dict[str, Any]] = field(default_factory=list)
-    observed: list[dict[str, Any]] = field(default_factory=list)
-    # Partition state writes no pattern explains (zxids): kept in `observed`, no event.
-    unexplained: list[int] = field(default_factory=list)
-    failed_txns: int = 0  # multis that failed (changed nothing)
-    snapshot_state: bool = False
-
-
-def _leaders_write_their_isr(history: ZkHistory) -> bool:
-    """Whether the cluster runs below inter.broker.protocol.version 2.7: its leaders announce their own ISR changes
-    under /isr_change_notification (from 2.7 on they send AlterPartition to the controller)."""
-    notification = ISR_CHANGE_NOTIFICATION
-    return any(op.kind == "create" and op.path.startswith(notification) for txn in history.txns for op in txn.ops) \
-        or (history.snapshot is not None and any(p.startswith(notification) for p in history.snapshot.nodes))
-
-
-def _drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
-    """Whether a write takes `broker` out of the leadership or the ISR."""
-    return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
-
-
-def _controllers_write(txn: ZkTxn) -> bool:
-    """Whether a write is the controller's event thread's: a multi that checks /controller_epoch's version (failed or
-    not); a leader writing its own ISR (below inter.broker.protocol 2.7) writes alone, also when it is the controller's
-    broker and shares its session (seed 66)."""
-    return any(op.kind == "check" and op.path == "/controller_epoch" for op in txn.ops)
-
-
-def _clean(before: PartitionState, after: PartitionState) -> bool:
-    """The write keeps the leader, drops it, or elects one from the ISR it had: not an unclean election."""
-    return after.leader in (before.leader, NO_LEADER) or after.leader in before.isr
-
-
-def _event_id(zxid: int, suffix: str = "") -> str:
-    return f"zk-{zxid}{suffix}"
-
-
-def _follows_on(txn: ZkTxn, session: int, cxid: int) -> bool:
-    """Whether `txn` is `session`'s next request after `cxid`: a pipelined write, no read in between."""
-    return txn.session == session and txn.cxid == cxid + 1
-
-
-def event_zxid(event: dict[str, Any]) -> int:
-    """The zxid an event was read at (its id is `zk-<zxid>[-<suffix>]`)."""
-    return int(event["event_id"].split("-")[1])
 
 
 class Converter:
@@ -235,814 +55,158 @@ class Converter:
 
     def __init__(self, reads: ControllerReads | None = None,
                  alter_partitions: Iterable[AlterPartitionRequest] = ()) -> None:
-        self.result = ZkConverted()
-        # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
-        # registrations each BrokerChange read took, in place of what the writes suggest.
-        self.reads = reads if reads is not None else ControllerReads()
-        # The leaders' AlterPartition requests the controller answered without a write (their server.log), oldest
-        # answer last: no znode shows them, their UpdateMetadata is all they made.
-        self.unwritten_requests = sorted((r for r in alter_partitions if r.unwritten), key=lambda r: r.answered_ms,
-                                         reverse=True)
-        self.logged_reads: list[_LoggedRead] = []  # the active controller's BrokerChange reads not yet past
-        self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
-        self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
-        self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
-        self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
-        self.controller_id = -1
-        self.controller_session: int | None = None
-        self.controller_epoch = 0
-        self.topics: dict[str, TopicAssignment] = {}
-        self.states: dict[tuple[str, int], PartitionState] = {}
-        self.written_for: dict[tuple[str, int], str | None] = {}  # the event its newest state write was for
-        self.started_by: dict[tuple[str, int], str] = {}  # the reassignment whose start bumped it last
-        self.configs: dict[str, dict[str, str]] = {}
-        self.cluster_configs: dict[str, str] = {}
-        self.deleting: set[str] = set()
-        self.created: dict[str, dict[str, Any]] = {}  # topic -> the event that created its newest partitions
-        self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
-        self.causes: list[_Cause] = []  # newest last
-        self.protocol_before_3 = False
-        self.controller_since = 0  # the zxid of the active controller's election
-        self.failover: _Failover | None = None  # the active controller's, until its last write
-        self.newest_event: dict[str, Any] | None = None
-        # Below protocol 2.7: /isr_change_notification/isr_change_N -> (its creating zxid, the partitions it names).
-        self.notifications: dict[str, tuple[int, list[tuple[str, int]]]] = {}
-        self.alter_partition: _Batch | None = None  # the newest AlterPartition request's IsrChange events
-        self.notifications_read: _Batch | None = None  # the controller's last read of ISR change notifications
-        self.zxid = self.time = 0  # the last transaction fed, and its time (ms)
+        self.context = Context(reads, alter_partitions)
 
-    # ---- output ---------------------------------------------------------------------------------------
-
-    def _event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
-        ts = datetime.fromtimestamp(max(txn.time, 0) / 1000, UTC).isoformat(timespec="milliseconds")
-        event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": ts.replace("+00:00", "Z"),
-                 "controller_epoch": self.controller_epoch, **fields}
-        self.result.events.append(event)
-        self.newest_event = event
-        return event
-
-    def _cause(self, cause: _Cause) -> _Cause:
-        self.causes = [*self.causes[-7:], cause]  # the controller works through a few queued events at most
-        return cause
-
-    def _observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
-                 cause: str, event_id: str | None) -> None:
-        topic = self.topics.get(key[0]) or TopicAssignment({})
-        self.written_for[key] = event_id
-        self.result.observed.append({
-            "topic": key[0], "partition": key[1], "leader": after.leader, "isr": list(after.isr),
-            "leader_epoch": after.leader_epoch, "partition_epoch": after.version,
-            "replicas": list(topic.replicas.get(key[1], ())), "adding_replicas": list(topic.adding.get(key[1], ())),
-            "removing_replicas": list(topic.removing.get(key[1], ())),
-            "leader_recovery_state": "RECOVERING" if after.recovering else "RECOVERED",
-            "eligible_leader_replicas": [], "last_known_elr": [], "source_offset": txn.zxid, "cause": cause,
-            "cause_event_id": event_id,
-            "decision": before is None or before.leader != after.leader or not set(before.isr) <= set(after.isr),
-        })
-
-    # ---- input ----------------------------------------------------------------------------------------
+    @property
+    def result(self) -> ZkConverted:
+        return self.context.result
 
     def convert(self, history: ZkHistory) -> ZkConverted:
-        if _leaders_write_their_isr(history):
+        ctx = self.context
+        if isrchanges.leaders_write_their_isr(history):
             # Known from the whole history: in force from its start, before any unclean election.
             first = history.snapshot.zxid if history.snapshot else 0
-            self._protocol_before_3(ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()))
+            isrchanges.protocol_before_3(ctx, ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()))
         if history.snapshot is not None:
             self._seed(history.snapshot)
         if history.txns:  # a request answered before the retained history is of a state it does not hold
-            self.unwritten_requests = [r for r in self.unwritten_requests if r.answered_ms >= history.txns[0].time]
+            ctx.unwritten_requests = [r for r in ctx.unwritten_requests if r.answered_ms >= history.txns[0].time]
         self.feed(history.txns)
-        self._answered_before(None)  # those answered after the last write
-        return self.result
+        isrchanges.answered_before(ctx, None)  # those answered after the last write
+        return ctx.result
 
     def feed(self, txns: list[ZkTxn]) -> ZkConverted:
         """Convert more transactions, in zxid order (a follower's poll); returns what they produced."""
-        events, observed, unexplained = (len(self.result.events), len(self.result.observed),
-                                         len(self.result.unexplained))
+        ctx = self.context
+        events, observed, unexplained = (len(ctx.result.events), len(ctx.result.observed),
+                                         len(ctx.result.unexplained))
         for txn in txns:
-            request = self.alter_partition
-            if request is None or not _follows_on(txn, request.session, request.cxid):
-                self._answered_before(txn.time)  # never inside another request's pipelined writes
-            self.zxid, self.time = txn.zxid, txn.time
-            if self.failover is not None and txn.time - self.failover.since > FAILOVER_MS:
-                self.failover = None  # no last write seen (a controller too old to check its epoch): nothing proven
+            request = ctx.alter_partition
+            if request is None or not follows_on(txn, request.session, request.cxid):
+                isrchanges.answered_before(ctx, txn.time)  # never inside another request's pipelined writes
+            ctx.zxid, ctx.time = txn.zxid, txn.time
+            if ctx.failover is not None and txn.time - ctx.failover.since > FAILOVER_MS:
+                ctx.failover = None  # no last write seen (a controller too old to check its epoch): nothing proven
             if txn.failed:
-                self.result.failed_txns += 1
-                if txn.session == self.controller_session and _controllers_write(txn):
-                    self._failover_written(txn, last=True)  # a write of its event thread, which checks its epoch
+                ctx.result.failed_txns += 1
+                if txn.session == ctx.controller_session and controllers_write(txn):
+                    # a write of its event thread, which checks its epoch
+                    brokers.failover_written(ctx, txn, last=True)
                 continue
             self._txn(txn)
-        return ZkConverted(self.result.events[events:], self.result.observed[observed:],
-                           self.result.unexplained[unexplained:])
-
-    def _answered_before(self, time: int | None) -> None:
-        """The unwritten AlterPartition requests answered before `time` (ms; None: all left), as the IsrChange events
-        they were: the controller sent their UpdateMetadata after the writes before the answer (its clock and the
-        leader's taken as one)."""
-        while self.unwritten_requests and (time is None or self.unwritten_requests[-1].answered_ms < time):
-            request = self.unwritten_requests.pop()
-            refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
-            at = ZkTxn(self.zxid, request.answered_ms, 0, 0, ())
-            # one request in flight per leader: its id and the answer's time name it
-            sent = f"-alter-partition-{request.broker_id}-{at.time}"
-            for p in request.partitions:
-                self._event(at, "IsrChange", f"{sent}-{p.topic}-{p.partition}",
-                            topic=p.topic, partition=p.partition, broker_id=request.broker_id,
-                            broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
-                            partition_epoch=p.partition_epoch, isr=list(p.isr),
-                            leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
-                            **({"request_partitions": refs} if len(refs) > 1 else {}))
+        return ZkConverted(ctx.result.events[events:], ctx.result.observed[observed:],
+                           ctx.result.unexplained[unexplained:])
 
     def reassigning(self, key: tuple[str, int]) -> bool:
-        topic = self.topics.get(key[0])
-        return topic is not None and topic.reassigning(key[1])
+        return self.context.reassigning(key)
 
     def unsettled_from(self, quiet_since: int) -> int | None:
         """The zxid from which the output may still change (None: none of it): the newest event's, while the
         controller may still be handling it. Its partition writes follow it in later transactions, so it is open
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
-        write adds a partition to its event (`_request`); a reassignment's completion rewrites the replicas of the
-        partition writes before it (`_completed`); the next partition of an AlterPartition request is named in the
-        request's IsrChange events before it (`_extend`); a failover's writes make the registrations since its election
-        part of it, or one startup (`_failover_written`)."""
-        failover = self.failover.unsettled_from() if self.failover is not None else None
-        if not self.causes:
+        write adds a partition to its event (`partitionstate`); a reassignment's completion rewrites the replicas of
+        the partition writes before it (`topics`); the next partition of an AlterPartition request is named in the
+        request's IsrChange events before it (`isrchanges`); a failover's writes make the registrations since its
+        election part of it, or one startup (`brokers.failover_written`)."""
+        ctx = self.context
+        failover = ctx.failover.unsettled_from() if ctx.failover is not None else None
+        if not ctx.causes:
             return failover
-        newest = self.causes[-1]
+        newest = ctx.causes[-1]
         zxid = event_zxid(newest.event)
-        request = self.alter_partition
+        request = ctx.alter_partition
         if request is not None and newest.event is request.events[-1]:
             zxid = event_zxid(request.events[0])  # the request's next partition names itself in all its events
-        if self.time > quiet_since or (newest.kind in ("PREFERRED", "UNCLEAN") and zxid == self.zxid) or \
-                any(self.reassigning(key) for key in newest.partitions):
+        if ctx.time > quiet_since or (newest.kind in ("PREFERRED", "UNCLEAN") and zxid == ctx.zxid) or \
+                any(ctx.reassigning(key) for key in newest.partitions):
             return zxid if failover is None else min(zxid, failover)
         return failover
 
-    def _protocol_before_3(self, txn: ZkTxn) -> None:
-        """Brokers below inter.broker.protocol.version 2.7 (Kafka 2.x): the rules run at a protocol before 3.0,
-        where an unclean election keeps the leader's recovery state."""
-        if not self.protocol_before_3:
-            self.protocol_before_3 = True
-            self._event(txn, "UpdateFeatures", "-protocol", features={"metadata.version": 0})
-
     def _txn(self, txn: ZkTxn) -> None:
+        """Each write of a transaction to the reader of its znode."""
+        ctx = self.context
         elected: int | None = None
         for op in txn.ops:
             path = op.path
             if path.startswith(ISR_CHANGE_NOTIFICATION):
-                self._isr_change_notification(txn, op)
+                isrchanges.isr_change_notification(ctx, txn, op)
             if op.kind == "closeSession":
-                self._session_closed(txn, op)
+                brokers.session_closed(ctx, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
-                self._registration(txn, op)
+                brokers.registration(ctx, txn, op)
             elif path == "/controller" and op.kind == "create":
                 elected = json.loads(op.data or b"{}").get("brokerid", -1)
             elif path == "/controller" and op.kind == "delete":
-                self.controller_session = self.failover = None
+                ctx.controller_session = ctx.failover = None
             elif path == "/controller_epoch" and op.kind in ("create", "setData"):
-                self.controller_epoch = int((op.data or b"0").decode() or 0)
+                ctx.controller_epoch = int((op.data or b"0").decode() or 0)
             elif path.startswith("/brokers/topics/"):
                 self._topic_znode(txn, op)
             elif path.startswith("/config/topics/") or path == BROKER_DEFAULTS:
-                self._config(txn, op)
+                admin.config_change(ctx, txn, op)
             elif path.startswith("/admin/"):
-                self._admin(txn, op)
-        if txn.session == self.controller_session and elected is None:
-            self._failover_written(txn)
+                admin.admin_request(ctx, txn, op)
+        if txn.session == ctx.controller_session and elected is None:
+            brokers.failover_written(ctx, txn)
         if elected is not None:
-            self.controller_id, self.controller_session, self.controller_since = elected, txn.session, txn.zxid
-            # The brokers registered at the election, which the new controller reads: the failover's live set, and
-            # those it reads with them (_failover_written).
-            event = self._event(txn, "ControllerChange", controller_id=max(elected, 0),
-                                live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
-            self._cause(_Cause(event, "FAILOVER"))
-            epoch = self.controller_epoch
-            self.logged_reads = [_LoggedRead(r) for r in self.reads.broker_reads.get(epoch, [])]
-            self.logged_assignments = list(self.reads.assignments.get(epoch, []))
-            logged = self.reads.failovers.get(epoch)
-            if logged is None:
-                self.failover = _Failover(event, txn.time)
-            else:  # its controller.log names what its read of /brokers/ids found: nothing to infer
-                event["live_brokers"] = {str(b): e for b, e in sorted(logged.items())}
-
-    def _failover_written(self, txn: ZkTxn, last: bool = False) -> None:
-        """A write of the active controller's session while its failover may be on. onControllerFailover writes
-        /feature (maybeSetupFeatureVersioning) and deletes the ISR change and log dir notifications it finds, then
-        reads /brokers/ids (initializeControllerContext): the brokers registered before such a write (one session's
-        requests are served in order) are part of the failover. Its last write is the delete of
-        /admin/preferred_replica_election (removePartitionsFromPreferredReplicaElection), which fails when there is
-        none, as at a cluster's first start: the registrations before it that the failover did not read fired the
-        watch its read set, and the BrokerChange that queued is handled after the failover, with one read of
-        /brokers/ids that takes them all (processBrokerChange): one startup of all of them (`new_brokers`). Which of
-        those the failover read, the log does not show (they are the startup's); whether one registered after its
-        last write was read with them, neither (it is a startup of its own, as before)."""
-        failover = self.failover
-        if failover is None:
-            return
-        if not last and not failover.read and any(_before_the_read(op) for op in txn.ops):
-            live = failover.event["live_brokers"]
-            for cause in failover.startups:
-                if str(cause.broker) not in live and self._registered(cause):
-                    live[str(cause.broker)] = cause.event["broker_epoch"]  # its STARTUP finds it started
-                    self._forget_cause(cause)
-            failover.event["live_brokers"] = dict(sorted(live.items(), key=lambda item: int(item[0])))
-            failover.startups.clear()
-            return
-        failover.read = failover.read or _controllers_write(txn)  # its event thread's checked write
-        if last or any(op.path == PREFERRED_ELECTION and op.kind == "delete" for op in txn.ops):
-            read = [c for c in failover.startups if self._registered(c)]
-            if len(read) > 1:
-                started = {str(c.broker): c.event["broker_epoch"] for c in read}
-                for cause in read:
-                    cause.event["new_brokers"] = started
-                    if cause is not read[0]:
-                        self._forget_cause(cause)
-                read[0].started = tuple(c.broker for c in read)
-            self.failover = None
-
-    def _registered(self, startup: _Cause) -> bool:
-        """Whether the broker of a STARTUP is still registered with the epoch it registered with."""
-        return self.brokers.get(startup.broker) == startup.event["broker_epoch"]
-
-    def _forget_cause(self, cause: _Cause) -> None:
-        self.causes = [c for c in self.causes if c is not cause]
-
-    # ---- brokers and the controller -------------------------------------------------------------------
-
-    def _registration(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        broker = int(op.path.rsplit("/", 1)[1])
-        if op.kind == "create":
-            if self.brokers.get(broker) == txn.zxid:
-                return  # already in the snapshot the history starts from
-            self.brokers[broker] = txn.zxid
-            self.sessions[txn.session] = broker
-            self.shutdown_attempts.pop(broker, None)
-            if self.controller_session is None:
-                return  # no controller to handle it: the next one reads it
-            if self.reads.failovers.get(self.controller_epoch, {}).get(broker) == txn.zxid:
-                return  # the controller's failover read it (its controller.log)
-            logged = self._logged_read(broker)
-            event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
-                                broker_epoch=txn.zxid)
-            if logged is not None and logged.startup is not None:  # one startup with an earlier registration
-                logged.startup.event["new_brokers"][str(broker)] = txn.zxid
-                event["new_brokers"] = logged.startup.event["new_brokers"]
-                logged.startup.started = (*logged.startup.started, broker)
-                return
-            cause = self._cause(_Cause(event, "STARTUP", broker))
-            if self.failover is not None:
-                self.failover.startups.append(cause)
-            if logged is not None and broker in logged.read.new and len(logged.read.new) > 1:
-                cause.started = (broker,)
-                event["new_brokers"] = {str(broker): txn.zxid}
-                logged.startup = cause
-        elif op.kind == "delete":
-            self._broker_gone(txn, broker)
-
-    def _logged_read(self, broker: int) -> _LoggedRead | None:
-        """The active controller's logged BrokerChange read that took this registration of `broker`: the first read
-        not yet past that found it new or bounced and has not taken it yet."""
-        for i, logged in enumerate(self.logged_reads):
-            if broker not in logged.taken and (broker in logged.read.new or broker in logged.read.bounced):
-                logged.taken.add(broker)
-                self.logged_reads = self.logged_reads[i:]
-                return logged
-        return None
-
-    def _session_closed(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        gone = [int(p.rsplit("/", 1)[1]) for p in op.deleted if p.startswith("/brokers/ids/")]
-        if txn.cxid != 0:  # the client closed it (an expiry is the server's closeSession, cxid 0)
-            for broker in gone:
-                self._shut_down(txn, broker)
-        if "/controller" in op.deleted:
-            self.controller_session = self.failover = None
-        for broker in gone:
-            self._broker_gone(txn, broker)
-        self.sessions.pop(txn.session, None)
-
-    def _shut_down(self, txn: ZkTxn, broker: int) -> None:
-        """A broker that closed its session itself stopped cleanly: before that it asked the controller (itself, if
-        it is the controller) for a controlled shutdown, and asked again while the answer named partitions it still
-        led (KafkaServer.controlledShutdown, up to controlled.shutdown.max.retries times). The attempts that wrote
-        nothing left no znode: a broker that led nothing and was in no ISR, or whose leaderships had nobody to move
-        to (seeds 29, 48 and 46). They are events here, at the close, before the broker's failure."""
-        epoch = self.brokers.get(broker)
-        if epoch is None or self.controller_session is None:
-            return
-        attempts = self.shutdown_attempts.get(broker, 0)
-        while attempts == 0 or (attempts < CONTROLLED_SHUTDOWN_ATTEMPTS and self._still_leads(broker)):
-            attempts += 1
-            self._event(txn, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
-                        change="CONTROLLED_SHUTDOWN", broker_epoch=epoch)
-        self.shutdown_attempts[broker] = attempts
-
-    def _still_leads(self, broker: int) -> bool:
-        """Whether the controller's answer to a controlled shutdown names partitions `broker` still leads
-        (ControllerContext.partitionLeadsOnBroker: more than one replica, the topic not being deleted)."""
-        return any(state.leader == broker and key[0] not in self.deleting and
-                   len((self.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())) > 1
-                   for key, state in self.states.items())
-
-    def _broker_gone(self, txn: ZkTxn, broker: int) -> None:
-        epoch = self.brokers.pop(broker, None)
-        if epoch is None or self.controller_session is None:
-            return  # no controller to handle it (it died with this broker, say): the next one reads /brokers/ids
-        event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="FAILURE",
-                            broker_epoch=epoch)
-        self._cause(_Cause(event, "FAILURE", broker))
-
-    # ---- topics and partitions --------------------------------------------------------------------------
+            brokers.controller_elected(ctx, txn, elected)
 
     def _topic_znode(self, txn: ZkTxn, op: ZnodeOp) -> None:
+        ctx = self.context
         parts = op.path.split("/")  # ['', 'brokers', 'topics', T, ('partitions', P, 'state')]
         topic = parts[3]
         if len(parts) == 4:
             if op.kind == "create":
-                self._topic_created(txn, topic, TopicAssignment.parse(op.data))
+                topics.topic_created(ctx, txn, topic, TopicAssignment.parse(op.data))
             elif op.kind == "setData":
-                self._topic_changed(txn, topic, TopicAssignment.parse(op.data))
+                topics.topic_changed(ctx, txn, topic, TopicAssignment.parse(op.data))
             elif op.kind == "delete":
-                self._topic_deleted(topic)
+                topics.topic_deleted(ctx, topic)
         elif len(parts) == 7 and parts[6] == "state" and op.kind in ("create", "setData"):
-            self._state_write(txn, op, (topic, int(parts[5])))
-
-    def _topic_created(self, txn: ZkTxn, topic: str, assignment: TopicAssignment) -> None:
-        if topic in self.topics:
-            return  # in the snapshot already
-        self.topics[topic] = assignment
-        configs = {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED}, **self.configs.get(topic, {})}
-        event = self._event(txn, "CreateTopic", topic=topic,
-                            assignment={str(p): list(r) for p, r in sorted(assignment.replicas.items())},
-                            **({"configs": configs} if configs else {}))
-        self.created[topic] = event
-        self._cause(_Cause(event, "CREATED", topic=topic))
-
-    def _topic_deleted(self, topic: str) -> None:
-        self.topics.pop(topic, None)
-        self.configs.pop(topic, None)
-        for key in [k for k in self.states if k[0] == topic]:
-            del self.states[key]
-
-    def _topic_changed(self, txn: ZkTxn, topic: str, new: TopicAssignment) -> None:
-        old = self.topics.get(topic)
-        if old is None:
-            return
-        if new != old and _controllers_write(txn):
-            self._logged_assignment(topic)  # a write of the controller's the log names too
-        self.topics[topic] = new
-        added = sorted(set(new.replicas) - set(old.replicas))
-        if added:
-            event = self._event(txn, "CreatePartitions", topic=topic,
-                                assignment={str(p): list(new.replicas[p]) for p in added})
-            self.created[topic] = event
-            self._cause(_Cause(event, "CREATED", topic=topic))
-        moves = []
-        for p in sorted(set(old.replicas) & set(new.replicas)):
-            if (old.replicas[p], old.adding.get(p), old.removing.get(p)) == (
-                    new.replicas[p], new.adding.get(p), new.removing.get(p)):
-                continue
-            if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.target(p):
-                self._completed((topic, p), new.replicas[p])
-                continue  # the controller completing the reassignment (after its partition writes)
-            replicas = None if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.origin(p) \
-                else list(new.target(p))
-            if (topic, p) in self.znode_reassignments:
-                continue  # /admin/reassign_partitions asked for it: its event
-            moves.append({"topic": topic, "partition": p, "replicas": replicas})
-        if moves:
-            event = self._event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
-            self._cause(_Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
-        elif new == old and txn.session == self.controller_session:
-            self._reassigned_in_place(txn, topic, self._logged_assignment(topic))
-
-    def _logged_assignment(self, topic: str) -> int | None:
-        """The partition the controller's next logged assignment write names, when it is of `topic` (its
-        controller.log; None without one)."""
-        if not self.logged_assignments or self.logged_assignments[0][0] != topic:
-            return None
-        return self.logged_assignments.pop(0)[1]
-
-    def _completed(self, key: tuple[str, int], target: tuple[int, ...]) -> None:
-        """A reassignment's completion: the controller set the replicas to the target in memory (B2) before its
-        completing writes (a leader move, the removed replicas out of the ISR) and writes /brokers/topics/T only
-        after them (B6). Those writes, the last leader-epoch bumps of the event, carried the target."""
-        rows = [r for r in self.result.observed if (r["topic"], r["partition"]) == key]
-        for later, earlier in zip(reversed(rows), reversed(rows[:-1]), strict=False):
-            if later["cause_event_id"] != rows[-1]["cause_event_id"] or \
-                    later["leader_epoch"] <= earlier["leader_epoch"]:
-                break
-            later.update(replicas=list(target), adding_replicas=[], removing_replicas=[])
-
-    def _state_write(self, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> None:
-        version = 0 if op.kind == "create" else op.version
-        before = self.states.get(key)
-        if before is not None and version <= before.version:
-            return  # a fuzzy snapshot already holds it
-        after = PartitionState.parse(op.data, version)
-        self.states[key] = after
-        if before is None:
-            # The first write of a partition: its creation's, unless none of its replicas was live then (New, no
-            # leader): then the broker startup, or the failover, that brought one. A reassignment that gave it a
-            # live replica elects nothing (it never had a leader): any broker's startup does then, as it tries every
-            # New partition of the cluster (seed 143).
-            replicas = (self.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())
-            created = self.created.get(key[0], {})
-            reassigned = created.get("assignment", {}).get(str(key[1]), list(replicas)) != list(replicas)
-            cause = next((c.event for c in reversed(self.causes)
-                          if c.event is created or (c.kind == "STARTUP" and (reassigned or c.brokers & set(replicas)))
-                          or c.kind == "FAILOVER"), created)
-            self._observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
-            return
-        if after.leader_epoch == before.leader_epoch or txn.session != self.controller_session:
-            self._leader_isr_change(txn, key, before, after)
-            return
-        cause = self._handled_by(key, before, after)
-        if cause is None:
-            cause = self._request(txn, key, before, after)
-        if cause is None:
-            self.result.unexplained.append(txn.zxid)
-            self._observe(txn, key, before, after, "Unexplained", None)
-            return
-        cause.partitions.add(key)
-        cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
-        if cause.kind == "PARTITIONS" and self._started(key, before, after):
-            self.started_by[key] = cause.event["event_id"]
-        self._observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
-
-    def _leader_isr_change(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
-                           after: PartitionState) -> None:
-        """The leader's AlterPartition, written by the controller (or by the leader itself below IBP 2.7)."""
-        leader = before.leader
-        request = self._same_request(self.alter_partition, txn, leader)
-        event = self._event(txn, "IsrChange", f"-{key[0]}-{key[1]}", topic=key[0], partition=key[1],
-                            broker_id=max(leader, 0), broker_epoch=self.brokers.get(leader, 0),
-                            leader_epoch=before.leader_epoch, partition_epoch=before.version, isr=list(after.isr),
-                            leader_recovery_state="RECOVERING" if after.recovering else "RECOVERED")
-        if request is not None:
-            request.events.append(event)
-            self._extend(request, txn, [key], "request_partitions")
-        elif txn.session == self.controller_session and not self.protocol_before_3:
-            self.alter_partition = _Batch(txn.session, txn.cxid, leader, [event], [key])
-        cause = _Cause(event, "ISR", partitions={key})
-        if self._mid_startup(txn, key, before, after):
-            self.causes.insert(len(self.causes) - 1, cause)  # the startup's writes are still to come
-        else:
-            self._cause(cause)
-        self._observe(txn, key, before, after, "IsrChange", event["event_id"])
-
-    def _same_request(self, last: _Batch | None, txn: ZkTxn, leader: int) -> _Batch | None:
-        """`last` if this transaction is its request's next one: the controller pipelines a request's writes (an
-        AlterPartition's setData multis, KafkaZkClient.updateLeaderAndIsr; a notification read's deletes), so they
-        have consecutive cxids of its session, and reads the states back after an AlterPartition's (a getData
-        each), so the next request's never follow on. Also the same leader, and no event made in between."""
-        if last is None or txn.session != self.controller_session or not _follows_on(txn, last.session, last.cxid) \
-                or last.leader != leader or self.newest_event is not last.events[-1]:
-            return None
-        return last
-
-    @staticmethod
-    def _extend(request: _Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field_name: str) -> None:
-        """`txn` as the request's next: every event of the request names its partitions in `field_name`, in their
-        order, each once."""
-        request.cxid = txn.cxid
-        request.partitions += [k for k in partitions if k not in request.partitions]
-        refs = [{"topic": t, "partition": p} for t, p in request.partitions]
-        for event in request.events:
-            event[field_name] = refs
-
-    def _isr_change_notification(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        """Below protocol 2.7 a leader announces the ISR changes it wrote in a sequential znode; the controller reads
-        every one there (processIsrChangeNotification), sends one UpdateMetadata for their partitions, then deletes
-        them: those deletes (pipelined, consecutive cxids) are the read, an IsrChangeNotification at the first. A new
-        controller deletes the ones it finds unread (onControllerFailover, its own read of every state covers
-        them): those created before its election."""
-        if op.kind == "create":
-            self._protocol_before_3(txn)  # a follower learns it here
-            self.notifications[op.path] = (txn.zxid, _notified(op.data))
-            return
-        created = self.notifications.pop(op.path, None) if op.kind == "delete" else None
-        if created is None or txn.session != self.controller_session or created[0] < self.controller_since:
-            return
-        read = self._same_request(self.notifications_read, txn, NO_LEADER)
-        if read is None:
-            event = self._event(txn, "IsrChangeNotification", "-isr-change-notification", partitions=[])
-            read = self.notifications_read = _Batch(txn.session, txn.cxid, NO_LEADER, [event], [])
-        self._extend(read, txn, created[1], "partitions")
-
-    def _mid_startup(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """A leader's own ISR write (below inter.broker.protocol 2.7) taking back a broker whose startup the controller
-        is still handling: its LeaderAndIsr made the broker follow and catch up, and the rest of that handling (a
-        reassignment resumed onto it) reads the partition state from ZooKeeper, so it sees this write. The ISR change
-        is put before the startup (the event just made, last): the controller's view when it writes, also when the
-        startup already wrote other partitions, and when the leader is the controller's broker (its session). Returns
-        whether it was."""
-        newest = self.causes[-1] if self.causes else None
-        if _controllers_write(txn) or newest is None or newest.kind != "STARTUP" or key in newest.partitions or \
-                not any(b not in before.isr and b in after.isr for b in newest.brokers):
-            return False
-        events = self.result.events
-        at = next((i for i in range(len(events) - 2, -1, -1) if events[i] is newest.event), None)
-        if at is None:
-            return False  # the startup went out with a follower's earlier poll
-        events.insert(at, events.pop())
-        return True
-
-    def _handled_by(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> _Cause | None:
-        """The newest event whose handler writes such a change. The controller handles one event at a time: once an
-        event has written, the events before it are done, and a write that does not fit it is a request's. A new
-        controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
-        for cause in reversed(self.causes):
-            if self._fits(cause, key, before, after):
-                return cause
-            if cause.wrote or cause.kind == "FAILOVER":
-                return None
-        return None
-
-    def _started(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """The write a reassignment's start makes while its targets are not all in the ISR: a bare leader epoch bump
-        (onPartitionReassignment A, updateLeaderEpochAndSendRequest)."""
-        topic = self.topics.get(key[0])
-        return topic is not None and topic.reassigning(key[1]) and \
-            (after.leader, after.isr, after.leader_epoch) == (before.leader, before.isr, before.leader_epoch + 1) and \
-            not set(topic.target(key[1])) <= set(before.isr)
-
-    def _may_move_leader(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """A reassignment moves the leader only when it completes (every target replica in the ISR) or no longer
-        has the leader's replica at all; its other phases bump the leader epoch and keep the leader (one being
-        removed too, until the completion)."""
-        topic = self.topics.get(key[0])
-        if after.leader == before.leader or topic is None or not topic.reassigning(key[1]):
-            return True
-        return set(topic.target(key[1])) <= set(before.isr) or before.leader not in topic.replicas.get(key[1], ())
-
-    def _may_drop_from_isr(self, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """A reassignment takes a broker out of the ISR only as its replica goes: one no longer in the replicas (a
-        cancel, or a new target without it), or one being removed once every target replica is in the ISR (the
-        completion). Any other broker leaving the ISR meanwhile is not the reassignment's (seed 43: a controlled
-        shutdown)."""
-        topic = self.topics.get(key[0]) or TopicAssignment({})
-        replicas, removing = topic.replicas.get(key[1], ()), topic.removing.get(key[1], ())
-        complete = set(topic.target(key[1])) <= set(before.isr)
-        return all(b not in replicas or (b in removing and complete) for b in before.isr if b not in after.isr)
-
-    def _unclean_allowed(self, topic: str) -> bool:
-        value = self.configs.get(topic, {}).get(UNCLEAN_CONFIG, self.cluster_configs.get(UNCLEAN_CONFIG, "false"))
-        return str(value).lower() == "true"
-
-    def _fits(self, cause: _Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
-        """Whether a controller write of `key` can be a consequence of `cause`: what that event's handler in Kafka's
-        KafkaController writes."""
-        topic = self.topics.get(key[0])
-        reassigning = topic is not None and topic.reassigning(key[1])
-        newest = cause is self.causes[-1]
-        if after.leader >= 0 and after.leader != before.leader and after.leader not in before.isr and \
-                cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not self._unclean_allowed(key[0]):
-            return False  # an unclean election these handlers make only where the topic allows it
-        if self.protocol_before_3 and newest and reassigning and self.written_for.get(key) == cause.event["event_id"] \
-                and set(topic.target(key[1])) <= set(before.isr) and after.leader_epoch > before.leader_epoch:
-            # Below protocol 2.7 the controller watches a reassigning partition's state: the write `cause` made
-            # (an unclean election of the one target replica) set off the reassignment's completion (seed 128).
-            return True
-        match cause.kind:
-            case "FAILOVER":  # onControllerFailover: anything before the next input, but it takes out of an ISR only
-                # dead brokers' replicas and those a reassignment or a deletion removes: a registered broker dropped
-                # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30). Nor
-                # does it bump the leader epoch of a live leader alone (leader and ISR kept) outside a reassignment:
-                # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write)
-                return newest and (reassigning or key[0] in self.deleting or (
-                    not any(_drops(b, before, after) for b in self.brokers) and
-                    ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in self.brokers)))
-            case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
-                # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
-                # shutdown's write right after a startup)
-                return not any(_drops(b, before, after) for b in cause.brokers) and (
-                    before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))
-                                                   and self._may_drop_from_isr(key, before, after)
-                                                   and self._may_move_leader(key, before, after)))
-            case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
-                # once the broker registered again: what drops it then is of its new incarnation. A failure of a
-                # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).
-                return cause.broker not in self.brokers and (
-                    _drops(cause.broker, before, after) or
-                    (before.leader not in self.brokers and after.leader != before.leader) or
-                    (key[0] in self.deleting and topic is not None and cause.broker in topic.replicas.get(key[1], ())))
-            case "CONTROLLED_SHUTDOWN":  # while the broker is still registered (its session's end is a failure)
-                return cause.broker in self.brokers and _drops(cause.broker, before, after)
-            case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly
-                return key[0] == cause.topic and (before.leader == NO_LEADER or after.leader not in before.isr)
-            case "DELETE":  # replicas out of the ISR on their way to deletion; and, as every deletion request
-                # resumes the deletions queued (TopicDeletionManager.resumeDeletions), the retried replicas of the
-                # other topics being deleted (seed 108)
-                return key[0] == cause.topic or key[0] in self.deleting
-            case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any); its
-                # start bumps the leader epoch once, a second bump is the reassignment asked for again (seed 140)
-                return key in cause.partitions and (reassigning or newest) and _clean(before, after) and \
-                    self._may_move_leader(key, before, after) and self._may_drop_from_isr(key, before, after) and \
-                    not (self._started(key, before, after) and self.started_by.get(key) == cause.event["event_id"])
-            case "ISR":  # a leader's ISR change that lets a reassignment complete
-                return key in cause.partitions and reassigning and _clean(before, after) and \
-                    set(topic.target(key[1])) <= set(before.isr)
-            case "PREFERRED" | "UNCLEAN":  # one write per partition it names: a second is another event's (seed 124: a
-                # controlled shutdown right after)
-                return key in cause.partitions and newest and self.written_for.get(key) != cause.event["event_id"]
-            case _:
-                return False
-
-    def _reassigned_in_place(self, txn: ZkTxn, topic: str, logged: int | None) -> None:
-        """/brokers/topics/T rewritten unchanged by the controller: an Admin API reassignment of a partition to the
-        replicas it has. Nothing to add or remove, so the controller completes it at once: it bumps the leader epoch
-        (B3, leader and ISR unchanged), then rewrites the assignment (B6). The bump, the controller's last write and
-        explained by nothing before it, is that reassignment's. When the leader is not live there is no bump (its
-        election fails, seeds 11 and 111): the partition is the one the controller's log names for this write
-        (`logged`), or else the topic's only leaderless partition; unless the reassignment (or cancel) being handled
-        is of that partition: this is its completion's rewrite (seed 102, a cancel leaving the partition leaderless)."""
-        last = self.result.observed[-1] if self.result.observed else None
-        if last is not None and last["topic"] == topic and last["cause"] == "Unexplained":
-            if self.result.unexplained and last["source_offset"] == self.result.unexplained[-1]:
-                self._bumped_in_place(txn, topic, last)
-            return  # (a follower hands its output out between polls: one already out stays as it went)
-        assignment = self.topics[topic]
-        leaderless = [p for p in sorted(assignment.replicas)
-                      if (state := self.states.get((topic, p))) is not None and state.leader == NO_LEADER]
-        partition = logged if logged is not None else (leaderless[0] if len(leaderless) == 1 else None)
-        newest = self.causes[-1] if self.causes else None
-        if newest is not None and newest.kind == "PARTITIONS" and (topic, partition) in newest.partitions:
-            return
-        if partition in leaderless:
-            event = self._event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[
-                {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}])
-            self._cause(_Cause(event, "PARTITIONS", wrote=True))  # completed: it explains no later write
-
-    def _bumped_in_place(self, txn: ZkTxn, topic: str, last: dict[str, Any]) -> None:
-        key = (topic, last["partition"])
-        previous = next((r for r in reversed(self.result.observed[:-1]) if (r["topic"], r["partition"]) == key), None)
-        if previous is None or (previous["leader"], previous["isr"], previous["leader_epoch"] + 1) != (
-                last["leader"], last["isr"], last["leader_epoch"]):
-            return
-        bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
-        event = self._event(bump, "ReassignPartitions", f"-{topic}-{key[1]}",
-                            partitions=[{"topic": topic, "partition": key[1], "replicas": last["replicas"]}])
-        # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
-        self._cause(_Cause(event, "PARTITIONS", wrote=True))
-        self.result.unexplained.pop()
-        last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
-        self.written_for[key] = event["event_id"]
-
-    def _request(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
-                 after: PartitionState) -> _Cause | None:
-        """A controller decision with no znode input before it: the request that caused it, by its shape."""
-        if key[0] in self.deleting:
-            return None
-        topic = self.topics.get(key[0])
-        replicas = topic.replicas.get(key[1], ()) if topic else ()
-        dropped = [b for b in before.isr if b not in after.isr]
-        if len(dropped) == 1 and dropped[0] in self.brokers and after.leader != dropped[0] and \
-                (before.leader == dropped[0] or after.leader == before.leader):
-            broker = dropped[0]
-            event = self._event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
-                                broker_epoch=self.brokers[broker])
-            self.shutdown_attempts[broker] = self.shutdown_attempts.get(broker, 0) + 1
-            return self._cause(_Cause(event, "CONTROLLED_SHUTDOWN", broker))
-        if after.leader != before.leader and after.leader >= 0:
-            # Preferred: the first replica, from the ISR, which stays; unclean: a replica outside the ISR, alone in it.
-            kind = "PREFERRED" if not dropped and replicas and after.leader == replicas[0] and \
-                after.leader in before.isr else \
-                "UNCLEAN" if after.leader not in before.isr and after.isr == (after.leader,) else None
-            if kind is None:
-                return None
-            last = self.causes[-1] if self.causes else None
-            if last is not None and last.kind == kind and last.last_write is not None and \
-                    _follows_on(txn, *last.last_write):
-                # One admin election's writes, however many (seed 124): pipelined, consecutive cxids of the
-                # controller's session (a later election reads the states first, seed 50).
-                last.event["partitions"].append({"topic": key[0], "partition": key[1]})
-                return last
-            event = self._event(txn, "ElectLeaders", election_type=kind,
-                                partitions=[{"topic": key[0], "partition": key[1]}])
-            return self._cause(_Cause(event, kind))
-        if self._started(key, before, after):
-            # A reassignment to the target in progress, asked for again through the Admin API: the controller starts
-            # it over (the bump) and writes no assignment, which is unchanged (seed 140).
-            target = (self.topics.get(key[0]) or TopicAssignment({})).target(key[1])
-            event = self._event(txn, "ReassignPartitions", f"-{key[0]}-{key[1]}", partitions=[
-                {"topic": key[0], "partition": key[1], "replicas": list(target)}])
-            return self._cause(_Cause(event, "PARTITIONS", partitions={key}))
-        return None
-
-    # ---- configs and admin znodes -----------------------------------------------------------------------
-
-    def _config(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        if op.kind not in ("create", "setData", "delete"):
-            return
-        values = {} if op.kind == "delete" else dict(json.loads(op.data or b"{}").get("config", {}))
-        if op.path == BROKER_DEFAULTS:
-            changed = {k: values.get(k) for k in INHERITED if values.get(k) != self.cluster_configs.get(k)}
-            self.cluster_configs = values
-            for topic in sorted(self.topics):
-                own = {k: v for k, v in changed.items() if k not in self.configs.get(topic, {})}
-                if own:
-                    self._config_event(txn, topic, own, f"-{topic}")
-            return
-        topic = op.path.split("/")[3]
-        old = self.configs.get(topic, {})
-        self.configs[topic] = values
-        if topic not in self.topics:
-            return  # a topic being created: its CreateTopic carries them
-        changed = {k: v for k, v in values.items() if old.get(k) != v}
-        for k in old.keys() - values.keys():
-            changed[k] = self.cluster_configs.get(k) if k in INHERITED else None
-        if changed:
-            self._config_event(txn, topic, changed)
-
-    def _config_event(self, txn: ZkTxn, topic: str, configs: dict[str, str | None], suffix: str = "") -> None:
-        event = self._event(txn, "AlterTopicConfig", suffix, topic=topic, configs=configs)
-        self._cause(_Cause(event, "CONFIG", topic=topic))
-
-    def _admin(self, txn: ZkTxn, op: ZnodeOp) -> None:
-        path = op.path
-        if path.startswith("/admin/delete_topics/"):
-            topic = path.rsplit("/", 1)[1]
-            if op.kind == "create" and topic in self.topics and topic not in self.deleting:
-                self.deleting.add(topic)
-                event = self._event(txn, "DeleteTopic", f"-{topic}", topic=topic)
-                self._cause(_Cause(event, "DELETE", topic=topic))
-            elif op.kind == "delete":
-                self.deleting.discard(topic)
-        elif path == "/admin/reassign_partitions":
-            if op.kind == "delete":
-                self.znode_reassignments.clear()
-                return
-            wanted = {(p["topic"], p["partition"]): tuple(p["replicas"])
-                      for p in json.loads(op.data or b"{}").get("partitions", [])}
-            new = {k: r for k, r in wanted.items() if self.znode_reassignments.get(k) != r}
-            self.znode_reassignments = wanted
-            if op.kind == "create" and new:
-                event = self._event(txn, "ReassignPartitions", partitions=[
-                    {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(new.items())])
-                self._cause(_Cause(event, "PARTITIONS", partitions=set(new)))
-        elif path == "/admin/preferred_replica_election" and op.kind == "create":
-            refs = sorted({(p["topic"], p["partition"]) for p in json.loads(op.data or b"{}").get("partitions", [])})
-            event = self._event(txn, "ElectLeaders", election_type="PREFERRED",
-                                partitions=[{"topic": t, "partition": p} for t, p in refs])
-            self._cause(_Cause(event, "PREFERRED", partitions=set(refs)))
-
-    # ---- a snapshot -------------------------------------------------------------------------------------
+            partitionstate.state_write(ctx, txn, op, (topic, int(parts[5])))
 
     def _seed(self, snapshot: ZkSnapshot) -> None:
         """The ensemble's state at the snapshot, as events that decide nothing (at the snapshot's zxid)."""
-        self.result.snapshot_state = True
+        ctx = self.context
+        ctx.result.snapshot_state = True
         nodes = snapshot.nodes
         at = ZkTxn(snapshot.zxid, 0, 0, 0, ())
         if "/controller_epoch" in nodes:
-            self.controller_epoch = int(nodes["/controller_epoch"].data.decode() or 0)
+            ctx.controller_epoch = int(nodes["/controller_epoch"].data.decode() or 0)
         for path, node in sorted(nodes.items()):
             if path.startswith("/brokers/ids/") and path.count("/") == 3:
                 broker = int(path.rsplit("/", 1)[1])
-                self.brokers[broker] = node.czxid
-                self.sessions[node.ephemeral_owner] = broker
+                ctx.brokers[broker] = node.czxid
+                ctx.sessions[node.ephemeral_owner] = broker
             elif path.startswith("/brokers/topics/") and path.count("/") == 3:
-                self.topics[path.split("/")[3]] = TopicAssignment.parse(node.data)
+                ctx.topics[path.split("/")[3]] = TopicAssignment.parse(node.data)
             elif path.startswith("/brokers/topics/") and path.endswith("/state"):
                 parts = path.split("/")
-                self.states[(parts[3], int(parts[5]))] = PartitionState.parse(node.data, node.version)
+                ctx.states[(parts[3], int(parts[5]))] = PartitionState.parse(node.data, node.version)
             elif path.startswith("/config/topics/"):
-                self.configs[path.split("/")[3]] = dict(json.loads(node.data or b"{}").get("config", {}))
+                ctx.configs[path.split("/")[3]] = dict(json.loads(node.data or b"{}").get("config", {}))
             elif path == BROKER_DEFAULTS:
-                self.cluster_configs = dict(json.loads(node.data or b"{}").get("config", {}))
+                ctx.cluster_configs = dict(json.loads(node.data or b"{}").get("config", {}))
             elif path.startswith("/admin/delete_topics/"):
-                self.deleting.add(path.rsplit("/", 1)[1])
+                ctx.deleting.add(path.rsplit("/", 1)[1])
             elif path.startswith(ISR_CHANGE_NOTIFICATION):
-                self.notifications[path] = (node.czxid, _notified(node.data))
+                ctx.notifications[path] = (node.czxid, isrchanges.notified(node.data))
         if "/controller" in nodes:
-            self.controller_id = json.loads(nodes["/controller"].data or b"{}").get("brokerid", -1)
-            self.controller_session = nodes["/controller"].ephemeral_owner
-            self.controller_since = nodes["/controller"].czxid
-            self._event(at, "ControllerChange", "-snapshot", controller_id=max(self.controller_id, 0),
-                        live_brokers={str(b): e for b, e in sorted(self.brokers.items())})
-        for (topic, partition), state in sorted(self.states.items()):
-            assignment = self.topics.get(topic) or TopicAssignment({})
-            configs = {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED},
-                       **self.configs.get(topic, {})}
-            self._event(at, "PartitionSnapshot", f"-snapshot-{topic}-{partition}", topic=topic, partition=partition,
-                        replicas=list(assignment.replicas.get(partition, ())), isr=list(state.isr),
-                        leader=state.leader, leader_epoch=state.leader_epoch, partition_epoch=state.version,
-                        leader_recovery_state="RECOVERING" if state.recovering else "RECOVERED",
-                        adding_replicas=list(assignment.adding.get(partition, ())),
-                        removing_replicas=list(assignment.removing.get(partition, ())),
-                        **({"configs": configs} if configs else {}))
-
-
-def _before_the_read(op: ZnodeOp) -> bool:
-    """A write a new controller makes before it reads /brokers/ids: of /feature, or a delete of the notifications it
-    finds (onControllerFailover)."""
-    if op.path.startswith((ISR_CHANGE_NOTIFICATION, LOG_DIR_NOTIFICATION)):
-        return op.kind == "delete"
-    return op.path == "/feature" and op.kind in ("create", "setData")
-
-
-def _notified(data: bytes | None) -> list[tuple[str, int]]:
-    """The partitions an ISR change notification names."""
-    return [(p["topic"], p["partition"]) for p in json.loads(data or b"{}").get("partitions", [])]
+            ctx.controller_id = json.loads(nodes["/controller"].data or b"{}").get("brokerid", -1)
+            ctx.controller_session = nodes["/controller"].ephemeral_owner
+            ctx.controller_since = nodes["/controller"].czxid
+            ctx.event(at, "ControllerChange", "-snapshot", controller_id=max(ctx.controller_id, 0),
+                      live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())})
+        for (topic, partition), state in sorted(ctx.states.items()):
+            assignment = ctx.topics.get(topic) or TopicAssignment({})
+            configs = ctx.topic_configs(topic)
+            ctx.event(at, "PartitionSnapshot", f"-snapshot-{topic}-{partition}", topic=topic, partition=partition,
+                      replicas=list(assignment.replicas.get(partition, ())), isr=list(state.isr),
+                      leader=state.leader, leader_epoch=state.leader_epoch, partition_epoch=state.version,
+                      leader_recovery_state="RECOVERING" if state.recovering else "RECOVERED",
+                      adding_replicas=list(assignment.adding.get(partition, ())),
+                      removing_replicas=list(assignment.removing.get(partition, ())),
+                      **({"configs": configs} if configs else {}))
 
 
 def convert(history: ZkHistory, reads: ControllerReads | None = None,
@@ -1051,4 +215,3 @@ def convert(history: ZkHistory, reads: ControllerReads | None = None,
     read, `reads`, when their controller.log files are at hand, and the AlterPartition requests their leaders logged,
     `alter_partitions`)."""
     return Converter(reads, alter_partitions).convert(history)
-

@@ -24,7 +24,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from streaming.zookeeper.convert import Converter, ZkConverted, event_zxid
+from streaming.zookeeper.context import ZkConverted, event_zxid
+from streaming.zookeeper.convert import Converter
 from streaming.zookeeper.files import (
     LOG_HEADER_BYTES,
     log_files,

@@ -1,0 +1,199 @@
+"""Brokers and the controller: `/brokers/ids/N` registrations, the sessions that end them, and `/controller`
+elections with the failover that follows.
+
+- `create /brokers/ids/N` (ephemeral) -> BrokerChange STARTUP, broker epoch = the create's zxid (its czxid);
+  `closeSession` (or `delete`) of it -> BrokerChange FAILURE. While no controller is active (before the first one,
+  or once the session that held `/controller` ended: the controller's broker died, and the broker with it)
+  nobody handles a registration or a death, so neither is an event: the next controller reads /brokers/ids.
+  A `closeSession` the broker sent itself (a cxid of its session; the server's expiry has cxid 0) is a clean stop:
+  BrokerChange CONTROLLED_SHUTDOWN first, unless its writes showed one, and again while it still leads partitions
+  (the broker's retries), up to controlled.shutdown.max.retries requests in all.
+- `create /controller` with `setData /controller_epoch` -> ControllerChange with the brokers registered then and
+  their epochs (`live_brokers`); the envelope's controller epoch is /controller_epoch's value from there on. Brokers
+  registered before the failover's writes that precede its read of /brokers/ids (/feature, notification deletes)
+  join `live_brokers`; those registered after them and before its last write were read by one processBrokerChange
+  after it: each of their STARTUP events names them all (`new_brokers`).
+
+With the brokers' controller.log files (`ControllerReads`), a failover's `live_brokers` (a registration it read is
+no event) and the registrations each BrokerChange read took together (`new_brokers`) are read from them.
+"""
+
+from __future__ import annotations
+
+from streaming.zookeeper.context import (
+    ISR_CHANGE_NOTIFICATION,
+    Cause,
+    Context,
+    Failover,
+    LoggedRead,
+    TopicAssignment,
+    controllers_write,
+)
+from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
+
+# A broker's controlled.shutdown.max.retries (Kafka's default): how many ControlledShutdown requests it sends while
+# the controller answers that it still leads partitions. The brokers' configs are not in ZooKeeper.
+CONTROLLED_SHUTDOWN_ATTEMPTS = 3
+LOG_DIR_NOTIFICATION = "/log_dir_event_notification/"
+PREFERRED_ELECTION = "/admin/preferred_replica_election"
+
+
+# ---- the controller ---------------------------------------------------------------------------------------------
+
+def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
+    """`create /controller` by broker `elected` (the transaction also wrote /controller_epoch)."""
+    ctx.controller_id, ctx.controller_session, ctx.controller_since = elected, txn.session, txn.zxid
+    # The brokers registered at the election, which the new controller reads: the failover's live set, and
+    # those it reads with them (failover_written).
+    event = ctx.event(txn, "ControllerChange", controller_id=max(elected, 0),
+                      live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())})
+    ctx.cause(Cause(event, "FAILOVER"))
+    epoch = ctx.controller_epoch
+    ctx.logged_reads = [LoggedRead(r) for r in ctx.reads.broker_reads.get(epoch, [])]
+    ctx.logged_assignments = list(ctx.reads.assignments.get(epoch, []))
+    logged = ctx.reads.failovers.get(epoch)
+    if logged is None:
+        ctx.failover = Failover(event, txn.time)
+    else:  # its controller.log names what its read of /brokers/ids found: nothing to infer
+        event["live_brokers"] = {str(b): e for b, e in sorted(logged.items())}
+
+
+def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
+    """A write of the active controller's session while its failover may be on. onControllerFailover writes
+    /feature (maybeSetupFeatureVersioning) and deletes the ISR change and log dir notifications it finds, then
+    reads /brokers/ids (initializeControllerContext): the brokers registered before such a write (one session's
+    requests are served in order) are part of the failover. Its last write is the delete of
+    /admin/preferred_replica_election (removePartitionsFromPreferredReplicaElection), which fails when there is
+    none, as at a cluster's first start: the registrations before it that the failover did not read fired the
+    watch its read set, and the BrokerChange that queued is handled after the failover, with one read of
+    /brokers/ids that takes them all (processBrokerChange): one startup of all of them (`new_brokers`). Which of
+    those the failover read, the log does not show (they are the startup's); whether one registered after its
+    last write was read with them, neither (it is a startup of its own, as before)."""
+    failover = ctx.failover
+    if failover is None:
+        return
+    if not last and not failover.read and any(_before_the_read(op) for op in txn.ops):
+        live = failover.event["live_brokers"]
+        for cause in failover.startups:
+            if str(cause.broker) not in live and _registered(ctx, cause):
+                live[str(cause.broker)] = cause.event["broker_epoch"]  # its STARTUP finds it started
+                ctx.forget_cause(cause)
+        failover.event["live_brokers"] = dict(sorted(live.items(), key=lambda item: int(item[0])))
+        failover.startups.clear()
+        return
+    failover.read = failover.read or controllers_write(txn)  # its event thread's checked write
+    if last or any(op.path == PREFERRED_ELECTION and op.kind == "delete" for op in txn.ops):
+        read = [c for c in failover.startups if _registered(ctx, c)]
+        if len(read) > 1:
+            started = {str(c.broker): c.event["broker_epoch"] for c in read}
+            for cause in read:
+                cause.event["new_brokers"] = started
+                if cause is not read[0]:
+                    ctx.forget_cause(cause)
+            read[0].started = tuple(c.broker for c in read)
+        ctx.failover = None
+
+
+def _before_the_read(op: ZnodeOp) -> bool:
+    """A write a new controller makes before it reads /brokers/ids: of /feature, or a delete of the notifications it
+    finds (onControllerFailover)."""
+    if op.path.startswith((ISR_CHANGE_NOTIFICATION, LOG_DIR_NOTIFICATION)):
+        return op.kind == "delete"
+    return op.path == "/feature" and op.kind in ("create", "setData")
+
+
+def _registered(ctx: Context, startup: Cause) -> bool:
+    """Whether the broker of a STARTUP is still registered with the epoch it registered with."""
+    return ctx.brokers.get(startup.broker) == startup.event["broker_epoch"]
+
+
+# ---- brokers ----------------------------------------------------------------------------------------------------
+
+def registration(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
+    """A write of `/brokers/ids/N`."""
+    broker = int(op.path.rsplit("/", 1)[1])
+    if op.kind == "create":
+        if ctx.brokers.get(broker) == txn.zxid:
+            return  # already in the snapshot the history starts from
+        ctx.brokers[broker] = txn.zxid
+        ctx.sessions[txn.session] = broker
+        ctx.shutdown_attempts.pop(broker, None)
+        if ctx.controller_session is None:
+            return  # no controller to handle it: the next one reads it
+        if ctx.reads.failovers.get(ctx.controller_epoch, {}).get(broker) == txn.zxid:
+            return  # the controller's failover read it (its controller.log)
+        logged = _logged_read(ctx, broker)
+        event = ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
+                          broker_epoch=txn.zxid)
+        if logged is not None and logged.startup is not None:  # one startup with an earlier registration
+            logged.startup.event["new_brokers"][str(broker)] = txn.zxid
+            event["new_brokers"] = logged.startup.event["new_brokers"]
+            logged.startup.started = (*logged.startup.started, broker)
+            return
+        cause = ctx.cause(Cause(event, "STARTUP", broker))
+        if ctx.failover is not None:
+            ctx.failover.startups.append(cause)
+        if logged is not None and broker in logged.read.new and len(logged.read.new) > 1:
+            cause.started = (broker,)
+            event["new_brokers"] = {str(broker): txn.zxid}
+            logged.startup = cause
+    elif op.kind == "delete":
+        _broker_gone(ctx, txn, broker)
+
+
+def _logged_read(ctx: Context, broker: int) -> LoggedRead | None:
+    """The active controller's logged BrokerChange read that took this registration of `broker`: the first read
+    not yet past that found it new or bounced and has not taken it yet."""
+    for i, logged in enumerate(ctx.logged_reads):
+        if broker not in logged.taken and (broker in logged.read.new or broker in logged.read.bounced):
+            logged.taken.add(broker)
+            ctx.logged_reads = ctx.logged_reads[i:]
+            return logged
+    return None
+
+
+def session_closed(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
+    """A `closeSession`: the brokers whose registration it held are gone, and the controller with its session."""
+    gone = [int(p.rsplit("/", 1)[1]) for p in op.deleted if p.startswith("/brokers/ids/")]
+    if txn.cxid != 0:  # the client closed it (an expiry is the server's closeSession, cxid 0)
+        for broker in gone:
+            _shut_down(ctx, txn, broker)
+    if "/controller" in op.deleted:
+        ctx.controller_session = ctx.failover = None
+    for broker in gone:
+        _broker_gone(ctx, txn, broker)
+    ctx.sessions.pop(txn.session, None)
+
+
+def _shut_down(ctx: Context, txn: ZkTxn, broker: int) -> None:
+    """A broker that closed its session itself stopped cleanly: before that it asked the controller (itself, if
+    it is the controller) for a controlled shutdown, and asked again while the answer named partitions it still
+    led (KafkaServer.controlledShutdown, up to controlled.shutdown.max.retries times). The attempts that wrote
+    nothing left no znode: a broker that led nothing and was in no ISR, or whose leaderships had nobody to move
+    to (seeds 29, 48 and 46). They are events here, at the close, before the broker's failure."""
+    epoch = ctx.brokers.get(broker)
+    if epoch is None or ctx.controller_session is None:
+        return
+    attempts = ctx.shutdown_attempts.get(broker, 0)
+    while attempts == 0 or (attempts < CONTROLLED_SHUTDOWN_ATTEMPTS and _still_leads(ctx, broker)):
+        attempts += 1
+        ctx.event(txn, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
+                  change="CONTROLLED_SHUTDOWN", broker_epoch=epoch)
+    ctx.shutdown_attempts[broker] = attempts
+
+
+def _still_leads(ctx: Context, broker: int) -> bool:
+    """Whether the controller's answer to a controlled shutdown names partitions `broker` still leads
+    (ControllerContext.partitionLeadsOnBroker: more than one replica, the topic not being deleted)."""
+    return any(state.leader == broker and key[0] not in ctx.deleting and
+               len((ctx.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())) > 1
+               for key, state in ctx.states.items())
+
+
+def _broker_gone(ctx: Context, txn: ZkTxn, broker: int) -> None:
+    epoch = ctx.brokers.pop(broker, None)
+    if epoch is None or ctx.controller_session is None:
+        return  # no controller to handle it (it died with this broker, say): the next one reads /brokers/ids
+    event = ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="FAILURE",
+                      broker_epoch=epoch)
+    ctx.cause(Cause(event, "FAILURE", broker))

@@ -1,0 +1,242 @@
+"""What the ZooKeeper importer knows while it reads a history, shared by the modules that read each kind of znode
+(streaming.zookeeper.convert says which reads what): the cluster as its znodes show it (Kafka's ControllerContext:
+registered brokers, assignments, partition states, configs, topics being deleted), the events made so far, the
+events the controller may still be handling (its queue, `causes`), and how an event or an observed decision is
+written out (`Context.event`, `Context.observe`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
+from streaming.zookeeper.serverlog import AlterPartitionRequest
+from streaming.zookeeper.txnlog import ZkTxn
+
+NO_LEADER = -1
+# Cluster-default configs the rules read, handed to each topic without its own value (as the KRaft importer does).
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
+INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
+BROKER_DEFAULTS = "/config/brokers/<default>"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """A partition state znode: what the controller decided, and the znode's version (Kafka's zkVersion)."""
+
+    leader: int
+    isr: tuple[int, ...]
+    leader_epoch: int
+    version: int
+    recovering: bool = False
+
+    @classmethod
+    def parse(cls, data: bytes | None, version: int) -> PartitionState:
+        d = json.loads(data or b"{}")
+        return cls(d.get("leader", NO_LEADER), tuple(d.get("isr", ())), d.get("leader_epoch", 0), version,
+                   d.get("leader_recovery_state", 0) == 1)
+
+
+@dataclass
+class TopicAssignment:
+    """`/brokers/topics/T`: each partition's replicas, and the adding/removing replicas of a reassignment."""
+
+    replicas: dict[int, tuple[int, ...]]
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, data: bytes | None) -> TopicAssignment:
+        d = json.loads(data or b"{}")
+
+        def ids(m: dict[str, list[int]] | None) -> dict[int, tuple[int, ...]]:
+            return {int(p): tuple(r) for p, r in (m or {}).items() if r}
+
+        return cls(ids(d.get("partitions")), ids(d.get("adding_replicas")), ids(d.get("removing_replicas")))
+
+    def target(self, partition: int) -> tuple[int, ...]:
+        removing = self.removing.get(partition, ())
+        return tuple(r for r in self.replicas.get(partition, ()) if r not in removing)
+
+    def origin(self, partition: int) -> tuple[int, ...]:
+        adding = self.adding.get(partition, ())
+        return tuple(r for r in self.replicas.get(partition, ()) if r not in adding)
+
+    def reassigning(self, partition: int) -> bool:
+        return bool(self.adding.get(partition) or self.removing.get(partition))
+
+
+@dataclass
+class Cause:
+    """An event whose consequences the controller may still be writing, and the partitions they may touch."""
+
+    event: dict[str, Any]
+    kind: str  # STARTUP, FAILURE, CONTROLLED_SHUTDOWN, FAILOVER, CREATED, CONFIG, DELETE, PARTITIONS, PREFERRED,
+    # UNCLEAN, ISR
+    broker: int | None = None
+    topic: str | None = None
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    wrote: bool = False  # the controller wrote a partition state for it
+    last_write: tuple[int, int] | None = None  # the newest of those writes' session and cxid
+    started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
+
+    @property
+    def brokers(self) -> set[int]:
+        """The brokers it is about: a startup's all."""
+        return {self.broker, *self.started} if self.broker is not None else set(self.started)
+
+
+@dataclass
+class Failover:
+    """A new controller's onControllerFailover, from its election to its last write: the STARTUP events of the
+    registrations since (since its last write before it reads /brokers/ids), read by nobody yet as far as the log
+    shows."""
+
+    event: dict[str, Any]  # its ControllerChange
+    since: int  # the election's time (ms)
+    startups: list[Cause] = field(default_factory=list)
+    read: bool = False  # it wrote what it writes after its read of /brokers/ids: no registration joins its live set
+
+    def unsettled_from(self) -> int | None:
+        """The zxid from which its writes may still change events: its ControllerChange until its read, the first
+        of its startups while they may become one."""
+        if not self.read:
+            return event_zxid(self.event)
+        return event_zxid(self.startups[0].event) if self.startups else None
+
+
+@dataclass
+class LoggedRead:
+    """One BrokerChange read the active controller logged (controller.log), and the registrations it took so far."""
+
+    read: BrokerRead
+    taken: set[int] = field(default_factory=set)
+    # when it found several brokers new: their one STARTUP, at the first registration; its `new_brokers`, shared by
+    # the others' events, fills as they register
+    startup: Cause | None = None
+
+
+@dataclass
+class Batch:
+    """Consecutive writes (or deletes) of one request the controller pipelines: consecutive cxids of its session."""
+
+    session: int
+    cxid: int
+    leader: int  # an AlterPartition's sender (-1 for ISR change notifications)
+    events: list[dict[str, Any]]
+    partitions: list[tuple[str, int]]
+
+
+@dataclass
+class ZkConverted:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    observed: list[dict[str, Any]] = field(default_factory=list)
+    # Partition state writes no pattern explains (zxids): kept in `observed`, no event.
+    unexplained: list[int] = field(default_factory=list)
+    failed_txns: int = 0  # multis that failed (changed nothing)
+    snapshot_state: bool = False
+
+
+def controllers_write(txn: ZkTxn) -> bool:
+    """Whether a write is the controller's event thread's: a multi that checks /controller_epoch's version (failed or
+    not); a leader writing its own ISR (below inter.broker.protocol 2.7) writes alone, also when it is the controller's
+    broker and shares its session (seed 66)."""
+    return any(op.kind == "check" and op.path == "/controller_epoch" for op in txn.ops)
+
+
+def follows_on(txn: ZkTxn, session: int, cxid: int) -> bool:
+    """Whether `txn` is `session`'s next request after `cxid`: a pipelined write, no read in between."""
+    return txn.session == session and txn.cxid == cxid + 1
+
+
+def _event_id(zxid: int, suffix: str = "") -> str:
+    return f"zk-{zxid}{suffix}"
+
+
+def event_zxid(event: dict[str, Any]) -> int:
+    """The zxid an event was read at (its id is `zk-<zxid>[-<suffix>]`)."""
+    return int(event["event_id"].split("-")[1])
+
+
+class Context:
+    """The importer's state, which each znode's reader takes and updates; `result` is what it made."""
+
+    def __init__(self, reads: ControllerReads | None = None,
+                 alter_partitions: Iterable[AlterPartitionRequest] = ()) -> None:
+        self.result = ZkConverted()
+        # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
+        # registrations each BrokerChange read took, in place of what the writes suggest.
+        self.reads = reads if reads is not None else ControllerReads()
+        # The leaders' AlterPartition requests the controller answered without a write (their server.log), oldest
+        # answer last: no znode shows them, their UpdateMetadata is all they made.
+        self.unwritten_requests = sorted((r for r in alter_partitions if r.unwritten), key=lambda r: r.answered_ms,
+                                         reverse=True)
+        self.logged_reads: list[LoggedRead] = []  # the active controller's BrokerChange reads not yet past
+        self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
+        self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
+        self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
+        self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
+        self.controller_id = -1
+        self.controller_session: int | None = None
+        self.controller_epoch = 0
+        self.topics: dict[str, TopicAssignment] = {}
+        self.states: dict[tuple[str, int], PartitionState] = {}
+        self.written_for: dict[tuple[str, int], str | None] = {}  # the event its newest state write was for
+        self.started_by: dict[tuple[str, int], str] = {}  # the reassignment whose start bumped it last
+        self.configs: dict[str, dict[str, str]] = {}
+        self.cluster_configs: dict[str, str] = {}
+        self.deleting: set[str] = set()
+        self.created: dict[str, dict[str, Any]] = {}  # topic -> the event that created its newest partitions
+        self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
+        self.causes: list[Cause] = []  # newest last
+        self.protocol_before_3 = False
+        self.controller_since = 0  # the zxid of the active controller's election
+        self.failover: Failover | None = None  # the active controller's, until its last write
+        self.newest_event: dict[str, Any] | None = None
+        # Below protocol 2.7: /isr_change_notification/isr_change_N -> (its creating zxid, the partitions it names).
+        self.notifications: dict[str, tuple[int, list[tuple[str, int]]]] = {}
+        self.alter_partition: Batch | None = None  # the newest AlterPartition request's IsrChange events
+        self.notifications_read: Batch | None = None  # the controller's last read of ISR change notifications
+        self.zxid = self.time = 0  # the last transaction fed, and its time (ms)
+
+    def event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
+        ts = datetime.fromtimestamp(max(txn.time, 0) / 1000, UTC).isoformat(timespec="milliseconds")
+        event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": ts.replace("+00:00", "Z"),
+                 "controller_epoch": self.controller_epoch, **fields}
+        self.result.events.append(event)
+        self.newest_event = event
+        return event
+
+    def cause(self, cause: Cause) -> Cause:
+        self.causes = [*self.causes[-7:], cause]  # the controller works through a few queued events at most
+        return cause
+
+    def forget_cause(self, cause: Cause) -> None:
+        self.causes = [c for c in self.causes if c is not cause]
+
+    def observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
+                cause: str, event_id: str | None) -> None:
+        topic = self.topics.get(key[0]) or TopicAssignment({})
+        self.written_for[key] = event_id
+        self.result.observed.append({
+            "topic": key[0], "partition": key[1], "leader": after.leader, "isr": list(after.isr),
+            "leader_epoch": after.leader_epoch, "partition_epoch": after.version,
+            "replicas": list(topic.replicas.get(key[1], ())), "adding_replicas": list(topic.adding.get(key[1], ())),
+            "removing_replicas": list(topic.removing.get(key[1], ())),
+            "leader_recovery_state": "RECOVERING" if after.recovering else "RECOVERED",
+            "eligible_leader_replicas": [], "last_known_elr": [], "source_offset": txn.zxid, "cause": cause,
+            "cause_event_id": event_id,
+            "decision": before is None or before.leader != after.leader or not set(before.isr) <= set(after.isr),
+        })
+
+    def reassigning(self, key: tuple[str, int]) -> bool:
+        topic = self.topics.get(key[0])
+        return topic is not None and topic.reassigning(key[1])
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        """The configs a topic's events carry: its own, over the cluster defaults the rules read."""
+        return {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED}, **self.configs.get(topic, {})}

@@ -1,0 +1,154 @@
+"""A leader's ISR changes: the partition state writes that keep the leader epoch, and how the controller learns of
+them.
+
+- A partition state write with the leader epoch unchanged -> IsrChange, the leader's AlterPartition (below
+  inter.broker.protocol 2.7 the leader's own session writes it and announces it under /isr_change_notification).
+  From 2.7 on the controller writes the partitions of one request in a pipeline (consecutive cxids of its session):
+  each IsrChange of such a request names them all (`request_partitions`).
+- Leaders that write their own ISR changes (below inter.broker.protocol.version 2.7) -> UpdateFeatures
+  metadata.version 0 first: the zk rules run at a protocol before 3.0 (no KIP-704 recovery state). The controller's
+  deletes of their `/isr_change_notification/isr_change_N` znodes (one pipeline: consecutive cxids) ->
+  IsrChangeNotification naming the partitions they announced; a new controller's deletes at its failover, which
+  reads every state anyway, are none.
+- With the leaders' server.log files, the AlterPartition requests the controller answered without a write ->
+  IsrChange events at their answer's time (`answered_before`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from streaming.zookeeper.context import (
+    ISR_CHANGE_NOTIFICATION,
+    NO_LEADER,
+    Batch,
+    Cause,
+    Context,
+    PartitionState,
+    controllers_write,
+    follows_on,
+)
+from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
+
+
+def leaders_write_their_isr(history: ZkHistory) -> bool:
+    """Whether the cluster runs below inter.broker.protocol.version 2.7: its leaders announce their own ISR changes
+    under /isr_change_notification (from 2.7 on they send AlterPartition to the controller)."""
+    notification = ISR_CHANGE_NOTIFICATION
+    return any(op.kind == "create" and op.path.startswith(notification) for txn in history.txns for op in txn.ops) \
+        or (history.snapshot is not None and any(p.startswith(notification) for p in history.snapshot.nodes))
+
+
+def protocol_before_3(ctx: Context, txn: ZkTxn) -> None:
+    """Brokers below inter.broker.protocol.version 2.7 (Kafka 2.x): the rules run at a protocol before 3.0,
+    where an unclean election keeps the leader's recovery state."""
+    if not ctx.protocol_before_3:
+        ctx.protocol_before_3 = True
+        ctx.event(txn, "UpdateFeatures", "-protocol", features={"metadata.version": 0})
+
+
+def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
+                      after: PartitionState) -> None:
+    """The leader's AlterPartition, written by the controller (or by the leader itself below IBP 2.7)."""
+    leader = before.leader
+    request = _same_request(ctx, ctx.alter_partition, txn, leader)
+    event = ctx.event(txn, "IsrChange", f"-{key[0]}-{key[1]}", topic=key[0], partition=key[1],
+                      broker_id=max(leader, 0), broker_epoch=ctx.brokers.get(leader, 0),
+                      leader_epoch=before.leader_epoch, partition_epoch=before.version, isr=list(after.isr),
+                      leader_recovery_state="RECOVERING" if after.recovering else "RECOVERED")
+    if request is not None:
+        request.events.append(event)
+        _extend(request, txn, [key], "request_partitions")
+    elif txn.session == ctx.controller_session and not ctx.protocol_before_3:
+        ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [key])
+    cause = Cause(event, "ISR", partitions={key})
+    if _mid_startup(ctx, txn, key, before, after):
+        ctx.causes.insert(len(ctx.causes) - 1, cause)  # the startup's writes are still to come
+    else:
+        ctx.cause(cause)
+    ctx.observe(txn, key, before, after, "IsrChange", event["event_id"])
+
+
+def _same_request(ctx: Context, last: Batch | None, txn: ZkTxn, leader: int) -> Batch | None:
+    """`last` if this transaction is its request's next one: the controller pipelines a request's writes (an
+    AlterPartition's setData multis, KafkaZkClient.updateLeaderAndIsr; a notification read's deletes), so they
+    have consecutive cxids of its session, and reads the states back after an AlterPartition's (a getData
+    each), so the next request's never follow on. Also the same leader, and no event made in between."""
+    if last is None or txn.session != ctx.controller_session or not follows_on(txn, last.session, last.cxid) \
+            or last.leader != leader or ctx.newest_event is not last.events[-1]:
+        return None
+    return last
+
+
+def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field_name: str) -> None:
+    """`txn` as the request's next: every event of the request names its partitions in `field_name`, in their
+    order, each once."""
+    request.cxid = txn.cxid
+    request.partitions += [k for k in partitions if k not in request.partitions]
+    refs = [{"topic": t, "partition": p} for t, p in request.partitions]
+    for event in request.events:
+        event[field_name] = refs
+
+
+def _mid_startup(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
+                 after: PartitionState) -> bool:
+    """A leader's own ISR write (below inter.broker.protocol 2.7) taking back a broker whose startup the controller
+    is still handling: its LeaderAndIsr made the broker follow and catch up, and the rest of that handling (a
+    reassignment resumed onto it) reads the partition state from ZooKeeper, so it sees this write. The ISR change
+    is put before the startup (the event just made, last): the controller's view when it writes, also when the
+    startup already wrote other partitions, and when the leader is the controller's broker (its session). Returns
+    whether it was."""
+    newest = ctx.causes[-1] if ctx.causes else None
+    if controllers_write(txn) or newest is None or newest.kind != "STARTUP" or key in newest.partitions or \
+            not any(b not in before.isr and b in after.isr for b in newest.brokers):
+        return False
+    events = ctx.result.events
+    at = next((i for i in range(len(events) - 2, -1, -1) if events[i] is newest.event), None)
+    if at is None:
+        return False  # the startup went out with a follower's earlier poll
+    events.insert(at, events.pop())
+    return True
+
+
+def isr_change_notification(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
+    """Below protocol 2.7 a leader announces the ISR changes it wrote in a sequential znode; the controller reads
+    every one there (processIsrChangeNotification), sends one UpdateMetadata for their partitions, then deletes
+    them: those deletes (pipelined, consecutive cxids) are the read, an IsrChangeNotification at the first. A new
+    controller deletes the ones it finds unread (onControllerFailover, its own read of every state covers
+    them): those created before its election."""
+    if op.kind == "create":
+        protocol_before_3(ctx, txn)  # a follower learns it here
+        ctx.notifications[op.path] = (txn.zxid, notified(op.data))
+        return
+    created = ctx.notifications.pop(op.path, None) if op.kind == "delete" else None
+    if created is None or txn.session != ctx.controller_session or created[0] < ctx.controller_since:
+        return
+    read = _same_request(ctx, ctx.notifications_read, txn, NO_LEADER)
+    if read is None:
+        event = ctx.event(txn, "IsrChangeNotification", "-isr-change-notification", partitions=[])
+        read = ctx.notifications_read = Batch(txn.session, txn.cxid, NO_LEADER, [event], [])
+    _extend(read, txn, created[1], "partitions")
+
+
+def notified(data: bytes | None) -> list[tuple[str, int]]:
+    """The partitions an ISR change notification names."""
+    return [(p["topic"], p["partition"]) for p in json.loads(data or b"{}").get("partitions", [])]
+
+
+def answered_before(ctx: Context, time: int | None) -> None:
+    """The unwritten AlterPartition requests answered before `time` (ms; None: all left), as the IsrChange events
+    they were: the controller sent their UpdateMetadata after the writes before the answer (its clock and the
+    leader's taken as one)."""
+    while ctx.unwritten_requests and (time is None or ctx.unwritten_requests[-1].answered_ms < time):
+        request = ctx.unwritten_requests.pop()
+        refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
+        at = ZkTxn(ctx.zxid, request.answered_ms, 0, 0, ())
+        # one request in flight per leader: its id and the answer's time name it
+        sent = f"-alter-partition-{request.broker_id}-{at.time}"
+        for p in request.partitions:
+            ctx.event(at, "IsrChange", f"{sent}-{p.topic}-{p.partition}",
+                      topic=p.topic, partition=p.partition, broker_id=request.broker_id,
+                      broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
+                      partition_epoch=p.partition_epoch, isr=list(p.isr),
+                      leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
+                      **({"request_partitions": refs} if len(refs) > 1 else {}))

@@ -1,0 +1,225 @@
+"""Partition state writes: `create`/`setData` of `/brokers/topics/T/partitions/P/state`, each an observed decision
+(zkVersion = the znode's version = partition epoch), and the event that caused it.
+
+- The leader epoch unchanged: the leader's ISR change (streaming.zookeeper.isrchanges).
+- The leader epoch bumped: a controller decision, caused by the event being handled (the last input whose scope
+  the partition is in: `_fits` says what each of KafkaController's handlers writes), else by a request that leaves no
+  znode (`_request`): a controlled shutdown (a registered broker dropped from leadership and ISR), an admin preferred
+  election (the leader moves to the first replica, ISR unchanged) or an admin unclean election (a leader from
+  outside the ISR, alone in it).
+- A partition's first write: its creation's, or the startup or failover that brought a live replica.
+"""
+
+from __future__ import annotations
+
+from streaming.zookeeper import isrchanges
+from streaming.zookeeper.context import (
+    NO_LEADER,
+    UNCLEAN_CONFIG,
+    Cause,
+    Context,
+    PartitionState,
+    TopicAssignment,
+    follows_on,
+)
+from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
+
+
+def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> None:
+    version = 0 if op.kind == "create" else op.version
+    before = ctx.states.get(key)
+    if before is not None and version <= before.version:
+        return  # a fuzzy snapshot already holds it
+    after = PartitionState.parse(op.data, version)
+    ctx.states[key] = after
+    if before is None:
+        # The first write of a partition: its creation's, unless none of its replicas was live then (New, no
+        # leader): then the broker startup, or the failover, that brought one. A reassignment that gave it a
+        # live replica elects nothing (it never had a leader): any broker's startup does then, as it tries every
+        # New partition of the cluster (seed 143).
+        replicas = (ctx.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())
+        created = ctx.created.get(key[0], {})
+        reassigned = created.get("assignment", {}).get(str(key[1]), list(replicas)) != list(replicas)
+        cause = next((c.event for c in reversed(ctx.causes)
+                      if c.event is created or (c.kind == "STARTUP" and (reassigned or c.brokers & set(replicas)))
+                      or c.kind == "FAILOVER"), created)
+        ctx.observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
+        return
+    if after.leader_epoch == before.leader_epoch or txn.session != ctx.controller_session:
+        isrchanges.leader_isr_change(ctx, txn, key, before, after)
+        return
+    cause = _handled_by(ctx, key, before, after)
+    if cause is None:
+        cause = _request(ctx, txn, key, before, after)
+    if cause is None:
+        ctx.result.unexplained.append(txn.zxid)
+        ctx.observe(txn, key, before, after, "Unexplained", None)
+        return
+    cause.partitions.add(key)
+    cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
+    if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
+        ctx.started_by[key] = cause.event["event_id"]
+    ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
+
+
+# ---- the event being handled ----------------------------------------------------------------------------------
+
+def _handled_by(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> Cause | None:
+    """The newest event whose handler writes such a change. The controller handles one event at a time: once an
+    event has written, the events before it are done, and a write that does not fit it is a request's. A new
+    controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
+    for cause in reversed(ctx.causes):
+        if _fits(ctx, cause, key, before, after):
+            return cause
+        if cause.wrote or cause.kind == "FAILOVER":
+            return None
+    return None
+
+
+def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+    """Whether a controller write of `key` can be a consequence of `cause`: what that event's handler in Kafka's
+    KafkaController writes."""
+    topic = ctx.topics.get(key[0])
+    reassigning = topic is not None and topic.reassigning(key[1])
+    newest = cause is ctx.causes[-1]
+    if after.leader >= 0 and after.leader != before.leader and after.leader not in before.isr and \
+            cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not _unclean_allowed(ctx, key[0]):
+        return False  # an unclean election these handlers make only where the topic allows it
+    if ctx.protocol_before_3 and newest and reassigning and ctx.written_for.get(key) == cause.event["event_id"] \
+            and set(topic.target(key[1])) <= set(before.isr) and after.leader_epoch > before.leader_epoch:
+        # Below protocol 2.7 the controller watches a reassigning partition's state: the write `cause` made
+        # (an unclean election of the one target replica) set off the reassignment's completion (seed 128).
+        return True
+    match cause.kind:
+        case "FAILOVER":  # onControllerFailover: anything before the next input, but it takes out of an ISR only
+            # dead brokers' replicas and those a reassignment or a deletion removes: a registered broker dropped
+            # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30). Nor
+            # does it bump the leader epoch of a live leader alone (leader and ISR kept) outside a reassignment:
+            # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write)
+            return newest and (reassigning or key[0] in ctx.deleting or (
+                not any(_drops(b, before, after) for b in ctx.brokers) and
+                ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))
+        case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
+            # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
+            # shutdown's write right after a startup)
+            return not any(_drops(b, before, after) for b in cause.brokers) and (
+                before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))
+                                               and _may_drop_from_isr(ctx, key, before, after)
+                                               and _may_move_leader(ctx, key, before, after)))
+        case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
+            # once the broker registered again: what drops it then is of its new incarnation. A failure of a
+            # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).
+            return cause.broker not in ctx.brokers and (
+                _drops(cause.broker, before, after) or
+                (before.leader not in ctx.brokers and after.leader != before.leader) or
+                (key[0] in ctx.deleting and topic is not None and cause.broker in topic.replicas.get(key[1], ())))
+        case "CONTROLLED_SHUTDOWN":  # while the broker is still registered (its session's end is a failure)
+            return cause.broker in ctx.brokers and _drops(cause.broker, before, after)
+        case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly
+            return key[0] == cause.topic and (before.leader == NO_LEADER or after.leader not in before.isr)
+        case "DELETE":  # replicas out of the ISR on their way to deletion; and, as every deletion request
+            # resumes the deletions queued (TopicDeletionManager.resumeDeletions), the retried replicas of the
+            # other topics being deleted (seed 108)
+            return key[0] == cause.topic or key[0] in ctx.deleting
+        case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any); its
+            # start bumps the leader epoch once, a second bump is the reassignment asked for again (seed 140)
+            return key in cause.partitions and (reassigning or newest) and _clean(before, after) and \
+                _may_move_leader(ctx, key, before, after) and _may_drop_from_isr(ctx, key, before, after) and \
+                not (_started(ctx, key, before, after) and ctx.started_by.get(key) == cause.event["event_id"])
+        case "ISR":  # a leader's ISR change that lets a reassignment complete
+            return key in cause.partitions and reassigning and _clean(before, after) and \
+                set(topic.target(key[1])) <= set(before.isr)
+        case "PREFERRED" | "UNCLEAN":  # one write per partition it names: a second is another event's (seed 124: a
+            # controlled shutdown right after)
+            return key in cause.partitions and newest and ctx.written_for.get(key) != cause.event["event_id"]
+        case _:
+            return False
+
+
+def _drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
+    """Whether a write takes `broker` out of the leadership or the ISR."""
+    return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
+
+
+def _clean(before: PartitionState, after: PartitionState) -> bool:
+    """The write keeps the leader, drops it, or elects one from the ISR it had: not an unclean election."""
+    return after.leader in (before.leader, NO_LEADER) or after.leader in before.isr
+
+
+def _unclean_allowed(ctx: Context, topic: str) -> bool:
+    value = ctx.configs.get(topic, {}).get(UNCLEAN_CONFIG, ctx.cluster_configs.get(UNCLEAN_CONFIG, "false"))
+    return str(value).lower() == "true"
+
+
+def _started(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+    """The write a reassignment's start makes while its targets are not all in the ISR: a bare leader epoch bump
+    (onPartitionReassignment A, updateLeaderEpochAndSendRequest)."""
+    topic = ctx.topics.get(key[0])
+    return topic is not None and topic.reassigning(key[1]) and \
+        (after.leader, after.isr, after.leader_epoch) == (before.leader, before.isr, before.leader_epoch + 1) and \
+        not set(topic.target(key[1])) <= set(before.isr)
+
+
+def _may_move_leader(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+    """A reassignment moves the leader only when it completes (every target replica in the ISR) or no longer
+    has the leader's replica at all; its other phases bump the leader epoch and keep the leader (one being
+    removed too, until the completion)."""
+    topic = ctx.topics.get(key[0])
+    if after.leader == before.leader or topic is None or not topic.reassigning(key[1]):
+        return True
+    return set(topic.target(key[1])) <= set(before.isr) or before.leader not in topic.replicas.get(key[1], ())
+
+
+def _may_drop_from_isr(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+    """A reassignment takes a broker out of the ISR only as its replica goes: one no longer in the replicas (a
+    cancel, or a new target without it), or one being removed once every target replica is in the ISR (the
+    completion). Any other broker leaving the ISR meanwhile is not the reassignment's (seed 43: a controlled
+    shutdown)."""
+    topic = ctx.topics.get(key[0]) or TopicAssignment({})
+    replicas, removing = topic.replicas.get(key[1], ()), topic.removing.get(key[1], ())
+    complete = set(topic.target(key[1])) <= set(before.isr)
+    return all(b not in replicas or (b in removing and complete) for b in before.isr if b not in after.isr)
+
+
+# ---- a request that leaves no znode ---------------------------------------------------------------------------
+
+def _request(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
+             after: PartitionState) -> Cause | None:
+    """A controller decision with no znode input before it: the request that caused it, by its shape."""
+    if key[0] in ctx.deleting:
+        return None
+    topic = ctx.topics.get(key[0])
+    replicas = topic.replicas.get(key[1], ()) if topic else ()
+    dropped = [b for b in before.isr if b not in after.isr]
+    if len(dropped) == 1 and dropped[0] in ctx.brokers and after.leader != dropped[0] and \
+            (before.leader == dropped[0] or after.leader == before.leader):
+        broker = dropped[0]
+        event = ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
+                          broker_epoch=ctx.brokers[broker])
+        ctx.shutdown_attempts[broker] = ctx.shutdown_attempts.get(broker, 0) + 1
+        return ctx.cause(Cause(event, "CONTROLLED_SHUTDOWN", broker))
+    if after.leader != before.leader and after.leader >= 0:
+        # Preferred: the first replica, from the ISR, which stays; unclean: a replica outside the ISR, alone in it.
+        kind = "PREFERRED" if not dropped and replicas and after.leader == replicas[0] and \
+            after.leader in before.isr else \
+            "UNCLEAN" if after.leader not in before.isr and after.isr == (after.leader,) else None
+        if kind is None:
+            return None
+        last = ctx.causes[-1] if ctx.causes else None
+        if last is not None and last.kind == kind and last.last_write is not None and \
+                follows_on(txn, *last.last_write):
+            # One admin election's writes, however many (seed 124): pipelined, consecutive cxids of the
+            # controller's session (a later election reads the states first, seed 50).
+            last.event["partitions"].append({"topic": key[0], "partition": key[1]})
+            return last
+        event = ctx.event(txn, "ElectLeaders", election_type=kind,
+                          partitions=[{"topic": key[0], "partition": key[1]}])
+        return ctx.cause(Cause(event, kind))
+    if _started(ctx, key, before, after):
+        # A reassignment to the target in progress, asked for again through the Admin API: the controller starts
+        # it over (the bump) and writes no assignment, which is unchanged (seed 140).
+        target = (ctx.topics.get(key[0]) or TopicAssignment({})).target(key[1])
+        event = ctx.event(txn, "ReassignPartitions", f"-{key[0]}-{key[1]}", partitions=[
+            {"topic": key[0], "partition": key[1], "replicas": list(target)}])
+        return ctx.cause(Cause(event, "PARTITIONS", partitions={key}))
+    return None

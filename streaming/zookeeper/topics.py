@@ -1,0 +1,132 @@
+"""Topics and their assignments: `/brokers/topics/T` (each partition's replicas, and a reassignment's adding and
+removing replicas).
+
+- `create /brokers/topics/T` -> CreateTopic (with `/config/topics/T`, written just before); `setData` of it with
+  more partitions -> CreatePartitions; with a partition's replicas, adding or removing changed -> ReassignPartitions
+  (start, or cancel: back to the original replicas), unless it completes the reassignment in progress (the
+  controller's own write after the partition states) or comes from `/admin/reassign_partitions`.
+- `setData` of it unchanged by the controller -> an Admin API reassignment of a partition to the replicas it has
+  (the partition the controller.log names for the write, when the brokers' logs are at hand).
+- `delete` of it: the topic's deletion completed, its assignment, configs and states gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.zookeeper.context import NO_LEADER, Cause, Context, TopicAssignment, controllers_write
+from streaming.zookeeper.txnlog import ZkTxn
+
+
+def topic_created(ctx: Context, txn: ZkTxn, topic: str, assignment: TopicAssignment) -> None:
+    if topic in ctx.topics:
+        return  # in the snapshot already
+    ctx.topics[topic] = assignment
+    configs = ctx.topic_configs(topic)
+    event = ctx.event(txn, "CreateTopic", topic=topic,
+                      assignment={str(p): list(r) for p, r in sorted(assignment.replicas.items())},
+                      **({"configs": configs} if configs else {}))
+    ctx.created[topic] = event
+    ctx.cause(Cause(event, "CREATED", topic=topic))
+
+
+def topic_deleted(ctx: Context, topic: str) -> None:
+    ctx.topics.pop(topic, None)
+    ctx.configs.pop(topic, None)
+    for key in [k for k in ctx.states if k[0] == topic]:
+        del ctx.states[key]
+
+
+def topic_changed(ctx: Context, txn: ZkTxn, topic: str, new: TopicAssignment) -> None:
+    old = ctx.topics.get(topic)
+    if old is None:
+        return
+    if new != old and controllers_write(txn):
+        _logged_assignment(ctx, topic)  # a write of the controller's the log names too
+    ctx.topics[topic] = new
+    added = sorted(set(new.replicas) - set(old.replicas))
+    if added:
+        event = ctx.event(txn, "CreatePartitions", topic=topic,
+                          assignment={str(p): list(new.replicas[p]) for p in added})
+        ctx.created[topic] = event
+        ctx.cause(Cause(event, "CREATED", topic=topic))
+    moves = []
+    for p in sorted(set(old.replicas) & set(new.replicas)):
+        if (old.replicas[p], old.adding.get(p), old.removing.get(p)) == (
+                new.replicas[p], new.adding.get(p), new.removing.get(p)):
+            continue
+        if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.target(p):
+            _completed(ctx, (topic, p), new.replicas[p])
+            continue  # the controller completing the reassignment (after its partition writes)
+        replicas = None if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.origin(p) \
+            else list(new.target(p))
+        if (topic, p) in ctx.znode_reassignments:
+            continue  # /admin/reassign_partitions asked for it: its event
+        moves.append({"topic": topic, "partition": p, "replicas": replicas})
+    if moves:
+        event = ctx.event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
+        ctx.cause(Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
+    elif new == old and txn.session == ctx.controller_session:
+        _reassigned_in_place(ctx, txn, topic, _logged_assignment(ctx, topic))
+
+
+def _logged_assignment(ctx: Context, topic: str) -> int | None:
+    """The partition the controller's next logged assignment write names, when it is of `topic` (its
+    controller.log; None without one)."""
+    if not ctx.logged_assignments or ctx.logged_assignments[0][0] != topic:
+        return None
+    return ctx.logged_assignments.pop(0)[1]
+
+
+def _completed(ctx: Context, key: tuple[str, int], target: tuple[int, ...]) -> None:
+    """A reassignment's completion: the controller set the replicas to the target in memory (B2) before its
+    completing writes (a leader move, the removed replicas out of the ISR) and writes /brokers/topics/T only
+    after them (B6). Those writes, the last leader-epoch bumps of the event, carried the target."""
+    rows = [r for r in ctx.result.observed if (r["topic"], r["partition"]) == key]
+    for later, earlier in zip(reversed(rows), reversed(rows[:-1]), strict=False):
+        if later["cause_event_id"] != rows[-1]["cause_event_id"] or \
+                later["leader_epoch"] <= earlier["leader_epoch"]:
+            break
+        later.update(replicas=list(target), adding_replicas=[], removing_replicas=[])
+
+
+def _reassigned_in_place(ctx: Context, txn: ZkTxn, topic: str, logged: int | None) -> None:
+    """/brokers/topics/T rewritten unchanged by the controller: an Admin API reassignment of a partition to the
+    replicas it has. Nothing to add or remove, so the controller completes it at once: it bumps the leader epoch
+    (B3, leader and ISR unchanged), then rewrites the assignment (B6). The bump, the controller's last write and
+    explained by nothing before it, is that reassignment's. When the leader is not live there is no bump (its
+    election fails, seeds 11 and 111): the partition is the one the controller's log names for this write
+    (`logged`), or else the topic's only leaderless partition; unless the reassignment (or cancel) being handled
+    is of that partition: this is its completion's rewrite (seed 102, a cancel leaving the partition leaderless)."""
+    last = ctx.result.observed[-1] if ctx.result.observed else None
+    if last is not None and last["topic"] == topic and last["cause"] == "Unexplained":
+        if ctx.result.unexplained and last["source_offset"] == ctx.result.unexplained[-1]:
+            _bumped_in_place(ctx, txn, topic, last)
+        return  # (a follower hands its output out between polls: one already out stays as it went)
+    assignment = ctx.topics[topic]
+    leaderless = [p for p in sorted(assignment.replicas)
+                  if (state := ctx.states.get((topic, p))) is not None and state.leader == NO_LEADER]
+    partition = logged if logged is not None else (leaderless[0] if len(leaderless) == 1 else None)
+    newest = ctx.causes[-1] if ctx.causes else None
+    if newest is not None and newest.kind == "PARTITIONS" and (topic, partition) in newest.partitions:
+        return
+    if partition in leaderless:
+        event = ctx.event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[
+            {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}])
+        ctx.cause(Cause(event, "PARTITIONS", wrote=True))  # completed: it explains no later write
+
+
+def _bumped_in_place(ctx: Context, txn: ZkTxn, topic: str, last: dict[str, Any]) -> None:
+    key = (topic, last["partition"])
+    previous = next((r for r in reversed(ctx.result.observed[:-1]) if (r["topic"], r["partition"]) == key), None)
+    if previous is None or (previous["leader"], previous["isr"], previous["leader_epoch"] + 1) != (
+            last["leader"], last["isr"], last["leader_epoch"]):
+        return
+    bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
+    event = ctx.event(bump, "ReassignPartitions", f"-{topic}-{key[1]}",
+                      partitions=[{"topic": topic, "partition": key[1], "replicas": last["replicas"]}])
+    # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
+    ctx.cause(Cause(event, "PARTITIONS", wrote=True))
+    ctx.result.unexplained.pop()
+    last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
+    ctx.written_for[key] = event["event_id"]
