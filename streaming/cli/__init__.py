@@ -181,6 +181,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.keep_running:
+        if not args.kraft:
+            raise UsageError("--keep-running is the KRaft playground: use it with --kraft")
+        from streaming.jobs.playground import playground
+
+        return playground(args.work_dir.with_name(args.work_dir.name + "-playground"))
     if args.kraft:
         from streaming.jobs.kraftdemo import kraft_demo
 
@@ -247,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead: a real ZooKeeper-mode cluster (3 Kafka 3.9 brokers) through a failure, a controlled "
                         "shutdown and a reassignment, its history decided by `isrflow run` under the zk rules, next "
                         "to the real controller's writes")
+    p.add_argument("--keep-running", action="store_true",
+                   help="with --kraft: a playground that stays up until Ctrl-C (a KRaft cluster, `bridge` and `run` "
+                        "with metrics), with commands to kill, stop and start brokers and move partitions")
     _add_spark_options(p)
     p.set_defaults(func=_cmd_demo)
 
