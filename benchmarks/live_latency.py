@@ -90,11 +90,14 @@ def main() -> int:
             kinds = {e["event_id"]: (e["type"], e.get("change")) for e in convert(records).events}
             latencies: dict[str, list[float]] = {}
             for timestamp, decision in sink_records(cluster.bootstrap_servers):
-                event = decision["event_id"]
-                if event not in kinds or created[event_offset(decision)] < began:
+                event = decision["cause_event_id"]
+                if event not in kinds:
+                    continue
+                appended = created[event_offset({"event_id": event})]
+                if appended < began:
                     continue
                 kind = "/".join(k for k in kinds[event] if k)
-                latencies.setdefault(kind, []).append((timestamp - created[event_offset(decision)]) / 1000)
+                latencies.setdefault(kind, []).append((timestamp - appended) / 1000)
         finally:
             stop_shadow(shadow)
     every = [v for vs in latencies.values() for v in vs]
