@@ -86,14 +86,14 @@ class TransactionalProducer:
             # completes or aborts its open transaction.
             producer.init_transactions()
         except BaseException:
-            _close(producer)
+            close_cut_off(producer)
             raise
         self.producer = producer
 
     def drop(self) -> None:
         producer, self.producer = self.producer, None
         if producer is not None:
-            _close(producer)
+            close_cut_off(producer)
 
     def close(self) -> None:
         if self.producer is not None:
@@ -147,18 +147,21 @@ class TransactionalProducer:
                 pause = min(pause * 2, 10.0)
 
 
-def _close(producer: Any) -> None:
+def close_cut_off(producer: Any) -> None:
     """Close a producer cut off from its broker (nothing of it is left to save). kafka-python's close flushes first
-    and gives up there on a stuck producer, which leaves its sender thread spinning for good: stop that thread."""
-    try:
+    and gives up there on a stuck producer, which leaves its sender thread spinning for good: stop that thread (it
+    may have ended on its own meanwhile, its network client closed)."""
+    with contextlib.suppress(Exception):
         producer.close(timeout=1)
-    except Exception:
-        sender = producer._sender
-        sender.force_close()
-        sender.join(5)
+        return
+    sender = producer._sender
+    if sender.is_alive():
         with contextlib.suppress(Exception):
-            producer._metrics.close()
-        producer._closed = True  # else its __del__ tries the flush again
+            sender.force_close()
+        sender.join(5)
+    with contextlib.suppress(Exception):
+        producer._metrics.close()
+    producer._closed = True  # else its __del__ tries the flush again
 
 
 def flush_progressing(producer: Any, futures: list[Any], stall_s: float) -> None:
