@@ -631,7 +631,7 @@ def _on_isr_change(s: _Step) -> None:
     if strangers:
         raise Rejection(Error.INVALID_REQUEST, f"ISR members {strangers} are not replicas {list(rec.replicas)}")
     ineligible = [r for r in cmd.isr if r not in cmd.live_brokers]
-    if ineligible and s.rules.isr_members_must_be_live(cmd.metadata_version):
+    if ineligible and s.rules.isr_members_must_be_live(cmd.metadata_version, cmd.kafka_release):
         raise Rejection(Error.INELIGIBLE_REPLICA, f"ISR members {ineligible} are not live brokers")
     # No LeaderAndIsr: the ZK controller answers the leader and sends the request's UpdateMetadata (the controller's
     # fan-out adds it). Below protocol 2.7 the leader wrote it itself: the controller's cache keeps what it held until
