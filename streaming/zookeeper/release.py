@@ -1,0 +1,134 @@
+"""What a ZooKeeper-mode cluster's own writes say of its inter.broker.protocol.version and of its release.
+
+The protocol, from ZooKeeper's directory (Kafka's BrokerIdZNode, FeatureZNode, TopicPartitionStateZNode and
+IsrChangeNotificationHandler at 2.8.2 and 3.9):
+- a leader's ISR change announced under /isr_change_notification: below 2.7-IV2 (the importer reads the cluster so,
+  level 0);
+- a broker registration (/brokers/ids/N) of version 4: below 2.7-IV0 (version 5, with `features`, from 2.7-IV0);
+- /feature of version 2: 3.3-IV0 or later (version 1 before; status 0, disabled, below 2.7-IV0);
+- a partition state carrying `leader_recovery_state` (an unclean leader RECOVERING, KIP-704): 3.2-IV0 or later.
+A registration of version 5 with none of the later signs is a protocol from 2.7-IV2 up to 3.1, whose controllers
+decide alike: leaders send AlterIsr, an unclean election writes no recovery state (`IBP_2_7_IV2`). From 3.2-IV0 on
+the zk rules decide alike at every level, so nothing is said then and the configured version holds.
+
+The release, from the brokers' server.log files when they are at hand: each broker logs `Kafka version: X` as it
+starts (AppInfoParser). Nothing in ZooKeeper names it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from statemachine.features import IBP_2_7_IV2, METADATA_VERSION, ZOOKEEPER_ERA_PROTOCOL, metadata_version_name
+from statemachine.releases import KafkaRelease
+from streaming.zookeeper.statechange import read_broker_logs
+from streaming.zookeeper.txnlog import ZkHistory
+
+_REGISTRATION = re.compile(r"^/brokers/ids/\d+$")
+_STATE = re.compile(r"^/brokers/topics/[^/]+/partitions/\d+/state$")
+_VERSION_LINE = re.compile(r"\] INFO Kafka version: (?P<version>[\w.-]+) \(org\.apache\.kafka\.common\.utils\."
+                           r"AppInfoParser\)")
+
+
+@dataclass(frozen=True)
+class ClusterRelease:
+    """The protocol's level (statemachine.features; None: nothing says one the zk rules tell apart), the release its
+    brokers logged (None: not read), and what said so."""
+
+    metadata_version: int | None
+    kafka_version: KafkaRelease | None
+    evidence: tuple[str, ...]
+
+    def describe(self) -> str:
+        protocol = ("the configured one" if self.metadata_version is None
+                    else metadata_version_name(self.metadata_version))
+        release = "not named" if self.kafka_version is None else str(self.kafka_version)
+        return f"protocol {protocol}, release {release} ({'; '.join(self.evidence) or 'no sign'})"
+
+
+def _writes(history: ZkHistory) -> Iterable[tuple[str, bytes]]:
+    """Every znode's data as the snapshot holds it, then as each logged create or setData wrote it."""
+    if history.snapshot is not None:
+        for node in history.snapshot.nodes.values():
+            yield node.path, node.data
+    for txn in history.txns:
+        for op in txn.ops:
+            if op.kind in ("create", "setData") and op.data is not None:
+                yield op.path, op.data
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(data or b"{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def read_protocol(history: ZkHistory) -> tuple[int | None, list[str]]:
+    """The protocol level the directory shows (None: from 3.2-IV0 on, or no sign), and why."""
+    registrations: set[int] = set()
+    feature_versions: set[int] = set()
+    notified = recovering = False
+    for path, data in _writes(history):
+        if path.startswith("/isr_change_notification/"):
+            notified = True
+        elif _REGISTRATION.match(path):
+            registrations.add(int(_json(data).get("version", 0)))
+        elif path == "/feature":
+            feature_versions.add(int(_json(data).get("version", 0)))
+        elif _STATE.match(path) and "leader_recovery_state" in _json(data):
+            recovering = True
+    if notified:
+        return ZOOKEEPER_ERA_PROTOCOL, ["leaders announced ISR changes under /isr_change_notification"]
+    if 4 in registrations:
+        return ZOOKEEPER_ERA_PROTOCOL, ["a broker registration of version 4 (below 2.7-IV0)"]
+    if 2 in feature_versions:
+        return None, ["/feature of version 2 (3.3-IV0 or later)"]
+    if recovering:
+        return None, ["a partition state with leader_recovery_state (3.2-IV0 or later)"]
+    if 5 in registrations:
+        return IBP_2_7_IV2, ["broker registrations of version 5 and no sign of 3.2-IV0 (2.7-IV2 to 3.1)"]
+    return None, []
+
+
+def _named_versions(lines: Iterable[str], named: set[KafkaRelease]) -> set[KafkaRelease]:
+    for line in lines:
+        m = _VERSION_LINE.search(line)
+        if m is not None:
+            try:
+                named.add(KafkaRelease.parse(m["version"]))
+            except ValueError:  # a build's own version (3.9.1-SNAPSHOT): not a release
+                continue
+    return named
+
+
+def read_kafka_version(server_logs: Path) -> tuple[KafkaRelease | None, list[str]]:
+    """The release the brokers' server.log files name (the oldest, if they name several: a rolling upgrade)."""
+    named = read_broker_logs(server_logs, _named_versions, set())
+    if not named:
+        return None, []
+    return min(named), [f"server.log: Kafka version {', '.join(map(str, sorted(named)))}"]
+
+
+def read_release(history: ZkHistory, server_logs: Path | None = None) -> ClusterRelease:
+    level, why = read_protocol(history)
+    release, named = read_kafka_version(server_logs) if server_logs is not None else (None, [])
+    return ClusterRelease(level, release, (*why, *named))
+
+
+def with_protocol(release: ClusterRelease, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` with the protocol the directory shows in force from their start (an UpdateFeatures of
+    metadata.version first, as a kraft: log's feature levels), unless nothing names one or the importer already
+    set it (a leader's own ISR announcement, level 0)."""
+    if release.metadata_version is None or not events or any(e["type"] == "UpdateFeatures" for e in events):
+        return events
+    first = events[0]
+    return [{"type": "UpdateFeatures", "event_id": f"{first['event_id']}-protocol", "ts": first["ts"],
+             "controller_epoch": first["controller_epoch"],
+             "features": {METADATA_VERSION: release.metadata_version}}, *events]
