@@ -21,7 +21,7 @@ from statemachine.features import (
 from statemachine.releases import KafkaRelease
 from statemachine.requests import RequestType
 from streaming.zookeeper.files import read_zk_history
-from streaming.zookeeper.release import read_release
+from streaming.zookeeper.release import read_release, with_protocol
 
 from .cluster import cluster_with
 
@@ -112,3 +112,13 @@ def test_the_protocol_is_read_from_what_the_cluster_wrote() -> None:
     assert own_3_9.metadata_version is None and own_3_9.kafka_version is None  # /feature version 2: 3.3-IV0 on
     assert "/feature of version 2" in own_3_9.describe()
 
+
+
+def test_a_kafka_2_8_clusters_protocol_starts_its_events_and_its_server_log_names_the_release() -> None:
+    run = REGRESSIONS / "zookeeper-2.8-scripted"
+    release = read_release(read_zk_history(run / "version-2"), run / "server")
+    assert (release.metadata_version, release.kafka_version) == (IBP_2_7_IV2, KafkaRelease.parse("2.8.2"))
+    first = {"type": "CreateTopic", "event_id": "zk-5", "ts": "2026-11-26T17:00:00.000Z", "controller_epoch": 1}
+    assert with_protocol(release, [first]) == [
+        {"type": "UpdateFeatures", "event_id": "zk-5-protocol", "ts": first["ts"], "controller_epoch": 1,
+         "features": {"metadata.version": IBP_2_7_IV2}}, first]
