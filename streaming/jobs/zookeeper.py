@@ -78,7 +78,7 @@ def import_zk(source: Path, events_out: Path, observed_out: Path | None = None,
     alter_partitions = read_server_logs(server_logs) if server_logs is not None else None
     result = convert(history, reads, alter_partitions.requests if alter_partitions is not None else ())
     release = read_release(history, server_logs)
-    events = with_protocol(release, result.events)
+    events = with_protocol(release, history, result.events)
     write_jsonl(events_out, events)
     if observed_out is not None:
         write_jsonl(observed_out, result.observed)

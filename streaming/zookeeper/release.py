@@ -122,13 +122,13 @@ def read_release(history: ZkHistory, server_logs: Path | None = None) -> Cluster
     return ClusterRelease(level, release, (*why, *named))
 
 
-def with_protocol(release: ClusterRelease, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_protocol(release: ClusterRelease, history: ZkHistory, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`events` with the protocol the directory shows in force from their start (an UpdateFeatures of
     metadata.version first, as a kraft: log's feature levels), unless nothing names one or the importer already
-    set it (a leader's own ISR announcement, level 0)."""
+    set it (a leader's own ISR announcement, level 0). Like the importer's, it comes before any controller (epoch 0)
+    at the history's start (its snapshot's zxid, or 0)."""
     if release.metadata_version is None or not events or any(e["type"] == "UpdateFeatures" for e in events):
         return events
-    first = events[0]
-    return [{"type": "UpdateFeatures", "event_id": f"{first['event_id']}-protocol", "ts": first["ts"],
-             "controller_epoch": first["controller_epoch"],
+    start = history.snapshot.zxid if history.snapshot is not None else 0
+    return [{"type": "UpdateFeatures", "event_id": f"zk-{start}-protocol", "ts": events[0]["ts"], "controller_epoch": 0,
              "features": {METADATA_VERSION: release.metadata_version}}, *events]

@@ -227,6 +227,7 @@ def test_a_kafka_2_8_clusters_requests_its_release_and_a_failover_finding_its_le
     summary, rows = _replayed(run / "version-2", tmp_path)
     assert "protocol an inter.broker.protocol.version from 2.7-IV2 to 3.0-IV0, release 2.8.2" in summary
     assert "12 answered" in summary  # the leaders' AlterIsr requests
+    assert "0 rejections, 0 quarantined" in summary  # the protocol's UpdateFeatures, level -1, applied
     assert ("LeaderAndIsr 38 of 38 (isrflow 38), StopReplica 8 of 8 (isrflow 8), "
             "UpdateMetadata 111 of 111 (isrflow 111)") in summary
     assert all(r["match"] for r in rows)

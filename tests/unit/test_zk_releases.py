@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.events import parse_event
+from schemas.events import UpdateFeatures, parse_event
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.features import (
     IBP_2_7_IV2,
@@ -116,9 +116,15 @@ def test_the_protocol_is_read_from_what_the_cluster_wrote() -> None:
 
 def test_a_kafka_2_8_clusters_protocol_starts_its_events_and_its_server_log_names_the_release() -> None:
     run = REGRESSIONS / "zookeeper-2.8-scripted"
-    release = read_release(read_zk_history(run / "version-2"), run / "server")
+    history = read_zk_history(run / "version-2")
+    release = read_release(history, run / "server")
     assert (release.metadata_version, release.kafka_version) == (IBP_2_7_IV2, KafkaRelease.parse("2.8.2"))
     first = {"type": "CreateTopic", "event_id": "zk-5", "ts": "2026-11-26T17:00:00.000Z", "controller_epoch": 1}
-    assert with_protocol(release, [first]) == [
-        {"type": "UpdateFeatures", "event_id": "zk-5-protocol", "ts": first["ts"], "controller_epoch": 1,
-         "features": {"metadata.version": IBP_2_7_IV2}}, first]
+    protocol, *rest = with_protocol(release, history, [first])
+    assert rest == [first] and protocol == {"type": "UpdateFeatures", "event_id": "zk-0-protocol", "ts": first["ts"],
+                                            "controller_epoch": 0, "features": {"metadata.version": IBP_2_7_IV2}}
+    event = parse_event(json.dumps(protocol))
+    assert isinstance(event, UpdateFeatures), event  # a level below 0, and still a valid event
+    controller = Controller(ControllerConfig())
+    controller.handle_event(event, 0)
+    assert controller.metadata_version == IBP_2_7_IV2
