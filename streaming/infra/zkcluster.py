@@ -56,7 +56,7 @@ RELEASES = {r.kafka_version: r for r in (
     ZkRelease("3.5.2", "3.6.4", connectors.KAFKA_35, "kafka.server.DefaultAlterPartitionManager"),
     ZkRelease("3.0.2", "3.6.3", connectors.KAFKA_30, "kafka.server.DefaultAlterIsrManager"),
     ZkRelease("2.8.2", "3.5.9", connectors.KAFKA_28, "kafka.server.DefaultAlterIsrManager"),
-    ZkRelease("2.7.2", "3.5.9", connectors.KAFKA_27, "kafka.server.DefaultAlterIsrManager"),
+    ZkRelease("2.7.2", "3.5.9", connectors.KAFKA_27, "kafka.server.AlterIsrManagerImpl"),
 )}
 DEFAULT_RELEASE = "3.9.1"
 
