@@ -20,8 +20,6 @@ LOGS = sorted((Path(__file__).parent / "zklog").glob("zookeeper-*"))
 NOT_YET: dict[str, str] = {
     "zookeeper-3.0-scripted": "a topic's deletion that the controller's own broker's controlled shutdown cut short is "
                               "still in progress at the next failover (its znodes are there); isrflow completed it",
-    "zookeeper-2.8-seed-203": "a topic being deleted, one replica's broker down, the other's broker failed: isrflow "
-                              "retries the deletion at the failure (a state write) where the controller wrote nothing",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
