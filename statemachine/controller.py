@@ -87,10 +87,6 @@ class ControllerConfig:
     min_insync_replicas: int = 1
     # The ZooKeeper-era controller's release (statemachine.releases); None: not told, Kafka 3.9.1.
     kafka_version: KafkaRelease | None = None
-
-    @property
-    def release(self) -> KafkaRelease:
-        return self.kafka_version or LAST_ZOOKEEPER_RELEASE
     # An event_id applied at offset o makes any event with the same id at an offset up to o + this
     # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
     duplicate_window: int = 100_000
@@ -98,6 +94,10 @@ class ControllerConfig:
     # rules): a leader's ISR change was sent against the epochs the real controller had given it, which these rules
     # number differently, so the current leader's request is taken at this partition's epochs.
     isr_changes_at_current_epochs: bool = False
+
+    @property
+    def release(self) -> KafkaRelease:
+        return self.kafka_version or LAST_ZOOKEEPER_RELEASE
 
 
 @dataclass
