@@ -12,7 +12,9 @@ decide alike: leaders send AlterIsr, an unclean election writes no recovery stat
 the zk rules decide alike at every level, so nothing is said then and the configured version holds.
 
 The release, from the brokers' server.log files when they are at hand: each broker logs `Kafka version: X` as it
-starts (AppInfoParser). Nothing in ZooKeeper names it.
+starts (AppInfoParser). Nothing in ZooKeeper names it, but /controller tells the releases before 3.4 (version 1)
+from the later ones (version 2, with kraftControllerEpoch, whatever the protocol): those are taken as the last of
+their generation, for the policies that differ before 3.4 (statemachine.releases).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,10 @@ from statemachine.features import IBP_2_7_IV2, METADATA_VERSION, ZOOKEEPER_ERA_P
 from statemachine.releases import KafkaRelease
 from streaming.zookeeper.statechange import read_broker_logs
 from streaming.zookeeper.txnlog import ZkHistory
+
+# The releases a directory with no broker log is taken as, by generation.
+LAST_2_X = KafkaRelease(2, 8, 2)
+LAST_BEFORE_3_4 = KafkaRelease(3, 3, 2)
 
 _REGISTRATION = re.compile(r"^/brokers/ids/\d+$")
 _STATE = re.compile(r"^/brokers/topics/[^/]+/partitions/\d+/state$")
@@ -70,31 +76,57 @@ def _json(data: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def read_protocol(history: ZkHistory) -> tuple[int | None, list[str]]:
-    """The protocol level the directory shows (None: from 3.2-IV0 on, or no sign), and why."""
-    registrations: set[int] = set()
-    feature_versions: set[int] = set()
-    notified = recovering = False
+@dataclass
+class _Signs:
+    """What the writes show: the registrations' and /feature's versions, /controller's, whether a leader announced
+    an ISR change, whether a state carried a recovery state."""
+
+    registrations: set[int] = field(default_factory=set)
+    features: set[int] = field(default_factory=set)
+    controllers: set[int] = field(default_factory=set)
+    notified: bool = False
+    recovering: bool = False
+
+
+def _signs(history: ZkHistory) -> _Signs:
+    signs = _Signs()
     for path, data in _writes(history):
         if path.startswith("/isr_change_notification/"):
-            notified = True
+            signs.notified = True
         elif _REGISTRATION.match(path):
-            registrations.add(int(_json(data).get("version", 0)))
+            signs.registrations.add(int(_json(data).get("version", 0)))
         elif path == "/feature":
-            feature_versions.add(int(_json(data).get("version", 0)))
+            signs.features.add(int(_json(data).get("version", 0)))
+        elif path == "/controller":
+            signs.controllers.add(int(_json(data).get("version", 0)))
         elif _STATE.match(path) and "leader_recovery_state" in _json(data):
-            recovering = True
-    if notified:
+            signs.recovering = True
+    return signs
+
+
+def _protocol(signs: _Signs) -> tuple[int | None, list[str]]:
+    """The protocol level the directory shows (None: from 3.2-IV0 on, or no sign), and why."""
+    if signs.notified:
         return ZOOKEEPER_ERA_PROTOCOL, ["leaders announced ISR changes under /isr_change_notification"]
-    if 4 in registrations:
+    if 4 in signs.registrations:
         return ZOOKEEPER_ERA_PROTOCOL, ["a broker registration of version 4 (below 2.7-IV0)"]
-    if 2 in feature_versions:
+    if 2 in signs.features:
         return None, ["/feature of version 2 (3.3-IV0 or later)"]
-    if recovering:
+    if signs.recovering:
         return None, ["a partition state with leader_recovery_state (3.2-IV0 or later)"]
-    if 5 in registrations:
+    if 5 in signs.registrations:
         return IBP_2_7_IV2, ["broker registrations of version 5 and no sign of 3.2-IV0 (2.7-IV2 to 3.1)"]
     return None, []
+
+
+def _release(signs: _Signs, level: int | None) -> tuple[KafkaRelease | None, list[str]]:
+    """The release the directory implies: a /controller of version 1 only (kraftControllerEpoch came with 3.4,
+    whatever the protocol) is a release before 3.4, taken as the last of its generation, 2.8.2 for a protocol before
+    3.0 and 3.3.2 else (None: 3.4 or later, or no sign)."""
+    if not signs.controllers or 2 in signs.controllers:
+        return None, []
+    assumed = LAST_2_X if level in (ZOOKEEPER_ERA_PROTOCOL, IBP_2_7_IV2) else LAST_BEFORE_3_4
+    return assumed, [f"/controller of version 1 (a release before 3.4): taken as {assumed}"]
 
 
 def _named_versions(lines: Iterable[str], named: set[KafkaRelease]) -> set[KafkaRelease]:
@@ -117,8 +149,12 @@ def read_kafka_version(server_logs: Path) -> tuple[KafkaRelease | None, list[str
 
 
 def read_release(history: ZkHistory, server_logs: Path | None = None) -> ClusterRelease:
-    level, why = read_protocol(history)
+    """The protocol from the directory; the release from the brokers' server.log, else as the directory implies."""
+    signs = _signs(history)
+    level, why = _protocol(signs)
     release, named = read_kafka_version(server_logs) if server_logs is not None else (None, [])
+    if release is None:
+        release, named = _release(signs, level)
     return ClusterRelease(level, release, (*why, *named))
 
 

@@ -1,9 +1,9 @@
 """A small scripted run of a ZooKeeper-mode cluster of one release, kept for a regression test (replayed without a
 cluster): three brokers, topics created, a broker killed and restarted, a reassignment, a preferred election, a
-topic deleted, a controlled shutdown, and the controller's broker killed while it leads partitions (the next
-controller's failover finds it gone: its replicas go offline, leader -1, before the elections). ZooKeeper's
-`version-2` (log files' preallocated zero tails cut) and each broker's state-change.log, controller.log and
-server.log are written under OUT, in the campaign's layout.
+topic deleted, an unclean election (Admin ElectLeaders), a controlled shutdown, and the controller's broker killed
+while it leads partitions (the next controller's failover finds it gone: its replicas go offline, leader -1, before
+the elections). ZooKeeper's `version-2` (log files' preallocated zero tails cut) and each broker's
+state-change.log, controller.log and server.log are written under OUT, in the campaign's layout.
 
     .venv/bin/python tests/integration/zk_release_scenario.py --kafka-version 2.8.2 --out DIR
 """
@@ -40,7 +40,21 @@ def scenario(c: ZkCluster) -> None:
     c.create_topic("c", {0: [3, 1]})
     time.sleep(2)
     c.delete_topic("c")
-    c.wait_until(lambda: "c" not in c.list_topics(), 30, "c deleted")
+    # Done once the controller says so: the brokers stop listing a topic as soon as its deletion is asked for.
+    c.wait_until(lambda: any("Deletion of topic c successfully completed" in c.controller_log(b).read_text()
+                             for b in c.brokers if c.controller_log(b).exists()), 30, "c deleted")
+    # An unclean election: u-0's ISR down to broker 2, which dies; broker 3, out of the ISR, comes back.
+    c.create_topic("u", {0: [2, 3]})
+    c.wait_until(lambda: c.describe("u")[0]["isr"] == [2, 3], 30, "u-0 fully in sync")
+    c.kill(3)
+    c.wait_until(lambda: c.describe("u")[0]["isr"] == [2], 30, "broker 3 out of u-0's ISR")
+    c.kill(2)
+    c.wait_until(lambda: c.describe("u")[0]["leader"] == -1, 30, "u-0 without a leader")
+    c.restart(3)
+    c.elect("UNCLEAN", {"u": [0]})
+    c.restart(2)
+    c.wait_until(lambda: all(2 in p["isr"] and 3 in p["isr"] for p in c.describe("a").values()), 60,
+                 "brokers 2 and 3 back in every ISR of a")
     c.terminate(3)  # a controlled shutdown
     c.restart(3)
     c.wait_until(lambda: all(3 in p["isr"] for p in c.describe("a").values()), 30, "broker 3 back in every ISR")

@@ -102,10 +102,10 @@ def test_a_torn_last_record_ends_the_log_and_is_counted(tmp_path: Path) -> None:
 
 def test_a_zookeeper_3_5_closed_session_deletes_the_ephemeral_znodes_it_owned() -> None:
     # ZooKeeper 3.5.9 (Kafka 2.8.2's) logs a session's close with no paths (CloseSessionTxn came in 3.6): the history
-    # names the ephemeral znodes it still owned, so broker 2's kill -9 deletes its registration, and the controller's
-    # broker's its registration and /controller.
+    # names the ephemeral znodes it still owned: each kill -9 or controlled shutdown deletes the broker's
+    # registration, and the controller's broker's /controller too.
     run = Path(__file__).parents[1] / "integration" / "zklog" / "regressions" / "zookeeper-2.8-scripted"
     closed = [op.deleted for txn in read_zk_history(run / "version-2").txns for op in txn.ops
               if op.kind == "closeSession" and op.deleted]
-    assert closed[0] == ("/brokers/ids/2",)
-    assert ("/brokers/ids/1", "/controller") in closed
+    assert closed == [("/brokers/ids/2", "/controller"), ("/brokers/ids/3",), ("/brokers/ids/2",),
+                      ("/brokers/ids/3",), ("/brokers/ids/1", "/controller")]
