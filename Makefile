@@ -49,7 +49,8 @@ kraft-campaign: install jars
 		--out ../../out/kraft-campaign $(if $(SPARK),--spark)
 
 # The same campaign on real ZooKeeper-mode clusters (docs/zookeeper.md, "The campaign"): Kafka 3.9 brokers at its own
-# inter.broker.protocol.version and at 2.6, taken in turn; make test runs one short run. KEEP=1 keeps every run (the
+# inter.broker.protocol.version and at 2.6, taken in turn (2.8: Kafka 2.8.2 brokers, their jars fetched on first use);
+# make test runs one short run. KEEP=1 keeps every run (the
 # ZooKeeper directory and each broker's state-change.log); RECHECK=1 starts no cluster and compares every kept run again.
 ZK_VERSIONS ?= 3.9,2.6
 zk-campaign: install jars

@@ -400,13 +400,19 @@ def _configs(value: Any, name: str, allow_null: bool) -> dict[str, str | None]:
 INT16_MAX = 2**15 - 1
 
 
+# The one level below 0: metadata.version -1, a ZooKeeper-era inter.broker.protocol.version from 2.7-IV2 to 3.0-IV0
+# (statemachine.features.IBP_2_7_IV2).
+_ALTER_ISR_PROTOCOL = ("metadata.version", -1)
+
+
 def _feature_levels(value: Any, name: str) -> dict[str, int]:
     if not isinstance(value, dict) or not value:
         raise _Invalid(f"field '{name}' must be a non-empty object of feature name -> level")
     for key, level in value.items():
         if not _string(key, f"{name} name"):
             raise _Invalid(f"field '{name}' has an empty feature name")
-        _non_negative_int(level, f"{name}.{key}", INT16_MAX)
+        if (key, level) != _ALTER_ISR_PROTOCOL or isinstance(level, bool):
+            _non_negative_int(level, f"{name}.{key}", INT16_MAX)
     return dict(value)
 
 

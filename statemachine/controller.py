@@ -51,6 +51,12 @@ from statemachine.features import (
 )
 from statemachine.partition import apply_command, metadata_state, replicas_not_deleted
 from statemachine.record import Action, Applied, Command, PartitionRecord
+from statemachine.releases import (
+    LAST_ZOOKEEPER_RELEASE,
+    KafkaRelease,
+    broker_failure_updates_metadata_when_nothing_changed,
+    rebalance_waits_for_reassignments,
+)
 from statemachine.requests import Added, Phase, Request, RequestType, batches
 from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
 from statemachine.states import PartitionState, ReplicaState
@@ -79,6 +85,8 @@ class ControllerConfig:
     eligible_leader_replicas: bool = False
     metadata_version: int = LATEST_PRODUCTION
     min_insync_replicas: int = 1
+    # The ZooKeeper-era controller's release (statemachine.releases); None: not told, Kafka 3.9.1.
+    kafka_version: KafkaRelease | None = None
     # An event_id applied at offset o makes any event with the same id at an offset up to o + this
     # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
     duplicate_window: int = 100_000
@@ -86,6 +94,10 @@ class ControllerConfig:
     # rules): a leader's ISR change was sent against the epochs the real controller had given it, which these rules
     # number differently, so the current leader's request is taken at this partition's epochs.
     isr_changes_at_current_epochs: bool = False
+
+    @property
+    def release(self) -> KafkaRelease:
+        return self.kafka_version or LAST_ZOOKEEPER_RELEASE
 
 
 @dataclass
@@ -238,7 +250,8 @@ class _Fanout:
         self._emit(action, topic=key[0], partition=key[1], step=step,
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
                    else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
-                   elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version, **fields)
+                   elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version,
+                   kafka_release=self.controller.config.release, **fields)
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
                 action: Action = Action.CLUSTER, **fields: Any) -> None:
@@ -581,6 +594,7 @@ class Controller:
             raise Rejection(Error.STALE_BROKER_EPOCH,
                             f"failure of broker {broker} epoch {epoch}, but epoch {registered} is registered")
         self._unregister(out, broker)
+        offline_leaders = self._partitions_with_offline_leader()
         hosted = self.partitions_on(broker)
         # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
         # (their controlled-shutdown election had failed): they elect now too.
@@ -592,12 +606,24 @@ class Controller:
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         if self._hosts_replicas_being_deleted(broker):
             self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
-        if not any(k in self.partitions and not self.partitions[k].queued_for_deletion for k in hosted) and not any(
-                d.election for h in out.handled for d in h.applied.decisions):
-            out.metadata(self.cluster.broker_epochs)  # nothing changed: the brokers learn it is gone
+        if broker_failure_updates_metadata_when_nothing_changed(self.config.release):
+            nothing_changed = not any(k in self.partitions and not self.partitions[k].queued_for_deletion
+                                      for k in hosted) and not any(
+                d.election for h in out.handled for d in h.applied.decisions)
+        else:
+            nothing_changed = not offline_leaders
+        if nothing_changed:
+            out.metadata(self.cluster.broker_epochs)  # the brokers learn it is gone
         offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
         out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
                     + _names(offline))
+
+    def _partitions_with_offline_leader(self) -> list[Key]:
+        """ControllerContext.partitionsWithOfflineLeader: the partitions with a leader and ISR, not being deleted,
+        whose leader is not a live broker (leader -1 included)."""
+        live = self.cluster.live_brokers
+        return [k for k, r in self.partitions.items()
+                if r.has_leader_and_isr and not r.queued_for_deletion and r.leader not in live]
 
     def _fenced_again(self, out: _Fanout, broker: int) -> None:
         """KRaft: a fenced broker keeps its registration, and its session timing out later fences it again (after
@@ -820,12 +846,15 @@ class Controller:
             if rec.replicas and not rec.queued_for_deletion:
                 by_preferred.setdefault(rec.replicas[0], []).append((key, rec))
         reports = []
+        # Before KAFKA-10149 a reassignment in progress anywhere holds every election back.
+        held_back = rebalance_waits_for_reassignments(self.config.release) and any(
+            r.reassignment_in_progress for r in self.partitions.values())
         for broker, hosted in sorted(by_preferred.items()):
             not_preferred = [(k, r) for k, r in hosted if r.has_leader_and_isr and r.leader != broker]
             ratio = len(not_preferred) / len(hosted)
             if ratio <= threshold:
                 continue
-            candidates = [k for k, r in not_preferred if broker in live and broker in r.isr]
+            candidates = [] if held_back else [k for k, r in not_preferred if broker in live and broker in r.isr]
             reports.append(f"broker {broker} leads {len(hosted) - len(not_preferred)}/{len(hosted)} of its "
                            f"preferred partitions (imbalance {ratio:.0%}): {len(candidates)} preferred election(s)")
             for key in candidates:

@@ -25,9 +25,16 @@ LATEST_PRODUCTION = 27
 # The first version a KRaft controller runs at (MetadataVersion.MINIMUM_KRAFT_VERSION in 3.x).
 MINIMUM_KRAFT_VERSION = 1
 # A ZooKeeper-era controller runs at its inter.broker.protocol.version, which Kafka 3.x models as a MetadataVersion
-# too; those before 3.0 (2.x and older) have no KRaft feature level: they are all level 0 here. Only the zk rules run
-# at it.
+# too; those before 3.0-IV1 have no KRaft feature level (Kafka gives them all -1). Only the zk rules run at them, and
+# they tell apart the two generations their controllers differ by: a protocol below 2.7-IV2, where each leader writes
+# its own ISR changes to ZooKeeper and announces them under /isr_change_notification (level 0, as the ZooKeeper
+# importer has always written it), and one from 2.7-IV2 up to 3.0-IV0, where leaders send AlterIsr to the controller
+# (level -1). Neither is ordered against the other: the predicates below name them.
 ZOOKEEPER_ERA_PROTOCOL = 0
+IBP_2_7_IV2 = -1
+# Kafka 2.x's protocols from the first that sends AlterIsr (ApiVersion: KAFKA_2_7_IV2, KAFKA_2_8_IV0, KAFKA_2_8_IV1)
+# and the last before the KRaft levels (3.0-IV0); a release alone means its last internal version.
+_ALTER_ISR_BEFORE_3 = ("2.7", "2.7-IV2", "2.8", "2.8-IV0", "2.8-IV1", "3.0-IV0")
 
 _BY_NAME = {name: level for level, name in METADATA_VERSIONS.items()}
 # A release alone ("3.5") means its last internal version, as MetadataVersion.fromVersionString reads it.
@@ -36,8 +43,11 @@ _BY_NAME.update({name.split("-")[0]: level for level, name in sorted(METADATA_VE
 
 def metadata_version_level(text: str) -> int:
     """A metadata version given as a name ("3.5-IV2", "3.5") or a feature level ("11"), or a ZooKeeper-era
-    inter.broker.protocol.version before 3.0 ("2.6", "2.8-IV1": level 0); ValueError if unknown."""
+    inter.broker.protocol.version before 3.0-IV1 ("2.8", "2.7-IV2", "3.0-IV0": IBP_2_7_IV2; "2.6", "2.7-IV1":
+    level 0); ValueError if unknown."""
     value = text.strip()
+    if value in _ALTER_ISR_BEFORE_3:
+        return IBP_2_7_IV2
     major = value.split(".", 1)[0]
     if "." in value and major.isascii() and major.isdigit() and int(major) < 3:
         return ZOOKEEPER_ERA_PROTOCOL
@@ -57,7 +67,9 @@ def metadata_version_level(text: str) -> int:
 def metadata_version_name(level: int) -> str:
     """The version's name, or the bare level for one this isrflow does not know (a newer Kafka's)."""
     if level == ZOOKEEPER_ERA_PROTOCOL:
-        return "an inter.broker.protocol.version before 3.0"
+        return "an inter.broker.protocol.version before 2.7-IV2"
+    if level == IBP_2_7_IV2:
+        return "an inter.broker.protocol.version from 2.7-IV2 to 3.0-IV0"
     return METADATA_VERSIONS.get(level, f"level {level}")
 
 
@@ -77,8 +89,7 @@ def is_elr_supported(metadata_version: int) -> bool:
 
 
 def is_alter_partition_supported(metadata_version: int) -> bool:
-    """Whether leaders send their ISR changes to the controller (AlterPartition, inter.broker.protocol 2.7-IV2 on);
-    below it a leader writes its ISR to ZooKeeper itself and announces it under /isr_change_notification. Level 0
-    stands for every protocol before 3.0: isrflow takes it as below 2.7 (the ZooKeeper importer gives it to the
-    clusters whose leaders write their own ISR), and a 2.7 or 2.8 cluster as such one."""
-    return metadata_version > ZOOKEEPER_ERA_PROTOCOL
+    """Whether leaders send their ISR changes to the controller (AlterIsr from inter.broker.protocol 2.7-IV2 on,
+    AlterPartition from 3.2); below it a leader writes its ISR to ZooKeeper itself and announces it under
+    /isr_change_notification (level 0, which the ZooKeeper importer gives the clusters whose leaders do so)."""
+    return metadata_version != ZOOKEEPER_ERA_PROTOCOL

@@ -30,6 +30,7 @@ from statemachine.rules import (
     reassignment_from_original,
 )
 from statemachine.states import (
+    VALID_PREVIOUS_REPLICA_STATES,
     IllegalTransition,
     PartitionState,
     ReplicaState,
@@ -457,11 +458,15 @@ def _on_complete_deletion(s: _Step) -> None:
 
 
 def _fail_deletion(s: _Step, broker: int) -> None:
-    """A replica whose deletion cannot go on (its broker is not live): ReplicaDeletionIneligible."""
-    if s.record.replica_states[broker] is not R.DELETION_INELIGIBLE:
-        if s.record.replica_states[broker] is not R.OFFLINE:
-            s.move_replica(broker, R.OFFLINE)
+    """A replica whose deletion cannot go on (its broker is not live): ReplicaDeletionIneligible, from OfflineReplica
+    or ReplicaDeletionStarted only (TopicDeletionManager.failReplicaDeletion). One still OnlineReplica (a deletion
+    halted since the failover or its broker's startup had not started it) stays so: Kafka logs the transition as
+    invalid and writes nothing."""
+    state = s.record.replica_states[broker]
+    if state in VALID_PREVIOUS_REPLICA_STATES[R.DELETION_INELIGIBLE]:
         s.move_replica(broker, R.DELETION_INELIGIBLE)
+    elif state is not R.DELETION_INELIGIBLE:
+        s.note(f"replica {broker} is {state}: not ReplicaDeletionIneligible")
 
 
 def _on_resume_deletion(s: _Step) -> None:
@@ -631,7 +636,7 @@ def _on_isr_change(s: _Step) -> None:
     if strangers:
         raise Rejection(Error.INVALID_REQUEST, f"ISR members {strangers} are not replicas {list(rec.replicas)}")
     ineligible = [r for r in cmd.isr if r not in cmd.live_brokers]
-    if ineligible and s.rules.isr_members_must_be_live(cmd.metadata_version):
+    if ineligible and s.rules.isr_members_must_be_live(cmd.metadata_version, cmd.kafka_release):
         raise Rejection(Error.INELIGIBLE_REPLICA, f"ISR members {ineligible} are not live brokers")
     # No LeaderAndIsr: the ZK controller answers the leader and sends the request's UpdateMetadata (the controller's
     # fan-out adds it). Below protocol 2.7 the leader wrote it itself: the controller's cache keeps what it held until

@@ -11,6 +11,7 @@ from schemas.events import LeaderRecoveryState
 from schemas.records import AuditRow, Decision
 from statemachine.errors import Error, Outcome
 from statemachine.features import LATEST_PRODUCTION
+from statemachine.releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 from statemachine.requests import Added
 from statemachine.states import PartitionState, ReplicaState
 
@@ -161,6 +162,8 @@ class Command:
     min_isr: int = 1
     elr_enabled: bool = False
     metadata_version: int = LATEST_PRODUCTION
+    # The ZooKeeper-era controller's release (statemachine.releases), whatever its protocol.
+    kafka_release: KafkaRelease = LAST_ZOOKEEPER_RELEASE
     # REJECT and CLUSTER: the verdict reached before fan-out.
     outcome: Outcome | None = None
     error: Error | None = None

@@ -42,13 +42,14 @@ from typing import Any
 from schemas.events import LeaderRecoveryState
 from schemas.records import Decision
 from statemachine.features import (
+    IBP_2_7_IV2,
     MINIMUM_KRAFT_VERSION,
-    ZOOKEEPER_ERA_PROTOCOL,
     is_alter_partition_supported,
     is_elr_supported,
     is_leader_epoch_bump_required_on_isr_shrink,
     is_leader_recovery_supported,
 )
+from statemachine.releases import KafkaRelease, alter_partition_checks_live_brokers
 
 
 def _every_write(before: Any, decisions: Sequence[Decision], metadata_version: int) -> list[Decision]:
@@ -126,12 +127,12 @@ def unclean_leader_recovery_state(metadata_version: int) -> LeaderRecoveryState 
     return LeaderRecoveryState.RECOVERING if is_leader_recovery_supported(metadata_version) else None
 
 
-def isr_checked_against_live_brokers(metadata_version: int) -> bool:
-    """KIP-841: a controller refuses an ISR change naming a broker that is not live (INELIGIBLE_REPLICA; Kafka 3.9
-    processAlterPartition, KRaft's ReplicationControlManager). A Kafka 2.x cluster (level 0) has no such check:
-    below inter.broker.protocol 2.7 the leader writes its ISR to ZooKeeper itself, and the 2.x controller took
-    AlterIsr as it came."""
-    return metadata_version > ZOOKEEPER_ERA_PROTOCOL
+def isr_checked_against_live_brokers(metadata_version: int, release: KafkaRelease) -> bool:
+    """KIP-841: a controller refuses an ISR change naming a broker that is not live (INELIGIBLE_REPLICA; the
+    ZooKeeper-era controller's processAlterPartition from Kafka 3.3, KRaft's ReplicationControlManager). Below
+    inter.broker.protocol 2.7 the leader writes its ISR to ZooKeeper itself, and the 2.x controller took AlterIsr
+    as it came."""
+    return is_alter_partition_supported(metadata_version) and alter_partition_checks_live_brokers(release)
 
 
 def reassigning_states_watched(metadata_version: int) -> bool:
@@ -142,7 +143,7 @@ def reassigning_states_watched(metadata_version: int) -> bool:
     return not is_alter_partition_supported(metadata_version)
 
 
-def _always(_metadata_version: int) -> bool:
+def _always_for_every_release(_metadata_version: int, _release: KafkaRelease) -> bool:
     return True
 
 
@@ -264,12 +265,12 @@ class Rules:
     # reassignment away from it that found no leader) blocks the unclean election. KRaft looks at live ISR replicas.
     unclean_needs_the_isr_offline: bool
     # The lowest metadata.version the rules run at: a KRaft controller's first (3.0-IV1), or for the ZooKeeper-era
-    # controller any inter.broker.protocol.version (those before 3.0 are level 0).
+    # controller any inter.broker.protocol.version (those before 3.0-IV1 are levels 0 and -1, statemachine.features).
     minimum_metadata_version: int
     # The recovery state an unclean election gives its leader, by metadata version (None: unchanged).
     unclean_recovery_state: Callable[[int], LeaderRecoveryState | None] = unclean_leader_recovery_state
-    # Whether an ISR change naming a broker that is not live is refused, by metadata version.
-    isr_members_must_be_live: Callable[[int], bool] = _always
+    # Whether an ISR change naming a broker that is not live is refused, by metadata version and controller release.
+    isr_members_must_be_live: Callable[[int, KafkaRelease], bool] = _always_for_every_release
     # Whether the rule set has Eligible Leader Replicas (KIP-966), used when the cluster's feature is on
     # (Command.elr_enabled). The ZK controller never had them.
     eligible_leader_replicas: bool = False
@@ -291,7 +292,7 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            deletion_writes_offline_replicas=True, refuses_reassignment_dropping_the_isr=False,
            elects_when_a_reassignment_drops_the_leader=False, reassignment_steps_bump_the_leader_epoch=True,
            unclean_needs_the_isr_offline=True,
-           minimum_metadata_version=ZOOKEEPER_ERA_PROTOCOL,
+           minimum_metadata_version=IBP_2_7_IV2,
            isr_members_must_be_live=isr_checked_against_live_brokers,
            reassigning_states_watched=reassigning_states_watched, startup_elects_everywhere=True)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from statemachine.controller import ControllerConfig
 from statemachine.features import LATEST_PRODUCTION, metadata_version_level, metadata_version_name
+from statemachine.releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 from statemachine.rules import rules_named
 from streaming.errors import UsageError
 
@@ -50,9 +51,14 @@ def _add_controller_options(p: argparse.ArgumentParser) -> None:
                    help="kraft rules: the cluster runs with eligible.leader.replicas.version >= 1 (KIP-966); a "
                         "kraft: replay source takes it from the log where the log sets it")
     g.add_argument("--metadata-version", default=metadata_version_name(LATEST_PRODUCTION), metavar="VERSION",
-                   help="kraft rules: the cluster's metadata.version, a name such as 3.5-IV2 or a feature level "
-                        "(default %(default)s, Kafka 4.1's latest); a kraft: replay source takes it from the log where "
-                        "the log sets it")
+                   help="the cluster's metadata.version, a name such as 3.5-IV2 or a feature level (default "
+                        "%(default)s, Kafka 4.1's latest); for the zk rules its inter.broker.protocol.version (2.6: "
+                        "leaders write their own ISR; 2.7-IV2 to 3.0-IV0: they send AlterIsr); a kraft: or zk: replay "
+                        "source takes it from what the cluster wrote where it can")
+    g.add_argument("--kafka-version", metavar="RELEASE",
+                   help="zk rules: the release the cluster's controller ran, such as 2.8.2 (default: what a zk: "
+                        f"source's server.log files name, else {LAST_ZOOKEEPER_RELEASE}, the last with ZooKeeper "
+                        "mode); see docs/zookeeper.md")
     g.add_argument("--min-insync-replicas", type=int, default=1,
                    help="cluster default of min.insync.replicas (read by the kraft rules' ELR and run's under-min-ISR "
                         "metric)")
@@ -70,6 +76,10 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         metadata_version = metadata_version_level(args.metadata_version)
     except ValueError as e:
         raise UsageError(f"--metadata-version: {e}") from None
+    try:
+        release = KafkaRelease.parse(args.kafka_version) if args.kafka_version else None
+    except ValueError as e:
+        raise UsageError(f"--kafka-version: {e}") from None
     return ControllerConfig(
         unclean_leader_election_enable=args.unclean_leader_election_enable == "true",
         auto_leader_rebalance_enable=args.auto_leader_rebalance_enable == "true",
@@ -80,6 +90,7 @@ def _controller_config(args: argparse.Namespace) -> ControllerConfig:
         eligible_leader_replicas=args.eligible_leader_replicas == "true",
         metadata_version=metadata_version,
         min_insync_replicas=args.min_insync_replicas,
+        kafka_version=release,
     )
 
 
@@ -116,8 +127,9 @@ def _add_broker_logs_options(p: argparse.ArgumentParser) -> None:
                         "zk: path, if any)")
     p.add_argument("--server-logs", type=Path, metavar="DIR",
                    help="a zk: source's server.log files (broker-N.log), with the logger "
-                        "kafka.server.DefaultAlterPartitionManager at DEBUG: the AlterPartition requests the "
-                        "controller answered without a write (default: a server folder beside the zk: path, if any)")
+                        "kafka.server.DefaultAlterPartitionManager (before 3.2, DefaultAlterIsrManager) at DEBUG: the "
+                        "AlterPartition (AlterIsr) requests the controller answered without a write (default: a "
+                        "server folder beside the zk: path, if any)")
 
 
 def _add_bounds_options(g: argparse._ArgumentGroup) -> None:

@@ -75,12 +75,18 @@ class JarSet:
 KAFKA_BROKER = JarSet("kafka-broker", MAVEN_DIR / "kafka-broker" / "pom.xml", drop_pyspark_bundled=False)
 # Kafka 3.9.1 with ZooKeeper 3.8.4 and reload4j: ZooKeeper-mode clusters, and KRaft clusters of the 3.x line.
 KAFKA_39 = JarSet("kafka-3.9", MAVEN_DIR / "kafka-3.9" / "pom.xml", drop_pyspark_bundled=False)
+# Older Kafka releases with the ZooKeeper server each depends on: ZooKeeper-mode clusters of those releases
+# (streaming.infra.zkcluster.RELEASES), fetched on first use.
+KAFKA_27 = JarSet("kafka-2.7", MAVEN_DIR / "kafka-2.7" / "pom.xml", drop_pyspark_bundled=False)
+KAFKA_28 = JarSet("kafka-2.8", MAVEN_DIR / "kafka-2.8" / "pom.xml", drop_pyspark_bundled=False)
+KAFKA_30 = JarSet("kafka-3.0", MAVEN_DIR / "kafka-3.0" / "pom.xml", drop_pyspark_bundled=False)
+KAFKA_35 = JarSet("kafka-3.5", MAVEN_DIR / "kafka-3.5" / "pom.xml", drop_pyspark_bundled=False)
 SPARK = JarSet("spark", MAVEN_DIR / "spark-connectors" / "pom.xml", drop_pyspark_bundled=True)
 # Hadoop's S3A connector and its AWS SDK bundle (~645 MB): fetched on demand only (`make jars-s3a`, or the
 # s3a:// storage test), never by `make jars`. Users add it with --packages (docs/deploy.md, "Storage").
 S3A = JarSet("s3a", MAVEN_DIR / "s3a" / "pom.xml", drop_pyspark_bundled=True)
 JAR_SETS = (KAFKA_BROKER, KAFKA_39, SPARK)
-ON_DEMAND_JAR_SETS = (S3A,)
+ON_DEMAND_JAR_SETS = (S3A, KAFKA_27, KAFKA_28, KAFKA_30, KAFKA_35)
 
 
 def pyspark_jars_dir() -> Path:

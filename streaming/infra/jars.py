@@ -3,6 +3,8 @@
 Each set is resolved from a pom under `tools/maven/` and copied flat into `.cache/jars/<set>-<fingerprint>/`:
 - `kafka-broker`: the KRaft Kafka broker and its log4j2 backend, run by `streaming.infra.localkafka`.
 - `kafka-3.9`: Kafka 3.9.1 with ZooKeeper 3.8.4 and reload4j: ZooKeeper-mode clusters and 3.x KRaft clusters.
+- `kafka-2.8`: Kafka 2.8.2 with ZooKeeper 3.5.9 and reload4j: ZooKeeper-mode clusters of the 2.x generation
+  (on demand: fetched by the first `ZkCluster(kafka_version="2.8.2")`, not by `make jars`).
 - `spark`: Spark's Kafka connector and Delta Lake, minus every jar pyspark already ships (scala, jackson,
   hadoop, slf4j, ...), so the session's classpath holds one copy of each library; passed as `spark.jars`.
 

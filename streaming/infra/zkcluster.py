@@ -1,7 +1,8 @@
-"""A real ZooKeeper-mode Kafka cluster on 127.0.0.1: one standalone ZooKeeper server and N Kafka 3.9.1 brokers
-(ZooKeeper mode, the last Kafka line that has it), from the project's `kafka-3.9` jars, with short timeouts so
-failures show in seconds. One broker is the controller, elected through ZooKeeper; every decision it makes is a
-znode write, kept in order in ZooKeeper's transaction log (`zookeeper_data_dir`, read by
+"""A real ZooKeeper-mode Kafka cluster on 127.0.0.1: one standalone ZooKeeper server and N Kafka brokers in
+ZooKeeper mode, of a release in `RELEASES` (Kafka 3.9.1, the last line that has ZooKeeper mode, by default; Kafka
+2.8.2, the last 2.x; 2.7.2, 3.0.2, 3.5.2), each from its own jar set with the ZooKeeper server that release depends
+on, with short timeouts so failures show in seconds. One broker is the controller, elected through ZooKeeper; every
+decision it makes is a znode write, kept in order in ZooKeeper's transaction log (`zookeeper_data_dir`, read by
 `streaming.zookeeper.files.read_zk_history`), and every request it sends is a line of its `state-change.log`.
 
     with ZkCluster(brokers=3) as cluster:
@@ -10,6 +11,8 @@ znode write, kept in order in ZooKeeper's transaction log (`zookeeper_data_dir`,
         cluster.restart(2)
         cluster.zookeeper_data_dir               # ZooKeeper's dataDir, holding version-2/
         cluster.state_change_log(1)
+
+    ZkCluster(brokers=3, kafka_version="2.8.2")   # Kafka 2.8.2 brokers on ZooKeeper 3.5.9
 
 Every process is started by this object and stopped by its pid (`stop()`, also at exit and on leaving a `with`).
 """
@@ -21,9 +24,11 @@ import shutil
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from streaming.engine import connectors
+from streaming.infra import jars
 from streaming.infra.cluster import (
     KafkaTestCluster,
     ServerProcess,
@@ -32,6 +37,28 @@ from streaming.infra.cluster import (
     write_properties,
 )
 from streaming.infra.localkafka import SMALL_TEST_CLUSTER, free_port
+
+
+@dataclass(frozen=True)
+class ZkRelease:
+    """A Kafka release whose brokers run in ZooKeeper mode: its jar set (Kafka, the ZooKeeper server it is built
+    against, reload4j for its log4j 1.x config) and the logger of the ISR changes its leaders send the controller
+    (AlterIsr before Kafka 3.2, AlterPartition from 3.2 on)."""
+
+    kafka_version: str
+    zookeeper_version: str
+    jar_set: connectors.JarSet
+    alter_partition_logger: str
+
+
+RELEASES = {r.kafka_version: r for r in (
+    ZkRelease("3.9.1", "3.8.4", connectors.KAFKA_39, "kafka.server.DefaultAlterPartitionManager"),
+    ZkRelease("3.5.2", "3.6.4", connectors.KAFKA_35, "kafka.server.DefaultAlterPartitionManager"),
+    ZkRelease("3.0.2", "3.6.3", connectors.KAFKA_30, "kafka.server.DefaultAlterIsrManager"),
+    ZkRelease("2.8.2", "3.5.9", connectors.KAFKA_28, "kafka.server.DefaultAlterIsrManager"),
+    ZkRelease("2.7.2", "3.5.9", connectors.KAFKA_27, "kafka.server.AlterIsrManagerImpl"),
+)}
+DEFAULT_RELEASE = "3.9.1"
 
 DATA_ROOT = connectors.CACHE / "zk-clusters"
 SESSION_TIMEOUT_MS = 6000
@@ -49,22 +76,26 @@ ZOO_CFG = {
     "4lw.commands.whitelist": "srvr",  # `srvr` tells when the server is up
 }
 
-# Kafka's own config/log4j.properties layout: the state-change logger (every partition and replica state
-# change, and every request the controller sends, at TRACE) and the controller's logger in files of their own.
-BROKER_LOG4J = (
-    "log4j.rootLogger=INFO, kafkaAppender\n"
-    + log4j_file_appender("kafkaAppender", "server.log")
-    + log4j_file_appender("stateChangeAppender", "state-change.log")
-    + log4j_file_appender("controllerAppender", "controller.log")
-    + "log4j.logger.org.apache.zookeeper=WARN\n"
-    "log4j.logger.kafka.controller=DEBUG, controllerAppender\n"
-    "log4j.additivity.kafka.controller=false\n"
-    # Each AlterPartition a leader sends, with its partitions (server.log): the one input the controller can
-    # answer without a write, so neither ZooKeeper's log nor controller.log names it.
-    "log4j.logger.kafka.server.DefaultAlterPartitionManager=DEBUG\n"
-    "log4j.logger.state.change.logger=TRACE, stateChangeAppender\n"
-    "log4j.additivity.state.change.logger=false\n"
-)
+
+
+def broker_log4j(release: ZkRelease) -> str:
+    """Kafka's own config/log4j.properties layout: the state-change logger (every partition and replica state
+    change, and every request the controller sends, at TRACE) and the controller's logger in files of their own."""
+    return (
+        "log4j.rootLogger=INFO, kafkaAppender\n"
+        + log4j_file_appender("kafkaAppender", "server.log")
+        + log4j_file_appender("stateChangeAppender", "state-change.log")
+        + log4j_file_appender("controllerAppender", "controller.log")
+        + "log4j.logger.org.apache.zookeeper=WARN\n"
+        "log4j.logger.kafka.controller=DEBUG, controllerAppender\n"
+        "log4j.additivity.kafka.controller=false\n"
+        # Each AlterPartition a leader sends, with its partitions (server.log): the one input the controller can
+        # answer without a write, so neither ZooKeeper's log nor controller.log names it.
+        f"log4j.logger.{release.alter_partition_logger}=DEBUG\n"
+        "log4j.logger.state.change.logger=TRACE, stateChangeAppender\n"
+        "log4j.additivity.state.change.logger=false\n"
+    )
+
 ZOOKEEPER_LOG4J = "log4j.rootLogger=INFO, file\n" + log4j_file_appender("file", "zookeeper.log")
 
 
@@ -73,8 +104,8 @@ class ZooKeeperServer(ServerProcess):
 
     LOGS = ("zookeeper.out", "zookeeper.log")
 
-    def __init__(self, root: Path, port: int, snap_count: int) -> None:
-        super().__init__(ZOOKEEPER_ID, root / "zookeeper", connectors.KAFKA_39, port)
+    def __init__(self, root: Path, port: int, snap_count: int, jar_set: connectors.JarSet) -> None:
+        super().__init__(ZOOKEEPER_ID, root / "zookeeper", jar_set, port)
         self.settings = {**ZOO_CFG, "snapCount": str(snap_count), "dataDir": str(self.data_dir),
                          "clientPort": str(port), "clientPortAddress": "127.0.0.1"}
 
@@ -103,9 +134,10 @@ class ZooKeeperServer(ServerProcess):
 class ZkBroker(ServerProcess):
     """One Kafka broker in ZooKeeper mode."""
 
-    def __init__(self, broker_id: int, root: Path, settings: dict[str, str], port: int) -> None:
-        super().__init__(broker_id, root / f"broker-{broker_id}", connectors.KAFKA_39, port)
+    def __init__(self, broker_id: int, root: Path, settings: dict[str, str], port: int, release: ZkRelease) -> None:
+        super().__init__(broker_id, root / f"broker-{broker_id}", release.jar_set, port)
         self.settings = settings
+        self.release = release
 
     @property
     def log_dir(self) -> Path:
@@ -114,27 +146,32 @@ class ZkBroker(ServerProcess):
     def write_config(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         write_properties(self.dir / "server.properties", {**self.settings, "log.dirs": str(self.log_dir)})
-        (self.dir / "log4j.properties").write_text(BROKER_LOG4J)
+        (self.dir / "log4j.properties").write_text(broker_log4j(self.release))
 
     def command(self) -> list[str]:
         return self.java_cmd("kafka.Kafka", str(self.dir / "server.properties"))
 
 
 class ZkCluster(KafkaTestCluster):
-    """One ZooKeeper server + `brokers` Kafka 3.9.1 brokers in ZooKeeper mode (ids 1..N).
+    """One ZooKeeper server + `brokers` Kafka brokers in ZooKeeper mode (ids 1..N).
 
-    `inter_broker_protocol` sets `inter.broker.protocol.version` on every broker (e.g. "2.6": the Kafka 2.x path
-    where a leader writes its own ISR changes to ZooKeeper and announces them under /isr_change_notification;
-    default: 3.9's); `auto_leader_rebalance` turns the controller's periodic preferred election on (off by
+    `kafka_version` is the brokers' release, a key of `RELEASES` (default 3.9.1), its jar set fetched on first use;
+    the ZooKeeper server is the one that release depends on. `inter_broker_protocol` sets
+    `inter.broker.protocol.version` on every broker (e.g. "2.6": the Kafka 2.x path where a leader writes its own
+    ISR changes to ZooKeeper and announces them under /isr_change_notification; default: the release's own);
+    `auto_leader_rebalance` turns the controller's periodic preferred election on (off by
     default: it would write elections at times a test cannot control); `racks` spreads the brokers over that many
     racks (`broker.rack` rack-0, rack-1, ...; 0: none); `snap_count` is ZooKeeper's snapCount;
     `extra_broker_config` is added to every broker's server.properties."""
 
     def __init__(self, brokers: int = 3, inter_broker_protocol: str | None = None, root: str | Path | None = None,
                  auto_leader_rebalance: bool = False, racks: int = 0, snap_count: int = 100,
-                 extra_broker_config: dict[str, str] | None = None) -> None:
+                 extra_broker_config: dict[str, str] | None = None, kafka_version: str = DEFAULT_RELEASE) -> None:
+        if kafka_version not in RELEASES:
+            raise ValueError(f"no ZooKeeper-mode release {kafka_version} (known: {', '.join(RELEASES)})")
+        self.release = RELEASES[kafka_version]
         self._use_root(root, DATA_ROOT)
-        self.zookeeper = ZooKeeperServer(self.root, free_port(), snap_count)
+        self.zookeeper = ZooKeeperServer(self.root, free_port(), snap_count, self.release.jar_set)
         self._killed_controllers: set[int] = set()
         self.brokers: dict[int, ZkBroker] = {}
         for broker_id in range(1, brokers + 1):
@@ -157,7 +194,7 @@ class ZkCluster(KafkaTestCluster):
                 **({"inter.broker.protocol.version": inter_broker_protocol} if inter_broker_protocol else {}),
                 **({"broker.rack": f"rack-{(broker_id - 1) % racks}"} if racks else {}),
                 **(extra_broker_config or {}),
-            }, port)
+            }, port, self.release)
 
     @property
     def zookeeper_data_dir(self) -> Path:
@@ -190,6 +227,8 @@ class ZkCluster(KafkaTestCluster):
         return [self.zookeeper]
 
     def start(self, timeout: float = 90) -> ZkCluster:
+        if not connectors.is_fetched(self.release.jar_set):  # a release's jars on first use
+            jars.fetch_set(self.release.jar_set)
         self.zookeeper.write_config()
         for b in self.brokers.values():
             b.write_config()

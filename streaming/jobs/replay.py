@@ -166,6 +166,9 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
         records, total, source, described = read_event_log(path), count_records(path), "file", str(path)
     # A KRaft log's feature levels are events at their offsets; the configured ones hold until the log sets them.
     config = options.config
+    release = getattr(imported.summary, "release", None) if imported is not None else None
+    if release is not None and release.kafka_version is not None and config.kafka_version is None:
+        config = replace(config, kafka_version=release.kafka_version)  # the brokers' server.log names it
     if prefix is not None and NATIVE_RULES[prefix] != config.rules.name:
         # Another controller's rules over this history (the migration question): its leaders' ISR changes are
         # taken at the epochs these rules gave them.

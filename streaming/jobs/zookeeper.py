@@ -13,6 +13,7 @@ from streaming.io.jsonl import write_jsonl
 from streaming.zookeeper.controllerlog import ControllerReads, read_controller_logs
 from streaming.zookeeper.convert import convert
 from streaming.zookeeper.files import read_zk_history
+from streaming.zookeeper.release import ClusterRelease, read_release, with_protocol
 from streaming.zookeeper.serverlog import AlterPartitionLog, read_server_logs
 
 PREFIX = "zk:"
@@ -32,6 +33,7 @@ class ZkImportSummary:
     reads: ControllerReads | None = None  # what they say the controllers read (None without them)
     server_logs: Path | None = None  # the leaders' server.log files read
     alter_partitions: AlterPartitionLog | None = None  # the AlterPartition requests they logged (None without them)
+    release: ClusterRelease | None = None  # the protocol and release the cluster's writes and logs show
 
     def describe(self) -> str:
         skipped = ", ".join(f"{k} x{v}" for k, v in sorted(self.skipped.items())) or "none"
@@ -45,7 +47,8 @@ class ZkImportSummary:
         return (f"ZooKeeper history {self.replayed}\n  read {self.transactions} transactions from {len(self.files)} "
                 f"file(s) ({', '.join(p.name for p in self.files)}): {self.events} events, {self.observed} observed "
                 f"partition state writes; {self.failed} failed multis (changed nothing); skipped: {skipped}; "
-                f"unexplained writes: {self.unexplained}{logs}")
+                f"unexplained writes: {self.unexplained}{logs}"
+                + ("" if self.release is None else f"\n  {self.release.describe()}"))
 
 
 def folder_beside(source: Path, name: str) -> Path | None:
@@ -63,7 +66,8 @@ def import_zk(source: Path, events_out: Path, observed_out: Path | None = None,
     retained history. With the brokers' controller.log files (`controller_logs`, default: a `controller` folder
     beside `source`), what each controller read of /brokers/ids is taken from them; with their server.log files
     (`server_logs`, default: a `server` folder beside it), the AlterPartition requests the controller answered
-    without a write."""
+    without a write; what the cluster wrote and logged says its protocol, which the events start with, and its
+    release (`ClusterRelease`)."""
     if bounds is not None and bounds != Bounds():
         raise UsageError("a zk: source is replayed whole: --from-offset/--to-offset/--from/--to are for kafka:// and "
                          "kraft: sources")
@@ -73,9 +77,11 @@ def import_zk(source: Path, events_out: Path, observed_out: Path | None = None,
     server_logs = server_logs or folder_beside(source, "server")
     alter_partitions = read_server_logs(server_logs) if server_logs is not None else None
     result = convert(history, reads, alter_partitions.requests if alter_partitions is not None else ())
-    write_jsonl(events_out, result.events)
+    release = read_release(history, server_logs)
+    events = with_protocol(release, history, result.events)
+    write_jsonl(events_out, events)
     if observed_out is not None:
         write_jsonl(observed_out, result.observed)
-    return ZkImportSummary(history.files, len(history.txns), result.failed_txns, len(result.events),
+    return ZkImportSummary(history.files, len(history.txns), result.failed_txns, len(events),
                            len(result.observed), len(result.unexplained), dict(history.skipped), history.origin,
-                           controller_logs, reads, server_logs, alter_partitions)
+                           controller_logs, reads, server_logs, alter_partitions, release)

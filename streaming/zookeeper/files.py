@@ -102,7 +102,7 @@ def _op(kind: int, r: _Reader) -> ZnodeOp:
         return ZnodeOp("setACL", path, version=r.int())
     if kind == CREATE_SESSION:
         return ZnodeOp("createSession", version=r.int())  # the session timeout (ms)
-    if kind == CLOSE_SESSION:  # the ephemeral znodes it deleted: since ZooKeeper 3.6, none before
+    if kind == CLOSE_SESSION:  # the ephemeral znodes it deleted: since ZooKeeper 3.6 (`with_deleted_ephemerals`)
         paths = tuple(r.string() for _ in range(max(r.int(), 0))) if r.left >= 4 else ()
         return ZnodeOp("closeSession", deleted=paths)
     if kind == ERROR:
@@ -240,6 +240,37 @@ def _files(directory: Path, pattern: re.Pattern[str]) -> list[Path]:
     return sorted((p for p in directory.iterdir() if pattern.match(p.name)), key=file_zxid)
 
 
+def with_deleted_ephemerals(snapshot: ZkSnapshot | None, txns: list[ZkTxn]) -> list[ZkTxn]:
+    """`txns` with each closeSession naming the ephemeral znodes its session still owned. A server from ZooKeeper
+    3.6 on logs them in the transaction (CloseSessionTxn); one before (Kafka 2.x's ZooKeeper 3.5) deletes them as it
+    applies it and logs nothing, so they are the session's own ephemeral creates (and the snapshot's), less those
+    deleted since: a broker's /brokers/ids/N, the controller's /controller."""
+    owned: dict[int, set[str]] = {}
+    if snapshot is not None:
+        for node in snapshot.nodes.values():
+            if node.ephemeral_owner:
+                owned.setdefault(node.ephemeral_owner, set()).add(node.path)
+    out = []
+    for txn in txns:
+        if txn.failed:  # changed nothing
+            out.append(txn)
+            continue
+        ops = []
+        for op in txn.ops:
+            if op.kind == "create" and op.ephemeral:
+                owned.setdefault(txn.session, set()).add(op.path)
+            elif op.kind == "delete":
+                for paths in owned.values():
+                    paths.discard(op.path)
+            elif op.kind == "closeSession":
+                gone = owned.pop(txn.session, set())
+                if not op.deleted and gone:
+                    op = ZnodeOp("closeSession", deleted=tuple(sorted(gone)))
+            ops.append(op)
+        out.append(txn if ops == list(txn.ops) else ZkTxn(txn.zxid, txn.time, txn.session, txn.cxid, tuple(ops)))
+    return out
+
+
 def read_zk_history(path: Path) -> ZkHistory:
     """A server's retained history: a `version-2` directory (or the dataDir holding it), or one file.
 
@@ -287,5 +318,5 @@ def read_zk_history(path: Path) -> ZkHistory:
             if txn.zxid > after:
                 txns.setdefault(txn.zxid, txn)
     files = ([start] if start is not None else []) + logs
-    return ZkHistory(snapshot, [txns[z] for z in sorted(txns)], files, origin,
+    return ZkHistory(snapshot, with_deleted_ephemerals(snapshot, [txns[z] for z in sorted(txns)]), files, origin,
                      {"torn records at a log's end": torn} if torn else {})

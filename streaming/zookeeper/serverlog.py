@@ -13,6 +13,13 @@ leader's log names it. Each request is two lines of one broker's file, in order 
   AlterPartitionResponseData(throttleTimeMs=0, errorCode=0, topics=[TopicData(topicName='', topicId=...,
   partitions=[PartitionData(partitionIndex=P, errorCode=C, ...), ...]), ...]))`.
 
+Before Kafka 3.2 the request is AlterIsr, logged by `kafka.server.DefaultAlterIsrManager` in the same two lines with
+its own names: `Sending AlterIsr to controller AlterIsrRequestData(brokerId=B, brokerEpoch=E, topics=[TopicData(
+name='T', partitions=[PartitionData(partitionIndex=P, leaderEpoch=L, newIsr=[...], currentIsrVersion=V), ...]),
+...])` and `Received AlterIsr response ClientResponse(..., responseBody=AlterIsrResponseData(throttleTimeMs=0,
+errorCode=0, topics=[TopicData(name='T', partitions=[PartitionData(partitionIndex=P, errorCode=C, ...), ...])]))`
+(the partition epoch is the zkVersion, `currentIsrVersion`; no topic ids, no recovery state).
+
 A request with no answer, or answered with a top-level error (not the controller, a stale broker epoch) or a
 disconnect, made no UpdateMetadata and is not kept. Every other line is counted, not read.
 """
@@ -28,15 +35,20 @@ from pathlib import Path
 from streaming.zookeeper.statechange import broker_ids, layout_lines, log_time, read_broker_logs
 
 _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] DEBUG (?P<msg>.*?)"
-                   r"(?: \(kafka\.server\.DefaultAlterPartitionManager\))?$")
-_SENT = re.compile(r"^Sending AlterPartition to controller AlterPartitionRequestData\(brokerId=(?P<broker>\d+), "
-                   r"brokerEpoch=(?P<epoch>-?\d+), topics=")
-_ANSWERED = re.compile(r"^Received AlterPartition response ClientResponse\(.*?disconnected=(?P<disconnected>\w+),")
-_TOP_ERROR = re.compile(r"responseBody=AlterPartitionResponseData\(throttleTimeMs=\d+, errorCode=(?P<error>-?\d+),")
-_TOPIC = re.compile(r"TopicData\(topicName='(?P<name>[^']*)', topicId=(?P<id>[\w-]+), partitions=")
+                   r"(?: \(kafka\.server\.DefaultAlter(?:Partition|Isr)Manager\))?$")
+_SENT = re.compile(r"^Sending Alter(?:Partition|Isr) to controller Alter(?:Partition|Isr)RequestData\("
+                   r"brokerId=(?P<broker>\d+), brokerEpoch=(?P<epoch>-?\d+), topics=")
+_ANSWERED = re.compile(r"^Received Alter(?:Partition|Isr) response ClientResponse\(.*?"
+                       r"disconnected=(?P<disconnected>\w+),")
+_TOP_ERROR = re.compile(r"responseBody=Alter(?:Partition|Isr)ResponseData\(throttleTimeMs=\d+, "
+                        r"errorCode=(?P<error>-?\d+),")
+# AlterPartition names a topic and its id; AlterIsr its name alone.
+_TOPIC = re.compile(r"TopicData\((?:topicName='(?P<name>[^']*)', topicId=(?P<id>[\w-]+)|name='(?P<isr_name>[^']*)'), "
+                    r"partitions=")
 _ASKED = re.compile(r"PartitionData\(partitionIndex=(?P<partition>\d+), leaderEpoch=(?P<leader_epoch>-?\d+), "
-                    r"newIsr=\[(?P<isr>[\d, ]*)\], newIsrWithEpochs=\[(?P<with_epochs>[^\]]*)\], "
-                    r"leaderRecoveryState=(?P<recovery>-?\d+), partitionEpoch=(?P<partition_epoch>-?\d+)\)")
+                    r"newIsr=\[(?P<isr>[\d, ]*)\], (?:newIsrWithEpochs=\[(?P<with_epochs>[^\]]*)\], "
+                    r"leaderRecoveryState=(?P<recovery>-?\d+), partitionEpoch|currentIsrVersion)="
+                    r"(?P<partition_epoch>-?\d+)\)")
 _ANSWER = re.compile(r"PartitionData\(partitionIndex=(?P<partition>\d+), errorCode=(?P<error>-?\d+),")
 _ISR_MEMBER = re.compile(r"BrokerState\(brokerId=(?P<broker>\d+)")
 
@@ -86,15 +98,21 @@ def _segments(text: str) -> list[tuple[re.Match[str], str]]:
     return [(t, text[t.end():end]) for t, end in zip(topics, ends, strict=True)]
 
 
+def _name(topic: re.Match[str]) -> str:
+    return topic["name"] if topic["name"] is not None else topic["isr_name"]
+
+
 def _asked(text: str) -> tuple[dict[str, str], list[AskedPartition]]:
     """A request's topic names by id, and its partitions (no answer yet)."""
     names: dict[str, str] = {}
     asked: list[AskedPartition] = []
     for topic, body in _segments(text):
-        names[topic["id"]] = topic["name"]
+        name = _name(topic)
+        if topic["id"] is not None:
+            names[topic["id"]] = name
         for p in _ASKED.finditer(body):
-            with_epochs = tuple(int(b) for b in _ISR_MEMBER.findall(p["with_epochs"]))
-            asked.append(AskedPartition(topic["name"], int(p["partition"]), int(p["leader_epoch"]),
+            with_epochs = tuple(int(b) for b in _ISR_MEMBER.findall(p["with_epochs"] or ""))
+            asked.append(AskedPartition(name, int(p["partition"]), int(p["leader_epoch"]),
                                         with_epochs or broker_ids(p["isr"].replace(" ", "")), p["recovery"] == "1",
                                         int(p["partition_epoch"]), 0))
     return names, asked
@@ -102,7 +120,7 @@ def _asked(text: str) -> tuple[dict[str, str], list[AskedPartition]]:
 
 def _answers(text: str, names: dict[str, str]) -> dict[tuple[str, int], int]:
     """A response's error code per (topic, partition); its topics are named by id from version 2 on."""
-    return {(names.get(topic["id"]) or topic["name"], int(p["partition"])): int(p["error"])
+    return {(names.get(topic["id"] or "") or _name(topic), int(p["partition"])): int(p["error"])
             for topic, body in _segments(text) for p in _ANSWER.finditer(body)}
 
 

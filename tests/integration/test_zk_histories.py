@@ -17,7 +17,11 @@ from streaming.jobs.replay import ReplayOptions, replay
 LOGS = sorted((Path(__file__).parent / "zklog").glob("zookeeper-*"))
 # Campaign runs isrflow once got wrong (zklog/regressions/README.md); the ones it does not reproduce yet are strict
 # xfails, so a fix must remove them here.
-NOT_YET: dict[str, str] = {}
+NOT_YET: dict[str, str] = {
+    "zookeeper-3.0-deletion-cut-short": "a topic's deletion that the controller's own broker's shutdown cut short is "
+                                        "still in progress at the next failover (its znodes are there); isrflow "
+                                        "took it as done",
+}
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
                for p in sorted((Path(__file__).parent / "zklog" / "regressions").glob("zookeeper-*"))]

@@ -216,3 +216,31 @@ def test_the_spark_engine_writes_the_local_engines_requests_over_micro_batches(s
     assert comparable(read_delta(spark_out / "audit")) == comparable(read_delta(local / "audit"))
     assert comparable(read_decisions_jsonl(spark_out / "decisions.jsonl")) == comparable(
         read_decisions_jsonl(local / "decisions.jsonl"))
+
+
+def test_a_kafka_2_8_clusters_requests_its_release_and_a_failover_finding_its_leader_dead(tmp_path: Path) -> None:
+    # A scripted Kafka 2.8.2 run on ZooKeeper 3.5.9 (zklog/regressions/zookeeper-2.8-scripted, made by
+    # zk_release_scenario.py): a broker killed, a reassignment, a preferred election, a topic created and deleted, an
+    # unclean election, a controlled shutdown, the controller's broker killed while leading (twice). Its protocol
+    # (2.8: AlterIsr) from the broker registrations, its release from server.log; every request as the 2.8 controller
+    # sent it.
+    run = ZKLOG / "regressions" / "zookeeper-2.8-scripted"
+    summary, rows = _replayed(run / "version-2", tmp_path)
+    assert "protocol an inter.broker.protocol.version from 2.7-IV2 to 3.0-IV0, release 2.8.2" in summary
+    assert "19 answered" in summary  # the leaders' AlterIsr requests
+    assert "0 rejections, 0 quarantined" in summary  # the protocol's UpdateFeatures, level -1, applied
+    assert ("LeaderAndIsr 52 of 52 (isrflow 52), StopReplica 8 of 8 (isrflow 8), "
+            "UpdateMetadata 157 of 157 (isrflow 157)") in summary
+    assert all(r["match"] for r in rows)
+    # The new controller found the old one's broker gone: ReplicaStateMachine.startup took its replicas offline
+    # (leader -1) before PartitionStateMachine.startup elected, for each partition it led.
+    decisions = read_jsonl(tmp_path / "decisions.jsonl")
+    last = max(d["source_offset"] for d in decisions if d["cause"] == "ControllerChange")
+    failover: dict[tuple[str, int], list[int]] = {}
+    for d in decisions:
+        if d["source_offset"] == last:
+            failover.setdefault((d["topic"], d["partition"]), []).append(d["leader"])
+    assert failover == {("a", 0): [-1, 2], ("a", 1): [-1, 2], ("a", 2): [-1, 3]}
+    # Kafka 2.8 writes no recovery state (KIP-704 is 3.2-IV0): u-0's unclean leader 3 is as RECOVERED as before.
+    [unclean] = [d for d in decisions if d["topic"] == "u" and d["election"] == "OFFLINE_UNCLEAN"]
+    assert (unclean["leader"], unclean["isr"], unclean["leader_recovery_state"]) == (3, [3], "RECOVERED")

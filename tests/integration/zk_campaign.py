@@ -1,8 +1,9 @@
 """The differential campaign on real ZooKeeper-mode clusters (`make zk-campaign`, docs/zookeeper.md "The campaign").
 
 Each run: a seeded random script of operations (the KRaft campaign's, `kraft_campaign.script`, with the session
-expiry only ZooKeeper has) on a real ZooKeeper 3.8.4 + four Kafka 3.9.1 brokers started from the project's jars, at
-Kafka 3.9's inter.broker.protocol.version or at 2.6 (the Kafka 2.x path); then ZooKeeper's `version-2` directory is
+expiry only ZooKeeper has) on a real ZooKeeper + four Kafka brokers started from the project's jars: Kafka 3.9.1 (on
+ZooKeeper 3.8.4) at its own inter.broker.protocol.version or at 2.6 (the Kafka 2.x path), or Kafka 2.8.2 (on
+ZooKeeper 3.5.9) at its own, 2.8 (leaders send AlterIsr); then ZooKeeper's `version-2` directory is
 replayed through the directory path (`replay zk:DIR --rules zk`) and every partition history and every decision is
 compared with the controller's writes, and (local engine) the requests the controllers sent, from each broker's
 state-change.log, with isrflow's (printed, not counted as disagreement). A run that disagrees keeps its copy, to
@@ -28,16 +29,19 @@ from streaming.zookeeper.requests import requests_agreement
 
 @dataclass(frozen=True)
 class ZkVersion:
-    """Kafka 3.9 in ZooKeeper mode at an inter.broker.protocol.version (None: 3.9's own)."""
+    """A Kafka release (`streaming.infra.zkcluster.RELEASES`) in ZooKeeper mode at an inter.broker.protocol.version
+    (None: the release's own)."""
 
     name: str
     inter_broker_protocol: str | None
+    kafka_version: str = "3.9.1"
     # What the shared script reads of a version: no ELR, no metadata.version upgrade in ZooKeeper mode.
     elr: bool | None = None
     upgrade_to: int | None = None
 
 
-VERSIONS = {"3.9": ZkVersion("3.9", None), "2.6": ZkVersion("2.6", "2.6")}
+VERSIONS = {"3.9": ZkVersion("3.9", None), "2.6": ZkVersion("2.6", "2.6"),
+            "2.8": ZkVersion("2.8", None, kafka_version="2.8.2")}
 
 
 def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], engines: tuple[str, ...] = ("local",),
@@ -48,7 +52,8 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
     `controller/broker-N.log`; its server.log too (`server/broker-N.log`: the AlterPartition requests it sent)."""
     steps = script(seed, ops, version, extra=("expire",))  # type: ignore[arg-type]
     here = work / f"zookeeper-{version.name}-seed-{seed}"
-    with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS) as c:
+    with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS,
+                   kafka_version=version.kafka_version) as c:
         copy = play(c, steps, f"zookeeper {version.name} seed {seed}", lambda: c.zookeeper_data_dir,
                     here / "zookeeper", log)
         c.copy_logs(c.state_change_log, here / "state-change")

@@ -162,10 +162,12 @@ def test_feature_updates_the_rules_cannot_run_at_are_refused_and_bad_shapes_quar
     row = c.send("UpdateFeatures", features={ELR: 1}).cluster_row
     assert (row.outcome, row.error) == ("REJECTED", "INVALID_UPDATE_VERSION")
     assert c.send("UpdateFeatures", features={MV: 0}).cluster_row.error == "INVALID_UPDATE_VERSION"
+    # -1, a ZooKeeper-era AlterIsr protocol (statemachine.features.IBP_2_7_IV2), is a valid event no KRaft runs at.
+    assert c.send("UpdateFeatures", features={MV: -1}).cluster_row.error == "INVALID_UPDATE_VERSION"
     assert c.controller.cluster.features == {}
     assert features(c, metadata_version=IBP_4_0_IV1, eligible_leader_replicas_version=1).startswith("features:")
     assert c.controller.elr_on
-    for bad in ({}, {MV: -1}, {MV: "27"}, {MV: 2**15}, {"": 1}, [MV]):
+    for bad in ({}, {MV: -2}, {ELR: -1}, {MV: "27"}, {MV: 2**15}, {"": 1}, [MV]):
         parsed = parse_event(event_json("UpdateFeatures", event_id="f", controller_epoch=1, features=bad))
         assert isinstance(parsed, Malformed) and "features" in parsed.reason, bad
     ok = parse_event(event_json("UpdateFeatures", event_id="f", controller_epoch=1, features={MV: 27}))

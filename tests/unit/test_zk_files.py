@@ -98,3 +98,14 @@ def test_a_torn_last_record_ends_the_log_and_is_counted(tmp_path: Path) -> None:
     not_a_log.write_bytes(b"PK\3\4" + bytes(20))
     with pytest.raises(FormatError, match="not a ZooKeeper transaction log"):
         read_log(not_a_log)
+
+
+def test_a_zookeeper_3_5_closed_session_deletes_the_ephemeral_znodes_it_owned() -> None:
+    # ZooKeeper 3.5.9 (Kafka 2.8.2's) logs a session's close with no paths (CloseSessionTxn came in 3.6): the history
+    # names the ephemeral znodes it still owned: each kill -9 or controlled shutdown deletes the broker's
+    # registration, and the controller's broker's /controller too.
+    run = Path(__file__).parents[1] / "integration" / "zklog" / "regressions" / "zookeeper-2.8-scripted"
+    closed = [op.deleted for txn in read_zk_history(run / "version-2").txns for op in txn.ops
+              if op.kind == "closeSession" and op.deleted]
+    assert closed == [("/brokers/ids/2", "/controller"), ("/brokers/ids/3",), ("/brokers/ids/2",),
+                      ("/brokers/ids/3",), ("/brokers/ids/1", "/controller")]

@@ -46,3 +46,24 @@ def test_a_request_refused_for_every_partition_wrote_nothing() -> None:
         log = parse_server_log([sent, not_answered])
         assert log.requests == [] and log.unanswered == 1
     assert parse_server_log([sent]).unanswered == 1
+
+
+def test_a_kafka_2_leaders_alter_isr_is_read_as_its_alter_partition() -> None:
+    # Kafka 2.8.2 (DefaultAlterIsrManager): topics by name alone, the partition epoch as currentIsrVersion; the
+    # controller refused the second partition (FENCED_LEADER_EPOCH, 74).
+    logger = "(kafka.server.DefaultAlterIsrManager)"
+    lines = [
+        "[2026-11-26 17:39:52,910] DEBUG Sending AlterIsr to controller AlterIsrRequestData(brokerId=2, "
+        "brokerEpoch=108, topics=[TopicData(name='t1', partitions=[PartitionData(partitionIndex=1, leaderEpoch=3, "
+        "newIsr=[2, 3], currentIsrVersion=5), PartitionData(partitionIndex=2, leaderEpoch=1, newIsr=[2], "
+        f"currentIsrVersion=2)])]) {logger}",
+        "[2026-11-26 17:39:52,930] DEBUG Received AlterIsr response ClientResponse(receivedTimeMs=1795714792928, "
+        "latencyMs=18, disconnected=false, requestHeader=RequestHeader(apiKey=ALTER_ISR, apiVersion=0, clientId=2, "
+        "correlationId=0), responseBody=AlterIsrResponseData(throttleTimeMs=0, errorCode=0, topics=[TopicData("
+        "name='t1', partitions=[PartitionData(partitionIndex=1, errorCode=0, leaderId=2, leaderEpoch=3, isr=[2, 3], "
+        f"currentIsrVersion=6), PartitionData(partitionIndex=2, errorCode=74, leaderId=0)])])) {logger}",
+    ]
+    [request] = parse_server_log(lines).requests
+    assert (request.broker_id, request.broker_epoch) == (2, 108)
+    assert [(p.topic, p.partition, p.leader_epoch, p.isr, p.recovering, p.partition_epoch, p.error)
+            for p in request.partitions] == [("t1", 1, 3, (2, 3), False, 5, 0), ("t1", 2, 1, (2,), False, 2, 74)]
