@@ -49,11 +49,12 @@ from statemachine.features import (
     is_elr_supported,
     metadata_version_name,
 )
-from statemachine.partition import apply_command, metadata_state, replicas_not_deleted
+from statemachine.partition import apply_command, replicas_not_deleted
 from statemachine.record import Action, Applied, Command, PartitionRecord
 from statemachine.requests import Added, Phase, Request, RequestType, batches
 from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
 from statemachine.states import PartitionState, ReplicaState
+from statemachine.step import metadata_state
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
 MIN_ISR_CONFIG = "min.insync.replicas"
