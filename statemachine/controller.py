@@ -24,8 +24,10 @@ from schemas import codec
 from schemas.events import (
     ADMIN_EVENTS,
     AlterTopicConfig,
+    AssignReplicasToDirs,
     BrokerChange,
     BrokerChangeKind,
+    BrokerRegistration,
     ControllerChange,
     ControllerEvent,
     CreatePartitions,
@@ -40,6 +42,7 @@ from schemas.events import (
     ReassignPartitions,
     UpdateFeatures,
 )
+from statemachine.admin_checks import MIN_ISR_CONFIG, UNCLEAN_CONFIG, check_configs, checked_assignment
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import (
     ELIGIBLE_LEADER_REPLICAS_VERSION,
@@ -49,6 +52,7 @@ from statemachine.features import (
     is_elr_supported,
     metadata_version_name,
 )
+from statemachine.log_dirs import default_directories, on_assign_replicas_to_dirs, on_broker_registration
 from statemachine.partition import apply_command, replicas_not_deleted
 from statemachine.record import Action, Applied, Command, PartitionRecord
 from statemachine.requests import Added, Phase, Request, RequestType, batches
@@ -56,8 +60,6 @@ from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
 from statemachine.states import PartitionState, ReplicaState
 from statemachine.step import metadata_state
 
-UNCLEAN_CONFIG = "unclean.leader.election.enable"
-MIN_ISR_CONFIG = "min.insync.replicas"
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 Key = tuple[str, int]
@@ -106,6 +108,9 @@ class ClusterView:
     # Finalized feature levels the log set (UpdateFeatures), metadata.version included; a feature it never set
     # has the configured level (ControllerConfig). Level 0: the feature is off.
     features: dict[str, int] = field(default_factory=dict)
+    # KRaft (KIP-858): each registered broker's log dirs and the epoch it registered them with (BrokerRegistration).
+    log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    registered_epochs: dict[int, int] = field(default_factory=dict)
 
     @property
     def live_brokers(self) -> frozenset[int]:
@@ -421,6 +426,10 @@ class Controller:
                 self._on_partition_snapshot(event, out)
             case UpdateFeatures():
                 self._on_update_features(event, out)
+            case BrokerRegistration():
+                on_broker_registration(self, event, out)
+            case AssignReplicasToDirs():
+                on_assign_replicas_to_dirs(self, event, out)
 
     # -- controller epoch ------------------------------------------------------------------------------
     def _failover(self, out: _Fanout) -> None:
@@ -664,8 +673,8 @@ class Controller:
                             + (" (queued for deletion)" if topic in cv.topics_queued_for_deletion else ""))
         if not ev.assignment:
             raise Rejection(Error.INVALID_PARTITIONS, "a topic needs at least one partition")
-        assignment = _checked_assignment(ev.assignment, 0, None, Error.INVALID_REPLICA_ASSIGNMENT)
-        _check_configs(ev.configs)
+        assignment = checked_assignment(ev.assignment, 0, None, Error.INVALID_REPLICA_ASSIGNMENT)
+        check_configs(ev.configs)
         cv.topics[topic] = len(assignment)
         if ev.configs:
             cv.topic_configs[topic] = dict(ev.configs)
@@ -676,7 +685,8 @@ class Controller:
         its failed New -> Online change is a second, rejected step (NO_LIVE_REPLICA), as Kafka logs it."""
         for i, replicas in enumerate(assignment):
             key = (topic, first + i)
-            out.partition(Action.CREATE, key, replicas=replicas)
+            out.partition(Action.CREATE, key, replicas=replicas,
+                          default_directories=default_directories(self.cluster.log_dirs, replicas))
             if self.partitions[key].state is PartitionState.NEW:
                 out.partition(Action.TRY_ELECTION, key)
 
@@ -689,7 +699,7 @@ class Controller:
         if key in self.partitions:
             raise Rejection(Error.TOPIC_ALREADY_EXISTS,
                             f"partition {ev.topic}-{ev.partition} already exists: a snapshot only seeds a new one")
-        _checked_assignment({str(ev.partition): ev.replicas}, ev.partition, None, Error.INVALID_REPLICA_ASSIGNMENT)
+        checked_assignment({str(ev.partition): ev.replicas}, ev.partition, None, Error.INVALID_REPLICA_ASSIGNMENT)
         outside = [b for b in (*ev.isr, *ev.adding_replicas, *ev.removing_replicas, *ev.eligible_leader_replicas,
                                *ev.last_known_elr) if b not in ev.replicas]
         both = set(ev.adding_replicas) & set(ev.removing_replicas)
@@ -697,7 +707,7 @@ class Controller:
             raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                             f"ISR {list(ev.isr)}, leader {ev.leader}, ELR and the reassignment must lie within the "
                             f"replicas {list(ev.replicas)} (the leader in the ISR, adding and removing apart)")
-        _check_configs(ev.configs)
+        check_configs(ev.configs)
         cv.topics[ev.topic] = max(cv.topics.get(ev.topic, 0), ev.partition + 1)
         if ev.configs:
             cv.topic_configs[ev.topic] = dict(ev.configs)
@@ -705,7 +715,7 @@ class Controller:
                       leader_epoch=ev.leader_epoch, partition_epoch=ev.partition_epoch,
                       leader_recovery_state=ev.leader_recovery_state, adding_replicas=ev.adding_replicas,
                       removing_replicas=ev.removing_replicas, eligible_leader_replicas=ev.eligible_leader_replicas,
-                      last_known_elr=ev.last_known_elr)
+                      last_known_elr=ev.last_known_elr, directories=ev.directories)
 
     def _on_create_partitions(self, ev: CreatePartitions, out: _Fanout) -> None:
         cv, topic = self.cluster, ev.topic
@@ -718,7 +728,7 @@ class Controller:
         count = cv.topics[topic]
         first = self.partitions.get((topic, 0))
         rf = len(first.target_replicas) if first else None
-        assignment = _checked_assignment(ev.assignment, count, rf, Error.INVALID_PARTITIONS)
+        assignment = checked_assignment(ev.assignment, count, rf, Error.INVALID_PARTITIONS)
         cv.topics[topic] = count + len(assignment)
         self._create(out, topic, count, assignment)
 
@@ -766,7 +776,7 @@ class Controller:
         cv, topic = self.cluster, ev.topic
         if topic not in cv.topics:
             raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
-        _check_configs(ev.configs)
+        check_configs(ev.configs)
         was_unclean = self.unclean_allowed(topic)
         configs = cv.topic_configs.setdefault(topic, {})
         for name, value in ev.configs.items():
@@ -795,7 +805,8 @@ class Controller:
     # -- admin elections and reassignments -------------------------------------------------------------
     def _on_reassign_partitions(self, ev: ReassignPartitions, out: _Fanout) -> None:
         for move in ev.partitions:
-            out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas)
+            out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas,
+                          default_directories=default_directories(self.cluster.log_dirs, move.replicas or ()))
 
     def _on_elect_leaders(self, ev: ElectLeaders, out: _Fanout) -> None:
         keys = sorted(self.partitions) if ev.partitions is None else [(r.topic, r.partition) for r in ev.partitions]
@@ -856,30 +867,3 @@ def _names(keys: Iterable[Key], limit: int = 20) -> str:
     keys = list(keys)
     text = ", ".join(f"{t}-{p}" for t, p in keys[:limit])
     return text + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "") if keys else "none"
-
-
-def _checked_assignment(assignment: Mapping[str, tuple[int, ...]], first_id: int, replication_factor: int | None,
-                        id_error: Error) -> list[tuple[int, ...]]:
-    """Partition ids must continue from `first_id` without gaps; replica lists must be non-empty, distinct,
-    non-negative, and all of one size."""
-    ids = sorted(int(k) for k in assignment)
-    if ids != list(range(first_id, first_id + len(ids))):
-        raise Rejection(id_error, f"partition ids {ids} must be consecutive from {first_id}")
-    lists = [tuple(assignment[str(i)]) for i in ids]
-    for i, replicas in zip(ids, lists, strict=True):
-        if not replicas or len(set(replicas)) != len(replicas) or any(r < 0 for r in replicas):
-            raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
-                            f"partition {i}: replicas {list(replicas)} must be non-empty, distinct and >= 0")
-    sizes = {len(r) for r in lists} | ({replication_factor} if replication_factor else set())
-    if len(sizes) > 1:
-        raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"inconsistent replication factors {sorted(sizes)}")
-    return lists
-
-
-def _check_configs(configs: Mapping[str, str | None]) -> None:
-    value = configs.get(UNCLEAN_CONFIG)
-    if value is not None and value.lower() not in ("true", "false"):
-        raise Rejection(Error.INVALID_REQUEST, f"{UNCLEAN_CONFIG} must be true or false, got '{value}'")
-    value = configs.get(MIN_ISR_CONFIG)
-    if value is not None and not (value.isascii() and value.isdigit() and 1 <= int(value) <= 2**31 - 1):
-        raise Rejection(Error.INVALID_REQUEST, f"{MIN_ISR_CONFIG} must be an integer >= 1, got '{value}'")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from schemas.events import LeaderRecoveryState
 from statemachine import elections
+from statemachine.directories import on_assign_replicas_to_dirs
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import is_alter_partition_supported
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
@@ -655,6 +656,7 @@ def _on_restore(s: Step) -> None:
                        leader_recovery_state=cmd.leader_recovery_state or s.record.leader_recovery_state,
                        eligible_leader_replicas=tuple(sorted(cmd.eligible_leader_replicas or ())),
                        last_known_elr=cmd.last_known_elr or ())
+    s.assigned.update(zip(replicas, cmd.directories or (), strict=False))
     for broker in replicas:
         s.move_replica(broker, R.ONLINE if broker in cmd.live_brokers else R.OFFLINE)
     s.note("restored from a metadata snapshot")
@@ -684,6 +686,7 @@ _HANDLERS: dict[Action, Callable[[Step], None]] = {
     Action.CLEAR_ELR: _on_clear_elr,
     Action.REJECT: _on_reject,
     Action.RESTORE: _on_restore,
+    Action.ASSIGN_REPLICAS_TO_DIRS: on_assign_replicas_to_dirs,
 }
 
 

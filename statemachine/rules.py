@@ -94,10 +94,10 @@ def _one_record_per_operation(before: Any, decisions: Sequence[Decision], metada
         return [last]  # creation: epochs start at 0 either way
     if (last.leader, tuple(last.isr), tuple(last.replicas), tuple(last.adding_replicas),
             tuple(last.removing_replicas), str(last.leader_recovery_state), tuple(last.eligible_leader_replicas),
-            tuple(last.last_known_elr)) == (
+            tuple(last.last_known_elr), tuple(last.directories)) == (
             before.leader, tuple(before.isr), tuple(before.replicas), tuple(before.adding_replicas),
             tuple(before.removing_replicas), str(before.leader_recovery_state),
-            tuple(before.eligible_leader_replicas), tuple(before.last_known_elr)):
+            tuple(before.eligible_leader_replicas), tuple(before.last_known_elr), tuple(before.directories)):
         return []
     bump = 1 if leader_epoch_bumped(before, last, metadata_version) else 0
     # The election that happened in the operation, if any, names the decision.
@@ -281,6 +281,9 @@ class Rules:
     # change gave a live replica without electing (a reassignment of a partition that never had a leader) elects
     # then. The kraft rules elect the broker's own.
     startup_elects_everywhere: bool = False
+    # Whether partitions keep each replica's log directory (KIP-858, statemachine.directories): KRaft's
+    # PartitionRecord and PartitionChangeRecord carry them; the ZooKeeper-era controller never knew them.
+    assigns_directories: bool = False
 
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
@@ -302,7 +305,7 @@ KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shut
               refuses_reassignment_dropping_the_isr=True, elects_when_a_reassignment_drops_the_leader=True,
               reassignment_steps_bump_the_leader_epoch=False, unclean_needs_the_isr_offline=False,
               minimum_metadata_version=MINIMUM_KRAFT_VERSION,
-              eligible_leader_replicas=True)
+              eligible_leader_replicas=True, assigns_directories=True)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from schemas.events import LeaderRecoveryState
 from schemas.records import AuditRow, Decision
 from statemachine import elections
+from statemachine.directories import directories_for
 from statemachine.elections import Elected
 from statemachine.errors import Error, Outcome
 from statemachine.record import Applied, Command, PartitionRecord
@@ -59,6 +60,8 @@ class Step:
         self.unclean_shutdown: tuple[int, ...] = ()
         # A ClearElrRecord: the ELR is emptied as such, not recomputed.
         self.elr_cleared = False
+        # KRaft: the directories this operation sets for brokers' replicas (AssignReplicasToDirs).
+        self.assigned: dict[int, str] = {}
         # The requests the ZK controller adds to its batches for this partition (statemachine.requests), when asked
         # for, and the step of the handler that sends them (None outside one, or not asked: nothing is recorded).
         self.requests = requests
@@ -174,6 +177,7 @@ class Step:
             election=None if election is None else election.election, cause=cmd.event_type,
             cause_event_id=cmd.event_id, source_offset=cmd.source_offset, event_ts=cmd.event_ts,
             eligible_leader_replicas=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr,
+            directories=rec.directories,
         )
 
     def elect(self, elected: Elected | None, failure: Error, why: str) -> bool:
@@ -223,7 +227,18 @@ class Step:
         self.record = self.record.evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
         self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
 
+    def _settle_directories(self) -> None:
+        """The replicas' directories as the operation's record leaves them (directories.directories_for)."""
+        before, rec, cmd = self.before, self.record, self.command
+        directories = directories_for(before.replicas, before.directories, rec.replicas, self.assigned,
+                                      cmd.default_directories or {}, cmd.metadata_version)
+        self.record = rec.evolve(directories=directories)
+        if self.decisions:
+            self.decisions[-1] = replace(self.decisions[-1], directories=directories)
+
     def finish(self) -> Applied:
+        if self.rules.assigns_directories and (self.decisions or self.record.replicas != self.before.replicas):
+            self._settle_directories()
         if self.decisions and self.elr_on and not self.elr_cleared:
             self._settle_elr()
         elif self.decisions and self.rules.eligible_leader_replicas and self.record.eligible_leader_replicas:
