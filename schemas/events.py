@@ -306,6 +306,8 @@ class ObservedDecision:
     cause: str
     cause_event_id: str | None  # None: no event explains the change
     decision: bool  # a new leader or a smaller ISR (what agreement compares)
+    # KIP-858: each replica's log directory (addition: a bridge of an older isrflow wrote none).
+    directories: tuple[str, ...] = ()
 
     def to_row(self) -> dict[str, Any]:
         """The observed row as the import writes it (observed.jsonl) and the observed table holds it."""
@@ -485,7 +487,8 @@ def parse_record(raw: bytes | str | None) -> ControllerEvent | ObservedDecision 
     try:
         if obj.get("type") == ObservedDecision.type:
             return ObservedDecision(**{name: validate(required(obj, name), name)
-                                       for name, validate in _OBSERVED_FIELDS.items()})
+                                       for name, validate in _OBSERVED_FIELDS.items()},
+                                    directories=string_list(obj.get("directories", []), "directories"))
         return _validate(obj)
     except Invalid as exc:
         return Malformed(str(exc))

@@ -686,7 +686,7 @@ class Controller:
         for i, replicas in enumerate(assignment):
             key = (topic, first + i)
             out.partition(Action.CREATE, key, replicas=replicas,
-                          default_directories=default_directories(self.cluster.log_dirs, replicas))
+                          default_directories=default_directories(self.cluster, replicas))
             if self.partitions[key].state is PartitionState.NEW:
                 out.partition(Action.TRY_ELECTION, key)
 
@@ -806,7 +806,7 @@ class Controller:
     def _on_reassign_partitions(self, ev: ReassignPartitions, out: _Fanout) -> None:
         for move in ev.partitions:
             out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas,
-                          default_directories=default_directories(self.cluster.log_dirs, move.replicas or ()))
+                          default_directories=default_directories(self.cluster, move.replicas or ()))
 
     def _on_elect_leaders(self, ev: ElectLeaders, out: _Fanout) -> None:
         keys = sorted(self.partitions) if ev.partitions is None else [(r.topic, r.partition) for r in ev.partitions]

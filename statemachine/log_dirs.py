@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from schemas.events import AssignReplicasToDirs, BrokerRegistration
@@ -18,12 +18,13 @@ from statemachine.errors import Error, Rejection
 from statemachine.record import Action
 
 if TYPE_CHECKING:
-    from statemachine.controller import Controller, _Fanout
+    from statemachine.controller import ClusterView, Controller, _Fanout
 
 
-def default_directories(log_dirs: Mapping[int, tuple[str, ...]], replicas: Iterable[int]) -> dict[int, str]:
-    """Where a new replica on each of `replicas` goes, as their registrations stand."""
-    return {b: default_directory(log_dirs.get(b)) for b in replicas}
+def default_directories(cv: ClusterView, replicas: Iterable[int]) -> dict[int, str]:
+    """Where a new replica on each of `replicas` goes, as their registrations stand: a broker that registered
+    without a BrokerRegistration (before 3.7-IV2, or a log that names no log dirs) has none."""
+    return {b: default_directory(cv.log_dirs.get(b, () if b in cv.last_broker_epochs else None)) for b in replicas}
 
 
 def on_broker_registration(controller: Controller, ev: BrokerRegistration, out: _Fanout) -> None:

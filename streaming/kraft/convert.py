@@ -28,18 +28,17 @@ rules: leader_epoch +1 iff the change sets `leader`; partition_epoch +1 on every
 
 from __future__ import annotations
 
-import base64
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
+from streaming.kraft.directories import assigning_broker, assignment, log_dirs
 from streaming.kraft.metadatalog import TRANSACTION_MARKERS, MetadataRecord
+from streaming.kraft.views import NO_LEADER, Broker, PartitionView, topic_id_text
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-NO_LEADER, LEADER_UNCHANGED = -1, -2
 RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
 # Cluster-default configs (broker resource "") the rules read, handed to each topic without its own value.
 MIN_ISR = "min.insync.replicas"
@@ -51,67 +50,6 @@ MODELLED = frozenset({
     "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD",
     "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", *TRANSACTION_MARKERS,
 })
-
-
-@cache  # a log names each topic id again in every change of its partitions
-def topic_id_text(value: str) -> str:
-    """Kafka prints topic ids base64url without padding; normalise (padding, '+/' alphabets) to that form."""
-    raw = base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "=" * (-len(value) % 4))
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-@dataclass(frozen=True)
-class PartitionView:
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    leader_recovery_state: int = 0
-    adding: tuple[int, ...] = ()
-    removing: tuple[int, ...] = ()
-    elr: tuple[int, ...] = ()
-    last_known_elr: tuple[int, ...] = ()
-
-    @classmethod
-    def from_record(cls, d: dict[str, Any]) -> PartitionView:
-        return cls(tuple(d["replicas"]), tuple(d["isr"]), d["leader"], d.get("leaderEpoch", 0),
-                   d.get("partitionEpoch", 0), max(d.get("leaderRecoveryState", 0), 0),
-                   tuple(d.get("addingReplicas") or ()), tuple(d.get("removingReplicas") or ()),
-                   tuple(d.get("eligibleLeaderReplicas") or ()), tuple(d.get("lastKnownElr") or ()))
-
-    def merge(self, d: dict[str, Any]) -> PartitionView:
-        """PartitionRegistration.merge: a missing (tagged) field keeps its value."""
-        leader = d.get("leader", LEADER_UNCHANGED)
-        lrs = d.get("leaderRecoveryState", -1)
-        return PartitionView(
-            replicas=tuple(d["replicas"]) if "replicas" in d else self.replicas,
-            isr=tuple(d["isr"]) if "isr" in d else self.isr,
-            leader=self.leader if leader == LEADER_UNCHANGED else leader,
-            leader_epoch=self.leader_epoch + (leader != LEADER_UNCHANGED),
-            partition_epoch=self.partition_epoch + 1,
-            leader_recovery_state=self.leader_recovery_state if lrs == -1 else lrs,
-            adding=tuple(d["addingReplicas"]) if "addingReplicas" in d else self.adding,
-            removing=tuple(d["removingReplicas"]) if "removingReplicas" in d else self.removing,
-            elr=tuple(d["eligibleLeaderReplicas"]) if "eligibleLeaderReplicas" in d else self.elr,
-            last_known_elr=tuple(d["lastKnownElr"]) if "lastKnownElr" in d else self.last_known_elr,
-        )
-
-    def drops(self, after: PartitionView, broker: int) -> bool:
-        """Whether the change from self to `after` takes `broker` out of the ISR, the ELR or leadership."""
-        return ((broker in self.isr and broker not in after.isr) or (broker in self.elr and broker not in after.elr)
-                or (self.leader == broker and after.leader != broker))
-
-
-@dataclass
-class Broker:
-    epoch: int
-    incarnation: str
-    fenced: bool = True
-    in_controlled_shutdown: bool = False
-    # The observed rows of the PCRs that took this incarnation out of ISR/ELR at its registration (an unclean
-    # shutdown before it): its STARTUP carries `unclean_shutdown` and becomes their cause.
-    unclean_registration: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -187,6 +125,7 @@ class Converter:
             "adding_replicas": list(v.adding), "removing_replicas": list(v.removing),
             "leader_recovery_state": RECOVERY.get(v.leader_recovery_state, str(v.leader_recovery_state)),
             "eligible_leader_replicas": list(v.elr), "last_known_elr": list(v.last_known_elr),
+            "directories": list(v.directories),
             "source_offset": change.record.offset, "cause": cause, "cause_event_id": event_id,
             "decision": change.before.leader != v.leader or not set(change.before.isr) <= set(v.isr),
         }
@@ -239,6 +178,10 @@ class Converter:
         self._update_features(at, dict(self.features), "-snapshot-features")
         n = 0
         for broker_id, broker in sorted(self.brokers.items()):
+            if broker.log_dirs:
+                self._registration(at, broker_id, broker, f"-snapshot-{n}")
+                n += 1
+        for broker_id, broker in sorted(self.brokers.items()):
             changes = [] if broker.fenced else ["STARTUP", *(["CONTROLLED_SHUTDOWN"] if broker.in_controlled_shutdown
                                                                else [])]
             for change in changes:
@@ -254,7 +197,8 @@ class Converter:
                         adding_replicas=list(v.adding), removing_replicas=list(v.removing),
                         **({"configs": configs} if configs else {}),
                         **({"eligible_leader_replicas": list(v.elr)} if v.elr else {}),
-                        **({"last_known_elr": list(v.last_known_elr)} if v.last_known_elr else {}))
+                        **({"last_known_elr": list(v.last_known_elr)} if v.last_known_elr else {}),
+                        directories=list(v.directories))
             n += 1
 
     def _batch(self, records: Sequence[MetadataRecord]) -> None:
@@ -302,15 +246,24 @@ class Converter:
         if known is not None and known.incarnation == incarnation:
             # An amended registration of the same process keeps its epoch.
             known.fenced = bool(d.get("fenced", known.fenced))
+            if log_dirs(d) != known.log_dirs:
+                known.log_dirs = log_dirs(d)
+                self._registration(r, broker_id, known)
             return pending
         broker = Broker(d.get("brokerEpoch", r.offset), incarnation, bool(d.get("fenced", True)),
-                        bool(d.get("inControlledShutdown", False)))
+                        bool(d.get("inControlledShutdown", False)), log_dirs(d))
         self.brokers[broker_id] = broker
+        if broker.log_dirs:
+            self._registration(r, broker_id, broker)
         # A broker back after an unclean shutdown is first removed from ISR and ELR (the broker is still fenced);
         # its STARTUP event says so and becomes the cause of these changes.
         mine, others = _dropping(pending, broker_id)
         broker.unclean_registration = [self._observe(c, "BrokerRegistration", None) for c in mine]
         return others
+
+    def _registration(self, r: MetadataRecord, broker_id: int, broker: Broker, id_suffix: str = "") -> None:
+        self._event(r, "BrokerRegistration", id_suffix, broker_id=broker_id, broker_epoch=broker.epoch,
+                    log_dirs=list(broker.log_dirs))
 
     def _registration_change(self, r: MetadataRecord, pending: list[_Change]) -> tuple[str, int, list[_Change],
                                                                                         dict[str, Any]] | None:
@@ -374,24 +327,38 @@ class Converter:
         return _Change(r, key, before, after)
 
     def _standalone(self, changes: list[_Change]) -> None:
-        """PCRs no broker record explains, in order; consecutive elections of one kind make one event."""
+        """PCRs no broker record explains, in order; consecutive elections of one kind make one event, and so do
+        consecutive directory assignments of one broker."""
         run: list[_Change] = []
-        run_kind: str | None = None
+        run_group: str | int | None = None  # the run's election type, or the broker assigning directories
         for c in changes:
             kind = self._kind(c)
-            if kind in ("PREFERRED", "UNCLEAN"):
-                if run and run_kind != kind:
-                    self._elect(run_kind, run)  # type: ignore[arg-type]
-                    run = []
-                run.append(c)
-                run_kind = kind
-                continue
-            if run:
-                self._elect(run_kind, run)  # type: ignore[arg-type]
+            broker = assigning_broker(c.record.data, c.before, c.after) if kind == "UNEXPLAINED" else None
+            group = broker if broker is not None else kind if kind in ("PREFERRED", "UNCLEAN") else None
+            if run and group != run_group:
+                self._run(run_group, run)
                 run = []
-            self._single(kind, c)
+            if group is None:
+                self._single(kind, c)
+            else:
+                run.append(c)
+                run_group = group
         if run:
-            self._elect(run_kind, run)  # type: ignore[arg-type]
+            self._run(run_group, run)
+
+    def _run(self, group: str | int | None, run: list[_Change]) -> None:
+        if isinstance(group, int):
+            self._assign_directories(group, run)
+        else:
+            self._elect(str(group), run)
+
+    def _assign_directories(self, broker_id: int, run: list[_Change]) -> None:
+        broker = self.brokers.get(broker_id)
+        event = self._event(run[0].record, "AssignReplicasToDirs", broker_id=broker_id,
+                            broker_epoch=broker.epoch if broker else 0,
+                            assignments=[assignment(*c.key, broker_id, c.after) for c in run])
+        for c in run:
+            self._observe(c, "AssignReplicasToDirs", event["event_id"])
 
     @staticmethod
     def _kind(c: _Change) -> str:
@@ -451,13 +418,9 @@ class Converter:
             self._observe(c, "IsrChange", event["event_id"])
         elif kind == "REASSIGN":
             b, a = c.before, c.after
-            if b.adding or b.removing:
-                if not a.adding and not a.removing and a.replicas == tuple(r for r in b.replicas if r not in b.adding):
-                    replicas = None  # cancelled: back to the original replicas
-                else:
-                    replicas = [r for r in a.replicas if r not in a.removing]
-            else:
-                replicas = [r for r in a.replicas if r not in a.removing]
+            cancelled = (b.adding or b.removing) and not a.adding and not a.removing and \
+                a.replicas == tuple(r for r in b.replicas if r not in b.adding)
+            replicas = None if cancelled else _reassignment_target(c.record.data, a)
             event = self._event(c.record, "ReassignPartitions",
                                 partitions=[{"topic": topic, "partition": partition, "replicas": replicas}])
             self._observe(c, "ReassignPartitions", event["event_id"])
@@ -588,7 +551,8 @@ class Converter:
                 self.partitions[(name, d["partitionId"])] = PartitionView.from_record(d)
         elif r.type == "REGISTER_BROKER_RECORD":
             self.brokers[d["brokerId"]] = Broker(d.get("brokerEpoch", 0), d.get("incarnationId", ""),
-                                                 bool(d.get("fenced", True)), bool(d.get("inControlledShutdown")))
+                                                 bool(d.get("fenced", True)), bool(d.get("inControlledShutdown")),
+                                                 log_dirs(d))
         elif r.type == "CONFIG_RECORD" and d.get("value") is not None:
             target = self.topic_configs.setdefault(d["resourceName"], {}) if d.get("resourceType") == TOPIC_RESOURCE \
                 else self.cluster_configs
@@ -596,6 +560,17 @@ class Converter:
         elif r.type == "FEATURE_LEVEL_RECORD":
             self.features[d["name"]] = d.get("featureLevel", 0)
             self.result.features = dict(self.features)
+
+
+def _reassignment_target(d: dict[str, Any], after: PartitionView) -> list[int]:
+    """The target of the reassignment a change starts (ReplicationControlManager.changePartitionReassignment): its
+    replicas are the target, then the replicas it removes in id order. A record that leaves `removingReplicas` out
+    removes none (an empty list is not written: the partition keeps the one it had) unless its replicas end with
+    the ones it had, in id order."""
+    removing = list(after.removing)
+    if "removingReplicas" not in d and list(after.replicas[len(after.replicas) - len(removing):]) != sorted(removing):
+        removing = []
+    return [r for r in after.replicas if r not in removing]
 
 
 def event_offset(event: dict[str, Any]) -> int:
