@@ -24,6 +24,7 @@ from typing import Any
 
 from schemas.events import BrokerChangeKind
 from schemas.records import audit_sort_key
+from statemachine.directories import directory_name
 from statemachine.elections import Election
 from statemachine.errors import Outcome
 from statemachine.record import NO_LEADER, Action
@@ -198,6 +199,9 @@ def _decision_text(d: Mapping[str, Any]) -> str:
         parts.append(f"adding {_list(d['adding_replicas'])}")
     if d.get("removing_replicas"):
         parts.append(f"removing {_list(d['removing_replicas'])}")
+    if d.get("directories"):
+        parts.append("log dirs " + ", ".join(f"{b}: {directory_name(x)}"
+                                             for b, x in zip(d["replicas"], d["directories"], strict=False)))
     parts.append(f"recovery {d.get('leader_recovery_state')}")
     if d.get("election"):
         parts.append(f"election {d['election']}")
