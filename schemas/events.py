@@ -283,6 +283,18 @@ class AssignReplicasToDirs(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LogDirsOffline(Event):
+    """KRaft (KIP-858): a broker's heartbeat named log dirs of its registration as offline (a disk failed): the
+    controller takes its replicas in them offline, as for a failed broker but only for those partitions
+    (ReplicationControlManager.handleDirectoriesOffline). Addition, written by `import-kraft`."""
+
+    type: ClassVar[str] = "LogDirsOffline"
+    broker_id: int
+    broker_epoch: int
+    log_dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ObservedDecision:
     """A partition change the real controller wrote (a KRaft PartitionChangeRecord or PartitionRecord, with the
     epochs as KRaft's merge rules leave them), as `isrflow bridge` publishes it after the event that caused it:
@@ -316,7 +328,8 @@ class ObservedDecision:
 
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
                    | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot
-                   | UpdateFeatures | IsrChangeNotification | BrokerRegistration | AssignReplicasToDirs)
+                   | UpdateFeatures | IsrChangeNotification | BrokerRegistration | AssignReplicasToDirs
+                   | LogDirsOffline)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig,
@@ -395,6 +408,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "UpdateFeatures": {"features": feature_levels},
     "IsrChangeNotification": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=False)},
     "BrokerRegistration": {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list},
+    "LogDirsOffline": {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list},
     "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
                              "assignments": _directory_assignments},
 }

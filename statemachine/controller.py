@@ -38,6 +38,7 @@ from schemas.events import (
     IsrChange,
     IsrChangeNotification,
     LeaderImbalanceCheck,
+    LogDirsOffline,
     PartitionSnapshot,
     ReassignPartitions,
     UpdateFeatures,
@@ -52,7 +53,13 @@ from statemachine.features import (
     is_elr_supported,
     metadata_version_name,
 )
-from statemachine.log_dirs import default_directories, on_assign_replicas_to_dirs, on_broker_registration
+from statemachine.log_dirs import (
+    default_directories,
+    offline_replicas,
+    on_assign_replicas_to_dirs,
+    on_broker_registration,
+    on_log_dirs_offline,
+)
 from statemachine.partition import apply_command, replicas_not_deleted
 from statemachine.record import Action, Applied, Command, PartitionRecord
 from statemachine.requests import Added, Phase, Request, RequestType, batches
@@ -207,10 +214,12 @@ class _Fanout:
             self._facts = (cv.live_brokers, frozenset(cv.shutting_down & cv.broker_epochs.keys()))
         return self._facts
 
-    def _emit(self, action: Action, **fields: Any) -> None:
-        """Build the command (the event's envelope, the cluster facts as they stand now, `fields`) and apply
-        it at once to the controller's own record of the partition."""
+    def _emit(self, action: Action, offline: frozenset[int] = frozenset(), **fields: Any) -> None:
+        """Build the command (the event's envelope, the cluster facts as they stand now, less the brokers whose
+        replica of the partition is `offline`, and `fields`) and apply it at once to the controller's own record of
+        the partition."""
         live, shutting_down = self._cluster_facts()
+        live, shutting_down = (live - offline, shutting_down - offline) if offline else (live, shutting_down)
         ev, cv = self.event, self.controller.cluster
         command = Command(action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
                           controller_epoch=cv.controller_epoch, event_ts=ev.ts, principal=ev.principal,
@@ -241,7 +250,8 @@ class _Fanout:
                   **fields: Any) -> None:
         step = self._steps.get(key, 0)
         self._steps[key] = step + 1
-        self._emit(action, topic=key[0], partition=key[1], step=step,
+        self._emit(action, offline_replicas(self.controller.cluster, self.controller.partitions.get(key)),
+                   topic=key[0], partition=key[1], step=step,
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
                    else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
                    elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version, **fields)
@@ -430,6 +440,8 @@ class Controller:
                 on_broker_registration(self, event, out)
             case AssignReplicasToDirs():
                 on_assign_replicas_to_dirs(self, event, out)
+            case LogDirsOffline():
+                on_log_dirs_offline(self, event, out)
 
     # -- controller epoch ------------------------------------------------------------------------------
     def _failover(self, out: _Fanout) -> None:

@@ -9,6 +9,9 @@ directory that holds the replica (a Uuid, printed as Kafka prints it), or one of
 - UNASSIGNED: a new replica the broker has not placed yet (a broker with several log dirs, or not registered);
 - LOST: a replica in a directory that went offline (only brokers write it).
 
+A replica is online when its directory is one of its broker's online log dirs (`is_online`): one in a log dir the
+broker reported offline cannot lead (ReplicationControlManager.LeaderAcceptor), until the broker registers again.
+
 Where the controller sets them (ReplicationControlManager, PartitionChangeBuilder.setAssignmentChanges):
 
 - `default_directory` (ClusterControlManager.defaultDir): a new replica goes to its broker's only log dir, is
@@ -42,6 +45,14 @@ RESERVED = {MIGRATING: "MIGRATING", UNASSIGNED: "UNASSIGNED", LOST: "LOST"}
 def directory_name(directory: str) -> str:
     """A directory as a person reads it: the reserved ids by name, a log dir by its id."""
     return RESERVED.get(directory, directory)
+
+
+def is_online(directory: str, online: Sequence[str]) -> bool:
+    """DirectoryId.isOnline: whether a replica in `directory` is on one of its broker's online log dirs. UNASSIGNED
+    and MIGRATING count as online, LOST never; a broker that registered no log dirs has every replica online."""
+    if directory in (UNASSIGNED, MIGRATING):
+        return True
+    return directory != LOST and (not online or directory in online)
 
 
 def default_directory(log_dirs: Sequence[str] | None) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 
 from streaming.kraft.directories import assigning_broker, assignment, log_dirs
 from streaming.kraft.metadatalog import TRANSACTION_MARKERS, MetadataRecord
-from streaming.kraft.views import NO_LEADER, Broker, PartitionView, topic_id_text
+from streaming.kraft.views import NO_LEADER, Broker, Change, PartitionView, dropping, topic_id_text
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
@@ -64,24 +64,6 @@ class Converted:
     features: dict[str, int] = field(default_factory=dict)
     # Every level the log sets, in log order: (offset, feature, level); a snapshot's at the offset of its seeds.
     feature_changes: list[tuple[int, str, int]] = field(default_factory=list)
-
-
-@dataclass
-class _Change:
-    record: MetadataRecord
-    key: tuple[str, int]
-    before: PartitionView
-    after: PartitionView
-
-
-def _dropping(changes: list[_Change], broker: int) -> tuple[list[_Change], list[_Change]]:
-    """`changes` split in one pass, each in order: those that take `broker` out of an ISR, an ELR or leadership,
-    and the others (a broker's failure moves a partition of its every ISR: no quadratic `not in`)."""
-    mine: list[_Change] = []
-    others: list[_Change] = []
-    for c in changes:
-        (mine if c.before.drops(c.after, broker) else others).append(c)
-    return mine, others
 
 
 class Converter:
@@ -117,7 +99,7 @@ class Converter:
         self.result.events.append(event)
         return event
 
-    def _observe(self, change: _Change, cause: str, event_id: str | None) -> dict[str, Any]:
+    def _observe(self, change: Change, cause: str, event_id: str | None) -> dict[str, Any]:
         v = change.after
         row = {
             "topic": change.key[0], "partition": change.key[1], "leader": v.leader, "isr": list(v.isr),
@@ -202,8 +184,8 @@ class Converter:
             n += 1
 
     def _batch(self, records: Sequence[MetadataRecord]) -> None:
-        pending: list[_Change] = []  # PCRs not yet given to an operation
-        after: tuple[str, int, list[_Change], dict[str, Any]] | None = None  # an open STARTUP/CS
+        pending: list[Change] = []  # PCRs not yet given to an operation
+        after: tuple[str, int, list[Change], dict[str, Any]] | None = None  # an open STARTUP/CS
         for r in records:
             if r.type not in MODELLED:
                 self.result.unknown[r.type] += 1
@@ -239,7 +221,7 @@ class Converter:
 
     # ---- brokers ----------------------------------------------------------------------------------
 
-    def _register(self, r: MetadataRecord, pending: list[_Change]) -> list[_Change]:
+    def _register(self, r: MetadataRecord, pending: list[Change]) -> list[Change]:
         d = r.data
         broker_id, incarnation = d["brokerId"], d.get("incarnationId", "")
         known = self.brokers.get(broker_id)
@@ -257,7 +239,7 @@ class Converter:
             self._registration(r, broker_id, broker)
         # A broker back after an unclean shutdown is first removed from ISR and ELR (the broker is still fenced);
         # its STARTUP event says so and becomes the cause of these changes.
-        mine, others = _dropping(pending, broker_id)
+        mine, others = dropping(pending, broker_id)
         broker.unclean_registration = [self._observe(c, "BrokerRegistration", None) for c in mine]
         return others
 
@@ -265,7 +247,7 @@ class Converter:
         self._event(r, "BrokerRegistration", id_suffix, broker_id=broker_id, broker_epoch=broker.epoch,
                     log_dirs=list(broker.log_dirs))
 
-    def _registration_change(self, r: MetadataRecord, pending: list[_Change]) -> tuple[str, int, list[_Change],
+    def _registration_change(self, r: MetadataRecord, pending: list[Change]) -> tuple[str, int, list[Change],
                                                                                         dict[str, Any]] | None:
         d = r.data
         broker_id = d.get("brokerId", d.get("id"))
@@ -279,7 +261,7 @@ class Converter:
                                 broker_epoch=broker.epoch)
             return "CONTROLLED_SHUTDOWN", broker_id, [], event
         if fenced == 1:
-            mine, others = _dropping(pending, broker_id)
+            mine, others = dropping(pending, broker_id)
             self._standalone(others)
             was_live = not broker.fenced
             broker.fenced, broker.in_controlled_shutdown = True, False
@@ -288,6 +270,9 @@ class Converter:
                                     broker_epoch=broker.epoch)
                 for c in mine:
                     self._observe(c, "BrokerChange", event["event_id"])
+            return None
+        if fenced == 0 and "logDirs" in d:
+            self._log_dirs_offline(r, broker_id, broker, pending)
             return None
         self._standalone(pending)
         if fenced == -1:
@@ -301,21 +286,36 @@ class Converter:
             return "STARTUP", broker_id, [], event
         return None
 
+    def _log_dirs_offline(self, r: MetadataRecord, broker_id: int, broker: Broker, pending: list[Change]) -> None:
+        """A heartbeat's offline log dirs (handleDirectoriesOffline): the changes just before that drop the broker,
+        then its registration without those dirs."""
+        offline = [x for x in broker.log_dirs if x not in r.data["logDirs"]]
+        broker.log_dirs = list(r.data["logDirs"])
+        mine, others = dropping(pending, broker_id)
+        self._standalone(others)
+        if offline:
+            event = self._event(r, "LogDirsOffline", broker_id=broker_id, broker_epoch=broker.epoch,
+                                log_dirs=offline)
+            for c in mine:
+                self._observe(c, "LogDirsOffline", event["event_id"])
+        else:
+            self._standalone(mine)
+
     @staticmethod
-    def _belongs(after: tuple[str, int, list[_Change], dict[str, Any]], c: _Change) -> bool:
+    def _belongs(after: tuple[str, int, list[Change], dict[str, Any]], c: Change) -> bool:
         kind, broker_id = after[0], after[1]
         if kind == "STARTUP":
             return c.before.leader == NO_LEADER and c.after.leader != NO_LEADER
         return c.before.drops(c.after, broker_id)
 
-    def _close(self, after: tuple[str, int, list[_Change], dict[str, Any]] | None) -> None:
+    def _close(self, after: tuple[str, int, list[Change], dict[str, Any]] | None) -> None:
         if after is not None:
             for c in after[2]:
                 self._observe(c, "BrokerChange", after[3]["event_id"])
 
     # ---- partitions -------------------------------------------------------------------------------
 
-    def _apply_change(self, r: MetadataRecord) -> _Change | None:
+    def _apply_change(self, r: MetadataRecord) -> Change | None:
         name = self.topic_names.get(topic_id_text(r.data["topicId"]))
         key = (name, r.data["partitionId"]) if name is not None else None
         before = self.partitions.get(key) if key else None
@@ -324,12 +324,12 @@ class Converter:
             return None
         after = before.merge(r.data)
         self.partitions[key] = after
-        return _Change(r, key, before, after)
+        return Change(r, key, before, after)
 
-    def _standalone(self, changes: list[_Change]) -> None:
+    def _standalone(self, changes: list[Change]) -> None:
         """PCRs no broker record explains, in order; consecutive elections of one kind make one event, and so do
         consecutive directory assignments of one broker."""
-        run: list[_Change] = []
+        run: list[Change] = []
         run_group: str | int | None = None  # the run's election type, or the broker assigning directories
         for c in changes:
             kind = self._kind(c)
@@ -346,13 +346,13 @@ class Converter:
         if run:
             self._run(run_group, run)
 
-    def _run(self, group: str | int | None, run: list[_Change]) -> None:
+    def _run(self, group: str | int | None, run: list[Change]) -> None:
         if isinstance(group, int):
             self._assign_directories(group, run)
         else:
             self._elect(str(group), run)
 
-    def _assign_directories(self, broker_id: int, run: list[_Change]) -> None:
+    def _assign_directories(self, broker_id: int, run: list[Change]) -> None:
         broker = self.brokers.get(broker_id)
         event = self._event(run[0].record, "AssignReplicasToDirs", broker_id=broker_id,
                             broker_epoch=broker.epoch if broker else 0,
@@ -361,7 +361,7 @@ class Converter:
             self._observe(c, "AssignReplicasToDirs", event["event_id"])
 
     @staticmethod
-    def _kind(c: _Change) -> str:
+    def _kind(c: Change) -> str:
         d = c.record.data
         # Only the leader's AlterPartition sets a partition RECOVERED (ReplicationControlManager.alterPartition is the
         # one caller of setTargetLeaderRecoveryState), also when the ISR it brings completes a reassignment.
@@ -395,13 +395,13 @@ class Converter:
             return "ISR"
         return "UNEXPLAINED"
 
-    def _elect(self, kind: str, run: list[_Change]) -> None:
+    def _elect(self, kind: str, run: list[Change]) -> None:
         event = self._event(run[0].record, "ElectLeaders", election_type=kind,
                             partitions=[{"topic": c.key[0], "partition": c.key[1]} for c in run])
         for c in run:
             self._observe(c, "ElectLeaders", event["event_id"])
 
-    def _single(self, kind: str, c: _Change) -> None:
+    def _single(self, kind: str, c: Change) -> None:
         topic, partition = c.key
         if kind == "ISR":
             b = c.before
@@ -486,7 +486,7 @@ class Converter:
                 continue
             after = replace(view, elr=(), last_known_elr=(), partition_epoch=view.partition_epoch + 1)
             self.partitions[key] = after
-            self._observe(_Change(r, key, view, after), "AlterTopicConfig", self._min_isr_events.get(key[0]))
+            self._observe(Change(r, key, view, after), "AlterTopicConfig", self._min_isr_events.get(key[0]))
 
     def _partition_record(self, r: MetadataRecord) -> None:
         d = r.data
@@ -505,7 +505,7 @@ class Converter:
             event = self._event(r, "CreatePartitions", topic=name,
                                 assignment={str(d["partitionId"]): list(view.replicas)})
             event_id = event["event_id"]
-        self._observe(_Change(r, key, replace(view, leader=NO_LEADER), view),
+        self._observe(Change(r, key, replace(view, leader=NO_LEADER), view),
                       "CreateTopic" if creating is not None else "CreatePartitions", event_id)
 
     def _config(self, r: MetadataRecord) -> None:

@@ -1,5 +1,6 @@
 """The converter's view of a KRaft cluster as its metadata records leave it: each partition as
-PartitionRegistration holds it (merged as Kafka merges a PartitionChangeRecord) and each broker's registration."""
+PartitionRegistration holds it (merged as Kafka merges a PartitionChangeRecord), each broker's registration, and a
+partition change read from the log (before and after)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from functools import cache
 from typing import Any
 
 from statemachine.directories import MIGRATING
+from streaming.kraft.metadatalog import MetadataRecord
 
 NO_LEADER, LEADER_UNCHANGED = -1, -2
 
@@ -84,3 +86,21 @@ class Broker:
     # The observed rows of the PCRs that took this incarnation out of ISR/ELR at its registration (an unclean
     # shutdown before it): its STARTUP carries `unclean_shutdown` and becomes their cause.
     unclean_registration: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Change:
+    record: MetadataRecord
+    key: tuple[str, int]
+    before: PartitionView
+    after: PartitionView
+
+
+def dropping(changes: list[Change], broker: int) -> tuple[list[Change], list[Change]]:
+    """`changes` split in one pass, each in order: those that take `broker` out of an ISR, an ELR or leadership,
+    and the others (a broker's failure moves a partition of its every ISR: no quadratic `not in`)."""
+    mine: list[Change] = []
+    others: list[Change] = []
+    for c in changes:
+        (mine if c.before.drops(c.after, broker) else others).append(c)
+    return mine, others

@@ -104,7 +104,7 @@ class LogBuilder:
         kind = self.draw(st.sampled_from([
             "startup", "startup", "failure", "failure", "shutdown", "create", "create", "create_partitions",
             "delete", "isr", "isr", "isr", "notification", "reassign", "reassign", "elect", "elect", "alter",
-            "controller", "imbalance", "snapshot", "registration", "assign_dirs",
+            "controller", "imbalance", "snapshot", "registration", "assign_dirs", "dirs_offline",
         ]), "kind")
         return getattr(self, f"_{kind}")()
 
@@ -288,6 +288,13 @@ class LogBuilder:
         return self.envelope("AssignReplicasToDirs", broker_id=broker, broker_epoch=epoch, assignments=[
             {"topic": t, "partition": p, "directory": f"dir-{broker}-{self.draw(st.integers(0, 1), 'dir')}"}
             for t, p in named])
+
+    def _dirs_offline(self) -> str:
+        """A broker's heartbeat names one of its log dirs offline (a disk failed)."""
+        broker = self.draw(st.sampled_from(self.brokers), "broker")
+        epoch = self.controller.cluster.registered_epochs.get(broker, 0)
+        return self.envelope("LogDirsOffline", broker_id=broker, broker_epoch=epoch,
+                             log_dirs=[f"dir-{broker}-{self.draw(st.integers(0, 1), 'offline dir')}"])
 
     def _imbalance(self) -> str:
         return self.envelope("LeaderImbalanceCheck")
