@@ -253,6 +253,9 @@ def _cluster_context(context: Sequence[Mapping[str, Any]], offset: int) -> str |
             who = "a new controller" if r.get("controller_id") is None else f"controller {r['controller_id']}"
             return f"controller failover: {who} at epoch {r.get('controller_epoch')}"
     for r in rows:
+        if r.get("event_type") == "LogDirsOffline" and r.get("message"):
+            return r["message"]  # "broker B's log dir(s) D went offline: ..."
+    for r in rows:
         if r.get("broker_change") is not None and r.get("broker_id") is not None:
             text = f"broker {r['broker_id']} {_CHANGE_WORDS[r['broker_change']]}"
             return text + (f" with epoch {r['broker_epoch']}" if r["broker_change"] == BrokerChangeKind.STARTUP

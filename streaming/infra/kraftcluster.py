@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -131,6 +132,9 @@ class KraftCluster(KafkaTestCluster):
                 # A follower leaves the ISR within seconds when its broker dies, as the test expects.
                 "replica.lag.time.max.ms": "4000",
                 **({"broker.rack": f"rack-{(broker_id - 1) % racks}"} if racks else {}),
+                # With several log dirs, a failed one shows within a second: the recovery-point checkpoint written
+                # into each dir fails there (fail_log_dir).
+                **({"log.flush.offset.checkpoint.interval.ms": "1000"} if log_dirs > 1 else {}),
             }, port, jar_set, log_dirs)
 
     @property
@@ -167,6 +171,18 @@ class KraftCluster(KafkaTestCluster):
             self.stop()
             raise
         return self
+
+    def fail_log_dir(self, broker_id: int, index: int) -> Path:
+        """A disk failing under a running broker: its log dir `index` (1 or more: dir 0 holds the metadata log) is
+        removed and a file put in its place, so the broker's next write there fails; it then reports the dir
+        offline in its heartbeats and goes on with the others. The broker cannot restart with it."""
+        node = self.brokers[broker_id]
+        if not 0 < index < len(node.log_dirs):
+            raise ValueError(f"broker {broker_id} has log dirs 0..{len(node.log_dirs) - 1}; dir 0 cannot fail here")
+        failed = node.log_dirs[index]
+        shutil.rmtree(failed)
+        failed.write_text("a failed disk\n")
+        return failed
 
     def _quorum(self) -> list[KraftNode]:
         return list(self.controllers.values())
