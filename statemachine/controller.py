@@ -52,6 +52,7 @@ from statemachine.features import (
     is_alter_partition_supported,
     is_elr_supported,
     metadata_version_name,
+    unknown_metadata_version,
 )
 from statemachine.log_dirs import (
     default_directories,
@@ -515,9 +516,11 @@ class Controller:
                             f"{metadata_version_name(version)}")
         before = {name: self.feature_level(name) for name in ev.features}
         self.cluster.features.update(ev.features)
+        unknown = unknown_metadata_version(version) if METADATA_VERSION in ev.features else None
         out.cluster("features: " + ", ".join(
             f"{name} {before[name]} -> {level}" + (f" ({metadata_version_name(level)})" if name == METADATA_VERSION
-                                                   else "") for name, level in sorted(ev.features.items())))
+                                                   else "") for name, level in sorted(ev.features.items()))
+                    + (f"; WARNING: {unknown}" if unknown else ""))
 
     # -- brokers ---------------------------------------------------------------------------------------
     def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:

@@ -66,6 +66,10 @@ def metadata_version_name(level: int) -> str:
     return METADATA_VERSIONS.get(level, f"level {level}")
 
 
+# The words every such warning holds (the report finds them in the audit).
+UNKNOWN_VERSION = "newer than any isrflow knows"
+
+
 def unknown_metadata_version(level: int) -> str | None:
     """What to tell a user whose log holds a metadata.version level isrflow does not know: it is replayed with the
     rules of the newest level it knows (every predicate below holds for it as for that one); None for a known
@@ -73,7 +77,7 @@ def unknown_metadata_version(level: int) -> str | None:
     if level in METADATA_VERSIONS or level == ZOOKEEPER_ERA_PROTOCOL:
         return None
     nearest = max((known for known in METADATA_VERSIONS if known <= level), default=MINIMUM_KRAFT_VERSION)
-    return (f"metadata.version level {level} is newer than any isrflow knows (the newest it knows is "
+    return (f"metadata.version level {level} is {UNKNOWN_VERSION} (the newest it knows is "
             f"{METADATA_VERSIONS[LATEST_KNOWN]}, level {LATEST_KNOWN}): replayed with the rules of "
             f"{METADATA_VERSIONS[nearest]}")
 
