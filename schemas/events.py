@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from schemas.fields import (
+    INT16_MAX,
     Invalid,
     assignment,
     boolean,
@@ -283,6 +284,17 @@ class AssignReplicasToDirs(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerRegistration(Event):
+    """KRaft: a controller registered (RegisterControllerRecord), supporting metadata.version up to this level: its
+    Kafka release, which the kraft rules follow where a release decides differently (statemachine.releases).
+    Addition, written by `import-kraft`."""
+
+    type: ClassVar[str] = "ControllerRegistration"
+    controller_id: int
+    max_metadata_version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LogDirsOffline(Event):
     """KRaft (KIP-858): a broker's heartbeat named log dirs of its registration as offline (a disk failed): the
     controller takes its replicas in them offline, as for a failed broker but only for those partitions
@@ -329,7 +341,7 @@ class ObservedDecision:
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
                    | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot
                    | UpdateFeatures | IsrChangeNotification | BrokerRegistration | AssignReplicasToDirs
-                   | LogDirsOffline)
+                   | LogDirsOffline | ControllerRegistration)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig,
@@ -408,6 +420,8 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "UpdateFeatures": {"features": feature_levels},
     "IsrChangeNotification": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=False)},
     "BrokerRegistration": {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list},
+    "ControllerRegistration": {"controller_id": non_negative_int,
+                               "max_metadata_version": lambda v, n: non_negative_int(v, n, INT16_MAX)},
     "LogDirsOffline": {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list},
     "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
                              "assignments": _directory_assignments},

@@ -30,6 +30,7 @@ from schemas.events import (
     BrokerRegistration,
     ControllerChange,
     ControllerEvent,
+    ControllerRegistration,
     CreatePartitions,
     CreateTopic,
     DeleteTopic,
@@ -44,6 +45,7 @@ from schemas.events import (
     UpdateFeatures,
 )
 from statemachine.admin_checks import MIN_ISR_CONFIG, UNCLEAN_CONFIG, check_configs, checked_assignment
+from statemachine.checkpoint import SNAPSHOT_FORMAT, SNAPSHOT_VERSION, SnapshotError, read_snapshot
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import (
     ELIGIBLE_LEADER_REPLICAS_VERSION,
@@ -63,6 +65,7 @@ from statemachine.log_dirs import (
 )
 from statemachine.partition import apply_command, replicas_not_deleted
 from statemachine.record import Action, Applied, Command, PartitionRecord
+from statemachine.releases import DEFAULT_CONTROLLER_LEVEL, controller_level, on_controller_registration
 from statemachine.requests import Added, Phase, Request, RequestType, batches
 from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
 from statemachine.states import PartitionState, ReplicaState
@@ -89,6 +92,9 @@ class ControllerConfig:
     # default of min.insync.replicas, which only the ELR reads.
     eligible_leader_replicas: bool = False
     metadata_version: int = LATEST_PRODUCTION
+    # The controllers' release (the newest metadata.version level it supports) until the log registers one:
+    # Kafka 4.1's (statemachine.releases).
+    controller_level: int = DEFAULT_CONTROLLER_LEVEL
     min_insync_replicas: int = 1
     # An event_id applied at offset o makes any event with the same id at an offset up to o + this
     # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
@@ -119,33 +125,12 @@ class ClusterView:
     # KRaft (KIP-858): each registered broker's log dirs and the epoch it registered them with (BrokerRegistration).
     log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
     registered_epochs: dict[int, int] = field(default_factory=dict)
+    # KRaft: each registered controller's newest metadata.version level, its release (statemachine.releases).
+    controller_levels: dict[int, int] = field(default_factory=dict)
 
     @property
     def live_brokers(self) -> frozenset[int]:
         return frozenset(b for b in self.broker_epochs if b not in self.shutting_down)
-
-
-SNAPSHOT_FORMAT = "isrflow.controller"
-SNAPSHOT_VERSION = 1
-
-
-class SnapshotError(ValueError):
-    """Bytes that are not a controller snapshot this version can read."""
-
-
-def read_snapshot(snapshot: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(snapshot)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SnapshotError(f"not a JSON controller snapshot (corrupt or truncated): {e}") from e
-    if not isinstance(body, dict) or body.get("format") != SNAPSHOT_FORMAT:
-        raise SnapshotError(f"not an {SNAPSHOT_FORMAT} snapshot")
-    if body.get("version") != SNAPSHOT_VERSION:
-        raise SnapshotError(f"snapshot version {body.get('version')}; this isrflow reads version {SNAPSHOT_VERSION}")
-    missing = {"full", "cluster", "partitions", "removed"} - body.keys()
-    if missing:
-        raise SnapshotError(f"snapshot lacks {sorted(missing)} (corrupt)")
-    return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +240,8 @@ class _Fanout:
                    topic=key[0], partition=key[1], step=step,
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
                    else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
-                   elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version, **fields)
+                   elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version,
+                   controller_level=controller_level(self.controller), **fields)
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
                 action: Action = Action.CLUSTER, **fields: Any) -> None:
@@ -443,6 +429,8 @@ class Controller:
                 on_assign_replicas_to_dirs(self, event, out)
             case LogDirsOffline():
                 on_log_dirs_offline(self, event, out)
+            case ControllerRegistration():
+                on_controller_registration(self, event, out)
 
     # -- controller epoch ------------------------------------------------------------------------------
     def _failover(self, out: _Fanout) -> None:

@@ -45,7 +45,7 @@ def _bring_online(s: Step, unclean_allowed: bool) -> None:
     with s.batch(Phase.ELECTION):
         _elect_online(s, unclean_allowed)
     rec = s.record
-    if rec.isr != isr and rec.reassignment_in_progress and _reassignment_caught_up(rec) and \
+    if rec.isr != isr and rec.reassignment_in_progress and _reassignment_caught_up(s, rec) and \
             s.rules.reassigning_states_watched(s.command.metadata_version):
         # The election's write fired the watch on the state znode: the reassignment completes next (seed 128: an
         # unclean election of the one target replica).
@@ -215,7 +215,7 @@ def _progress_reassignment(s: Step) -> None:
     rec, cmd = s.record, s.command
     target = rec.target_replicas
     live = cmd.live_or_shutting_down
-    if not _reassignment_caught_up(rec):
+    if not _reassignment_caught_up(s, rec):
         # A: LeaderAndIsr (epoch bump) to the whole RS, the original replicas as they are, the new ones as new
         # (updateLeaderEpochAndSendRequest); the new replicas start. Under ZK a partition that never had a leader has
         # no LeaderAndIsr to send: its first decision stays its INITIAL election.
@@ -263,10 +263,12 @@ def _update_leader_epoch_and_send(s: Step) -> None:
     s.send_leader_and_isr(rec.adding_replicas, is_new=True)
 
 
-def _reassignment_caught_up(rec: PartitionRecord) -> bool:
+def _reassignment_caught_up(s: Step, rec: PartitionRecord) -> bool:
     """The reassignment can complete: nothing is being added or removed (a cancel, a reorder: ZK's
-    isReassignmentComplete, KRaft's revert), or every target replica is in the ISR."""
-    return not (rec.adding_replicas or rec.removing_replicas) or all(r in rec.isr for r in rec.target_replicas)
+    isReassignmentComplete, KRaft's revert), or the ISR has caught up as the rule set says
+    (rules.reassignment_caught_up)."""
+    return not (rec.adding_replicas or rec.removing_replicas) or s.rules.reassignment_caught_up(
+        rec.isr, rec.target_replicas, rec.adding_replicas, rec.removing_replicas, s.command.controller_level)
 
 
 def _start_reassignment(s: Step, target: tuple[int, ...], cancel: bool = False) -> None:
@@ -334,7 +336,7 @@ def _on_isr_change(s: Step) -> None:
     if (cmd.broker_id == rec.leader and cmd.isr == rec.isr and recovery == rec.leader_recovery_state
             and cmd.partition_epoch <= rec.partition_epoch):
         if (s.rules.completes_reassignment_before_election and cmd.partition_epoch == rec.partition_epoch
-                and rec.reassignment_in_progress and _reassignment_caught_up(rec)):
+                and rec.reassignment_in_progress and _reassignment_caught_up(s, rec)):
             # KRaft builds a change from every AlterPartition: an ISR that covers the targets completes the
             # reassignment an election left in progress.
             _progress_reassignment(s)
@@ -369,7 +371,9 @@ def _on_isr_change(s: Step) -> None:
     if cached is not None:
         s.record = s.record.evolve(cached_isr=cached[0], cached_partition_epoch=cached[1])
         s.note("written by the leader itself (below protocol 2.7)")
-    if s.record.reassignment_in_progress and all(r in s.record.isr for r in s.record.target_replicas):
+    rec = s.record
+    if rec.reassignment_in_progress and s.rules.reassignment_caught_up(
+            rec.isr, rec.target_replicas, rec.adding_replicas, rec.removing_replicas, cmd.controller_level):
         with s.batch(Phase.REASSIGNMENT):
             _progress_reassignment(s)
 
@@ -404,7 +408,7 @@ def _on_broker_startup(s: Step) -> None:
     if s.record.queued_for_deletion:
         rec = s.record
         if (s.rules.reassignment_steps_bump_the_leader_epoch and (rec.adding_replicas or rec.removing_replicas)
-                and onto_target and not _reassignment_caught_up(rec)):
+                and onto_target and not _reassignment_caught_up(s, rec)):
             # ZK: maybeResumeReassignments does not skip a topic being deleted (its reassignment stays in
             # /brokers/topics/T): a startup onto its target bumps the leader epoch again and sends the replica set
             # (A1), before the deletion goes on. Its new replicas are being deleted: NewReplica fails, sends nothing.
@@ -414,7 +418,8 @@ def _on_broker_startup(s: Step) -> None:
     if s.rules.completes_reassignment_before_election:
         # KRaft writes only leaderless partitions at an unfence; one whose targets are all in the ISR it has
         # completes before its election.
-        if s.record.state is P.OFFLINE and s.record.reassignment_in_progress and _reassignment_caught_up(s.record):
+        rec = s.record
+        if rec.state is P.OFFLINE and rec.reassignment_in_progress and _reassignment_caught_up(s, rec):
             _progress_reassignment(s)
         _bring_online(s, s.command.unclean_allowed)
         return

@@ -171,6 +171,8 @@ class Command:
     min_isr: int = 1
     elr_enabled: bool = False
     metadata_version: int = LATEST_PRODUCTION
+    # KRaft: the controller's release, as the newest metadata.version level it supports (statemachine.releases).
+    controller_level: int = LATEST_PRODUCTION
     # REJECT and CLUSTER: the verdict reached before fan-out.
     outcome: Outcome | None = None
     error: Error | None = None

@@ -49,6 +49,7 @@ from statemachine.features import (
     is_leader_epoch_bump_required_on_isr_shrink,
     is_leader_recovery_supported,
 )
+from statemachine.releases import completes_reassignment_once_the_adding_replicas_caught_up
 
 
 def _every_write(before: Any, decisions: Sequence[Decision], metadata_version: int) -> list[Decision]:
@@ -82,6 +83,28 @@ def reassignment_from_current(replicas: Sequence[int], adding: Sequence[int], re
     dropped = tuple(sorted(set(replicas) - set(target)))
     added = tuple(sorted(set(target) - set(replicas)))
     return (*target, *dropped), added or tuple(adding), dropped or tuple(removing)
+
+
+def every_target_in_the_isr(isr: Sequence[int], target: Sequence[int], adding: Sequence[int],
+                            removing: Sequence[int], controller_level: int) -> bool:
+    """ZK (KafkaController.isReassignmentComplete): a reassignment completes once every target replica is in the
+    ISR."""
+    return all(r in isr for r in target)
+
+
+def caught_up_by_release(isr: Sequence[int], target: Sequence[int], adding: Sequence[int],
+                         removing: Sequence[int], controller_level: int) -> bool:
+    """KRaft (PartitionReassignmentReplicas.maybeCompleteReassignment), by the controller's release
+    (statemachine.releases): the ISR less the replicas being removed must not be empty; Kafka 4.1 and 4.2 then wait
+    for every target replica in it; from 4.3 on, for every replica being added, and for every target replica only
+    when the reassignment removes more than it adds (a target replica that stays, fenced say, need not be)."""
+    remaining = [r for r in isr if r not in removing]
+    if not remaining:
+        return False
+    if completes_reassignment_once_the_adding_replicas_caught_up(controller_level):
+        return all(r in remaining for r in adding) and (
+            len(adding) >= len(removing) or all(r in remaining for r in target))
+    return all(r in remaining for r in target)
 
 
 def _one_record_per_operation(before: Any, decisions: Sequence[Decision], metadata_version: int) -> list[Decision]:
@@ -281,6 +304,11 @@ class Rules:
     # change gave a live replica without electing (a reassignment of a partition that never had a leader) elects
     # then. The kraft rules elect the broker's own.
     startup_elects_everywhere: bool = False
+    # When a reassignment's ISR has caught up: (isr, target, adding, removing, the controller's release as the
+    # newest metadata.version level it supports) -> whether it completes. every_target_in_the_isr (ZK) or
+    # caught_up_by_release (KRaft).
+    reassignment_caught_up: Callable[[Sequence[int], Sequence[int], Sequence[int], Sequence[int], int], bool] = \
+        every_target_in_the_isr
     # Whether partitions keep each replica's log directory (KIP-858, statemachine.directories): KRaft's
     # PartitionRecord and PartitionChangeRecord carry them; the ZooKeeper-era controller never knew them.
     assigns_directories: bool = False
@@ -305,7 +333,8 @@ KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shut
               refuses_reassignment_dropping_the_isr=True, elects_when_a_reassignment_drops_the_leader=True,
               reassignment_steps_bump_the_leader_epoch=False, unclean_needs_the_isr_offline=False,
               minimum_metadata_version=MINIMUM_KRAFT_VERSION,
-              eligible_leader_replicas=True, assigns_directories=True)
+              eligible_leader_replicas=True, assigns_directories=True,
+              reassignment_caught_up=caught_up_by_release)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 
 

@@ -34,9 +34,17 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from streaming.kraft.directories import assigning_broker, assignment, log_dirs
+from streaming.kraft.directories import assigning_broker, assignment, log_dirs, supported_metadata_version
 from streaming.kraft.metadatalog import TRANSACTION_MARKERS, MetadataRecord
-from streaming.kraft.views import NO_LEADER, Broker, Change, PartitionView, dropping, topic_id_text
+from streaming.kraft.views import (
+    NO_LEADER,
+    Broker,
+    Change,
+    PartitionView,
+    dropping,
+    reassignment_target,
+    topic_id_text,
+)
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
@@ -48,7 +56,8 @@ INHERITED = frozenset({MIN_ISR, "unclean.leader.election.enable"})
 MODELLED = frozenset({
     "REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "UNREGISTER_BROKER_RECORD",
     "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD",
-    "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", *TRANSACTION_MARKERS,
+    "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", "REGISTER_CONTROLLER_RECORD",
+    *TRANSACTION_MARKERS,
 })
 
 
@@ -86,6 +95,7 @@ class Converter:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.cluster_configs: dict[str, str] = {}
         self.features: dict[str, int] = {}
+        self.controller_levels: dict[int, int] = {}  # controller id -> the newest metadata.version it supports
         # topic -> its last min.insync.replicas change (AlterTopicConfig event id): the cause of a ClearElrRecord.
         self._min_isr_events: dict[str, str] = {}
         self._creating: tuple[MetadataRecord, str, dict[str, str], dict[str, list[int]]] | None = None
@@ -159,6 +169,10 @@ class Converter:
         at = replace(last, offset=last.offset if end is None else end - 1)
         self._update_features(at, dict(self.features), "-snapshot-features")
         n = 0
+        for controller_id, level in sorted(self.controller_levels.items()):
+            self._event(at, "ControllerRegistration", f"-snapshot-{n}", controller_id=controller_id,
+                        max_metadata_version=level)
+            n += 1
         for broker_id, broker in sorted(self.brokers.items()):
             if broker.log_dirs:
                 self._registration(at, broker_id, broker, f"-snapshot-{n}")
@@ -420,7 +434,7 @@ class Converter:
             b, a = c.before, c.after
             cancelled = (b.adding or b.removing) and not a.adding and not a.removing and \
                 a.replicas == tuple(r for r in b.replicas if r not in b.adding)
-            replicas = None if cancelled else _reassignment_target(c.record.data, a)
+            replicas = None if cancelled else reassignment_target(c.record.data, a)
             event = self._event(c.record, "ReassignPartitions",
                                 partitions=[{"topic": topic, "partition": partition, "replicas": replicas}])
             self._observe(c, "ReassignPartitions", event["event_id"])
@@ -468,7 +482,16 @@ class Converter:
             self._update_features(r, {d["name"]: d.get("featureLevel", 0)})
         elif r.type == "CLEAR_ELR_RECORD":
             self._clear_elr(r)
+        elif r.type == "REGISTER_CONTROLLER_RECORD":
+            self._controller_registration(r, d)
         # Transaction markers: nothing to convert.
+
+    def _controller_registration(self, r: MetadataRecord, d: dict[str, Any], id_suffix: str = "") -> None:
+        level = supported_metadata_version(d)
+        if level is not None:
+            self.controller_levels[d["controllerId"]] = level
+            self._event(r, "ControllerRegistration", id_suffix, controller_id=d["controllerId"],
+                        max_metadata_version=level)
 
     def _update_features(self, r: MetadataRecord, levels: dict[str, int], id_suffix: str = "") -> None:
         """The levels in force from `r`'s offset on: the rules follow metadata.version and the ELR feature there."""
@@ -560,17 +583,8 @@ class Converter:
         elif r.type == "FEATURE_LEVEL_RECORD":
             self.features[d["name"]] = d.get("featureLevel", 0)
             self.result.features = dict(self.features)
-
-
-def _reassignment_target(d: dict[str, Any], after: PartitionView) -> list[int]:
-    """The target of the reassignment a change starts (ReplicationControlManager.changePartitionReassignment): its
-    replicas are the target, then the replicas it removes in id order. A record that leaves `removingReplicas` out
-    removes none (an empty list is not written: the partition keeps the one it had) unless its replicas end with
-    the ones it had, in id order."""
-    removing = list(after.removing)
-    if "removingReplicas" not in d and list(after.replicas[len(after.replicas) - len(removing):]) != sorted(removing):
-        removing = []
-    return [r for r in after.replicas if r not in removing]
+        elif r.type == "REGISTER_CONTROLLER_RECORD" and (level := supported_metadata_version(d)) is not None:
+            self.controller_levels[d["controllerId"]] = level
 
 
 def event_offset(event: dict[str, Any]) -> int:

@@ -2,6 +2,8 @@
 
 - REGISTER_BROKER_RECORD `logDirs` -> BrokerRegistration {broker_id, broker_epoch, log_dirs}: where the controller
   puts the broker's new replicas from then on (statemachine.directories.default_directory).
+- REGISTER_CONTROLLER_RECORD -> ControllerRegistration {controller_id, max_metadata_version}: the controller's
+  release (statemachine.releases), which decides some things apart from the metadata.version.
 - A PARTITION_CHANGE_RECORD that sets only `directories`, one replica's directory changed -> AssignReplicasToDirs
   from that replica's broker (ReplicationControlManager.handleAssignReplicasToDirs writes one per partition of the
   request); a run of them from one broker in a batch is one event.
@@ -16,6 +18,12 @@ from streaming.kraft.views import PartitionView
 
 # The keys of a PartitionChangeRecord that sets nothing but directories.
 _DIRECTORIES_ONLY = frozenset({"partitionId", "topicId", "directories"})
+
+
+def supported_metadata_version(registration: Mapping[str, Any]) -> int | None:
+    """The newest metadata.version level a RegisterControllerRecord says its controller supports: its release."""
+    return next((f.get("maxSupportedVersion") for f in registration.get("features") or ()
+                 if f.get("name") == "metadata.version"), None)
 
 
 def log_dirs(registration: Mapping[str, Any]) -> list[str]:

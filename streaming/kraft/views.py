@@ -104,3 +104,14 @@ def dropping(changes: list[Change], broker: int) -> tuple[list[Change], list[Cha
     for c in changes:
         (mine if c.before.drops(c.after, broker) else others).append(c)
     return mine, others
+
+
+def reassignment_target(d: dict[str, Any], after: PartitionView) -> list[int]:
+    """The target of the reassignment a change starts (ReplicationControlManager.changePartitionReassignment): its
+    replicas are the target, then the replicas it removes in id order. A record that leaves `removingReplicas` out
+    removes none (an empty list is not written: the partition keeps the one it had) unless its replicas end with
+    the ones it had, in id order."""
+    removing = list(after.removing)
+    if "removingReplicas" not in d and list(after.replicas[len(after.replicas) - len(removing):]) != sorted(removing):
+        removing = []
+    return [r for r in after.replicas if r not in removing]
