@@ -253,14 +253,20 @@ class UpdateFeatures(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BrokerRegistration(Event):
-    """KRaft: a broker registered (a RegisterBrokerRecord) with these log dirs (their ids; KIP-858), in force until
-    it registers again. Decides nothing: where new replicas on it go (statemachine.directories). Addition."""
+class _BrokerLogDirs(Event):
+    """KRaft (KIP-858): a broker, at its epoch, and log dirs of it (their ids, as Kafka prints Uuids)."""
 
-    type: ClassVar[str] = "BrokerRegistration"
     broker_id: int
     broker_epoch: int
     log_dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistration(_BrokerLogDirs):
+    """A broker registered (a RegisterBrokerRecord) with these log dirs, in force until it registers again. Decides
+    nothing: where new replicas on it go (statemachine.directories). Addition, written by `import-kraft`."""
+
+    type: ClassVar[str] = "BrokerRegistration"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -295,15 +301,12 @@ class ControllerRegistration(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LogDirsOffline(Event):
-    """KRaft (KIP-858): a broker's heartbeat named log dirs of its registration as offline (a disk failed): the
-    controller takes its replicas in them offline, as for a failed broker but only for those partitions
+class LogDirsOffline(_BrokerLogDirs):
+    """A broker's heartbeat named these log dirs of its registration offline (a disk failed): the controller takes
+    its replicas in them offline, as for a failed broker but only for those partitions
     (ReplicationControlManager.handleDirectoriesOffline). Addition, written by `import-kraft`."""
 
     type: ClassVar[str] = "LogDirsOffline"
-    broker_id: int
-    broker_epoch: int
-    log_dirs: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -384,6 +387,7 @@ def _directory_assignments(value: Any, name: str) -> tuple[DirectoryAssignment, 
                  for a in value)
 
 
+_BROKER_LOG_DIRS = {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list}
 # Per type: field name -> validator. Validators return the normalised value.
 _FIELDS: dict[str, dict[str, Any]] = {
     "BrokerChange": {
@@ -419,10 +423,10 @@ _FIELDS: dict[str, dict[str, Any]] = {
     },
     "UpdateFeatures": {"features": feature_levels},
     "IsrChangeNotification": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=False)},
-    "BrokerRegistration": {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list},
+    "BrokerRegistration": _BROKER_LOG_DIRS,
     "ControllerRegistration": {"controller_id": non_negative_int,
                                "max_metadata_version": lambda v, n: non_negative_int(v, n, INT16_MAX)},
-    "LogDirsOffline": {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list},
+    "LogDirsOffline": _BROKER_LOG_DIRS,
     "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
                              "assignments": _directory_assignments},
 }
