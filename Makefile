@@ -39,11 +39,12 @@ faults: install jars
 
 # The differential campaign on real KRaft clusters (docs/kraft.md, "The campaign"): RUNS seeded random scripts of
 # OPS operations from SEED on, over the Kafka VERSIONS in turn, each replayed from the controller's log and compared with it (make test runs one
-# short run); SPARK=1 also replays the first run with the Spark engine.
+# short run); SPARK=1 also replays the first run with the Spark engine. Each seed draws 1 to 3 log dirs per broker
+# (4.x; a broker may then lose one under it); Kafka 4.4's jars are fetched on its first run.
 RUNS ?= 20
 SEED ?= 1
 OPS ?= 30
-VERSIONS ?= 4.1,3.9
+VERSIONS ?= 4.4,4.1,3.9
 kraft-campaign: install jars
 	cd tests/integration && ../../$(PY) kraft_campaign.py --runs $(RUNS) --seed $(SEED) --ops $(OPS) --versions $(VERSIONS) \
 		--out ../../out/kraft-campaign $(if $(SPARK),--spark)

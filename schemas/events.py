@@ -16,6 +16,25 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from schemas.fields import (
+    INT16_MAX,
+    Invalid,
+    assignment,
+    boolean,
+    broker_epochs,
+    broker_list,
+    configs,
+    feature_levels,
+    int_list,
+    leader,
+    long,
+    non_negative_int,
+    one_of,
+    required,
+    short,
+    string,
+    string_list,
+)
 from schemas.records import Long
 
 
@@ -79,11 +98,11 @@ class Event:
 _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
-_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers"})
+_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories"})
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, PartitionRef | Move):
+    if isinstance(value, PartitionRef | Move | DirectoryAssignment):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
@@ -219,6 +238,8 @@ class PartitionSnapshot(Event):
     # KIP-966, on a cluster with eligible leader replicas: the ELR and last known leader.
     eligible_leader_replicas: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    # KIP-858: each replica's log directory, in the order of `replicas`.
+    directories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,6 +250,63 @@ class UpdateFeatures(Event):
 
     type: ClassVar[str] = "UpdateFeatures"
     features: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _BrokerLogDirs(Event):
+    """KRaft (KIP-858): a broker, at its epoch, and log dirs of it (their ids, as Kafka prints Uuids)."""
+
+    broker_id: int
+    broker_epoch: int
+    log_dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistration(_BrokerLogDirs):
+    """A broker registered (a RegisterBrokerRecord) with these log dirs, in force until it registers again. Decides
+    nothing: where new replicas on it go (statemachine.directories). Addition, written by `import-kraft`."""
+
+    type: ClassVar[str] = "BrokerRegistration"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DirectoryAssignment:
+    """An AssignReplicasToDirs entry: the log dir the broker put its replica of the partition in."""
+
+    topic: str
+    partition: int
+    directory: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssignReplicasToDirs(Event):
+    """KRaft (KIP-858): a broker's AssignReplicasToDirs request, the log dir of each of its replicas it names (also
+    the directory migration after an upgrade past metadata.version 3.7-IV2). Addition, written by `import-kraft`."""
+
+    type: ClassVar[str] = "AssignReplicasToDirs"
+    broker_id: int
+    broker_epoch: int
+    assignments: tuple[DirectoryAssignment, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerRegistration(Event):
+    """KRaft: a controller registered (RegisterControllerRecord), supporting metadata.version up to this level: its
+    Kafka release, which the kraft rules follow where a release decides differently (statemachine.kraft_releases).
+    Addition, written by `import-kraft`."""
+
+    type: ClassVar[str] = "ControllerRegistration"
+    controller_id: int
+    max_metadata_version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogDirsOffline(_BrokerLogDirs):
+    """A broker's heartbeat named these log dirs of its registration offline (a disk failed): the controller takes
+    its replicas in them offline, as for a failed broker but only for those partitions
+    (ReplicationControlManager.handleDirectoriesOffline). Addition, written by `import-kraft`."""
+
+    type: ClassVar[str] = "LogDirsOffline"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,6 +333,8 @@ class ObservedDecision:
     cause: str
     cause_event_id: str | None  # None: no event explains the change
     decision: bool  # a new leader or a smaller ISR (what agreement compares)
+    # KIP-858: each replica's log directory (addition: a bridge of an older isrflow wrote none).
+    directories: tuple[str, ...] = ()
 
     def to_row(self) -> dict[str, Any]:
         """The observed row as the import writes it (observed.jsonl) and the observed table holds it."""
@@ -263,7 +343,8 @@ class ObservedDecision:
 
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
                    | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot
-                   | UpdateFeatures | IsrChangeNotification)
+                   | UpdateFeatures | IsrChangeNotification | BrokerRegistration | AssignReplicasToDirs
+                   | LogDirsOffline | ControllerRegistration)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig,
@@ -275,249 +356,119 @@ class Malformed:
     reason: str
 
 
-class _Invalid(Exception):
-    pass
-
-
-# Kafka's ids and epochs are int32 (broker epochs int64), and so are the tables' columns: a larger value
-# must stop here, not fail the Delta write of a whole micro-batch later.
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
-
-
-def _non_negative_int(value: Any, name: str, maximum: int = INT32_MAX) -> int:
-    # bool is an int in Python; a JSON true is not a broker id.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _Invalid(f"field '{name}' must be an integer, got {type(value).__name__}")
-    if value < 0:
-        raise _Invalid(f"field '{name}' must be >= 0, got {_short(value)}")
-    if value > maximum:
-        raise _Invalid(f"field '{name}' must be <= {maximum}, got {_short(value)}")
-    return value
-
-
-def _leader(value: Any, name: str) -> int:
-    """A broker id, or -1 for none."""
-    return -1 if value == -1 and not isinstance(value, bool) else _non_negative_int(value, name)
-
-
-def _long(value: Any, name: str) -> int:
-    return _non_negative_int(value, name, INT64_MAX)
-
-
-def _short(value: Any) -> str:
-    """A value for a quarantine reason: never the whole of a huge one."""
-    if isinstance(value, int) and value.bit_length() > 64:
-        return f"an integer of {value.bit_length()} bits"
-    text = str(value)
-    return text if len(text) <= 80 else text[:80] + "..."
-
-
-def _string(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise _Invalid(f"field '{name}' must be a string, got {type(value).__name__}")
-    if value.isascii():  # the usual case, and no surrogate is ASCII
-        return value
-    try:  # a JSON escape can make a lone surrogate, which no UTF-8 writer (Kafka, Parquet) accepts
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise _Invalid(f"field '{name}' is not valid unicode: {exc.reason}") from None
-    return value
-
-
-def _one_of(value: Any, name: str, allowed: tuple[str, ...]) -> str:
-    _string(value, name)
-    if value not in allowed:
-        raise _Invalid(f"field '{name}' must be one of {', '.join(allowed)}, got '{_short(value)}'")
-    return value
-
-
 def _recovery_state(value: Any, name: str) -> LeaderRecoveryState:
-    return LeaderRecoveryState(_one_of(value, name, tuple(LeaderRecoveryState)))
-
-
-def _int_list(value: Any, name: str) -> tuple[int, ...]:
-    if not isinstance(value, list):
-        raise _Invalid(f"field '{name}' must be a list of integers")
-    return tuple(_non_negative_int(v, name) for v in value)
-
-
-def _broker_list(value: Any, name: str) -> tuple[int, ...]:
-    """A replica list as written by an admin tool: int32 integers, any sign (a negative id is a Kafka
-    refusal, INVALID_REPLICA_ASSIGNMENT, not unreadable input)."""
-    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int)
-                                          or not -INT32_MAX - 1 <= v <= INT32_MAX for v in value):
-        raise _Invalid(f"field '{name}' must be a list of integer broker ids")
-    return tuple(value)
-
-
-def _assignment(value: Any, name: str) -> dict[str, tuple[int, ...]]:
-    if not isinstance(value, dict):
-        raise _Invalid(f"field '{name}' must be an object of partition id -> replica list")
-    out: dict[str, tuple[int, ...]] = {}
-    for key, replicas in value.items():
-        # ASCII digits only: str.isdigit() also accepts '²', which int() refuses.
-        if not (key.isascii() and key.isdigit() and int(key) <= INT32_MAX):
-            raise _Invalid(f"field '{name}' has a partition id that is not a non-negative integer: "
-                           f"'{_short(key.encode('utf-8', 'backslashreplace').decode())}'")
-        out[str(int(key))] = _broker_list(replicas, name)
-    return out
-
-
-def _broker_epochs(value: Any, name: str) -> dict[int, int]:
-    if not isinstance(value, dict):
-        raise _Invalid(f"field '{name}' must be an object of broker id -> broker epoch")
-    out: dict[int, int] = {}
-    for key, epoch in value.items():
-        if not (key.isascii() and key.isdigit() and int(key) <= INT32_MAX):
-            raise _Invalid(f"field '{name}' has a broker id that is not a non-negative integer: "
-                           f"'{_short(key.encode('utf-8', 'backslashreplace').decode())}'")
-        out[int(key)] = _long(epoch, f"{name}.{key}")
-    return out
-
-
-def _bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise _Invalid(f"field '{name}' must be true or false, got {_short(value)}")
-    return value
-
-
-def _configs(value: Any, name: str, allow_null: bool) -> dict[str, str | None]:
-    if not isinstance(value, dict):
-        raise _Invalid(f"field '{name}' must be an object of config name -> value")
-    for key, v in value.items():
-        _string(key, f"{name} name")
-        if v is None and allow_null:
-            continue
-        if isinstance(v, str):
-            _string(v, f"{name}.{key}")
-        else:
-            raise _Invalid(f"field '{name}' value for '{key}' must be a string{' or null' if allow_null else ''}")
-    return dict(value)
-
-
-# Feature levels are int16 (FeatureLevelRecord.featureLevel).
-INT16_MAX = 2**15 - 1
-
-
-# The one level below 0: metadata.version -1, a ZooKeeper-era inter.broker.protocol.version from 2.7-IV2 to 3.0-IV0
-# (statemachine.features.IBP_2_7_IV2).
-_ALTER_ISR_PROTOCOL = ("metadata.version", -1)
-
-
-def _feature_levels(value: Any, name: str) -> dict[str, int]:
-    if not isinstance(value, dict) or not value:
-        raise _Invalid(f"field '{name}' must be a non-empty object of feature name -> level")
-    for key, level in value.items():
-        if not _string(key, f"{name} name"):
-            raise _Invalid(f"field '{name}' has an empty feature name")
-        if (key, level) != _ALTER_ISR_PROTOCOL or isinstance(level, bool):
-            _non_negative_int(level, f"{name}.{key}", INT16_MAX)
-    return dict(value)
+    return LeaderRecoveryState(one_of(value, name, tuple(LeaderRecoveryState)))
 
 
 def _partition_refs(value: Any, name: str, with_replicas: bool) -> tuple[PartitionRef | Move, ...]:
     if not isinstance(value, list):
-        raise _Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
+        raise Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
     refs: list[PartitionRef | Move] = []
     for item in value:
         if not isinstance(item, dict):
-            raise _Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
-        topic = _string(_required(item, "topic", name), f"{name}.topic")
-        partition = _non_negative_int(_required(item, "partition", name), f"{name}.partition")
+            raise Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
+        topic = string(required(item, "topic", name), f"{name}.topic")
+        partition = non_negative_int(required(item, "partition", name), f"{name}.partition")
         if with_replicas:
-            replicas = _required(item, "replicas", name)
+            replicas = required(item, "replicas", name)
             refs.append(Move(topic, partition,
-                             None if replicas is None else _broker_list(replicas, f"{name}.replicas")))
+                             None if replicas is None else broker_list(replicas, f"{name}.replicas")))
         else:
             refs.append(PartitionRef(topic, partition))
     return tuple(refs)
 
 
-_MISSING = object()
+def _directory_assignments(value: Any, name: str) -> tuple[DirectoryAssignment, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(a, dict) for a in value):
+        raise Invalid(f"field '{name}' must be a non-empty list of {{topic, partition, directory}} objects")
+    return tuple(DirectoryAssignment(topic=string(required(a, "topic", name), f"{name}.topic"),
+                                     partition=non_negative_int(required(a, "partition", name), f"{name}.partition"),
+                                     directory=string(required(a, "directory", name), f"{name}.directory"))
+                 for a in value)
 
 
-def _required(obj: Mapping[str, Any], key: str, where: str = "event") -> Any:
-    value = obj.get(key, _MISSING)
-    if value is _MISSING:
-        raise _Invalid(f"missing field '{key}'" + ("" if where == "event" else f" in '{where}'"))
-    return value
-
-
+_BROKER_LOG_DIRS = {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list}
 # Per type: field name -> validator. Validators return the normalised value.
 _FIELDS: dict[str, dict[str, Any]] = {
     "BrokerChange": {
-        "broker_id": _non_negative_int,
-        "change": lambda v, n: BrokerChangeKind(_one_of(v, n, tuple(BrokerChangeKind))),
-        "broker_epoch": _long,
+        "broker_id": non_negative_int,
+        "change": lambda v, n: BrokerChangeKind(one_of(v, n, tuple(BrokerChangeKind))),
+        "broker_epoch": long,
     },
     "IsrChange": {
-        "topic": _string,
-        "partition": _non_negative_int,
-        "broker_id": _non_negative_int,
-        "broker_epoch": _long,
-        "leader_epoch": _non_negative_int,
-        "partition_epoch": _non_negative_int,
-        "isr": _int_list,
+        "topic": string,
+        "partition": non_negative_int,
+        "broker_id": non_negative_int,
+        "broker_epoch": long,
+        "leader_epoch": non_negative_int,
+        "partition_epoch": non_negative_int,
+        "isr": int_list,
     },
-    "CreateTopic": {"topic": _string, "assignment": _assignment},
-    "CreatePartitions": {"topic": _string, "assignment": _assignment},
-    "DeleteTopic": {"topic": _string},
+    "CreateTopic": {"topic": string, "assignment": assignment},
+    "CreatePartitions": {"topic": string, "assignment": assignment},
+    "DeleteTopic": {"topic": string},
     "ReassignPartitions": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=True)},
-    "ElectLeaders": {"election_type": lambda v, n: ElectionType(_one_of(v, n, tuple(ElectionType)))},
-    "AlterTopicConfig": {"topic": _string, "configs": lambda v, n: _configs(v, n, allow_null=True)},
-    "ControllerChange": {"controller_id": _non_negative_int},
+    "ElectLeaders": {"election_type": lambda v, n: ElectionType(one_of(v, n, tuple(ElectionType)))},
+    "AlterTopicConfig": {"topic": string, "configs": lambda v, n: configs(v, n, allow_null=True)},
+    "ControllerChange": {"controller_id": non_negative_int},
     "LeaderImbalanceCheck": {},
     "PartitionSnapshot": {
-        "topic": _string,
-        "partition": _non_negative_int,
-        "replicas": _int_list,
-        "isr": _int_list,
-        "leader": _leader,
-        "leader_epoch": _non_negative_int,
-        "partition_epoch": _non_negative_int,
+        "topic": string,
+        "partition": non_negative_int,
+        "replicas": int_list,
+        "isr": int_list,
+        "leader": leader,
+        "leader_epoch": non_negative_int,
+        "partition_epoch": non_negative_int,
     },
-    "UpdateFeatures": {"features": _feature_levels},
+    "UpdateFeatures": {"features": feature_levels},
     "IsrChangeNotification": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=False)},
+    "BrokerRegistration": _BROKER_LOG_DIRS,
+    "ControllerRegistration": {"controller_id": non_negative_int,
+                               "max_metadata_version": lambda v, n: non_negative_int(v, n, INT16_MAX)},
+    "LogDirsOffline": _BROKER_LOG_DIRS,
+    "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
+                             "assignments": _directory_assignments},
 }
 
 # Optional fields: name -> (validator, default).
 _OPTIONAL: dict[str, dict[str, Any]] = {
-    "BrokerChange": {"unclean_shutdown": (_bool, False),
-                     "new_brokers": (lambda v, n: None if v is None else _broker_epochs(v, n), None)},
+    "BrokerChange": {"unclean_shutdown": (boolean, False),
+                     "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
-    "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
+    "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
-    "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else _broker_epochs(v, n), None)},
+    "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
     "PartitionSnapshot": {
         "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
-        "adding_replicas": (_int_list, ()),
-        "removing_replicas": (_int_list, ()),
-        "configs": (lambda v, n: _configs(v, n, allow_null=False), {}),
-        "eligible_leader_replicas": (_int_list, ()),
-        "last_known_elr": (_int_list, ()),
+        "adding_replicas": (int_list, ()),
+        "removing_replicas": (int_list, ()),
+        "configs": (lambda v, n: configs(v, n, allow_null=False), {}),
+        "eligible_leader_replicas": (int_list, ()),
+        "last_known_elr": (int_list, ()),
+        "directories": (string_list, ()),
     },
 }
 
 # ObservedDecision: every field required (the bridge writes the import's observed row whole).
 _OBSERVED_FIELDS: dict[str, Any] = {
-    "topic": _string,
-    "partition": _non_negative_int,
-    "leader": _leader,
-    "isr": _int_list,
-    "leader_epoch": _non_negative_int,
-    "partition_epoch": _non_negative_int,
-    "replicas": _int_list,
-    "adding_replicas": _int_list,
-    "removing_replicas": _int_list,
+    "topic": string,
+    "partition": non_negative_int,
+    "leader": leader,
+    "isr": int_list,
+    "leader_epoch": non_negative_int,
+    "partition_epoch": non_negative_int,
+    "replicas": int_list,
+    "adding_replicas": int_list,
+    "removing_replicas": int_list,
     "leader_recovery_state": lambda v, n: str(_recovery_state(v, n)),
-    "eligible_leader_replicas": _int_list,
-    "last_known_elr": _int_list,
-    "source_offset": _long,
-    "cause": _string,
-    "cause_event_id": lambda v, n: None if v is None else _string(v, n),
-    "decision": _bool,
+    "eligible_leader_replicas": int_list,
+    "last_known_elr": int_list,
+    "source_offset": long,
+    "cause": string,
+    "cause_event_id": lambda v, n: None if v is None else string(v, n),
+    "decision": boolean,
 }
 
 EVENT_TYPES = tuple(_FIELDS)
@@ -528,7 +479,7 @@ MAX_RECORD_BYTES = 4 * 1024 * 1024
 
 
 def _no_constant(name: str) -> Any:
-    raise _Invalid(f"not JSON: {name} is not a number in JSON")
+    raise Invalid(f"not JSON: {name} is not a number in JSON")
 
 
 # NaN and Infinity: Python's json reads them, JSON has no such numbers. One decoder for every record
@@ -557,38 +508,39 @@ def parse_record(raw: bytes | str | None) -> ControllerEvent | ObservedDecision 
         if text.startswith("\ufeff"):  # json.loads refuses a byte order mark; the decoder alone does not
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
         obj = _DECODER.decode(text)
-    except _Invalid as exc:
+    except Invalid as exc:
         return Malformed(str(exc))
     except (UnicodeDecodeError, ValueError) as exc:  # ValueError: JSONDecodeError, ints beyond 4300 digits
-        return Malformed(f"not JSON: {_short(exc)}")
+        return Malformed(f"not JSON: {short(exc)}")
     except RecursionError:
         return Malformed("not JSON: nested too deeply")
     if not isinstance(obj, dict):
         return Malformed(f"not a JSON object: {type(obj).__name__}")
     try:
         if obj.get("type") == ObservedDecision.type:
-            return ObservedDecision(**{name: validate(_required(obj, name), name)
-                                       for name, validate in _OBSERVED_FIELDS.items()})
+            return ObservedDecision(**{name: validate(required(obj, name), name)
+                                       for name, validate in _OBSERVED_FIELDS.items()},
+                                    directories=string_list(obj.get("directories", []), "directories"))
         return _validate(obj)
-    except _Invalid as exc:
+    except Invalid as exc:
         return Malformed(str(exc))
 
 
 def _validate(obj: Mapping[str, Any]) -> ControllerEvent:
-    event_type = _string(_required(obj, "type"), "type")
+    event_type = string(required(obj, "type"), "type")
     if event_type not in _FIELDS:
-        raise _Invalid(f"unknown event type '{_short(event_type)}' (known: {', '.join(EVENT_TYPES)})")
-    event_id = _string(_required(obj, "event_id"), "event_id")
+        raise Invalid(f"unknown event type '{short(event_type)}' (known: {', '.join(EVENT_TYPES)})")
+    event_id = string(required(obj, "event_id"), "event_id")
     if not event_id:
-        raise _Invalid("field 'event_id' must not be empty")
-    ts = _string(_required(obj, "ts"), "ts")
-    controller_epoch = _non_negative_int(_required(obj, "controller_epoch"), "controller_epoch")
+        raise Invalid("field 'event_id' must not be empty")
+    ts = string(required(obj, "ts"), "ts")
+    controller_epoch = non_negative_int(required(obj, "controller_epoch"), "controller_epoch")
     principal = obj.get("principal")
     if principal is not None:
-        _string(principal, "principal")
+        string(principal, "principal")
     fields: dict[str, Any] = {}
     for name, validate in _FIELDS[event_type].items():
-        fields[name] = validate(_required(obj, name), name)
+        fields[name] = validate(required(obj, name), name)
     for name, (validate, default) in _OPTIONAL.get(event_type, {}).items():
         fields[name] = validate(obj[name], name) if name in obj else default
     return _CLASSES[event_type](event_id=event_id, controller_epoch=controller_epoch, ts=ts, principal=principal,

@@ -29,7 +29,8 @@ T = TypeVar("T")
 class Decision:
     """A LeaderAndIsr decision: the partition's leader and ISR after one controller write, and who gets it.
     `event_ts` (the source event's `ts`) is an addition to Kafka's fields; so are the KRaft partition's Eligible
-    Leader Replicas (KIP-966) and last known ELR, empty unless the kraft rules run with ELR on."""
+    Leader Replicas (KIP-966) and last known ELR, empty unless the kraft rules run with ELR on, and the replicas'
+    log directories (KIP-858)."""
 
     topic: str
     partition: int
@@ -51,6 +52,8 @@ class Decision:
     event_ts: str | None
     eligible_leader_replicas: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    # KRaft (KIP-858): each replica's log directory id, in the order of `replicas`; empty under the zk rules.
+    directories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

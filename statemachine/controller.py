@@ -24,10 +24,13 @@ from schemas import codec
 from schemas.events import (
     ADMIN_EVENTS,
     AlterTopicConfig,
+    AssignReplicasToDirs,
     BrokerChange,
     BrokerChangeKind,
+    BrokerRegistration,
     ControllerChange,
     ControllerEvent,
+    ControllerRegistration,
     CreatePartitions,
     CreateTopic,
     DeleteTopic,
@@ -36,10 +39,13 @@ from schemas.events import (
     IsrChange,
     IsrChangeNotification,
     LeaderImbalanceCheck,
+    LogDirsOffline,
     PartitionSnapshot,
     ReassignPartitions,
     UpdateFeatures,
 )
+from statemachine.admin_checks import MIN_ISR_CONFIG, UNCLEAN_CONFIG, check_configs, checked_assignment
+from statemachine.checkpoint import SNAPSHOT_FORMAT, SNAPSHOT_VERSION, SnapshotError, read_snapshot
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import (
     ELIGIBLE_LEADER_REPLICAS_VERSION,
@@ -48,21 +54,29 @@ from statemachine.features import (
     is_alter_partition_supported,
     is_elr_supported,
     metadata_version_name,
+    unknown_metadata_version,
 )
-from statemachine.partition import apply_command, metadata_state, replicas_not_deleted
+from statemachine.kraft_releases import DEFAULT_CONTROLLER_LEVEL, controller_level, on_controller_registration
+from statemachine.log_dirs import (
+    default_directories,
+    offline_replicas,
+    on_assign_replicas_to_dirs,
+    on_broker_registration,
+    on_log_dirs_offline,
+)
+from statemachine.partition import apply_command, replicas_not_deleted
 from statemachine.record import Action, Applied, Command, PartitionRecord
-from statemachine.releases import (
+from statemachine.requests import Added, Phase, Request, RequestType, batches
+from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
+from statemachine.states import PartitionState, ReplicaState
+from statemachine.step import metadata_state
+from statemachine.zk_releases import (
     LAST_ZOOKEEPER_RELEASE,
     KafkaRelease,
     broker_failure_updates_metadata_when_nothing_changed,
     rebalance_waits_for_reassignments,
 )
-from statemachine.requests import Added, Phase, Request, RequestType, batches
-from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
-from statemachine.states import PartitionState, ReplicaState
 
-UNCLEAN_CONFIG = "unclean.leader.election.enable"
-MIN_ISR_CONFIG = "min.insync.replicas"
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 Key = tuple[str, int]
@@ -84,8 +98,11 @@ class ControllerConfig:
     # default of min.insync.replicas, which only the ELR reads.
     eligible_leader_replicas: bool = False
     metadata_version: int = LATEST_PRODUCTION
+    # The controllers' release (the newest metadata.version level it supports) until the log registers one:
+    # Kafka 4.1's (statemachine.kraft_releases).
+    controller_level: int = DEFAULT_CONTROLLER_LEVEL
     min_insync_replicas: int = 1
-    # The ZooKeeper-era controller's release (statemachine.releases); None: not told, Kafka 3.9.1.
+    # The ZooKeeper-era controller's release (statemachine.zk_releases); None: not told, Kafka 3.9.1.
     kafka_version: KafkaRelease | None = None
     # An event_id applied at offset o makes any event with the same id at an offset up to o + this
     # window a duplicate (rejected). Older ids are forgotten, so the controller's memory stays bounded.
@@ -117,33 +134,15 @@ class ClusterView:
     # Finalized feature levels the log set (UpdateFeatures), metadata.version included; a feature it never set
     # has the configured level (ControllerConfig). Level 0: the feature is off.
     features: dict[str, int] = field(default_factory=dict)
+    # KRaft (KIP-858): each registered broker's log dirs and the epoch it registered them with (BrokerRegistration).
+    log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    registered_epochs: dict[int, int] = field(default_factory=dict)
+    # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases).
+    controller_levels: dict[int, int] = field(default_factory=dict)
 
     @property
     def live_brokers(self) -> frozenset[int]:
         return frozenset(b for b in self.broker_epochs if b not in self.shutting_down)
-
-
-SNAPSHOT_FORMAT = "isrflow.controller"
-SNAPSHOT_VERSION = 1
-
-
-class SnapshotError(ValueError):
-    """Bytes that are not a controller snapshot this version can read."""
-
-
-def read_snapshot(snapshot: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(snapshot)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SnapshotError(f"not a JSON controller snapshot (corrupt or truncated): {e}") from e
-    if not isinstance(body, dict) or body.get("format") != SNAPSHOT_FORMAT:
-        raise SnapshotError(f"not an {SNAPSHOT_FORMAT} snapshot")
-    if body.get("version") != SNAPSHOT_VERSION:
-        raise SnapshotError(f"snapshot version {body.get('version')}; this isrflow reads version {SNAPSHOT_VERSION}")
-    missing = {"full", "cluster", "partitions", "removed"} - body.keys()
-    if missing:
-        raise SnapshotError(f"snapshot lacks {sorted(missing)} (corrupt)")
-    return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +212,12 @@ class _Fanout:
             self._facts = (cv.live_brokers, frozenset(cv.shutting_down & cv.broker_epochs.keys()))
         return self._facts
 
-    def _emit(self, action: Action, **fields: Any) -> None:
-        """Build the command (the event's envelope, the cluster facts as they stand now, `fields`) and apply
-        it at once to the controller's own record of the partition."""
+    def _emit(self, action: Action, offline: frozenset[int] = frozenset(), **fields: Any) -> None:
+        """Build the command (the event's envelope, the cluster facts as they stand now, less the brokers whose
+        replica of the partition is `offline`, and `fields`) and apply it at once to the controller's own record of
+        the partition."""
         live, shutting_down = self._cluster_facts()
+        live, shutting_down = (live - offline, shutting_down - offline) if offline else (live, shutting_down)
         ev, cv = self.event, self.controller.cluster
         command = Command(action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
                           controller_epoch=cv.controller_epoch, event_ts=ev.ts, principal=ev.principal,
@@ -247,11 +248,13 @@ class _Fanout:
                   **fields: Any) -> None:
         step = self._steps.get(key, 0)
         self._steps[key] = step + 1
-        self._emit(action, topic=key[0], partition=key[1], step=step,
+        self._emit(action, offline_replicas(self.controller.cluster, self.controller.partitions.get(key)),
+                   topic=key[0], partition=key[1], step=step,
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
                    else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
                    elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version,
-                   kafka_release=self.controller.config.release, **fields)
+                   kafka_release=self.controller.config.release,
+                   controller_level=controller_level(self.controller), **fields)
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
                 action: Action = Action.CLUSTER, **fields: Any) -> None:
@@ -433,6 +436,14 @@ class Controller:
                 self._on_partition_snapshot(event, out)
             case UpdateFeatures():
                 self._on_update_features(event, out)
+            case BrokerRegistration():
+                on_broker_registration(self, event, out)
+            case AssignReplicasToDirs():
+                on_assign_replicas_to_dirs(self, event, out)
+            case LogDirsOffline():
+                on_log_dirs_offline(self, event, out)
+            case ControllerRegistration():
+                on_controller_registration(self, event, out)
 
     # -- controller epoch ------------------------------------------------------------------------------
     def _failover(self, out: _Fanout) -> None:
@@ -506,9 +517,11 @@ class Controller:
                             f"{metadata_version_name(version)}")
         before = {name: self.feature_level(name) for name in ev.features}
         self.cluster.features.update(ev.features)
+        unknown = unknown_metadata_version(version) if METADATA_VERSION in ev.features else None
         out.cluster("features: " + ", ".join(
             f"{name} {before[name]} -> {level}" + (f" ({metadata_version_name(level)})" if name == METADATA_VERSION
-                                                   else "") for name, level in sorted(ev.features.items())))
+                                                   else "") for name, level in sorted(ev.features.items()))
+                    + (f"; WARNING: {unknown}" if unknown else ""))
 
     # -- brokers ---------------------------------------------------------------------------------------
     def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:
@@ -689,8 +702,8 @@ class Controller:
                             + (" (queued for deletion)" if topic in cv.topics_queued_for_deletion else ""))
         if not ev.assignment:
             raise Rejection(Error.INVALID_PARTITIONS, "a topic needs at least one partition")
-        assignment = _checked_assignment(ev.assignment, 0, None, Error.INVALID_REPLICA_ASSIGNMENT)
-        _check_configs(ev.configs)
+        assignment = checked_assignment(ev.assignment, 0, None, Error.INVALID_REPLICA_ASSIGNMENT)
+        check_configs(ev.configs)
         cv.topics[topic] = len(assignment)
         if ev.configs:
             cv.topic_configs[topic] = dict(ev.configs)
@@ -701,7 +714,8 @@ class Controller:
         its failed New -> Online change is a second, rejected step (NO_LIVE_REPLICA), as Kafka logs it."""
         for i, replicas in enumerate(assignment):
             key = (topic, first + i)
-            out.partition(Action.CREATE, key, replicas=replicas)
+            out.partition(Action.CREATE, key, replicas=replicas,
+                          default_directories=default_directories(self.cluster, replicas))
             if self.partitions[key].state is PartitionState.NEW:
                 out.partition(Action.TRY_ELECTION, key)
 
@@ -714,7 +728,7 @@ class Controller:
         if key in self.partitions:
             raise Rejection(Error.TOPIC_ALREADY_EXISTS,
                             f"partition {ev.topic}-{ev.partition} already exists: a snapshot only seeds a new one")
-        _checked_assignment({str(ev.partition): ev.replicas}, ev.partition, None, Error.INVALID_REPLICA_ASSIGNMENT)
+        checked_assignment({str(ev.partition): ev.replicas}, ev.partition, None, Error.INVALID_REPLICA_ASSIGNMENT)
         outside = [b for b in (*ev.isr, *ev.adding_replicas, *ev.removing_replicas, *ev.eligible_leader_replicas,
                                *ev.last_known_elr) if b not in ev.replicas]
         both = set(ev.adding_replicas) & set(ev.removing_replicas)
@@ -722,7 +736,7 @@ class Controller:
             raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                             f"ISR {list(ev.isr)}, leader {ev.leader}, ELR and the reassignment must lie within the "
                             f"replicas {list(ev.replicas)} (the leader in the ISR, adding and removing apart)")
-        _check_configs(ev.configs)
+        check_configs(ev.configs)
         cv.topics[ev.topic] = max(cv.topics.get(ev.topic, 0), ev.partition + 1)
         if ev.configs:
             cv.topic_configs[ev.topic] = dict(ev.configs)
@@ -730,7 +744,7 @@ class Controller:
                       leader_epoch=ev.leader_epoch, partition_epoch=ev.partition_epoch,
                       leader_recovery_state=ev.leader_recovery_state, adding_replicas=ev.adding_replicas,
                       removing_replicas=ev.removing_replicas, eligible_leader_replicas=ev.eligible_leader_replicas,
-                      last_known_elr=ev.last_known_elr)
+                      last_known_elr=ev.last_known_elr, directories=ev.directories)
 
     def _on_create_partitions(self, ev: CreatePartitions, out: _Fanout) -> None:
         cv, topic = self.cluster, ev.topic
@@ -743,7 +757,7 @@ class Controller:
         count = cv.topics[topic]
         first = self.partitions.get((topic, 0))
         rf = len(first.target_replicas) if first else None
-        assignment = _checked_assignment(ev.assignment, count, rf, Error.INVALID_PARTITIONS)
+        assignment = checked_assignment(ev.assignment, count, rf, Error.INVALID_PARTITIONS)
         cv.topics[topic] = count + len(assignment)
         self._create(out, topic, count, assignment)
 
@@ -791,7 +805,7 @@ class Controller:
         cv, topic = self.cluster, ev.topic
         if topic not in cv.topics:
             raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
-        _check_configs(ev.configs)
+        check_configs(ev.configs)
         was_unclean = self.unclean_allowed(topic)
         configs = cv.topic_configs.setdefault(topic, {})
         for name, value in ev.configs.items():
@@ -820,7 +834,8 @@ class Controller:
     # -- admin elections and reassignments -------------------------------------------------------------
     def _on_reassign_partitions(self, ev: ReassignPartitions, out: _Fanout) -> None:
         for move in ev.partitions:
-            out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas)
+            out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas,
+                          default_directories=default_directories(self.cluster, move.replicas or ()))
 
     def _on_elect_leaders(self, ev: ElectLeaders, out: _Fanout) -> None:
         keys = sorted(self.partitions) if ev.partitions is None else [(r.topic, r.partition) for r in ev.partitions]
@@ -884,30 +899,3 @@ def _names(keys: Iterable[Key], limit: int = 20) -> str:
     keys = list(keys)
     text = ", ".join(f"{t}-{p}" for t, p in keys[:limit])
     return text + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "") if keys else "none"
-
-
-def _checked_assignment(assignment: Mapping[str, tuple[int, ...]], first_id: int, replication_factor: int | None,
-                        id_error: Error) -> list[tuple[int, ...]]:
-    """Partition ids must continue from `first_id` without gaps; replica lists must be non-empty, distinct,
-    non-negative, and all of one size."""
-    ids = sorted(int(k) for k in assignment)
-    if ids != list(range(first_id, first_id + len(ids))):
-        raise Rejection(id_error, f"partition ids {ids} must be consecutive from {first_id}")
-    lists = [tuple(assignment[str(i)]) for i in ids]
-    for i, replicas in zip(ids, lists, strict=True):
-        if not replicas or len(set(replicas)) != len(replicas) or any(r < 0 for r in replicas):
-            raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
-                            f"partition {i}: replicas {list(replicas)} must be non-empty, distinct and >= 0")
-    sizes = {len(r) for r in lists} | ({replication_factor} if replication_factor else set())
-    if len(sizes) > 1:
-        raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"inconsistent replication factors {sorted(sizes)}")
-    return lists
-
-
-def _check_configs(configs: Mapping[str, str | None]) -> None:
-    value = configs.get(UNCLEAN_CONFIG)
-    if value is not None and value.lower() not in ("true", "false"):
-        raise Rejection(Error.INVALID_REQUEST, f"{UNCLEAN_CONFIG} must be true or false, got '{value}'")
-    value = configs.get(MIN_ISR_CONFIG)
-    if value is not None and not (value.isascii() and value.isdigit() and 1 <= int(value) <= 2**31 - 1):
-        raise Rejection(Error.INVALID_REQUEST, f"{MIN_ISR_CONFIG} must be an integer >= 1, got '{value}'")

@@ -2,8 +2,10 @@
 
 A KRaft cluster's metadata log records each level as a FeatureLevelRecord ("metadata.version" is one too); the
 controller decides some things differently below a level (MetadataVersion's predicates, named here as Kafka names
-them; the policies that use them are in statemachine.rules). Levels and names are those of Kafka 4.1
+them; the policies that use them are in statemachine.rules). Levels and names are those of Kafka 4.4.0
 (server-common MetadataVersion); below 3.3-IV3 they are Kafka 3.9's, whose controller still ran at those levels.
+A level above the newest known one (a newer Kafka's) is replayed with the rules of the newest known one, and said so
+(`unknown_metadata_version`).
 """
 
 from __future__ import annotations
@@ -11,15 +13,18 @@ from __future__ import annotations
 METADATA_VERSION = "metadata.version"
 ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
 
-# Feature level -> name (MetadataVersion's ibpVersion), every KRaft metadata version up to Kafka 4.1's latest.
+# Feature level -> name (MetadataVersion's ibpVersion), every KRaft metadata version up to Kafka 4.4's latest.
 METADATA_VERSIONS: dict[int, str] = {
     1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3",
     8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1", 14: "3.6-IV2",
     15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0",
-    22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1",
+    22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0",
+    29: "4.2-IV1", 30: "4.3-IV0", 31: "4.4-IV0", 32: "4.4-IV1", 33: "4.4-IV2",
 }
 # The levels the predicates below name.
-IBP_3_2_IV0, IBP_3_6_IV0, IBP_4_0_IV1 = 3, 12, 23
+IBP_3_2_IV0, IBP_3_6_IV0, IBP_3_7_IV2, IBP_4_0_IV1 = 3, 12, 17, 23
+# The newest level isrflow knows: Kafka 4.4.0's latest production version (MetadataVersion.LATEST_PRODUCTION).
+LATEST_KNOWN = 33
 # Kafka 4.1's latest production version: what the kraft rules assume unless told otherwise.
 LATEST_PRODUCTION = 27
 # The first version a KRaft controller runs at (MetadataVersion.MINIMUM_KRAFT_VERSION in 3.x).
@@ -73,6 +78,22 @@ def metadata_version_name(level: int) -> str:
     return METADATA_VERSIONS.get(level, f"level {level}")
 
 
+# The words every such warning holds (the report finds them in the audit).
+UNKNOWN_VERSION = "newer than any isrflow knows"
+
+
+def unknown_metadata_version(level: int) -> str | None:
+    """What to tell a user whose log holds a metadata.version level isrflow does not know: it is replayed with the
+    rules of the newest level it knows (every predicate below holds for it as for that one); None for a known
+    level."""
+    if level in METADATA_VERSIONS or level == ZOOKEEPER_ERA_PROTOCOL:
+        return None
+    nearest = max((known for known in METADATA_VERSIONS if known <= level), default=MINIMUM_KRAFT_VERSION)
+    return (f"metadata.version level {level} is {UNKNOWN_VERSION} (the newest it knows is "
+            f"{METADATA_VERSIONS[LATEST_KNOWN]}, level {LATEST_KNOWN}): replayed with the rules of "
+            f"{METADATA_VERSIONS[nearest]}")
+
+
 def is_leader_recovery_supported(metadata_version: int) -> bool:
     """KIP-704: an unclean leader starts RECOVERING only from 3.2-IV0 (Kafka 3.9 PartitionChangeBuilder.tryElection)."""
     return metadata_version >= IBP_3_2_IV0
@@ -86,6 +107,12 @@ def is_leader_epoch_bump_required_on_isr_shrink(metadata_version: int) -> bool:
 def is_elr_supported(metadata_version: int) -> bool:
     """KIP-966: Eligible Leader Replicas need 4.0-IV1 (eligible.leader.replicas.version 1 depends on it)."""
     return metadata_version >= IBP_4_0_IV1
+
+
+def is_directory_assignment_supported(metadata_version: int) -> bool:
+    """KIP-858: from 3.7-IV2 on, each replica's log directory is in the partition's records (`directories`), set at
+    creation and by the broker's AssignReplicasToDirs; below it every replica's directory is MIGRATING."""
+    return metadata_version >= IBP_3_7_IV2
 
 
 def is_alter_partition_supported(metadata_version: int) -> bool:

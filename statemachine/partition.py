@@ -1,325 +1,51 @@
 """One partition's controller logic: `apply_command(record, command)`.
 
 This is the function the Spark operator runs per TopicPartition group and the local engine runs
-in-process. It reads like Kafka's PartitionStateMachine / ReplicaStateMachine: every state change goes
-through `_Step.move` / `_Step.move_replica`, which check the valid previous states, and every write of
-leader/ISR goes through `_Step.write`, which bumps the epochs and records the LeaderAndIsr decision.
+in-process. It reads like Kafka's PartitionStateMachine / ReplicaStateMachine: each handler takes one command's
+`Step` (statemachine.step) through the state changes and writes the controller makes for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import replace
+from collections.abc import Callable, Iterable
 
 from schemas.events import LeaderRecoveryState
-from schemas.records import AuditRow, Decision
 from statemachine import elections
-from statemachine.elections import Elected
+from statemachine.directories import on_assign_replicas_to_dirs
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import is_alter_partition_supported
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
-from statemachine.requests import LEADER_DURING_DELETE, NO_EPOCH, Added, Phase, RequestPartition, RequestType
+from statemachine.requests import Phase
 from statemachine.rules import (
     ZK,
     Rules,
     eligible_leader_replicas,
-    elr_after_disabling,
     elr_that_can_lead_without_the_feature,
-    last_known_leader,
     reassignment_from_original,
 )
-from statemachine.states import (
-    VALID_PREVIOUS_REPLICA_STATES,
-    IllegalTransition,
-    PartitionState,
-    ReplicaState,
-    check_partition_transition,
-    check_replica_transition,
-)
+from statemachine.states import VALID_PREVIOUS_REPLICA_STATES, IllegalTransition, PartitionState, ReplicaState
+from statemachine.step import Step, audit
 from statemachine.visit_order import replica_state_machine_order
 
 P = PartitionState
 R = ReplicaState
 
 
-def metadata_state(rec: PartitionRecord) -> RequestPartition | None:
-    """A partition in UpdateMetadata: as the controller holds it (its cache: PartitionRecord.controller_view), leader
-    and leader epoch -2 while its topic is being deleted; None when it never had a leader (the controller leaves it
-    out)."""
-    if not rec.has_leader_and_isr:
-        return None
-    deleting = rec.queued_for_deletion
-    isr, partition_epoch = rec.controller_view
-    return RequestPartition(rec.topic, rec.partition, LEADER_DURING_DELETE if deleting else rec.leader,
-                            LEADER_DURING_DELETE if deleting else rec.leader_epoch, isr, partition_epoch, rec.replicas)
-
-
-_NOT_RECORDING = nullcontext()
-
-
-class _Step:
-    """The effect of one command on one partition, built up as the controller would apply it."""
-
-    def __init__(self, before: PartitionRecord, command: Command, rules: Rules = ZK, requests: bool = False) -> None:
-        self.before = before
-        self.command = command
-        self.rules = rules
-        self.record = before
-        self.decisions: list[Decision] = []
-        self.election: str | None = None
-        self.notes: list[str] = []
-        # An election this command needed and could not run (the error if nothing else changed).
-        self.failed: Error | None = None
-        # ELR (KIP-966): the ISR the operation's ELR is computed from when the leader came from the ELR (the ISR
-        # before that election, empty), and the brokers whose unclean shutdown takes them out of it.
-        self.elr_basis: tuple[int, ...] | None = None
-        self.unclean_shutdown: tuple[int, ...] = ()
-        # A ClearElrRecord: the ELR is emptied as such, not recomputed.
-        self.elr_cleared = False
-        # The requests the ZK controller adds to its batches for this partition (statemachine.requests), when asked
-        # for, and the step of the handler that sends them (None outside one, or not asked: nothing is recorded).
-        self.requests = requests
-        self.sent: list[Added] = []
-        self.phase: Phase | None = None
-        self.sub = 0
-
-    @property
-    def elr_on(self) -> bool:
-        """Eligible Leader Replicas: the rule set has them and the cluster's feature is on."""
-        return self.rules.eligible_leader_replicas and self.command.elr_enabled
-
-    # -- state machine transitions ------------------------------------------------------------
-    def move(self, target: PartitionState) -> None:
-        check_partition_transition(self.record.state, target)
-        self.record = self.record.evolve(state=target)
-
-    def move_replica(self, broker: int, target: ReplicaState) -> None:
-        states = self.record.replica_states
-        check_replica_transition(broker, states.get(broker, R.NON_EXISTENT), target)
-        updated = dict(states)
-        if target is R.NON_EXISTENT:
-            del updated[broker]
-        else:
-            updated[broker] = target
-        self.record = self.record.evolve(replica_states=updated)
-
-    # -- requests (ControllerBrokerRequestBatch) ----------------------------------------------------
-    def batch(self, phase: Phase) -> AbstractContextManager[None]:
-        """The requests added inside go out in one batch of `phase`; inside another step, in a batch of its own
-        after the ones before it (a reassignment's election), and what follows in yet another. Not recording (the
-        Spark operator's per-group calls): a shared no-op, nothing built per call."""
-        return self._batch(phase) if self.requests else _NOT_RECORDING
-
-    @contextmanager
-    def _batch(self, phase: Phase) -> Iterator[None]:
-        if self.phase is None:
-            self.phase, self.sub = phase, 0
-            try:
-                yield
-            finally:
-                self.phase = None
-            return
-        self.sub += 1
-        yield
-        self.sub += 1
-
-    def _add(self, request: RequestType, brokers: Iterable[int], partition: RequestPartition | None) -> None:
-        registered = self.command.live_or_shutting_down
-        self.sent.append(Added(self.phase, self.sub, request, tuple(b for b in brokers if b in registered),
-                               partition))
-
-    def send_metadata(self) -> None:
-        """addUpdateMetadataRequestForBrokers(every registered broker, this partition): its state as the controller
-        holds it (leader -2 while its topic is being deleted); only the brokers when it never had a leader."""
-        if self.phase is None:
-            return
-        self._add(RequestType.UPDATE_METADATA, sorted(self.command.live_or_shutting_down), metadata_state(self.record))
-
-    def send_leader_and_isr(self, brokers: Iterable[int], is_new: bool = False) -> None:
-        """addLeaderAndIsrRequestForBrokers: the partition's state as the controller holds it to `brokers`, and
-        UpdateMetadata of it to every registered broker."""
-        if self.phase is None:
-            return
-        rec = self.record
-        isr, partition_epoch = rec.controller_view
-        self._add(RequestType.LEADER_AND_ISR, brokers, RequestPartition(
-            rec.topic, rec.partition, rec.leader, rec.leader_epoch, isr, partition_epoch, rec.replicas,
-            rec.adding_replicas, rec.removing_replicas, is_new=is_new))
-        self.send_metadata()
-
-    def send_stop_replica(self, broker: int, delete: bool) -> None:
-        """addStopReplicaRequestForBrokers: the leader epoch as it stands (-2 while the topic is being deleted)."""
-        if self.phase is None:
-            return
-        rec = self.record
-        epoch = LEADER_DURING_DELETE if rec.queued_for_deletion else (
-            rec.leader_epoch if rec.has_leader_and_isr else NO_EPOCH)
-        self._add(RequestType.STOP_REPLICA, (broker,),
-                  RequestPartition(rec.topic, rec.partition, leader_epoch=epoch, delete=delete))
-
-    # -- writes ---------------------------------------------------------------------------------
-    def write(self, leader: int, isr: Iterable[int], recipients: Iterable[int], *,
-              election: Elected | None = None,
-              leader_recovery_state: LeaderRecoveryState | None = None,
-              is_new: bool = False, bump_leader_epoch: bool = True, initial: bool = False,
-              sent: bool = True) -> None:
-        """A controller write of leader/ISR: leader_epoch + 1 (not for a leader's own ISR change)
-        and partition_epoch + 1, except the very first write, which starts both at 0. Unless `sent` is False,
-        the new state goes to `recipients` in a LeaderAndIsr request (and to every broker in UpdateMetadata)."""
-        rec = self.record
-        self.record = rec.evolve(
-            leader=leader, isr=tuple(isr),
-            leader_epoch=rec.leader_epoch + (1 if bump_leader_epoch and not initial else 0),
-            partition_epoch=rec.partition_epoch + (0 if initial else 1),
-            leader_recovery_state=leader_recovery_state or rec.leader_recovery_state,
-            cached_isr=None, cached_partition_epoch=None,  # the controller's cache holds what it writes
-        )
-        if election is not None:
-            self.election = str(election.election)
-        recipients = tuple(recipients)
-        self.decisions.append(self._decision(recipients, election, is_new))
-        if sent:
-            self.send_leader_and_isr(recipients, is_new)
-
-    def _decision(self, recipients: tuple[int, ...], election: Elected | None, is_new: bool) -> Decision:
-        rec, cmd = self.record, self.command
-        return Decision(
-            topic=rec.topic, partition=rec.partition, controller_epoch=cmd.controller_epoch, leader=rec.leader,
-            leader_epoch=rec.leader_epoch, isr=rec.isr, partition_epoch=rec.partition_epoch, replicas=rec.replicas,
-            adding_replicas=rec.adding_replicas, removing_replicas=rec.removing_replicas,
-            leader_recovery_state=rec.leader_recovery_state, is_new=is_new, recipients=recipients,
-            election=None if election is None else election.election, cause=cmd.event_type,
-            cause_event_id=cmd.event_id, source_offset=cmd.source_offset, event_ts=cmd.event_ts,
-            eligible_leader_replicas=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr,
-        )
-
-    def elect(self, elected: Elected | None, failure: Error, why: str) -> bool:
-        """Apply an election's result, or note that it failed (leader, ISR and state stay as they were)."""
-        if elected is None:
-            self.failed = failure
-            self.notes.append(f"{why} ({failure})")
-            return False
-        self.move(P.ONLINE)
-        initial = elected.election is elections.Election.INITIAL
-        recovery = elected.leader_recovery_state
-        if recovery is LeaderRecoveryState.RECOVERING:  # an unclean leader: KIP-704, by metadata version
-            recovery = self.rules.unclean_recovery_state(self.command.metadata_version)
-        self.write(elected.leader, elected.isr, elected.recipients, election=elected,
-                   leader_recovery_state=recovery, is_new=initial, initial=initial)
-        return True
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
-
-    def read_state(self) -> None:
-        """The ZooKeeper-era controller reads the partition's state from ZooKeeper into its cache."""
-        if self.record.cached_isr is not None:
-            self.record = self.record.evolve(cached_isr=None, cached_partition_epoch=None)
-
-    # -- result ---------------------------------------------------------------------------------
-    def _settle_elr(self) -> None:
-        """The operation's ELR and last known leader, from the partition before it and its final leader and
-        ISR, as PartitionChangeBuilder.build computes them once per operation. An unclean election empties
-        the ELR; a leader taken from the ELR leaves it."""
-        before, rec = self.before, self.record
-        if self.election == elections.Election.OFFLINE_UNCLEAN:
-            elr: tuple[int, ...] = ()
-        else:
-            basis = rec.isr if self.elr_basis is None else self.elr_basis
-            elr = tuple(r for r in eligible_leader_replicas(before.eligible_leader_replicas, before.isr, basis,
-                                                            self.command.min_isr, self.unclean_shutdown)
-                        if r != rec.leader)
-        last_known = last_known_leader(before.leader, before.isr, before.last_known_elr, rec.isr, rec.leader)
-        self.record = rec.evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
-        self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
-
-    def _drop_elr(self) -> None:
-        """The feature turned off while the partition still holds an ELR: this change empties it
-        (rules.elr_after_disabling)."""
-        elr, last_known = elr_after_disabling(self.before.last_known_elr)
-        self.record = self.record.evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
-        self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
-
-    def finish(self) -> Applied:
-        if self.decisions and self.elr_on and not self.elr_cleared:
-            self._settle_elr()
-        elif self.decisions and self.rules.eligible_leader_replicas and self.record.eligible_leader_replicas:
-            self._drop_elr()
-        if self.decisions:
-            # The rule set decides what the operation's writes publish; the record keeps the published epochs
-            # (the partition's own, when nothing is published). Under ZK rules every write is published as is.
-            self.decisions = self.rules.decisions(self.before, self.decisions, self.command.metadata_version)
-            published = self.decisions[-1] if self.decisions else self.before
-            epochs = (published.leader_epoch, published.partition_epoch)
-            if epochs != (self.record.leader_epoch, self.record.partition_epoch):
-                self.record = self.record.evolve(leader_epoch=epochs[0], partition_epoch=epochs[1])
-        changed = self.record != self.before
-        if changed:
-            outcome, error = Outcome.ACCEPTED, None
-        elif self.failed is not None:
-            outcome, error = Outcome.REJECTED, self.failed
-        else:
-            outcome, error = Outcome.NO_OP, None
-        return self._result(self.record if changed else self.before, outcome, error, "; ".join(self.notes))
-
-    def reject(self, error: Error, message: str) -> Applied:
-        self.decisions = []
-        self.sent = []
-        self.election = None
-        return self._result(self.before, Outcome.REJECTED, error, message)
-
-    def _result(self, record: PartitionRecord, outcome: Outcome, error: Error | None, message: str) -> Applied:
-        before = self.before
-        audit = _audit(
-            self.command, outcome, error, message or None, topic=before.topic, partition=before.partition,
-            from_state=before.state, to_state=record.state, leader_before=before.leader, leader_after=record.leader,
-            leader_epoch_before=before.leader_epoch, leader_epoch_after=record.leader_epoch,
-            isr_before=before.isr, isr_after=record.isr, partition_epoch_before=before.partition_epoch,
-            partition_epoch_after=record.partition_epoch,
-            election=self.election if outcome is Outcome.ACCEPTED else None,
-            replica_states=dict(sorted(record.replica_states.items())), replicas_after=record.replicas,
-            leader_recovery_state_after=record.leader_recovery_state)
-        kept = None if record.state is P.NON_EXISTENT else record
-        return Applied(kept, self.decisions if outcome is Outcome.ACCEPTED else [], audit, tuple(self.sent))
-
-
-# What an audit row says about the partition, none of which a cluster-level row has.
-_NO_PARTITION_FACTS: dict[str, object] = dict.fromkeys((
-    "partition", "from_state", "to_state", "leader_before", "leader_after", "leader_epoch_before",
-    "leader_epoch_after", "isr_before", "isr_after", "partition_epoch_before", "partition_epoch_after", "election",
-    "replica_states", "replicas_after", "leader_recovery_state_after"))
-
-
-def _audit(cmd: Command, outcome: Outcome, error: Error | None, message: str | None, **partition_facts: object
-           ) -> AuditRow:
-    """The audit row of a command: the event's facts from the command, the partition's from the caller (every
-    one of them, topic included; none on a cluster-level row, whose topic is the event's if it names one)."""
-    facts = partition_facts or {"topic": cmd.topic, **_NO_PARTITION_FACTS}
-    return AuditRow(
-        event_id=cmd.event_id, event_type=cmd.event_type, source_offset=cmd.source_offset, step=cmd.step,
-        controller_epoch=cmd.controller_epoch, outcome=outcome, error=error, message=message,
-        broker_id=cmd.broker_id, principal=cmd.principal, event_ts=cmd.event_ts, action=cmd.action,
-        broker_change=cmd.broker_change, broker_epoch=cmd.broker_epoch, controller_id=cmd.controller_id,
-        event_controller_epoch=cmd.event_controller_epoch,
-        configs=None if cmd.configs is None else dict(sorted(cmd.configs.items())), **facts)
-
-
 # -- shared steps ---------------------------------------------------------------------------------
 
-def _require_partition(s: _Step) -> None:
+def _require_partition(s: Step) -> None:
     if s.record.state is P.NON_EXISTENT:
         raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION,
                         f"partition {s.record.topic}-{s.record.partition} does not exist")
 
 
-def _bring_online(s: _Step, unclean_allowed: bool) -> None:
+def _bring_online(s: Step, unclean_allowed: bool) -> None:
     """triggerOnlinePartitionStateChange for one partition: New -> INITIAL, Offline -> OFFLINE."""
     isr = s.record.isr
     with s.batch(Phase.ELECTION):
         _elect_online(s, unclean_allowed)
     rec = s.record
-    if rec.isr != isr and rec.reassignment_in_progress and _reassignment_caught_up(rec) and \
+    if rec.isr != isr and rec.reassignment_in_progress and _reassignment_caught_up(s, rec) and \
             s.rules.reassigning_states_watched(s.command.metadata_version):
         # The election's write fired the watch on the state znode: the reassignment completes next (seed 128: an
         # unclean election of the one target replica).
@@ -327,7 +53,7 @@ def _bring_online(s: _Step, unclean_allowed: bool) -> None:
             _progress_reassignment(s)
 
 
-def _elect_online(s: _Step, unclean_allowed: bool) -> None:
+def _elect_online(s: Step, unclean_allowed: bool) -> None:
     rec, cmd = s.record, s.command
     if rec.state is P.NEW:
         s.elect(elections.initial(rec.replicas, cmd.live_brokers), Error.NO_LIVE_REPLICA,
@@ -348,7 +74,7 @@ def _elect_online(s: _Step, unclean_allowed: bool) -> None:
                 Error.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no live replica in ISR {list(rec.isr)}{why}: stays {P.OFFLINE}")
 
 
-def _elect_eligible(s: _Step, isr: tuple[int, ...], unclean_allowed: bool) -> bool:
+def _elect_eligible(s: Step, isr: tuple[int, ...], unclean_allowed: bool) -> bool:
     """KRaft with ELR: elect from the live part of `isr`, else from the ELR that this change leaves, else the
     last known leader (elections.eligible)."""
     rec, live = s.record, s.command.live_brokers
@@ -364,7 +90,7 @@ def _elect_eligible(s: _Step, isr: tuple[int, ...], unclean_allowed: bool) -> bo
                    + f": stays {P.OFFLINE}")
 
 
-def _offline_replica(s: _Step, broker: int) -> None:
+def _offline_replica(s: Step, broker: int) -> None:
     """Replica -> OfflineReplica: StopReplica (no delete) to its broker. If the ISR holds it, the controller writes
     it out of the ISR (never emptying the ISR, unless ELR is on) and drops it as leader. For a topic being deleted
     the ZK controller still writes that (removeReplicasFromIsr) but sends no LeaderAndIsr; KRaft removes the topic
@@ -391,7 +117,7 @@ def _offline_replica(s: _Step, broker: int) -> None:
            + (", leader -1" if leader == NO_LEADER and rec.leader == broker else ""))
 
 
-def _delete_replicas(s: _Step, replicas: Iterable[int], last: ReplicaState = R.NON_EXISTENT) -> None:
+def _delete_replicas(s: Step, replicas: Iterable[int], last: ReplicaState = R.NON_EXISTENT) -> None:
     """OfflineReplica -> ReplicaDeletionStarted -> ReplicaDeletionSuccessful -> NonExistentReplica: each step for
     all of them before the next, in one batch each (StopReplica, then StopReplica deleting), brokers in the
     ReplicaStateMachine's order (the ISR shrinks in that order). A topic's deletion stops at ReplicaDeletionSuccessful
@@ -412,7 +138,7 @@ def _delete_replicas(s: _Step, replicas: Iterable[int], last: ReplicaState = R.N
             s.move_replica(broker, R.NON_EXISTENT)
 
 
-def _online_replica(s: _Step, broker: int) -> None:
+def _online_replica(s: Step, broker: int) -> None:
     """Replica -> OnlineReplica: a replica that was not new gets the partition's state (when it has one)."""
     was = s.record.replica_states.get(broker)
     s.move_replica(broker, R.ONLINE)
@@ -420,7 +146,7 @@ def _online_replica(s: _Step, broker: int) -> None:
         s.send_leader_and_isr((broker,))
 
 
-def _topic_deletion(s: _Step) -> None:
+def _topic_deletion(s: Step) -> None:
     """onTopicDeletion for this partition: UpdateMetadata (leader -2: brokers stop serving it), then its replicas'
     deletion."""
     with s.batch(Phase.DELETION):
@@ -428,7 +154,7 @@ def _topic_deletion(s: _Step) -> None:
         _continue_deletion(s)
 
 
-def _continue_deletion(s: _Step) -> None:
+def _continue_deletion(s: Step) -> None:
     """TopicDeletionManager.onPartitionDeletion: delete every replica whose broker is live; one on a dead broker
     fails (ReplicaDeletionIneligible) and waits for that broker's startup (resumeDeletions retries the failed ones:
     RETRY_DELETION, fanned out by the controller). A deleted replica stays ReplicaDeletionSuccessful, and the partition
@@ -447,7 +173,7 @@ def replicas_not_deleted(rec: PartitionRecord) -> list[int]:
     return sorted(b for b, state in rec.replica_states.items() if state is not R.DELETION_SUCCESSFUL)
 
 
-def _on_complete_deletion(s: _Step) -> None:
+def _on_complete_deletion(s: Step) -> None:
     """TopicDeletionManager.completeDeleteTopic: every replica of the topic is deleted; they and the partition cease
     to exist."""
     _require_partition(s)
@@ -457,7 +183,7 @@ def _on_complete_deletion(s: _Step) -> None:
     s.note("all replicas of the topic deleted")
 
 
-def _fail_deletion(s: _Step, broker: int) -> None:
+def _fail_deletion(s: Step, broker: int) -> None:
     """A replica whose deletion cannot go on (its broker is not live): ReplicaDeletionIneligible, from OfflineReplica
     or ReplicaDeletionStarted only (TopicDeletionManager.failReplicaDeletion). One still OnlineReplica (a deletion
     halted since the failover or its broker's startup had not started it) stays so: Kafka logs the transition as
@@ -469,14 +195,14 @@ def _fail_deletion(s: _Step, broker: int) -> None:
         s.note(f"replica {broker} is {state}: not ReplicaDeletionIneligible")
 
 
-def _on_resume_deletion(s: _Step) -> None:
+def _on_resume_deletion(s: Step) -> None:
     """TopicDeletionManager.onPartitionDeletion for a topic that is eligible again (after a failover, or a startup
     of one of its replicas' brokers): every replica not deleted yet is deleted, or fails on a dead broker."""
     _require_partition(s)
     _topic_deletion(s)
 
 
-def _on_retry_deletion(s: _Step) -> None:
+def _on_retry_deletion(s: Step) -> None:
     """TopicDeletionManager.resumeDeletions retries each replica whose deletion failed: back to OfflineReplica, which
     takes it out of the ISR where it still is (the last member stays; the ZK controller writes that). A replica of a
     broker that is live again is not among them: its startup brought it online first."""
@@ -488,12 +214,12 @@ def _on_retry_deletion(s: _Step) -> None:
             _offline_replica(s, broker)
 
 
-def _progress_reassignment(s: _Step) -> None:
+def _progress_reassignment(s: Step) -> None:
     """onPartitionReassignment: phase A while the targets are not all in the ISR, else phase B."""
     rec, cmd = s.record, s.command
     target = rec.target_replicas
     live = cmd.live_or_shutting_down
-    if not _reassignment_caught_up(rec):
+    if not _reassignment_caught_up(s, rec):
         # A: LeaderAndIsr (epoch bump) to the whole RS, the original replicas as they are, the new ones as new
         # (updateLeaderEpochAndSendRequest); the new replicas start. Under ZK a partition that never had a leader has
         # no LeaderAndIsr to send: its first decision stays its INITIAL election.
@@ -531,7 +257,7 @@ def _progress_reassignment(s: _Step) -> None:
     _elect_if_leaderless(s)
 
 
-def _update_leader_epoch_and_send(s: _Step) -> None:
+def _update_leader_epoch_and_send(s: Step) -> None:
     """updateLeaderEpochAndSendRequest (A1): the leader epoch bumped, LeaderAndIsr of the whole replica set to its
     registered replicas, the original ones as they are, the new ones as new."""
     rec = s.record
@@ -541,13 +267,15 @@ def _update_leader_epoch_and_send(s: _Step) -> None:
     s.send_leader_and_isr(rec.adding_replicas, is_new=True)
 
 
-def _reassignment_caught_up(rec: PartitionRecord) -> bool:
+def _reassignment_caught_up(s: Step, rec: PartitionRecord) -> bool:
     """The reassignment can complete: nothing is being added or removed (a cancel, a reorder: ZK's
-    isReassignmentComplete, KRaft's revert), or every target replica is in the ISR."""
-    return not (rec.adding_replicas or rec.removing_replicas) or all(r in rec.isr for r in rec.target_replicas)
+    isReassignmentComplete, KRaft's revert), or the ISR has caught up as the rule set says
+    (rules.reassignment_caught_up)."""
+    return not (rec.adding_replicas or rec.removing_replicas) or s.rules.reassignment_caught_up(
+        rec.isr, rec.target_replicas, rec.adding_replicas, rec.removing_replicas, s.command.controller_level)
 
 
-def _start_reassignment(s: _Step, target: tuple[int, ...], cancel: bool = False) -> None:
+def _start_reassignment(s: Step, target: tuple[int, ...], cancel: bool = False) -> None:
     rec = s.record
     # A cancel goes back to the original replicas under every rule set; a new target is laid over the partition's
     # replicas as the rule set does it.
@@ -566,7 +294,7 @@ def _start_reassignment(s: _Step, target: tuple[int, ...], cancel: bool = False)
     _progress_reassignment(s)
 
 
-def _elect_if_leaderless(s: _Step) -> None:
+def _elect_if_leaderless(s: Step) -> None:
     """KRaft: a reassignment that took the leader's replica away leaves the partition offline: elect as the
     controller does for an offline partition. ZK does not: its partition stays OnlinePartition without a leader
     (removeReplicasFromIsr changes no partition state) until a failover or a later reassignment."""
@@ -579,7 +307,7 @@ def _elect_if_leaderless(s: _Step) -> None:
 
 # -- triggers -------------------------------------------------------------------------------------
 
-def _on_create(s: _Step) -> None:
+def _on_create(s: Step) -> None:
     """onNewPartitionCreation: New, replicas NewReplica, INITIAL election, replicas online. With no live
     replica the New -> Online change fails: the controller audits that as a step of its own (TRY_ELECTION),
     so this step only records the creation."""
@@ -594,7 +322,7 @@ def _on_create(s: _Step) -> None:
         s.move_replica(broker, R.ONLINE)
 
 
-def _on_isr_change(s: _Step) -> None:
+def _on_isr_change(s: Step) -> None:
     """AlterPartition from the leader, validated in Kafka's order."""
     rec, cmd = s.record, s.command
     assert cmd.isr is not None and cmd.leader_epoch is not None and cmd.partition_epoch is not None
@@ -612,7 +340,7 @@ def _on_isr_change(s: _Step) -> None:
     if (cmd.broker_id == rec.leader and cmd.isr == rec.isr and recovery == rec.leader_recovery_state
             and cmd.partition_epoch <= rec.partition_epoch):
         if (s.rules.completes_reassignment_before_election and cmd.partition_epoch == rec.partition_epoch
-                and rec.reassignment_in_progress and _reassignment_caught_up(rec)):
+                and rec.reassignment_in_progress and _reassignment_caught_up(s, rec)):
             # KRaft builds a change from every AlterPartition: an ISR that covers the targets completes the
             # reassignment an election left in progress.
             _progress_reassignment(s)
@@ -647,12 +375,14 @@ def _on_isr_change(s: _Step) -> None:
     if cached is not None:
         s.record = s.record.evolve(cached_isr=cached[0], cached_partition_epoch=cached[1])
         s.note("written by the leader itself (below protocol 2.7)")
-    if s.record.reassignment_in_progress and all(r in s.record.isr for r in s.record.target_replicas):
+    rec = s.record
+    if rec.reassignment_in_progress and s.rules.reassignment_caught_up(
+            rec.isr, rec.target_replicas, rec.adding_replicas, rec.removing_replicas, cmd.controller_level):
         with s.batch(Phase.REASSIGNMENT):
             _progress_reassignment(s)
 
 
-def _on_isr_change_notification(s: _Step) -> None:
+def _on_isr_change_notification(s: Step) -> None:
     """processIsrChangeNotification for this partition: its state read from ZooKeeper into the controller's cache,
     and UpdateMetadata of it to every registered broker (one request for the notifications' partitions)."""
     _require_partition(s)
@@ -663,7 +393,7 @@ def _on_isr_change_notification(s: _Step) -> None:
         s.send_metadata()
 
 
-def _on_broker_startup(s: _Step) -> None:
+def _on_broker_startup(s: Step) -> None:
     """onBrokerStartup: the new brokers' replicas online (one batch), then elections, reassignments; the deletion of
     a topic being deleted goes on after (RESUME_DELETION, fanned out by the controller for all the topic's
     partitions)."""
@@ -682,7 +412,7 @@ def _on_broker_startup(s: _Step) -> None:
     if s.record.queued_for_deletion:
         rec = s.record
         if (s.rules.reassignment_steps_bump_the_leader_epoch and (rec.adding_replicas or rec.removing_replicas)
-                and onto_target and not _reassignment_caught_up(rec)):
+                and onto_target and not _reassignment_caught_up(s, rec)):
             # ZK: maybeResumeReassignments does not skip a topic being deleted (its reassignment stays in
             # /brokers/topics/T): a startup onto its target bumps the leader epoch again and sends the replica set
             # (A1), before the deletion goes on. Its new replicas are being deleted: NewReplica fails, sends nothing.
@@ -692,7 +422,8 @@ def _on_broker_startup(s: _Step) -> None:
     if s.rules.completes_reassignment_before_election:
         # KRaft writes only leaderless partitions at an unfence; one whose targets are all in the ISR it has
         # completes before its election.
-        if s.record.state is P.OFFLINE and s.record.reassignment_in_progress and _reassignment_caught_up(s.record):
+        rec = s.record
+        if rec.state is P.OFFLINE and rec.reassignment_in_progress and _reassignment_caught_up(s, rec):
             _progress_reassignment(s)
         _bring_online(s, s.command.unclean_allowed)
         return
@@ -702,7 +433,7 @@ def _on_broker_startup(s: _Step) -> None:
             _progress_reassignment(s)
 
 
-def _on_broker_failure(s: _Step) -> None:
+def _on_broker_failure(s: Step) -> None:
     """onBrokerFailure: Offline if its leader is gone, elections, then the broker's replica offline."""
     broker = s.command.broker_id
     assert broker is not None
@@ -720,7 +451,7 @@ def _on_broker_failure(s: _Step) -> None:
             _offline_replica(s, broker)
 
 
-def _on_controlled_shutdown(s: _Step) -> None:
+def _on_controlled_shutdown(s: Step) -> None:
     """doControlledShutdown: move leadership away, or take the follower out of the ISR."""
     broker, cmd = s.command.broker_id, s.command
     assert broker is not None
@@ -760,7 +491,7 @@ def _on_controlled_shutdown(s: _Step) -> None:
             _offline_replica(s, broker)
 
 
-def _on_reassign(s: _Step) -> None:
+def _on_reassign(s: Step) -> None:
     rec, target = s.record, s.command.replicas
     _require_partition(s)
     if rec.queued_for_deletion:
@@ -782,7 +513,7 @@ def _on_reassign(s: _Step) -> None:
         _start_reassignment(s, target)
 
 
-def _on_elect_preferred(s: _Step) -> None:
+def _on_elect_preferred(s: Step) -> None:
     rec = s.record
     _require_partition(s)
     if rec.queued_for_deletion:
@@ -807,7 +538,7 @@ def _on_elect_preferred(s: _Step) -> None:
     raise Rejection(Error.PREFERRED_LEADER_NOT_AVAILABLE, s.notes[-1])
 
 
-def _on_elect_unclean(s: _Step) -> None:
+def _on_elect_unclean(s: Step) -> None:
     rec = s.record
     _require_partition(s)
     if rec.queued_for_deletion:
@@ -821,7 +552,7 @@ def _on_elect_unclean(s: _Step) -> None:
         raise Rejection(Error.ELIGIBLE_LEADERS_NOT_AVAILABLE, s.notes[-1])
 
 
-def _write_emptied_elr(s: _Step) -> bool:
+def _write_emptied_elr(s: Step) -> bool:
     """KRaft with the ELR feature off: an admin election that elects nobody still publishes the change that empties
     the ELR the partition kept from when it was on (ReplicationControlManager.electLeader writes whatever record
     PartitionChangeBuilder makes, and answers success; rules.elr_after_disabling)."""
@@ -835,14 +566,14 @@ def _write_emptied_elr(s: _Step) -> bool:
     return True
 
 
-def _on_try_election(s: _Step) -> None:
+def _on_try_election(s: Step) -> None:
     """A topic's unclean.leader.election.enable turned on: its New/Offline partitions try again."""
     _require_partition(s)
     if not s.record.queued_for_deletion:
         _bring_online(s, s.command.unclean_allowed)
 
 
-def _on_delete(s: _Step) -> None:
+def _on_delete(s: Step) -> None:
     _require_partition(s)
     # A pending reassignment ends with the topic (every replica of RS is deleted): nothing resumes it.
     s.record = s.record.evolve(queued_for_deletion=True, reassignment_in_progress=False)
@@ -850,7 +581,7 @@ def _on_delete(s: _Step) -> None:
     _topic_deletion(s)
 
 
-def _on_controller_failover(s: _Step) -> None:
+def _on_controller_failover(s: Step) -> None:
     """onControllerFailover: replica states re-derived (offline ones leave the ISR), partition states
     re-derived, New/Offline partitions elect, reassignments and deletions resume."""
     _require_partition(s)
@@ -884,7 +615,7 @@ def _on_controller_failover(s: _Step) -> None:
             _progress_reassignment(s)
 
 
-def _on_unclean_registration(s: _Step) -> None:
+def _on_unclean_registration(s: Step) -> None:
     """KRaft with ELR: a broker registering after an unclean shutdown leaves every ISR and ELR first
     (ReplicationControlManager.handleBrokerUncleanShutdown): its log may have lost acknowledged records."""
     broker = s.command.broker_id
@@ -900,7 +631,7 @@ def _on_unclean_registration(s: _Step) -> None:
     s.note(f"broker {broker} registered after an unclean shutdown: out of ISR and ELR")
 
 
-def _on_clear_elr(s: _Step) -> None:
+def _on_clear_elr(s: Step) -> None:
     """KRaft: min.insync.replicas changed, so the topic's ELR no longer means what it did: cleared
     (ClearElrRecord, ReplicationControlManager.removeTopicElrs), partition epoch + 1 where there was one."""
     _require_partition(s)
@@ -914,7 +645,7 @@ def _on_clear_elr(s: _Step) -> None:
     s.note(f"ELR {list(rec.eligible_leader_replicas)} and last known leader {list(rec.last_known_elr)} cleared")
 
 
-def _on_restore(s: _Step) -> None:
+def _on_restore(s: Step) -> None:
     """A partition seeded from a metadata snapshot: created (New, replicas NewReplica) and put in the state the
     snapshot holds, leader, ISR and epochs as written there. Online with a leader, else Offline; a replica is
     online when its broker is live. The snapshot records what was decided before it, so no decision."""
@@ -934,16 +665,17 @@ def _on_restore(s: _Step) -> None:
                        leader_recovery_state=cmd.leader_recovery_state or s.record.leader_recovery_state,
                        eligible_leader_replicas=tuple(sorted(cmd.eligible_leader_replicas or ())),
                        last_known_elr=cmd.last_known_elr or ())
+    s.assigned.update(zip(replicas, cmd.directories or (), strict=False))
     for broker in replicas:
         s.move_replica(broker, R.ONLINE if broker in cmd.live_brokers else R.OFFLINE)
     s.note("restored from a metadata snapshot")
 
 
-def _on_reject(s: _Step) -> None:
+def _on_reject(s: Step) -> None:
     raise Rejection(s.command.error or Error.INVALID_REQUEST, s.command.message or "")
 
 
-_HANDLERS: dict[Action, Callable[[_Step], None]] = {
+_HANDLERS: dict[Action, Callable[[Step], None]] = {
     Action.CREATE: _on_create,
     Action.ISR_CHANGE: _on_isr_change,
     Action.ISR_CHANGE_NOTIFICATION: _on_isr_change_notification,
@@ -963,6 +695,7 @@ _HANDLERS: dict[Action, Callable[[_Step], None]] = {
     Action.CLEAR_ELR: _on_clear_elr,
     Action.REJECT: _on_reject,
     Action.RESTORE: _on_restore,
+    Action.ASSIGN_REPLICAS_TO_DIRS: on_assign_replicas_to_dirs,
 }
 
 
@@ -972,10 +705,10 @@ def apply_command(record: PartitionRecord | None, command: Command, rules: Rules
     what the ZK controller adds to its request batches for it (Applied.sent)."""
     if command.partition is None:
         # An event's cluster-level verdict, reached before fan-out: no partition, no state.
-        return Applied(record, [], _audit(command, command.outcome or Outcome.ACCEPTED, command.error,
+        return Applied(record, [], audit(command, command.outcome or Outcome.ACCEPTED, command.error,
                                           command.message))
     assert command.topic is not None
-    step = _Step(record or PartitionRecord(command.topic, command.partition), command, rules, requests)
+    step = Step(record or PartitionRecord(command.topic, command.partition), command, rules, requests)
     try:
         _HANDLERS[command.action](step)
     except Rejection as rejected:

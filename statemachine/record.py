@@ -11,9 +11,9 @@ from schemas.events import LeaderRecoveryState
 from schemas.records import AuditRow, Decision
 from statemachine.errors import Error, Outcome
 from statemachine.features import LATEST_PRODUCTION
-from statemachine.releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 from statemachine.requests import Added
 from statemachine.states import PartitionState, ReplicaState
+from statemachine.zk_releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 
 NO_LEADER = -1
 
@@ -43,6 +43,9 @@ class PartitionRecord:
     # and may still lead (sorted), and the leader it had when the ISR first went empty (one broker).
     eligible_leader_replicas: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    # KRaft (KIP-858): each replica's log directory, in the order of `replicas` (statemachine.directories); empty
+    # under the zk rules.
+    directories: tuple[str, ...] = ()
     # Below inter.broker.protocol 2.7: the ISR and zkVersion the ZooKeeper-era controller's cache
     # (partitionLeadershipInfo) still holds after the leader wrote its own, until the controller reads ZooKeeper
     # again (the leader's ISR change notification, a write of its own, a failover). The requests it builds from its
@@ -112,6 +115,8 @@ class Action(StrEnum):
     # KRaft with ELR: a broker back after an unclean shutdown leaves ISR and ELR; min ISR changed: ELR cleared.
     UNCLEAN_REGISTRATION = "UNCLEAN_REGISTRATION"
     CLEAR_ELR = "CLEAR_ELR"
+    # KRaft (KIP-858): a broker's AssignReplicasToDirs put its replica in one of its log dirs.
+    ASSIGN_REPLICAS_TO_DIRS = "ASSIGN_REPLICAS_TO_DIRS"
     # A partition seeded from a metadata snapshot, as the snapshot holds it.
     RESTORE = "RESTORE"
     # Refused before it reached the partition (stale epochs, duplicates): audited, nothing applied.
@@ -149,9 +154,14 @@ class Command:
     leader_epoch: int | None = None
     partition_epoch: int | None = None
     leader_recovery_state: LeaderRecoveryState | None = None
-    # RESTORE: the snapshot's Eligible Leader Replicas and last known ELR (KIP-966).
+    # RESTORE: the snapshot's Eligible Leader Replicas and last known ELR (KIP-966), and replicas' directories.
     eligible_leader_replicas: tuple[int, ...] | None = None
     last_known_elr: tuple[int, ...] | None = None
+    directories: tuple[str, ...] | None = None
+    # ASSIGN_REPLICAS_TO_DIRS: the log dir `broker_id` puts its replica in. Commands that may add replicas (CREATE,
+    # REASSIGN) under the kraft rules: where each registered broker puts a new one (directories.default_directory).
+    directory: str | None = None
+    default_directories: Mapping[int, str] | None = None
     # Registered and not shutting down.
     live_brokers: frozenset[int] = frozenset()
     shutting_down_brokers: frozenset[int] = frozenset()
@@ -162,8 +172,10 @@ class Command:
     min_isr: int = 1
     elr_enabled: bool = False
     metadata_version: int = LATEST_PRODUCTION
-    # The ZooKeeper-era controller's release (statemachine.releases), whatever its protocol.
+    # The ZooKeeper-era controller's release (statemachine.zk_releases), whatever its protocol.
     kafka_release: KafkaRelease = LAST_ZOOKEEPER_RELEASE
+    # KRaft: the controller's release, as the newest metadata.version level it supports (statemachine.kraft_releases).
+    controller_level: int = LATEST_PRODUCTION
     # REJECT and CLUSTER: the verdict reached before fan-out.
     outcome: Outcome | None = None
     error: Error | None = None

@@ -49,7 +49,8 @@ from statemachine.features import (
     is_leader_epoch_bump_required_on_isr_shrink,
     is_leader_recovery_supported,
 )
-from statemachine.releases import KafkaRelease, alter_partition_checks_live_brokers
+from statemachine.kraft_releases import completes_reassignment_once_the_adding_replicas_caught_up
+from statemachine.zk_releases import KafkaRelease, alter_partition_checks_live_brokers
 
 
 def _every_write(before: Any, decisions: Sequence[Decision], metadata_version: int) -> list[Decision]:
@@ -85,6 +86,29 @@ def reassignment_from_current(replicas: Sequence[int], adding: Sequence[int], re
     return (*target, *dropped), added or tuple(adding), dropped or tuple(removing)
 
 
+def every_target_in_the_isr(isr: Sequence[int], target: Sequence[int], adding: Sequence[int],
+                            removing: Sequence[int], controller_level: int) -> bool:
+    """ZK (KafkaController.isReassignmentComplete): a reassignment completes once every target replica is in the
+    ISR."""
+    return all(r in isr for r in target)
+
+
+def caught_up_by_release(isr: Sequence[int], target: Sequence[int], adding: Sequence[int],
+                         removing: Sequence[int], controller_level: int) -> bool:
+    """KRaft (PartitionReassignmentReplicas.maybeCompleteReassignment), by the controller's release
+    (statemachine.kraft_releases): the ISR less the replicas being removed must not be empty; Kafka 4.1 and 4.2
+    then wait for every target replica in it; from 4.3 on, for every replica being added, and for every target
+    replica only when the reassignment removes more than it adds (a target replica that stays, fenced say, need not
+    be)."""
+    remaining = [r for r in isr if r not in removing]
+    if not remaining:
+        return False
+    if completes_reassignment_once_the_adding_replicas_caught_up(controller_level):
+        return all(r in remaining for r in adding) and (
+            len(adding) >= len(removing) or all(r in remaining for r in target))
+    return all(r in remaining for r in target)
+
+
 def _one_record_per_operation(before: Any, decisions: Sequence[Decision], metadata_version: int) -> list[Decision]:
     """The last write of the operation, with KRaft's epochs (PartitionRegistration.merge) counted from
     `before`; nothing when the partition ends where it started."""
@@ -95,10 +119,10 @@ def _one_record_per_operation(before: Any, decisions: Sequence[Decision], metada
         return [last]  # creation: epochs start at 0 either way
     if (last.leader, tuple(last.isr), tuple(last.replicas), tuple(last.adding_replicas),
             tuple(last.removing_replicas), str(last.leader_recovery_state), tuple(last.eligible_leader_replicas),
-            tuple(last.last_known_elr)) == (
+            tuple(last.last_known_elr), tuple(last.directories)) == (
             before.leader, tuple(before.isr), tuple(before.replicas), tuple(before.adding_replicas),
             tuple(before.removing_replicas), str(before.leader_recovery_state),
-            tuple(before.eligible_leader_replicas), tuple(before.last_known_elr)):
+            tuple(before.eligible_leader_replicas), tuple(before.last_known_elr), tuple(before.directories)):
         return []
     bump = 1 if leader_epoch_bumped(before, last, metadata_version) else 0
     # The election that happened in the operation, if any, names the decision.
@@ -282,6 +306,14 @@ class Rules:
     # change gave a live replica without electing (a reassignment of a partition that never had a leader) elects
     # then. The kraft rules elect the broker's own.
     startup_elects_everywhere: bool = False
+    # When a reassignment's ISR has caught up: (isr, target, adding, removing, the controller's release as the
+    # newest metadata.version level it supports) -> whether it completes. every_target_in_the_isr (ZK) or
+    # caught_up_by_release (KRaft).
+    reassignment_caught_up: Callable[[Sequence[int], Sequence[int], Sequence[int], Sequence[int], int], bool] = \
+        every_target_in_the_isr
+    # Whether partitions keep each replica's log directory (KIP-858, statemachine.directories): KRaft's
+    # PartitionRecord and PartitionChangeRecord carry them; the ZooKeeper-era controller never knew them.
+    assigns_directories: bool = False
 
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
@@ -303,7 +335,8 @@ KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shut
               refuses_reassignment_dropping_the_isr=True, elects_when_a_reassignment_drops_the_leader=True,
               reassignment_steps_bump_the_leader_epoch=False, unclean_needs_the_isr_offline=False,
               minimum_metadata_version=MINIMUM_KRAFT_VERSION,
-              eligible_leader_replicas=True)
+              eligible_leader_replicas=True, assigns_directories=True,
+              reassignment_caught_up=caught_up_by_release)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from schemas.events import BrokerChangeKind
 from schemas.records import audit_sort_key
+from statemachine.directories import directory_name
 from statemachine.elections import Election
 from statemachine.errors import Outcome
 from statemachine.record import NO_LEADER, Action
@@ -198,6 +199,9 @@ def _decision_text(d: Mapping[str, Any]) -> str:
         parts.append(f"adding {_list(d['adding_replicas'])}")
     if d.get("removing_replicas"):
         parts.append(f"removing {_list(d['removing_replicas'])}")
+    if d.get("directories"):
+        parts.append("log dirs " + ", ".join(f"{b}: {directory_name(x)}"
+                                             for b, x in zip(d["replicas"], d["directories"], strict=False)))
     parts.append(f"recovery {d.get('leader_recovery_state')}")
     if d.get("election"):
         parts.append(f"election {d['election']}")
@@ -248,6 +252,9 @@ def _cluster_context(context: Sequence[Mapping[str, Any]], offset: int) -> str |
         if r.get("action") == Action.CONTROLLER_FAILOVER:
             who = "a new controller" if r.get("controller_id") is None else f"controller {r['controller_id']}"
             return f"controller failover: {who} at epoch {r.get('controller_epoch')}"
+    for r in rows:
+        if r.get("event_type") == "LogDirsOffline" and r.get("message"):
+            return r["message"]  # "broker B's log dir(s) D went offline: ..."
     for r in rows:
         if r.get("broker_change") is not None and r.get("broker_id") is not None:
             text = f"broker {r['broker_id']} {_CHANGE_WORDS[r['broker_change']]}"

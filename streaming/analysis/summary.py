@@ -9,15 +9,19 @@ from typing import Any
 
 from schemas.events import (
     AlterTopicConfig,
+    AssignReplicasToDirs,
     CreatePartitions,
     CreateTopic,
     DeleteTopic,
     ElectLeaders,
     IsrChange,
     LeaderImbalanceCheck,
+    LogDirsOffline,
+    UpdateFeatures,
 )
 from statemachine.elections import Election
 from statemachine.errors import Error, Outcome
+from statemachine.features import UNKNOWN_VERSION
 from statemachine.record import Action
 from streaming.analysis.brokers import broker_story
 from streaming.analysis.timeline import NON_EXISTENT, Analysis, Index, Story, as_int, key_of, reassignments
@@ -43,9 +47,12 @@ def summarise(a: Analysis) -> list[str]:
         f"{plural(len(s.by_part), 'partition')} in {plural(len(a.topics), 'topic')} on "
         f"{plural(len(a.brokers), 'broker')}; {plural(len(a.decisions), 'LeaderAndIsr decision')}, "
         f"{plural(len(a.rejected), 'rejected audit row')}, {plural(len(a.inputs.quarantine), 'quarantined record')}."]
+    lines[:0] = [f"WARNING at {s.at(r['source_offset'])}: {r['message'].split('WARNING: ', 1)[1]}."
+                 for r in s.cluster_rows if r.get("event_type") == UpdateFeatures.type
+                 and UNKNOWN_VERSION in (r.get("message") or "")]
     story: Story = []
     for part in (broker_story, _topic_story, _controller_story, _fenced_story, _config_story, _isr_shrink_story,
-                 _preferred_story, _reassignment_story):
+                 _preferred_story, _reassignment_story, _log_dir_story):
         story.extend(part(s))
     lines.extend(text for _, text in sorted(story, key=lambda item: item[0]))
     lines.extend(_unclean_lines(s))
@@ -54,6 +61,24 @@ def summarise(a: Analysis) -> list[str]:
     lines.extend(_quarantine_lines(a))
     lines.extend(_end_lines(a))
     return lines
+
+
+def _log_dir_story(s: Index) -> Story:
+    """KIP-858: log dirs that went offline (the controller's words), and the brokers' directory assignments in one
+    sentence."""
+    out: Story = [(r["source_offset"], f"At {s.at(r['source_offset'])} {r['message']}.")
+                  for r in s.cluster_rows
+                  if r.get("event_type") == LogDirsOffline.type and r.get("outcome") == Outcome.ACCEPTED]
+    assigned = sorted((r for r in s.a.audit if r.get("event_type") == AssignReplicasToDirs.type
+                       and r.get("partition") is not None and r.get("outcome") == Outcome.ACCEPTED),
+                      key=lambda r: r["source_offset"])
+    if assigned:
+        brokers = sorted({int(r["broker_id"]) for r in assigned})
+        out.append((assigned[0]["source_offset"],
+                    f"{s.span(assigned)} broker{'s' if len(brokers) > 1 else ''} {and_list(map(str, brokers))} placed "
+                    f"{plural(len(assigned), 'replica')} in their log dirs (AssignReplicasToDirs: each a new partition "
+                    f"epoch, no leader or ISR change)."))
+    return out
 
 
 def _controller_story(s: Index) -> Story:

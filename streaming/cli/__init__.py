@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from statemachine.controller import ControllerConfig
 from statemachine.features import LATEST_PRODUCTION, metadata_version_level, metadata_version_name
-from statemachine.releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 from statemachine.rules import rules_named
+from statemachine.zk_releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 from streaming.errors import UsageError
 
 if TYPE_CHECKING:

@@ -65,6 +65,8 @@ class JarSet:
     name: str
     pom: Path
     drop_pyspark_bundled: bool
+    # Whether its Kafka logs through log4j 2 (Kafka 4.x) rather than reload4j (Kafka 3.x).
+    log4j2: bool = False
 
     @property
     def dest(self) -> Path:
@@ -72,7 +74,8 @@ class JarSet:
         return JARS_DIR / f"{self.name}-{fingerprint(self)[:12]}"
 
 
-KAFKA_BROKER = JarSet("kafka-broker", MAVEN_DIR / "kafka-broker" / "pom.xml", drop_pyspark_bundled=False)
+KAFKA_BROKER = JarSet("kafka-broker", MAVEN_DIR / "kafka-broker" / "pom.xml", drop_pyspark_bundled=False,
+                      log4j2=True)
 # Kafka 3.9.1 with ZooKeeper 3.8.4 and reload4j: ZooKeeper-mode clusters, and KRaft clusters of the 3.x line.
 KAFKA_39 = JarSet("kafka-3.9", MAVEN_DIR / "kafka-3.9" / "pom.xml", drop_pyspark_bundled=False)
 # Older Kafka releases with the ZooKeeper server each depends on: ZooKeeper-mode clusters of those releases
@@ -86,7 +89,12 @@ SPARK = JarSet("spark", MAVEN_DIR / "spark-connectors" / "pom.xml", drop_pyspark
 # s3a:// storage test), never by `make jars`. Users add it with --packages (docs/deploy.md, "Storage").
 S3A = JarSet("s3a", MAVEN_DIR / "s3a" / "pom.xml", drop_pyspark_bundled=True)
 JAR_SETS = (KAFKA_BROKER, KAFKA_39, SPARK)
-ON_DEMAND_JAR_SETS = (S3A, KAFKA_27, KAFKA_28, KAFKA_30, KAFKA_35)
+# Kafka 4.4.0 (metadata.version up to 4.4-IV2): fetched on first use (a KraftCluster of that release), not by
+# `make jars`.
+KAFKA_44 = JarSet("kafka-4.4", MAVEN_DIR / "kafka-4.4" / "pom.xml", drop_pyspark_bundled=False, log4j2=True)
+ON_DEMAND_JAR_SETS = (S3A, KAFKA_27, KAFKA_28, KAFKA_30, KAFKA_35, KAFKA_44)
+# The jar set of each KRaft release a KraftCluster runs (its `release`).
+KRAFT_RELEASES = {"3.9": KAFKA_39, "4.1": KAFKA_BROKER, "4.4": KAFKA_44}
 
 
 def pyspark_jars_dir() -> Path:

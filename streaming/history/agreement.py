@@ -2,8 +2,9 @@
 
 Pure. An observed decision (an election or an ISR shrink the controller wrote) matches when isrflow's decision in
 the same place, among those for the same partition caused by the same event, has the same leader, ISR (as a set:
-KRaft keeps the order the leader sent), leader epoch, partition epoch, recovery state, and (as sets) the Eligible
-Leader Replicas and last known ELR (KIP-966; empty on both sides unless the cluster runs with ELR). A decision of
+KRaft keeps the order the leader sent), leader epoch, partition epoch, recovery state, (as sets) the Eligible
+Leader Replicas and last known ELR (KIP-966; empty on both sides unless the cluster runs with ELR), and the replicas'
+log directories in replica order (KIP-858; empty under the zk rules). A decision of
 isrflow's with no partition change of the controller's for that partition and event is a disagreement too
 (`controller` is then None).
 
@@ -23,7 +24,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 COMPARED = ("leader", "isr", "leader_epoch", "partition_epoch", "leader_recovery_state", "eligible_leader_replicas",
-            "last_known_elr")
+            "last_known_elr", "directories")
 _SETS = frozenset({"isr", "eligible_leader_replicas", "last_known_elr"})
 
 
@@ -32,7 +33,16 @@ def compared_value(row: Mapping[str, Any], name: str) -> Any:
     value = row.get(name)
     if name in _SETS:
         return sorted(value or ())  # a decision written before ELR existed has none
+    if name == "directories":
+        return list(value or ())  # in replica order; none under the zk rules and before KIP-858
     return value
+
+
+def differing_fields(controller: Mapping[str, Any], isrflow: Mapping[str, Any]) -> list[str]:
+    """The compared fields on which the two sides differ. The replicas' directories count only where isrflow keeps
+    them (the kraft rules; a what-if replay of a KRaft log under the zk rules keeps none)."""
+    return [f for f in COMPARED if (f != "directories" or isrflow.get("directories"))
+            and compared_value(controller, f) != compared_value(isrflow, f)]
 
 
 def agreement_rows(observed: Iterable[Mapping[str, Any]],
@@ -63,7 +73,7 @@ def agreement_rows(observed: Iterable[Mapping[str, Any]],
 
 def _row(o: Mapping[str, Any], mine: Mapping[str, Any] | None) -> dict[str, Any]:
     """An observed decision beside isrflow's in the same place (None: isrflow wrote nothing there)."""
-    differing = [f for f in COMPARED if mine is None or compared_value(mine, f) != compared_value(o, f)]
+    differing = list(COMPARED) if mine is None else differing_fields(o, mine)
     return {
         "topic": o["topic"], "partition": o["partition"], "source_offset": o["source_offset"],
         "cause": o.get("cause"), "cause_event_id": o.get("cause_event_id"), "match": not differing,

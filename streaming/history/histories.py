@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streaming.history.agreement import COMPARED, compared_value
+from streaming.history.agreement import COMPARED, differing_fields
 
 Key = tuple[str, int]
 
@@ -25,10 +25,6 @@ def by_partition(rows: Iterable[Mapping[str, Any]]) -> dict[Key, list[Mapping[st
     for r in rows:
         out[(r["topic"], r["partition"])].append(r)
     return out
-
-
-def _state(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {f: compared_value(row, f) for f in COMPARED}
 
 
 def _side(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -45,17 +41,16 @@ def history_rows(observed: Iterable[Mapping[str, Any]],
     for key in sorted(theirs.keys() | ours.keys()):
         controller, isrflow = theirs.get(key, []), ours.get(key, [])
         compared = max(len(controller), len(isrflow))
-        equal = sum(1 for c, i in zip(controller, isrflow, strict=False) if _state(c) == _state(i))
+        equal = sum(1 for c, i in zip(controller, isrflow, strict=False) if not differing_fields(c, i))
         first = next((n for n in range(compared)
-                      if n >= len(controller) or n >= len(isrflow) or _state(controller[n]) != _state(isrflow[n])),
+                      if n >= len(controller) or n >= len(isrflow) or differing_fields(controller[n], isrflow[n])),
                      None)
         difference = None
         if first is not None:
             c = controller[first] if first < len(controller) else None
             i = isrflow[first] if first < len(isrflow) else None
             both = [r for r in (c, i) if r is not None]
-            differing = list(COMPARED) if len(both) < 2 else [f for f in COMPARED
-                                                              if compared_value(c, f) != compared_value(i, f)]
+            differing = list(COMPARED) if c is None or i is None else differing_fields(c, i)
             difference = {"state": first, "source_offset": min(r["source_offset"] for r in both),
                           "differing": differing, "controller": _side(c), "isrflow": _side(i)}
         rows.append({"topic": key[0], "partition": key[1], "states_compared": compared, "states_equal": equal,

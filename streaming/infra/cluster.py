@@ -46,7 +46,7 @@ class ServerProcess:
 
     @property
     def log4j2(self) -> bool:
-        return self.jar_set is connectors.KAFKA_BROKER
+        return self.jar_set.log4j2
 
     def java_cmd(self, main_class: str, *args: str) -> list[str]:
         # Kafka 4 logs through log4j 2, Kafka 3.9 (and its ZooKeeper) through reload4j (log4j 1's API).

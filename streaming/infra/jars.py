@@ -5,6 +5,7 @@ Each set is resolved from a pom under `tools/maven/` and copied flat into `.cach
 - `kafka-3.9`: Kafka 3.9.1 with ZooKeeper 3.8.4 and reload4j: ZooKeeper-mode clusters and 3.x KRaft clusters.
 - `kafka-2.8`: Kafka 2.8.2 with ZooKeeper 3.5.9 and reload4j: ZooKeeper-mode clusters of the 2.x generation
   (on demand: fetched by the first `ZkCluster(kafka_version="2.8.2")`, not by `make jars`).
+- `kafka-4.4`: Kafka 4.4.0 and its log4j2 backend (slf4j 2), fetched on first use by `fetched`.
 - `spark`: Spark's Kafka connector and Delta Lake, minus every jar pyspark already ships (scala, jackson,
   hadoop, slf4j, ...), so the session's classpath holds one copy of each library; passed as `spark.jars`.
 
@@ -102,6 +103,13 @@ def fetch(names: list[str] | None = None) -> None:
     """Fetch the named sets, by default every set but the on-demand ones (the `make jars` step)."""
     for name in names or [s.name for s in JAR_SETS]:
         fetch_set(_BY_NAME[name])
+
+
+def fetched(jar_set: JarSet) -> JarSet:
+    """`jar_set`, fetched first if it is not in the cache yet (a release's jars on first use)."""
+    if not is_fetched(jar_set):
+        fetch_set(jar_set)
+    return jar_set
 
 
 def kafka_broker_classpath(jar_set: JarSet = KAFKA_BROKER) -> str:

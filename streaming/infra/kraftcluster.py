@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import atexit
 import json
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 from streaming.engine import connectors
+from streaming.infra import jars
 from streaming.infra.cluster import KafkaTestCluster, ServerProcess, log4j_file_appender, write_properties
 from streaming.infra.localkafka import LOG4J2_PROPERTIES, SMALL_TEST_CLUSTER, free_port, new_cluster_id
 
@@ -36,9 +38,10 @@ class KraftNode(ServerProcess):
     """One Kafka process (a controller or a broker) with its own config, log dir and log file."""
 
     def __init__(self, node_id: int, root: Path, settings: dict[str, str], port: int = 0,
-                 jar_set: connectors.JarSet = connectors.KAFKA_BROKER) -> None:
+                 jar_set: connectors.JarSet = connectors.KAFKA_BROKER, log_dirs: int = 1) -> None:
         super().__init__(node_id, root / f"node-{node_id}", jar_set, port)
         self.settings = settings
+        self.log_dir_count = log_dirs
 
     @property
     def config(self) -> Path:
@@ -46,11 +49,17 @@ class KraftNode(ServerProcess):
 
     @property
     def log_dir(self) -> Path:
+        """The first log dir: it holds the metadata log (metadata.log.dir defaults to it)."""
         return self.dir / "logs"
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        """Every log dir (`log.dirs`): logs, logs-1, logs-2, ... (JBOD)."""
+        return [self.log_dir, *(self.dir / f"logs-{i}" for i in range(1, self.log_dir_count))]
 
     def format(self, cluster_id: str, extra: list[str]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_properties(self.config, {**self.settings, "log.dirs": str(self.log_dir)})
+        write_properties(self.config, {**self.settings, "log.dirs": ",".join(str(d) for d in self.log_dirs)})
         if self.log4j2:
             (self.dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         else:
@@ -72,21 +81,27 @@ class KraftCluster(KafkaTestCluster):
     at format time (Kafka 4.1 turns it on for new clusters; off reproduces the pre-KIP-966 rules);
     `release_version` formats it at an older metadata.version (e.g. "3.5-IV2"; default: Kafka's latest); `racks`
     spreads the brokers over that many racks (`broker.rack` rack-0, rack-1, ...; 0: none); `jar_set` runs
-    another Kafka (`connectors.KAFKA_39`: Kafka 3.9); `internal_replication` is the replication factor of the
-    internal topics (__consumer_offsets, __transaction_state; min ISR 2 from 3 on), as a production cluster has
-    them, so that losing one broker loses no coordinator for good (1 by default: quicker to start)."""
+    another Kafka (`connectors.KAFKA_39`: Kafka 3.9), and so does `release` ("3.9", "4.1", "4.4":
+    connectors.KRAFT_RELEASES, its jars fetched on first use); `log_dirs` gives each broker that many log dirs
+    (JBOD, `log.dirs`); `internal_replication` is the replication factor of the internal topics
+    (__consumer_offsets, __transaction_state; min ISR 2 from 3 on), as a production cluster has them, so that
+    losing one broker loses no coordinator for good (1 by default: quicker to start)."""
 
     def __init__(self, brokers: int = 3, elr: bool | None = False, root: str | Path | None = None,
                  extra_controller_config: dict[str, str] | None = None, release_version: str | None = None,
                  racks: int = 0, jar_set: connectors.JarSet = connectors.KAFKA_BROKER, controllers: int = 1,
-                 internal_replication: int = 1) -> None:
+                 release: str | None = None, log_dirs: int = 1, internal_replication: int = 1) -> None:
+        if release is not None:
+            if release not in connectors.KRAFT_RELEASES:
+                raise ValueError(f"unknown Kafka release '{release}' (known: {', '.join(connectors.KRAFT_RELEASES)})")
+            jar_set = jars.fetched(connectors.KRAFT_RELEASES[release])
         self._use_root(root, DATA_ROOT)
         self.elr = elr
         self.release_version = release_version
         # Kafka 3.9 takes a dynamic quorum (--standalone, kraft.version 1) only at metadata.version 3.9-IV0, and a
         # quorum of several is simplest as a static voter set: those get the static voter set, which every version
         # takes.
-        self.dynamic_quorum = jar_set is connectors.KAFKA_BROKER and controllers == 1
+        self.dynamic_quorum = jar_set is not connectors.KAFKA_39 and controllers == 1
         voters = {CONTROLLER_ID + i: f"127.0.0.1:{free_port()}" for i in range(controllers)}
         common = {
             "controller.listener.names": "CONTROLLER",
@@ -120,7 +135,10 @@ class KraftCluster(KafkaTestCluster):
                 # A follower leaves the ISR within seconds when its broker dies, as the test expects.
                 "replica.lag.time.max.ms": "4000",
                 **({"broker.rack": f"rack-{(broker_id - 1) % racks}"} if racks else {}),
-            }, port, jar_set)
+                # With several log dirs, a failed one shows within a second: the recovery-point checkpoint written
+                # into each dir fails there (fail_log_dir).
+                **({"log.flush.offset.checkpoint.interval.ms": "1000"} if log_dirs > 1 else {}),
+            }, port, jar_set, log_dirs)
 
     @property
     def controller(self) -> KraftNode:
@@ -156,6 +174,18 @@ class KraftCluster(KafkaTestCluster):
             self.stop()
             raise
         return self
+
+    def fail_log_dir(self, broker_id: int, index: int) -> Path:
+        """A disk failing under a running broker: its log dir `index` (1 or more: dir 0 holds the metadata log) is
+        removed and a file put in its place, so the broker's next write there fails; it then reports the dir
+        offline in its heartbeats and goes on with the others. The broker cannot restart with it."""
+        node = self.brokers[broker_id]
+        if not 0 < index < len(node.log_dirs):
+            raise ValueError(f"broker {broker_id} has log dirs 0..{len(node.log_dirs) - 1}; dir 0 cannot fail here")
+        failed = node.log_dirs[index]
+        shutil.rmtree(failed)
+        failed.write_text("a failed disk\n")
+        return failed
 
     def _quorum(self) -> list[KraftNode]:
         return list(self.controllers.values())

@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from statemachine.features import METADATA_VERSION, unknown_metadata_version
 from streaming.engine.collector import young_collection_only
+from streaming.infra.jars import fetched
 from streaming.io.eventlog import Bounds
 from streaming.io.jsonl import write_jsonl
 from streaming.kraft.convert import convert
-from streaming.kraft.metadatalog import DecodedLog, read_metadata_log
+from streaming.kraft.metadatalog import DECODER_44, DecodedLog, read_metadata_log
 
 PREFIX = "kraft:"
 ELR_FEATURE = "eligible.leader.replicas.version"
@@ -31,13 +33,24 @@ class ImportSummary:
     features: dict[str, int]
     feature_changes: list[tuple[int, str, int]]
     replayed: str  # which offsets became events, from which state, and why
+    # Records no decoder isrflow has could read (a release newer than Kafka 4.4's).
+    undecodable: int = 0
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the user must know first: metadata.version levels isrflow does not know."""
+        levels = dict.fromkeys(level for _, name, level in self.feature_changes if name == METADATA_VERSION)
+        unreadable = [f"{self.undecodable} record(s) no decoder isrflow has could read (newer than Kafka 4.4's): "
+                      f"skipped"] if self.undecodable else []
+        return [*unreadable, *(text for level in levels if (text := unknown_metadata_version(level)) is not None)]
 
     def describe(self) -> str:
+        warnings = "".join(f"WARNING: {w}\n" for w in self.warnings)
         unknown = ", ".join(f"{k} x{v}" for k, v in sorted(self.unknown.items())) or "none"
         ending = {ELR_FEATURE: 0, **self.features}
         levels = ", ".join(f"{name}={level}" for name, level in sorted(ending.items()))
         changes = ", ".join(f"{name}={level} at {offset}" for offset, name, level in self.feature_changes) or "none"
-        return (f"{self.replayed}\n  read {self.records} metadata records from {len(self.files)} file(s) "
+        return (f"{warnings}{self.replayed}\n  read {self.records} metadata records from {len(self.files)} file(s) "
                 f"({', '.join(p.name for p in self.files)}): {self.events} events, {self.observed} observed "
                 f"partition changes; skipped {self.control_batches} control batches, {self.aborted} records of "
                 f"aborted transactions, record types not modelled: {unknown}; unexplained changes: "
@@ -61,10 +74,14 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
     retained history, or the window `bounds` of it, seeded with the state at the window's start."""
     with young_collection_only():  # millions of records, events and rows, none in a cycle
         log = read_metadata_log(source, bounds=bounds)
+        if log.undecodable:  # records newer than Kafka 4.1's decoder: Kafka 4.4's reads them
+            fetched(DECODER_44.jar_set)
+            log = read_metadata_log(source, bounds=bounds, decoder=DECODER_44)
         result = convert(log.records, log.window[0])
         write_jsonl(events_out, result.events)
         if observed_out is not None:
             write_jsonl(observed_out, result.observed)
     return ImportSummary(log.files, len(log.records), len(result.events), len(result.observed),
                          dict(result.unknown + log.unknown), len(result.unexplained), log.aborted,
-                         log.control_batches, dict(result.features), list(result.feature_changes), replayed(log))
+                         log.control_batches, dict(result.features), list(result.feature_changes), replayed(log),
+                         log.undecodable)

@@ -28,18 +28,25 @@ rules: leader_epoch +1 iff the change sets `leader`; partition_epoch +1 on every
 
 from __future__ import annotations
 
-import base64
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
+from streaming.kraft.directories import assigning_broker, assignment, log_dirs, supported_metadata_version
 from streaming.kraft.metadatalog import TRANSACTION_MARKERS, MetadataRecord
+from streaming.kraft.views import (
+    NO_LEADER,
+    Broker,
+    Change,
+    PartitionView,
+    dropping,
+    reassignment_target,
+    topic_id_text,
+)
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-NO_LEADER, LEADER_UNCHANGED = -1, -2
 RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
 # Cluster-default configs (broker resource "") the rules read, handed to each topic without its own value.
 MIN_ISR = "min.insync.replicas"
@@ -49,69 +56,9 @@ INHERITED = frozenset({MIN_ISR, "unclean.leader.election.enable"})
 MODELLED = frozenset({
     "REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "UNREGISTER_BROKER_RECORD",
     "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD",
-    "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", *TRANSACTION_MARKERS,
+    "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", "REGISTER_CONTROLLER_RECORD",
+    *TRANSACTION_MARKERS,
 })
-
-
-@cache  # a log names each topic id again in every change of its partitions
-def topic_id_text(value: str) -> str:
-    """Kafka prints topic ids base64url without padding; normalise (padding, '+/' alphabets) to that form."""
-    raw = base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "=" * (-len(value) % 4))
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-@dataclass(frozen=True)
-class PartitionView:
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    leader_recovery_state: int = 0
-    adding: tuple[int, ...] = ()
-    removing: tuple[int, ...] = ()
-    elr: tuple[int, ...] = ()
-    last_known_elr: tuple[int, ...] = ()
-
-    @classmethod
-    def from_record(cls, d: dict[str, Any]) -> PartitionView:
-        return cls(tuple(d["replicas"]), tuple(d["isr"]), d["leader"], d.get("leaderEpoch", 0),
-                   d.get("partitionEpoch", 0), max(d.get("leaderRecoveryState", 0), 0),
-                   tuple(d.get("addingReplicas") or ()), tuple(d.get("removingReplicas") or ()),
-                   tuple(d.get("eligibleLeaderReplicas") or ()), tuple(d.get("lastKnownElr") or ()))
-
-    def merge(self, d: dict[str, Any]) -> PartitionView:
-        """PartitionRegistration.merge: a missing (tagged) field keeps its value."""
-        leader = d.get("leader", LEADER_UNCHANGED)
-        lrs = d.get("leaderRecoveryState", -1)
-        return PartitionView(
-            replicas=tuple(d["replicas"]) if "replicas" in d else self.replicas,
-            isr=tuple(d["isr"]) if "isr" in d else self.isr,
-            leader=self.leader if leader == LEADER_UNCHANGED else leader,
-            leader_epoch=self.leader_epoch + (leader != LEADER_UNCHANGED),
-            partition_epoch=self.partition_epoch + 1,
-            leader_recovery_state=self.leader_recovery_state if lrs == -1 else lrs,
-            adding=tuple(d["addingReplicas"]) if "addingReplicas" in d else self.adding,
-            removing=tuple(d["removingReplicas"]) if "removingReplicas" in d else self.removing,
-            elr=tuple(d["eligibleLeaderReplicas"]) if "eligibleLeaderReplicas" in d else self.elr,
-            last_known_elr=tuple(d["lastKnownElr"]) if "lastKnownElr" in d else self.last_known_elr,
-        )
-
-    def drops(self, after: PartitionView, broker: int) -> bool:
-        """Whether the change from self to `after` takes `broker` out of the ISR, the ELR or leadership."""
-        return ((broker in self.isr and broker not in after.isr) or (broker in self.elr and broker not in after.elr)
-                or (self.leader == broker and after.leader != broker))
-
-
-@dataclass
-class Broker:
-    epoch: int
-    incarnation: str
-    fenced: bool = True
-    in_controlled_shutdown: bool = False
-    # The observed rows of the PCRs that took this incarnation out of ISR/ELR at its registration (an unclean
-    # shutdown before it): its STARTUP carries `unclean_shutdown` and becomes their cause.
-    unclean_registration: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -126,24 +73,6 @@ class Converted:
     features: dict[str, int] = field(default_factory=dict)
     # Every level the log sets, in log order: (offset, feature, level); a snapshot's at the offset of its seeds.
     feature_changes: list[tuple[int, str, int]] = field(default_factory=list)
-
-
-@dataclass
-class _Change:
-    record: MetadataRecord
-    key: tuple[str, int]
-    before: PartitionView
-    after: PartitionView
-
-
-def _dropping(changes: list[_Change], broker: int) -> tuple[list[_Change], list[_Change]]:
-    """`changes` split in one pass, each in order: those that take `broker` out of an ISR, an ELR or leadership,
-    and the others (a broker's failure moves a partition of its every ISR: no quadratic `not in`)."""
-    mine: list[_Change] = []
-    others: list[_Change] = []
-    for c in changes:
-        (mine if c.before.drops(c.after, broker) else others).append(c)
-    return mine, others
 
 
 class Converter:
@@ -166,6 +95,7 @@ class Converter:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.cluster_configs: dict[str, str] = {}
         self.features: dict[str, int] = {}
+        self.controller_levels: dict[int, int] = {}  # controller id -> the newest metadata.version it supports
         # topic -> its last min.insync.replicas change (AlterTopicConfig event id): the cause of a ClearElrRecord.
         self._min_isr_events: dict[str, str] = {}
         self._creating: tuple[MetadataRecord, str, dict[str, str], dict[str, list[int]]] | None = None
@@ -179,7 +109,7 @@ class Converter:
         self.result.events.append(event)
         return event
 
-    def _observe(self, change: _Change, cause: str, event_id: str | None) -> dict[str, Any]:
+    def _observe(self, change: Change, cause: str, event_id: str | None) -> dict[str, Any]:
         v = change.after
         row = {
             "topic": change.key[0], "partition": change.key[1], "leader": v.leader, "isr": list(v.isr),
@@ -187,6 +117,7 @@ class Converter:
             "adding_replicas": list(v.adding), "removing_replicas": list(v.removing),
             "leader_recovery_state": RECOVERY.get(v.leader_recovery_state, str(v.leader_recovery_state)),
             "eligible_leader_replicas": list(v.elr), "last_known_elr": list(v.last_known_elr),
+            "directories": list(v.directories),
             "source_offset": change.record.offset, "cause": cause, "cause_event_id": event_id,
             "decision": change.before.leader != v.leader or not set(change.before.isr) <= set(v.isr),
         }
@@ -238,6 +169,14 @@ class Converter:
         at = replace(last, offset=last.offset if end is None else end - 1)
         self._update_features(at, dict(self.features), "-snapshot-features")
         n = 0
+        for controller_id, level in sorted(self.controller_levels.items()):
+            self._event(at, "ControllerRegistration", f"-snapshot-{n}", controller_id=controller_id,
+                        max_metadata_version=level)
+            n += 1
+        for broker_id, broker in sorted(self.brokers.items()):
+            if broker.log_dirs:
+                self._registration(at, broker_id, broker, f"-snapshot-{n}")
+                n += 1
         for broker_id, broker in sorted(self.brokers.items()):
             changes = [] if broker.fenced else ["STARTUP", *(["CONTROLLED_SHUTDOWN"] if broker.in_controlled_shutdown
                                                                else [])]
@@ -254,12 +193,13 @@ class Converter:
                         adding_replicas=list(v.adding), removing_replicas=list(v.removing),
                         **({"configs": configs} if configs else {}),
                         **({"eligible_leader_replicas": list(v.elr)} if v.elr else {}),
-                        **({"last_known_elr": list(v.last_known_elr)} if v.last_known_elr else {}))
+                        **({"last_known_elr": list(v.last_known_elr)} if v.last_known_elr else {}),
+                        directories=list(v.directories))
             n += 1
 
     def _batch(self, records: Sequence[MetadataRecord]) -> None:
-        pending: list[_Change] = []  # PCRs not yet given to an operation
-        after: tuple[str, int, list[_Change], dict[str, Any]] | None = None  # an open STARTUP/CS
+        pending: list[Change] = []  # PCRs not yet given to an operation
+        after: tuple[str, int, list[Change], dict[str, Any]] | None = None  # an open STARTUP/CS
         for r in records:
             if r.type not in MODELLED:
                 self.result.unknown[r.type] += 1
@@ -295,24 +235,33 @@ class Converter:
 
     # ---- brokers ----------------------------------------------------------------------------------
 
-    def _register(self, r: MetadataRecord, pending: list[_Change]) -> list[_Change]:
+    def _register(self, r: MetadataRecord, pending: list[Change]) -> list[Change]:
         d = r.data
         broker_id, incarnation = d["brokerId"], d.get("incarnationId", "")
         known = self.brokers.get(broker_id)
         if known is not None and known.incarnation == incarnation:
             # An amended registration of the same process keeps its epoch.
             known.fenced = bool(d.get("fenced", known.fenced))
+            if log_dirs(d) != known.log_dirs:
+                known.log_dirs = log_dirs(d)
+                self._registration(r, broker_id, known)
             return pending
         broker = Broker(d.get("brokerEpoch", r.offset), incarnation, bool(d.get("fenced", True)),
-                        bool(d.get("inControlledShutdown", False)))
+                        bool(d.get("inControlledShutdown", False)), log_dirs(d))
         self.brokers[broker_id] = broker
+        if broker.log_dirs:
+            self._registration(r, broker_id, broker)
         # A broker back after an unclean shutdown is first removed from ISR and ELR (the broker is still fenced);
         # its STARTUP event says so and becomes the cause of these changes.
-        mine, others = _dropping(pending, broker_id)
+        mine, others = dropping(pending, broker_id)
         broker.unclean_registration = [self._observe(c, "BrokerRegistration", None) for c in mine]
         return others
 
-    def _registration_change(self, r: MetadataRecord, pending: list[_Change]) -> tuple[str, int, list[_Change],
+    def _registration(self, r: MetadataRecord, broker_id: int, broker: Broker, id_suffix: str = "") -> None:
+        self._event(r, "BrokerRegistration", id_suffix, broker_id=broker_id, broker_epoch=broker.epoch,
+                    log_dirs=list(broker.log_dirs))
+
+    def _registration_change(self, r: MetadataRecord, pending: list[Change]) -> tuple[str, int, list[Change],
                                                                                         dict[str, Any]] | None:
         d = r.data
         broker_id = d.get("brokerId", d.get("id"))
@@ -326,7 +275,7 @@ class Converter:
                                 broker_epoch=broker.epoch)
             return "CONTROLLED_SHUTDOWN", broker_id, [], event
         if fenced == 1:
-            mine, others = _dropping(pending, broker_id)
+            mine, others = dropping(pending, broker_id)
             self._standalone(others)
             was_live = not broker.fenced
             broker.fenced, broker.in_controlled_shutdown = True, False
@@ -335,6 +284,9 @@ class Converter:
                                     broker_epoch=broker.epoch)
                 for c in mine:
                     self._observe(c, "BrokerChange", event["event_id"])
+            return None
+        if fenced == 0 and "logDirs" in d:
+            self._log_dirs_offline(r, broker_id, broker, pending)
             return None
         self._standalone(pending)
         if fenced == -1:
@@ -348,21 +300,36 @@ class Converter:
             return "STARTUP", broker_id, [], event
         return None
 
+    def _log_dirs_offline(self, r: MetadataRecord, broker_id: int, broker: Broker, pending: list[Change]) -> None:
+        """A heartbeat's offline log dirs (handleDirectoriesOffline): the changes just before that drop the broker,
+        then its registration without those dirs."""
+        offline = [x for x in broker.log_dirs if x not in r.data["logDirs"]]
+        broker.log_dirs = list(r.data["logDirs"])
+        mine, others = dropping(pending, broker_id)
+        self._standalone(others)
+        if offline:
+            event = self._event(r, "LogDirsOffline", broker_id=broker_id, broker_epoch=broker.epoch,
+                                log_dirs=offline)
+            for c in mine:
+                self._observe(c, "LogDirsOffline", event["event_id"])
+        else:
+            self._standalone(mine)
+
     @staticmethod
-    def _belongs(after: tuple[str, int, list[_Change], dict[str, Any]], c: _Change) -> bool:
+    def _belongs(after: tuple[str, int, list[Change], dict[str, Any]], c: Change) -> bool:
         kind, broker_id = after[0], after[1]
         if kind == "STARTUP":
             return c.before.leader == NO_LEADER and c.after.leader != NO_LEADER
         return c.before.drops(c.after, broker_id)
 
-    def _close(self, after: tuple[str, int, list[_Change], dict[str, Any]] | None) -> None:
+    def _close(self, after: tuple[str, int, list[Change], dict[str, Any]] | None) -> None:
         if after is not None:
             for c in after[2]:
                 self._observe(c, "BrokerChange", after[3]["event_id"])
 
     # ---- partitions -------------------------------------------------------------------------------
 
-    def _apply_change(self, r: MetadataRecord) -> _Change | None:
+    def _apply_change(self, r: MetadataRecord) -> Change | None:
         name = self.topic_names.get(topic_id_text(r.data["topicId"]))
         key = (name, r.data["partitionId"]) if name is not None else None
         before = self.partitions.get(key) if key else None
@@ -371,30 +338,44 @@ class Converter:
             return None
         after = before.merge(r.data)
         self.partitions[key] = after
-        return _Change(r, key, before, after)
+        return Change(r, key, before, after)
 
-    def _standalone(self, changes: list[_Change]) -> None:
-        """PCRs no broker record explains, in order; consecutive elections of one kind make one event."""
-        run: list[_Change] = []
-        run_kind: str | None = None
+    def _standalone(self, changes: list[Change]) -> None:
+        """PCRs no broker record explains, in order; consecutive elections of one kind make one event, and so do
+        consecutive directory assignments of one broker."""
+        run: list[Change] = []
+        run_group: str | int | None = None  # the run's election type, or the broker assigning directories
         for c in changes:
             kind = self._kind(c)
-            if kind in ("PREFERRED", "UNCLEAN"):
-                if run and run_kind != kind:
-                    self._elect(run_kind, run)  # type: ignore[arg-type]
-                    run = []
-                run.append(c)
-                run_kind = kind
-                continue
-            if run:
-                self._elect(run_kind, run)  # type: ignore[arg-type]
+            broker = assigning_broker(c.record.data, c.before, c.after) if kind == "UNEXPLAINED" else None
+            group = broker if broker is not None else kind if kind in ("PREFERRED", "UNCLEAN") else None
+            if run and group != run_group:
+                self._run(run_group, run)
                 run = []
-            self._single(kind, c)
+            if group is None:
+                self._single(kind, c)
+            else:
+                run.append(c)
+                run_group = group
         if run:
-            self._elect(run_kind, run)  # type: ignore[arg-type]
+            self._run(run_group, run)
+
+    def _run(self, group: str | int | None, run: list[Change]) -> None:
+        if isinstance(group, int):
+            self._assign_directories(group, run)
+        else:
+            self._elect(str(group), run)
+
+    def _assign_directories(self, broker_id: int, run: list[Change]) -> None:
+        broker = self.brokers.get(broker_id)
+        event = self._event(run[0].record, "AssignReplicasToDirs", broker_id=broker_id,
+                            broker_epoch=broker.epoch if broker else 0,
+                            assignments=[assignment(*c.key, broker_id, c.after) for c in run])
+        for c in run:
+            self._observe(c, "AssignReplicasToDirs", event["event_id"])
 
     @staticmethod
-    def _kind(c: _Change) -> str:
+    def _kind(c: Change) -> str:
         d = c.record.data
         # Only the leader's AlterPartition sets a partition RECOVERED (ReplicationControlManager.alterPartition is the
         # one caller of setTargetLeaderRecoveryState), also when the ISR it brings completes a reassignment.
@@ -428,13 +409,13 @@ class Converter:
             return "ISR"
         return "UNEXPLAINED"
 
-    def _elect(self, kind: str, run: list[_Change]) -> None:
+    def _elect(self, kind: str, run: list[Change]) -> None:
         event = self._event(run[0].record, "ElectLeaders", election_type=kind,
                             partitions=[{"topic": c.key[0], "partition": c.key[1]} for c in run])
         for c in run:
             self._observe(c, "ElectLeaders", event["event_id"])
 
-    def _single(self, kind: str, c: _Change) -> None:
+    def _single(self, kind: str, c: Change) -> None:
         topic, partition = c.key
         if kind == "ISR":
             b = c.before
@@ -451,13 +432,9 @@ class Converter:
             self._observe(c, "IsrChange", event["event_id"])
         elif kind == "REASSIGN":
             b, a = c.before, c.after
-            if b.adding or b.removing:
-                if not a.adding and not a.removing and a.replicas == tuple(r for r in b.replicas if r not in b.adding):
-                    replicas = None  # cancelled: back to the original replicas
-                else:
-                    replicas = [r for r in a.replicas if r not in a.removing]
-            else:
-                replicas = [r for r in a.replicas if r not in a.removing]
+            cancelled = (b.adding or b.removing) and not a.adding and not a.removing and \
+                a.replicas == tuple(r for r in b.replicas if r not in b.adding)
+            replicas = None if cancelled else reassignment_target(c.record.data, a)
             event = self._event(c.record, "ReassignPartitions",
                                 partitions=[{"topic": topic, "partition": partition, "replicas": replicas}])
             self._observe(c, "ReassignPartitions", event["event_id"])
@@ -505,7 +482,16 @@ class Converter:
             self._update_features(r, {d["name"]: d.get("featureLevel", 0)})
         elif r.type == "CLEAR_ELR_RECORD":
             self._clear_elr(r)
+        elif r.type == "REGISTER_CONTROLLER_RECORD":
+            self._controller_registration(r, d)
         # Transaction markers: nothing to convert.
+
+    def _controller_registration(self, r: MetadataRecord, d: dict[str, Any], id_suffix: str = "") -> None:
+        level = supported_metadata_version(d)
+        if level is not None:
+            self.controller_levels[d["controllerId"]] = level
+            self._event(r, "ControllerRegistration", id_suffix, controller_id=d["controllerId"],
+                        max_metadata_version=level)
 
     def _update_features(self, r: MetadataRecord, levels: dict[str, int], id_suffix: str = "") -> None:
         """The levels in force from `r`'s offset on: the rules follow metadata.version and the ELR feature there."""
@@ -523,7 +509,7 @@ class Converter:
                 continue
             after = replace(view, elr=(), last_known_elr=(), partition_epoch=view.partition_epoch + 1)
             self.partitions[key] = after
-            self._observe(_Change(r, key, view, after), "AlterTopicConfig", self._min_isr_events.get(key[0]))
+            self._observe(Change(r, key, view, after), "AlterTopicConfig", self._min_isr_events.get(key[0]))
 
     def _partition_record(self, r: MetadataRecord) -> None:
         d = r.data
@@ -542,7 +528,7 @@ class Converter:
             event = self._event(r, "CreatePartitions", topic=name,
                                 assignment={str(d["partitionId"]): list(view.replicas)})
             event_id = event["event_id"]
-        self._observe(_Change(r, key, replace(view, leader=NO_LEADER), view),
+        self._observe(Change(r, key, replace(view, leader=NO_LEADER), view),
                       "CreateTopic" if creating is not None else "CreatePartitions", event_id)
 
     def _config(self, r: MetadataRecord) -> None:
@@ -588,7 +574,8 @@ class Converter:
                 self.partitions[(name, d["partitionId"])] = PartitionView.from_record(d)
         elif r.type == "REGISTER_BROKER_RECORD":
             self.brokers[d["brokerId"]] = Broker(d.get("brokerEpoch", 0), d.get("incarnationId", ""),
-                                                 bool(d.get("fenced", True)), bool(d.get("inControlledShutdown")))
+                                                 bool(d.get("fenced", True)), bool(d.get("inControlledShutdown")),
+                                                 log_dirs(d))
         elif r.type == "CONFIG_RECORD" and d.get("value") is not None:
             target = self.topic_configs.setdefault(d["resourceName"], {}) if d.get("resourceType") == TOPIC_RESOURCE \
                 else self.cluster_configs
@@ -596,6 +583,8 @@ class Converter:
         elif r.type == "FEATURE_LEVEL_RECORD":
             self.features[d["name"]] = d.get("featureLevel", 0)
             self.result.features = dict(self.features)
+        elif r.type == "REGISTER_CONTROLLER_RECORD" and (level := supported_metadata_version(d)) is not None:
+            self.controller_levels[d["controllerId"]] = level
 
 
 def event_offset(event: dict[str, Any]) -> int:

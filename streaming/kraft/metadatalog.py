@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streaming.engine.connectors import KAFKA_BROKER, java_executable, require
+from streaming.engine.connectors import KAFKA_44, KAFKA_BROKER, JarSet, java_executable, require
 from streaming.errors import UsageError
 from streaming.io.eventlog import Bounds, millis
 
@@ -35,6 +35,23 @@ _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 
 TRANSACTION_MARKERS = ("BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD")
+# A record DumpLogSegments could not read: a version newer than its Kafka's (a 4.4 broker's registration read by
+# Kafka 4.1's decoder).
+_UNDECODABLE = re.compile(r"^\| offset: (\d+) .*? payload: Error at \d+, skipping")
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """A Kafka release's DumpLogSegments: it reads every metadata record version up to its release's."""
+
+    jar_set: JarSet
+    main_class: str
+
+
+# Kafka 4.1's (the project's broker jars); Kafka 4.4's, in kafka-tools (its jars fetched on first use: streaming.jobs
+# .kraft reads a log again with it when 4.1's could not read some of its records).
+DECODER_41 = Decoder(KAFKA_BROKER, "kafka.tools.DumpLogSegments")
+DECODER_44 = Decoder(KAFKA_44, "org.apache.kafka.tools.DumpLogSegments")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +80,7 @@ class DecodedLog:
     origin: str = ""  # where the state starts, and why
     control_batches: int = 0
     aborted: int = 0  # records dropped inside aborted transactions
+    undecodable: int = 0  # records the decoder could not read (newer than its release)
     unknown: Counter[str] = field(default_factory=Counter)  # record types the converter does not model
 
 
@@ -149,13 +167,13 @@ def _plan(snapshot: Path, segments: list[Path], reason: str) -> Plan:
     return Plan(snapshot, needed, start, reason)
 
 
-def dump_lines(files: Sequence[Path], java: str | None = None) -> Iterator[str]:
+def dump_lines(files: Sequence[Path], java: str | None = None, decoder: Decoder = DECODER_41) -> Iterator[str]:
     """Kafka's own DumpLogSegments output for `files` (segments and snapshots), decoded as metadata, line by line
     as the JVM prints them: the caller parses while the JVM decodes (two cores at work on a long log), and the
     whole dump is never held (a million records print 330 MB)."""
-    classpath = ":".join(str(p) for p in require(KAFKA_BROKER))
+    classpath = ":".join(str(p) for p in require(decoder.jar_set))
     cmd = [java or java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath,
-           "-Dlog4j2.level=ERROR", "kafka.tools.DumpLogSegments", "--cluster-metadata-decoder",
+           "-Dlog4j2.level=ERROR", decoder.main_class, "--cluster-metadata-decoder",
            "--files", ",".join(str(Path(f).resolve()) for f in files)]
     with tempfile.TemporaryFile("w+") as stderr, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr,
                                                                    text=True, bufsize=1 << 20) as jvm:
@@ -172,7 +190,8 @@ def dump(files: Sequence[Path], java: str | None = None) -> str:
 
 
 def parse_dump(text: str, snapshot: bool = False) -> Iterator[tuple[str, Any]]:
-    """The dump's lines as ("record", MetadataRecord) and ("control", base offset) items, in log order."""
+    """The dump's lines as ("record", MetadataRecord), ("control", base offset) and ("undecodable", offset) items,
+    in log order."""
     return parse_lines(text.splitlines(), snapshot)
 
 
@@ -190,6 +209,9 @@ def parse_lines(lines: Iterable[str], snapshot: bool = False) -> Iterator[tuple[
         if control or not line.startswith("| offset:"):
             continue
         m = _RECORD.match(line)
+        if m is None and (u := _UNDECODABLE.match(line)):
+            yield "undecodable", int(u.group(1))
+            continue
         if m is None:
             # A data batch line without a payload: a snapshot header/footer or a record the decoder could not
             # read; both carry no metadata state.
@@ -255,17 +277,20 @@ def resolve_window(records: Sequence[MetadataRecord], start: int, bounds: Bounds
     return first, max(first, min(end, first_batch(bounds.to_offset, bounds.to_time, end)))
 
 
-def _snapshot_records(snapshot: Path, log: DecodedLog, java: str | None) -> list[MetadataRecord]:
+def _snapshot_records(snapshot: Path, log: DecodedLog, java: str | None, decoder: Decoder) -> list[MetadataRecord]:
     records = []
-    for kind, item in parse_lines(dump_lines([snapshot], java), snapshot=True):
+    for kind, item in parse_lines(dump_lines([snapshot], java, decoder), snapshot=True):
         if kind == "record":
             records.append(item)
+        elif kind == "undecodable":
+            log.undecodable += 1
         else:
             log.control_batches += 1
     return records
 
 
-def read_metadata_log(source: Path | str, java: str | None = None, bounds: Bounds | None = None) -> DecodedLog:
+def read_metadata_log(source: Path | str, java: str | None = None, bounds: Bounds | None = None,
+                      decoder: Decoder = DECODER_41) -> DecodedLog:
     """Decode `source` (a __cluster_metadata-0 directory, a segment or a snapshot) into metadata records: its
     whole retained history, or with `bounds` a window of it, preceded by the records its state starts from (the
     newest snapshot at or before the window, then the log's records up to the window)."""
@@ -274,9 +299,11 @@ def read_metadata_log(source: Path | str, java: str | None = None, bounds: Bound
     log = DecodedLog([], [])
     records: list[MetadataRecord] = []
     if history.segments:
-        for kind, item in parse_lines(dump_lines(history.segments, java)):
+        for kind, item in parse_lines(dump_lines(history.segments, java, decoder)):
             if kind == "control":
                 log.control_batches += 1
+            elif kind == "undecodable":
+                log.undecodable += 1
             elif item.offset >= history.start:
                 records.append(item)
     records = _drop_aborted(records, log)
@@ -284,6 +311,6 @@ def read_metadata_log(source: Path | str, java: str | None = None, bounds: Bound
     seed = history if first == history.start else plan(source, first)
     log.files = [*([seed.snapshot] if seed.snapshot else []), *history.segments]
     log.snapshot, log.start_offset, log.window, log.origin = seed.snapshot, seed.start, (first, end), seed.reason
-    state = _snapshot_records(seed.snapshot, log, java) if seed.snapshot is not None else []
+    state = _snapshot_records(seed.snapshot, log, java, decoder) if seed.snapshot is not None else []
     log.records = [*state, *(r for r in records if seed.start <= r.offset and r.batch < end)]
     return log

@@ -14,7 +14,7 @@ the zk rules decide alike at every level, so nothing is said then and the config
 The release, from the brokers' server.log files when they are at hand: each broker logs `Kafka version: X` as it
 starts (AppInfoParser). Nothing in ZooKeeper names it, but /controller tells the releases before 3.4 (version 1)
 from the later ones (version 2, with kraftControllerEpoch, whatever the protocol): those are taken as the last of
-their generation, for the policies that differ before 3.4 (statemachine.releases).
+their generation, for the policies that differ before 3.4 (statemachine.zk_releases).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from statemachine.features import IBP_2_7_IV2, METADATA_VERSION, ZOOKEEPER_ERA_PROTOCOL, metadata_version_name
-from statemachine.releases import KafkaRelease
+from statemachine.zk_releases import KafkaRelease
 from streaming.zookeeper.statechange import read_broker_logs
 from streaming.zookeeper.txnlog import ZkHistory
 

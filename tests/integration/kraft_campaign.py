@@ -24,7 +24,8 @@ from kraft_scenario import update_features
 
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT, Rules
-from streaming.engine.connectors import KAFKA_39, KAFKA_BROKER, JarSet
+from streaming.engine.connectors import KAFKA_39, KAFKA_44, KAFKA_BROKER, JarSet
+from streaming.infra.jars import fetched
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
@@ -45,14 +46,23 @@ class Version:
     elr: bool | None
     # A metadata.version the run upgrades to mid-run (kafka-features upgrade), or None.
     upgrade_to: int | None = None
+    # Whether its brokers may have several log dirs: KRaft JBOD needs metadata.version 3.7-IV2 from the start.
+    jbod: bool = True
 
 
 VERSIONS = {
+    "4.4": Version("4.4", KAFKA_44, None, True),
     "4.1": Version("4.1", KAFKA_BROKER, None, True),
     # Formatted below 3.6-IV0 (an ISR shrink bumps the leader epoch) and upgraded to 3.6-IV2 mid-run; not to
     # 3.7-IV2 or later, whose directory assignments isrflow does not model (docs/kraft.md).
-    "3.9": Version("3.9", KAFKA_39, "3.5-IV2", None, upgrade_to=14),
+    "3.9": Version("3.9", KAFKA_39, "3.5-IV2", None, upgrade_to=14, jbod=False),
 }
+# How many log dirs each broker of a run has, drawn per seed (apart from the script's draws) when the campaign runs.
+LOG_DIRS = (1, 3)
+
+
+def drawn_log_dirs(seed: int, version: Version) -> int:
+    return random.Random(f"log dirs {seed}").randint(*LOG_DIRS) if version.jbod else 1
 # The controller writes what a real one writes on its own, sooner: the periodic unclean election every few seconds
 # (its default is 5 minutes), and a segment roll and a snapshot every 8 seconds, so the copy replayed is segment 0,
 # several snapshots and several segments.
@@ -89,11 +99,14 @@ class _Model:
 
 
 def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int = BROKERS,
-           extra: tuple[str, ...] = ()) -> list[Op]:
+           extra: tuple[str, ...] = (), log_dirs: int = 1) -> list[Op]:
     """A seeded random script of `ops` operations (after two topics are created) for a Kafka `version`: ELR
     turned on and off where it exists, else one metadata.version upgrade; `extra` adds operations a cluster kind
-    has of its own (a ZooKeeper session's expiry: "expire")."""
+    has of its own (a ZooKeeper session's expiry: "expire"); brokers with several `log_dirs` may lose one under
+    them ("fail_dir"; such a broker is never stopped again, it could not restart)."""
     rng = random.Random(seed)
+    failed: set[int] = set()
+    extra = (*extra, "fail_dir") if log_dirs > 1 else extra
     m = _Model(up=set(range(1, brokers + 1)), elr=bool(version.elr))
     upgraded = version.upgrade_to is None
     out = [m.new_topic(rng), m.new_topic(rng)]
@@ -105,8 +118,13 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
         topic = rng.choice(sorted(m.topics)) if m.topics else None
         if kind in ("kill", "terminate") and len(m.up) > 2:
             broker = rng.choice(sorted(m.up))
-            m.up.discard(broker)
-            out.append(Op(kind, (broker,)))
+            if broker not in failed:
+                m.up.discard(broker)
+                out.append(Op(kind, (broker,)))
+        elif kind == "fail_dir" and m.up - failed:
+            broker = rng.choice(sorted(m.up - failed))
+            failed.add(broker)
+            out.append(Op(kind, (broker, rng.randint(1, log_dirs - 1))))
         elif kind == "restart" and down():
             broker = rng.choice(down())
             m.up.add(broker)
@@ -172,6 +190,8 @@ def execute(c: Any, op: Op) -> str:
             c.restart_controllers()
         elif op.kind == "expire":
             c.expire_session(a[0])
+        elif op.kind == "fail_dir":
+            c.fail_log_dir(a[0], a[1])
         elif op.kind == "create_topic":
             c.create_topic(a[0], a[1])
         elif op.kind == "reassign":
@@ -234,14 +254,17 @@ def compare(metadata_copy: Path, out: Path, engine: str, seed: int, version: str
 
 
 def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], engines: tuple[str, ...] = ("local",),
-        log: Any = print, keep: bool = False) -> list[RunResult]:
-    """One campaign run: the script of `seed` on a fresh cluster of `version`, then one comparison per engine."""
-    steps = script(seed, ops, version)
-    here = work / f"kafka-{version.name}-seed-{seed}"
+        log: Any = print, keep: bool = False, log_dirs: int = 1) -> list[RunResult]:
+    """One campaign run: the script of `seed` on a fresh cluster of `version` whose brokers have `log_dirs` log dirs
+    each, then one comparison per engine."""
+    steps = script(seed, ops, version, log_dirs=log_dirs)
+    here = work / f"kafka-{version.name}-seed-{seed}" if log_dirs == 1 else \
+        work / f"kafka-{version.name}-dirs-{log_dirs}-seed-{seed}"
     with KraftCluster(brokers=BROKERS, elr=version.elr, racks=RACKS, extra_controller_config=CONTROLLER_CONFIG,
-                      release_version=version.release_version, jar_set=version.jar_set,
-                      controllers=CONTROLLERS) as c:
-        copy = play(c, steps, f"kafka {version.name} seed {seed}", lambda: c.metadata_dir, here / "metadata", log)
+                      release_version=version.release_version, jar_set=fetched(version.jar_set),
+                      controllers=CONTROLLERS, log_dirs=log_dirs) as c:
+        copy = play(c, steps, f"kafka {version.name} seed {seed} ({log_dirs} log dir(s))", lambda: c.metadata_dir,
+                    here / "metadata", log)
     return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name) for engine in engines],
                                here, copy, keep)
 
@@ -328,8 +351,14 @@ def campaign(argv: list[str] | None, versions: dict[str, Any], default_versions:
     return 0 if all(r.agrees for r in results) else 1
 
 
+def run_drawn(seed: int, ops: int, work: Path, version: Version, engines: tuple[str, ...], keep: bool = False
+              ) -> list[RunResult]:
+    """A run whose brokers have the number of log dirs its seed draws (1 to 3)."""
+    return run(seed, ops, work, version, engines, keep=keep, log_dirs=drawn_log_dirs(seed, version))
+
+
 def main(argv: list[str] | None = None) -> int:
-    return campaign(argv, VERSIONS, "4.1,3.9", "out/kraft-campaign", run)
+    return campaign(argv, VERSIONS, "4.1,3.9", "out/kraft-campaign", run_drawn)
 
 
 if __name__ == "__main__":

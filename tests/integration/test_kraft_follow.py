@@ -32,7 +32,11 @@ from streaming.kraft.metadatalog import (
 )
 from streaming.kraft.tail import DecoderError, MetadataTail
 
-REGRESSIONS = sorted((Path(__file__).parent / "kraftlog" / "regressions").iterdir())
+# The logs the bridge's decoder reads whole: MetadataTail is Kafka 4.1's, and a Kafka 4.4 broker's registration is a
+# record version it cannot read (import-kraft reads those logs again with Kafka 4.4's DumpLogSegments; the bridge
+# does not yet, docs/kraft.md).
+REGRESSIONS = sorted(p for p in (Path(__file__).parent / "kraftlog" / "regressions").iterdir()
+                     if not p.name.startswith("kafka-4.4"))
 # Named, not by position: a log kept later must not change which one a test reads. SEGMENTED rolls several segments
 # and takes snapshots; FIRST starts with a segment at offset 0.
 SEGMENTED = Path(__file__).parent / "kraftlog" / "regressions" / "kafka-4.1-seed-5"

@@ -9,6 +9,7 @@ import pytest
 
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
+from streaming.analysis.explain import explain
 from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 
@@ -23,3 +24,33 @@ def test_every_partition_history_of_a_kept_log_is_reproduced(log: Path, tmp_path
     assert histories and all(h["match"] for h in histories), [h["first_difference"] for h in histories
                                                               if not h["match"]]
     assert "agreement with the controller: 100.0%" in summary
+
+
+def test_on_a_jbod_log_every_replica_ends_in_a_log_dir_of_its_broker(tmp_path: Path) -> None:
+    """Kafka 4.4.0, two log dirs per broker: each replica is placed by its broker (AssignReplicasToDirs), and isrflow
+    ends with every replica in one of the log dirs its broker registered, as the controller does."""
+    log = Path(__file__).parent / "kraftlog" / "regressions" / "kafka-4.4-jbod"
+    summary = replay(ReplayOptions(f"kraft:{log}", tmp_path, engine="local", config=ControllerConfig(rules=KRAFT)))
+    assert "unexplained changes: 0" in summary
+    events = read_jsonl(tmp_path / "kraft" / "events.jsonl")
+    registered = {e["broker_id"]: set(e["log_dirs"]) for e in events if e["type"] == "BrokerRegistration"}
+    assert {len(dirs) for dirs in registered.values()} == {2}
+    assert any(e["type"] == "AssignReplicasToDirs" for e in events)
+    last = {(d["topic"], d["partition"]): d for d in read_jsonl(tmp_path / "decisions.jsonl")}
+    for decision in last.values():
+        assert all(directory in registered[broker]
+                   for broker, directory in zip(decision["replicas"], decision["directories"], strict=True))
+
+
+def test_a_failed_log_dir_moves_only_the_partitions_in_it(tmp_path: Path) -> None:
+    """Kafka 4.4.0: broker 1's second log dir failed; the controller took its replicas there offline (leaders
+    moved, ISRs shrank) and left its other replicas alone, and isrflow says so in the audit."""
+    log = Path(__file__).parent / "kraftlog" / "regressions" / "kafka-4.4-jbod-failed-dir"
+    replay(ReplayOptions(f"kraft:{log}", tmp_path, engine="local", config=ControllerConfig(rules=KRAFT)))
+    offline = [e for e in read_jsonl(tmp_path / "kraft" / "events.jsonl") if e["type"] == "LogDirsOffline"]
+    assert [(e["broker_id"], len(e["log_dirs"])) for e in offline] == [(1, 1)]
+    moved = [d for d in read_jsonl(tmp_path / "decisions.jsonl") if d["cause_event_id"] == offline[0]["event_id"]]
+    assert len(moved) == 5 and all(1 not in d["isr"] and d["leader"] != 1 for d in moved)
+    explained = explain(str(tmp_path), "d", 0)
+    assert "broker 1's log dir(s) " in explained and "went offline: 5 partition(s) in them; 4 leader(s) moved" \
+        in explained

@@ -49,6 +49,16 @@ def _unknown_topic_or_partition() -> set[str]:
     return cluster_with(1).delete("nope").errors
 
 
+def _not_leader_or_follower() -> set[str]:
+    """A broker assigns a log dir to a replica it does not hold (ReplicationControlManager
+    .handleAssignReplicasToDirs)."""
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1])
+    cluster.send("BrokerRegistration", broker_id=2, broker_epoch=7, log_dirs=["d1", "d2"])
+    return cluster.send("AssignReplicasToDirs", broker_id=2, broker_epoch=7,
+                        assignments=[{"topic": "t", "partition": 0, "directory": "d1"}]).errors
+
+
 def _topic_already_exists() -> set[str]:
     cluster = cluster_with(1)
     cluster.create("t", [1])
@@ -138,6 +148,7 @@ ERROR_SCENARIOS: dict[Error, Callable[[], set[str]]] = {
     Error.ELIGIBLE_LEADERS_NOT_AVAILABLE: _election("UNCLEAN", lambda c: (c.failure(1), c.failure(2))),
     Error.INVALID_TOPIC_EXCEPTION: _invalid_topic_exception,
     Error.CLUSTER_AUTHORIZATION_FAILED: _cluster_authorization_failed,
+    Error.NOT_LEADER_OR_FOLLOWER: _not_leader_or_follower,
     Error.INVALID_TRANSITION: _invalid_transition,
     Error.NO_LIVE_REPLICA: _no_live_replica,
     Error.DUPLICATE_EVENT: _duplicate_event,
@@ -148,7 +159,8 @@ CONTRACT_ERRORS = {
     "TOPIC_ALREADY_EXISTS", "INVALID_REPLICA_ASSIGNMENT", "INVALID_PARTITIONS", "NO_REASSIGNMENT_IN_PROGRESS",
     "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "INELIGIBLE_REPLICA", "INVALID_REQUEST", "NOT_CONTROLLER",
     "ELECTION_NOT_NEEDED", "PREFERRED_LEADER_NOT_AVAILABLE", "ELIGIBLE_LEADERS_NOT_AVAILABLE",
-    "INVALID_TOPIC_EXCEPTION", "CLUSTER_AUTHORIZATION_FAILED", "INVALID_TRANSITION", "NO_LIVE_REPLICA",
+    "INVALID_TOPIC_EXCEPTION", "CLUSTER_AUTHORIZATION_FAILED", "NOT_LEADER_OR_FOLLOWER", "INVALID_TRANSITION",
+    "NO_LIVE_REPLICA",
     "DUPLICATE_EVENT",
 }
 

@@ -6,9 +6,11 @@ import json
 from typing import Any
 
 from schemas.events import ControllerEvent, CreateTopic, Malformed, parse_event
+from schemas.records import to_row
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.rules import KRAFT
 from streaming.history.agreement import agreement_rate, agreement_rows
+from streaming.history.histories import history_rows
 from streaming.kraft.convert import Converter, PartitionView, convert, event_offset, topic_id_text
 from streaming.kraft.metadatalog import MetadataRecord, parse_dump
 
@@ -453,3 +455,44 @@ def test_a_snapshot_plus_records_up_to_the_window_seed_as_the_whole_log_does() -
 def test_a_window_from_offset_0_has_no_seed() -> None:
     log, _ = incident()
     assert convert(log.records, start=0).events == convert(log.records).events
+
+
+U = "AAAAAAAAAAAAAAAAAAAAAQ"  # UNASSIGNED
+
+
+def jbod_cluster() -> Log:
+    """Metadata version 4.4-IV2, brokers with two log dirs each (a1, b1, ...), topic t with replicas UNASSIGNED."""
+    log = Log()
+    log.batch(("FEATURE_LEVEL_RECORD", {"name": "metadata.version", "featureLevel": 33}))
+    for b in (1, 2, 3):
+        name, data = register(b, log.offset)
+        log.batch((name, {**data, "logDirs": [f"a{b}", f"b{b}"]}))
+    log.batch(change(1, 1, fenced=-1), change(2, 2, fenced=-1), change(3, 3, fenced=-1))
+    log.batch(("TOPIC_RECORD", {"name": "t", "topicId": T1}),
+              *(("PARTITION_RECORD", {"partitionId": p, "topicId": T1, "replicas": r, "isr": r, "leader": r[0],
+                                      "leaderEpoch": 0, "partitionEpoch": 0, "directories": [U, U, U]})
+                for p, r in ((0, [1, 2, 3]), (1, [2, 3, 1]))))
+    return log
+
+
+def test_directory_only_changes_are_each_brokers_assignment_and_a_dropped_dir_is_offline() -> None:
+    log = jbod_cluster()
+    # One batch, two brokers' requests: broker 1 places both its replicas, broker 2 one.
+    log.batch(pcr(0, directories=["a1", U, U]), pcr(1, directories=[U, U, "b1"]), pcr(0, directories=["a1", "a2", U]))
+    # Broker 1's heartbeat: dir a1 offline; t-0 (led by 1, its replica in a1) moves, t-1 does not.
+    log.batch(pcr(0, leader=2, isr=[2, 3]), change(1, 1, logDirs=["b1"]))
+    evs = [e for e in events(log) if e.type in ("BrokerRegistration", "AssignReplicasToDirs", "LogDirsOffline")]
+    assert [(e.type, e.broker_id) for e in evs] == [
+        ("BrokerRegistration", 1), ("BrokerRegistration", 2), ("BrokerRegistration", 3),
+        ("AssignReplicasToDirs", 1), ("AssignReplicasToDirs", 2), ("LogDirsOffline", 1)]
+    assert [(a.topic, a.partition, a.directory) for a in evs[3].assignments] == [("t", 0, "a1"), ("t", 1, "b1")]
+    assert evs[5].log_dirs == ("a1",)
+    observed = convert(log.records).observed
+    assert [o["cause"] for o in observed[-4:]] == ["AssignReplicasToDirs"] * 3 + ["LogDirsOffline"]
+    assert observed[-1]["directories"] == ["a1", "a2", U]
+    # The kraft rules write each partition's states as the controller did, directories included.
+    controller = Controller(ControllerConfig(rules=KRAFT))
+    ours = [to_row(d) for e in events(log) for h in controller.handle(e, event_offset({"event_id": e.event_id}))
+            for d in h.applied.decisions]
+    histories = history_rows(observed, ours)
+    assert histories and all(h["match"] for h in histories), histories

@@ -12,11 +12,14 @@ import pytest
 from schemas.events import Malformed, UpdateFeatures, parse_event
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.features import (
+    LATEST_KNOWN,
     LATEST_PRODUCTION,
+    METADATA_VERSIONS,
     is_elr_supported,
     is_leader_epoch_bump_required_on_isr_shrink,
     is_leader_recovery_supported,
     metadata_version_level,
+    unknown_metadata_version,
 )
 from statemachine.rules import (
     eligible_leader_replicas_enabled,
@@ -234,3 +237,17 @@ def test_old_metadata_version_record_shapes_are_an_isr_change_and_an_unclean_ele
     observed = {o["source_offset"]: o for o in result.observed}
     assert (observed[shrink]["leader_epoch"], observed[unclean]["leader_recovery_state"]) == (1, "RECOVERED")
     assert not result.unexplained
+
+
+def test_a_level_newer_than_any_isrflow_knows_is_said_and_replayed_with_the_newest_rules() -> None:
+    assert METADATA_VERSIONS[LATEST_KNOWN] == "4.4-IV2" and LATEST_KNOWN == 33
+    c = Cluster(ControllerConfig(rules=rules_named("kraft")))
+    c.start(1, 2, 3)
+    c.create("t", [1, 2, 3])
+    row = c.send("UpdateFeatures", features={"metadata.version": 34}).cluster_row
+    assert row.outcome == "ACCEPTED"
+    assert "WARNING: metadata.version level 34 is newer than any isrflow knows" in row.message
+    assert "replayed with the rules of 4.4-IV2" in (unknown_metadata_version(34) or "")
+    # The newest rules hold on: a follower leaving the ISR bumps no leader epoch (from 3.6-IV0 on).
+    d = c.failure(3).decision("t", 0)
+    assert (d.leader, d.leader_epoch) == (1, 0)

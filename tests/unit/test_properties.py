@@ -104,7 +104,7 @@ class LogBuilder:
         kind = self.draw(st.sampled_from([
             "startup", "startup", "failure", "failure", "shutdown", "create", "create", "create_partitions",
             "delete", "isr", "isr", "isr", "notification", "reassign", "reassign", "elect", "elect", "alter",
-            "controller", "imbalance", "snapshot",
+            "controller", "imbalance", "snapshot", "registration", "assign_dirs", "dirs_offline",
         ]), "kind")
         return getattr(self, f"_{kind}")()
 
@@ -270,6 +270,31 @@ class LogBuilder:
         if self.draw(st.integers(0, 3), "reassigning") == 3 and len(replicas) > 1:
             fields["adding_replicas"], fields["removing_replicas"] = replicas[:1], replicas[-1:]
         return self.envelope("PartitionSnapshot", **fields)
+
+    def _registration(self) -> str:
+        """A broker registers with one or two log dirs (KIP-858)."""
+        broker = self.draw(st.sampled_from(self.brokers), "broker")
+        count = self.draw(st.integers(1, 2), "log dirs")
+        return self.envelope("BrokerRegistration", broker_id=broker, broker_epoch=self.announced.get(broker, 0),
+                             log_dirs=[f"dir-{broker}-{i}" for i in range(count)])
+
+    def _assign_dirs(self) -> str:
+        """A broker puts replicas in its log dirs: mostly its own replicas, in a dir of its own."""
+        broker = self.draw(st.sampled_from(self.brokers), "broker")
+        keys = [k for k, r in sorted(self.controller.partitions.items()) if broker in r.replicas] or \
+            [(self.some_topic(), 0)]
+        named = self.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=2, unique=True), "assigned")
+        epoch = max(0, self.controller.cluster.registered_epochs.get(broker, 0) + self.offset("assigning epoch"))
+        return self.envelope("AssignReplicasToDirs", broker_id=broker, broker_epoch=epoch, assignments=[
+            {"topic": t, "partition": p, "directory": f"dir-{broker}-{self.draw(st.integers(0, 1), 'dir')}"}
+            for t, p in named])
+
+    def _dirs_offline(self) -> str:
+        """A broker's heartbeat names one of its log dirs offline (a disk failed)."""
+        broker = self.draw(st.sampled_from(self.brokers), "broker")
+        epoch = self.controller.cluster.registered_epochs.get(broker, 0)
+        return self.envelope("LogDirsOffline", broker_id=broker, broker_epoch=epoch,
+                             log_dirs=[f"dir-{broker}-{self.draw(st.integers(0, 1), 'offline dir')}"])
 
     def _imbalance(self) -> str:
         return self.envelope("LeaderImbalanceCheck")

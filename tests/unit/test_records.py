@@ -18,7 +18,7 @@ AUDIT_COLUMNS = [
     "leader_epoch_after", "isr_before", "isr_after", "partition_epoch_before", "partition_epoch_after", "election",
     "replica_states", "replicas_after", "leader_recovery_state_after", "broker_id", "principal", "event_ts",
     "processed_at"]
-DECISION_ADDITIONS = ["eligible_leader_replicas", "last_known_elr"]
+DECISION_ADDITIONS = ["eligible_leader_replicas", "last_known_elr", "directories"]
 AUDIT_ADDITIONS = ["action", "broker_change", "broker_epoch", "controller_id", "event_controller_epoch", "configs"]
 
 

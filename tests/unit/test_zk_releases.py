@@ -1,5 +1,5 @@
-"""The ZooKeeper-era controller by protocol and by release (statemachine.features, statemachine.releases): what a Kafka
-2.8.2 cluster at its own protocol decides where Kafka 3.9.1's controller decides otherwise, and the protocol and
+"""The ZooKeeper-era controller by protocol and by release (statemachine.features, statemachine.zk_releases): what a
+Kafka 2.8.2 cluster at its own protocol decides where Kafka 3.9.1's controller decides otherwise, and the protocol and
 release a cluster's own writes and logs show (streaming.zookeeper.release)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from statemachine.features import (
     metadata_version_level,
     metadata_version_name,
 )
-from statemachine.releases import KafkaRelease
 from statemachine.requests import RequestType
+from statemachine.zk_releases import KafkaRelease
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.release import read_release, with_protocol
 
