@@ -1,14 +1,15 @@
-"""The differential campaign's smoke run inside `make test`: one short seeded script on a real KRaft cluster
-(3 controllers, the active one killed with kill -9; 4 brokers on 2 racks, ELR on), replayed from the controller's
-copy of the log; every partition history and every decision must equal the controller's. `make kraft-campaign`
-runs the long campaign (docs/kraft.md)."""
+"""The differential campaign's smoke run inside `make test`: one short seeded script on a real KRaft cluster of the
+newest release isrflow knows (Kafka 4.4; 3 controllers, the active one killed with kill -9; 4 brokers on 2 racks
+with 2 log dirs each, ELR on), replayed from the controller's copy of the log; every partition history and every
+decision must equal the controller's. `make kraft-campaign` runs the long campaign over the releases
+(docs/kraft.md)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from kraft_campaign import run, script, summary
+from kraft_campaign import VERSIONS, run, script, summary
 
 pytestmark = pytest.mark.kraft_cluster
 
@@ -23,7 +24,7 @@ def test_a_seed_always_gives_the_same_script_and_different_seeds_differ() -> Non
 
 
 def test_smoke_run_reproduces_every_partition_history(tmp_path: Path) -> None:
-    results = run(seed=3, ops=12, work=tmp_path)
+    results = run(seed=3, ops=12, work=tmp_path, version=VERSIONS["4.4"], log_dirs=2)
     print(summary(results))
     [result] = results
     assert result.partitions > 0 and result.states > 0
