@@ -20,6 +20,7 @@ from streaming.analysis.progress import Progress
 from streaming.analysis.report import build_report, write_report
 from streaming.analysis.timeline import Analysis, broker_event, reassignments
 from streaming.engine.local import ReplayResult, run_local, write_outputs
+from streaming.infra.scenario import ScenarioBuilder, round_robin_assignment
 from streaming.io.delta import read_decisions_jsonl, read_delta
 from streaming.io.eventlog import read_event_log
 
@@ -203,6 +204,24 @@ def test_rolling_restart_summary(replays: dict[str, tuple[Path, Analysis, str]])
     assert "At worst: 150 under-replicated at 02:10:02." in text
     assert analysis.offline_peak[0] == 0 and not analysis.ever_offline
     assert len(analysis.leader_changes) == 550 + 50
+
+
+def test_a_restarted_broker_rejoins_only_the_isrs_it_had(tmp_path: Path) -> None:
+    """Issue 31: "broker 2 came back ... rejoined 15 ISRs", 3 of them of a topic created after it came back, with it
+    in the ISR from the start. The story counts only the partitions whose ISR it rejoined."""
+    b = ScenarioBuilder()
+    for broker in (1, 2, 3):
+        b.start_broker(broker)
+    b.emit("CreateTopic", topic="orders", assignment=round_robin_assignment(6, [1, 2, 3], 3))
+    b.fail_broker(2)
+    b.wait(30)
+    b.start_broker(2)
+    b.emit("CreateTopic", topic="audit-log", assignment=round_robin_assignment(3, [1, 2, 3], 3))
+    b.catch_up(2)
+    write_outputs(run_local(enumerate(line.encode() for line in b.lines()), ControllerConfig()), tmp_path)
+    text = "\n".join(build_report(tmp_path).summary)
+    assert "Broker 2 came back at 12:00:36 (epoch 104); its replicas rejoined 6 ISRs by 12:00:43." in text
+    assert "Topic audit-log (3 partitions) created at 12:00:37." in text
 
 
 def test_reassignment_summary_and_moves(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
