@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install jars jars-s3a demo test test-unit faults kraft-campaign zk-campaign lint clean bench big-replay
+.PHONY: install jars jars-s3a demo test test-unit test-pythons faults kraft-campaign zk-campaign lint clean bench big-replay
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -29,7 +29,13 @@ demo: install jars
 test: install jars jars-s3a
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(PY) tools/other_pythons.py
 	$(VENV)/bin/pytest -ra --durations=30
+
+# The unit tests under each other Python that requires-python admits and this machine has (.venv-3.X, git-ignored,
+# installed again only when pyproject.toml changes); make test runs this first.
+test-pythons: install
+	$(PY) tools/other_pythons.py
 
 # The long fault-injection campaign (docs/reliability.md): tests/faults with 100 crash/restart trials of
 # `isrflow run` and 1,000,000 hostile records (make test runs 3 and 10,000).

@@ -146,7 +146,8 @@ def _recovery_reason(s: Index, back: Mapping[str, Any], startups: Mapping[int, B
 
 
 def _rejoin_text(s: Index, start: BrokerEvent) -> str:
-    """How the restarted broker's replicas came back into the ISRs, up to its next change."""
+    """How the restarted broker's replicas came back into the ISRs, up to its next change. A partition created after
+    it came back, with it in the ISR from the start, is none it rejoined."""
     nxt = min((e.offset for e in s.a.broker_events if e.broker == start.broker and e.offset > start.offset),
               default=None)
     rejoined: list[int] = []
@@ -155,6 +156,8 @@ def _rejoin_text(s: Index, start: BrokerEvent) -> str:
             o = r["source_offset"]
             if o <= start.offset or (nxt is not None and o >= nxt):
                 continue
+            if r.get("from_state") == NON_EXISTENT:
+                break
             if start.broker not in (r.get("isr_before") or []) and start.broker in (r.get("isr_after") or []):
                 rejoined.append(o)
                 break

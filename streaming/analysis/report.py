@@ -1,17 +1,16 @@
-"""The incident report of a replay: `DIR/report.html`, one self-contained file.
+"""The incident report: one self-contained HTML file.
 
 `write_report(out_dir)` reads what a replay wrote (`DIR/audit` and `DIR/quarantine` as Delta tables,
-`DIR/decisions.jsonl` when present), derives the timeline from the audit (streaming.analysis.timeline), tells it
-in plain words (summary), and renders one HTML page with no external resource (page: plots and tables). Both
-replay engines write the same tables, so they get the same report. docs/incident-analysis.md says more.
+`DIR/decisions.jsonl` when present), or what `isrflow run` wrote (LAKE, the folder of its audit table, with its
+`decisions` table), derives the timeline from the audit (streaming.analysis.timeline), tells it in plain words
+(summary), and renders one HTML page with no external resource (page: plots and tables). Both replay engines write
+the same tables, so they get the same report. docs/incident-analysis.md says more.
 
-Run `python -m streaming.analysis.report DIR` to (re)write the report of an existing replay output folder.
+`isrflow report DIR_OR_LAKE [--out FILE]` (re)writes the report of an existing replay output folder or run.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from streaming.analysis.agreement import agreement_section, requests_section
@@ -19,6 +18,7 @@ from streaming.analysis.page import render
 from streaming.analysis.summary import summarise
 from streaming.analysis.timeline import Analysis, analyse, read_inputs
 from streaming.engine.collector import young_collection_only
+from streaming.io.layout import ReplayOutput
 
 
 def build_report(out_dir: Path) -> Analysis:
@@ -28,34 +28,28 @@ def build_report(out_dir: Path) -> Analysis:
     return analysis
 
 
-def write_report(out_dir: Path) -> Path:
-    """Write `out_dir/report.html` from the replay outputs in `out_dir`; returns its path."""
+def default_target(out_dir: Path) -> Path:
+    """Where the report of `out_dir` goes unless told: a replay's output folder (it has `decisions.jsonl`) holds
+    its own, `DIR/report.html`, where every replay writes it; a run's LAKE is the folder of the tables `run` keeps
+    writing, no place for a document: its report goes beside it, `LAKE-report.html`."""
+    if ReplayOutput(out_dir).decisions_jsonl.exists():
+        return ReplayOutput(out_dir).report
+    lake = out_dir.resolve()
+    return lake.with_name(f"{lake.name}-report.html")
+
+
+def write_report(out_dir: Path, target: Path | None = None) -> Path:
+    """Write the report of the outputs in `out_dir` to `target` (default: `default_target`); returns its path."""
     out_dir = Path(out_dir)
     with young_collection_only():  # the audit's rows and the timeline built from them, none in a cycle
         html = render(build_report(out_dir))
     for section in (agreement_section(out_dir), requests_section(out_dir)):
         if section is not None:  # a replay of a real controller's history; the zk rules' requests
             html = html.replace("</main>", section + "\n</main>", 1)
-    target = out_dir / "report.html"
-    tmp = target.with_suffix(".html.tmp")
+    target = default_target(out_dir) if target is None else target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(target)
     return target
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1 or args[0].startswith("-"):
-        print("usage: python -m streaming.analysis.report REPLAY_OUT_DIR", file=sys.stderr)
-        return 2
-    try:
-        path = write_report(Path(args[0]))
-    except FileNotFoundError as exc:
-        print(f"isrflow report: {exc}", file=sys.stderr)
-        return 2
-    print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -241,6 +241,13 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from streaming.analysis.report import write_report
+
+    print(write_report(args.source, args.out))
+    return 0
+
+
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from streaming.analysis.inspect import inspect
 
@@ -375,6 +382,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", required=True)
     p.add_argument("--partition", required=True, type=int)
     p.set_defaults(func=_cmd_explain)
+
+    p = sub.add_parser("report", help="the incident report, one self-contained HTML file, of a replay's output folder "
+                                      "or of a run's tables")
+    p.add_argument("source", type=Path, metavar="DIR_OR_LAKE",
+                   help="a replay's --out folder, or LAKE: the local folder of a run's audit table (its decisions, "
+                        "observed and agreement tables beside it)")
+    p.add_argument("--out", type=Path, metavar="FILE",
+                   help="the HTML file to write (default: DIR/report.html for a replay's folder, LAKE-report.html "
+                        "beside a run's LAKE)")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("inspect", help="current state records read from a checkpoint's state store")
     p.add_argument("checkpoint_dir",

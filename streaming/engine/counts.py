@@ -54,3 +54,33 @@ def format_steps(steps: dict[str, float], within: dict[str, float] | None = None
     if within:
         text += " [at once: " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in within.items()) + "]"
     return text
+
+
+def sequencer_line(batch_id: int, c: dict[str, Any], seconds: float) -> str:
+    """A sequencer micro-batch's progress line, from the counts the Sequencer left (`_BatchRows.counts`)."""
+    observed = f"{c['observed']} controller decisions, " if c["observed"] else ""  # behind `isrflow bridge` only
+    return (f"[sequencer] batch {batch_id}: {c['events']} events in, {observed}{c['quarantined']} quarantined, "
+            f"{c['commands']} commands, {seconds:.1f}s ({format_steps(c['steps'], c['within'])})")
+
+
+def partitions_line(batch_id: int, c: dict[str, Any], state_rows: int, seconds: float) -> str:
+    """A partition micro-batch's progress line, from the counts the PartitionSink left."""
+    quality, agreement = c.get("quality"), c.get("agreement")
+    return (f"[partitions] batch {batch_id}: {c['commands']} commands, {c['decisions']} decisions "
+            f"({c['published']} published), {c['rejections']} rejections, {state_rows} state rows, "
+            f"{seconds:.1f}s ({format_steps(c['steps'], c['within'])})"
+            + (f", quality: {quality}" if quality else "")
+            + (f", {agreement}" if agreement else ""))
+
+
+def agreement_words(compared: list[dict[str, Any]], decisions: int) -> str | None:
+    """What a partition micro-batch behind `isrflow bridge` says of its agreement: `N/M agreeing` over its agreement
+    rows (the controller's elections and ISR shrinks, and isrflow's decisions where the controller changed nothing),
+    then isrflow's decisions that no row holds. Those had no controller decision to pair with: a leader's ISR
+    expansion (AlterPartition) or a reassignment's replica change is the controller's write but no election or ISR
+    shrink, so a batch of only those says so rather than nothing (agreement.jsonl's rule: docs/kraft.md)."""
+    paired = sum(1 for r in compared if r["isrflow"] is not None)
+    words = [f"{sum(1 for r in compared if r['match'])}/{len(compared)} agreeing"] if compared else []
+    if decisions > paired:
+        words.append(f"{decisions - paired} not compared (no election or ISR shrink)")
+    return ", ".join(words) or None

@@ -155,8 +155,12 @@ class ShadowMetrics:
     thread: the cluster view and the last event are behind a lock."""
 
     def __init__(self, default_min_insync_replicas: int = 1) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
+        # Else each counter and histogram also serves a `*_created` series (when it was created): Prometheus reads
+        # a counter's reset from the counter itself, and docs/operations.md lists every series served. The switch
+        # is prometheus_client's, for the whole process, whose only registry is this one.
+        disable_created_metrics()
         self.registry = CollectorRegistry(auto_describe=True)
         self.default_min_insync_replicas = default_min_insync_replicas
         self.view = ClusterView()

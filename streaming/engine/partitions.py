@@ -22,7 +22,7 @@ from schemas.tables import AUDIT, COMMAND, DECISION, OPERATOR_OUTPUT, PACKED_OUT
 from statemachine.partition import apply_command
 from statemachine.record import Command, PartitionRecord
 from statemachine.rules import ZK, Rules
-from streaming.engine.counts import BatchCounts, Stopwatch
+from streaming.engine.counts import BatchCounts, Stopwatch, agreement_words
 from streaming.engine.faults import crash_point
 from streaming.engine.metrics import AUDIT_COLUMNS, ShadowMetrics
 from streaming.io.layout import Checkpoints, Lake
@@ -31,10 +31,10 @@ from streaming.io.storage import Location, Storage
 # Runs after each partition batch's Delta writes (`run --quality`): (spark, audit rows, batch id) -> a
 # summary for the progress line.
 BatchCheck = Callable[[Any, Any, int], str]
-# Runs after each partition batch's Delta writes (behind `isrflow bridge`): (audit rows, decisions as packed, batch
-# id) -> the batch's agreement rows (each with its `cause` and `match`), empty when there was nothing to compare.
-# Given by the layer above (streaming.history.live), which knows what agreement is.
-BatchAgreement = Callable[[Any, list[dict[str, Any]], int], list[dict[str, Any]]]
+# Runs after each partition batch's Delta writes: (audit rows, decisions as packed, batch id) -> the batch's agreement
+# rows (each with its `cause`, `match` and `isrflow` side), empty when there was nothing to compare, None when `run`
+# is not behind `isrflow bridge`. Given by the layer above (streaming.history.live), which knows what agreement is.
+BatchAgreement = Callable[[Any, list[dict[str, Any]], int], list[dict[str, Any]] | None]
 
 
 # -- the stateful operator (the hot path) ----------------------------------------------------------
@@ -215,15 +215,15 @@ class PartitionSink:
                         query_id, batch_id, [{**d, "decided_at": decided_at} for d in packed], delta_committed))
                 delta_committed()
             clock.lap(" | ".join([*writes, "kafka"] if self.publisher is not None else writes))
-            compared: list[dict[str, Any]] = []
+            compared: list[dict[str, Any]] | None = None
             if self.agreement is not None:  # after the decisions' commit: a re-run recomputes the same rows
                 compared = self.agreement(audit, packed, batch_id)
                 clock.lap("agreement")
             if self.metrics is not None:  # the batch's agreement first: its offset shows once all of it is counted
-                self.metrics.observe_agreement(compared)
+                self.metrics.observe_agreement(compared or [])
                 self.metrics.observe_decided([r.asDict() for r in audit.select(*AUDIT_COLUMNS).collect()], packed)
                 clock.lap("metrics")
-            agreeing = f"{sum(1 for r in compared if r['match'])}/{len(compared)} agreeing" if compared else None
+            agreeing = None if compared is None else agreement_words(compared, len(packed))
             quality = None
             if self.check is not None:
                 quality = self.check(rows.sparkSession, audit, batch_id)

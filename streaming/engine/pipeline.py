@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from statemachine.controller import ControllerConfig
-from streaming.engine.counts import BatchCounts, format_steps
+from streaming.engine.counts import BatchCounts, partitions_line, sequencer_line
 from streaming.engine.metrics import ShadowMetrics
 from streaming.engine.partitions import BatchAgreement, BatchCheck, start_partition_machine
 from streaming.engine.sequencer import start_sequencer
@@ -107,18 +107,11 @@ def progress_listener(counts: BatchCounts, echo: Callable[[str], Any] = print) -
             if p.name == "isrflow-sequencer":
                 c = counts.sequencer.pop(p.batchId, None)
                 if c is not None:
-                    echo(f"[sequencer] batch {p.batchId}: {c['events']} events in, {c['quarantined']} quarantined, "
-                         f"{c['commands']} commands, {seconds:.1f}s ({format_steps(c['steps'], c['within'])})")
+                    echo(sequencer_line(p.batchId, c, seconds))
             elif p.name == "isrflow-partitions":
                 c = counts.partitions.pop(p.batchId, None)
                 if c is not None:
-                    state_rows = sum(op.numRowsTotal for op in p.stateOperators)
-                    quality = c.get("quality")
-                    echo(f"[partitions] batch {p.batchId}: {c['commands']} commands, {c['decisions']} decisions "
-                         f"({c['published']} published), {c['rejections']} rejections, {state_rows} state rows, "
-                         f"{seconds:.1f}s ({format_steps(c['steps'], c['within'])})"
-                         + (f", quality: {quality}" if quality else "")
-                         + (f", {c['agreement']}" if c.get("agreement") else ""))
+                    echo(partitions_line(p.batchId, c, sum(op.numRowsTotal for op in p.stateOperators), seconds))
 
         def onQueryIdle(self, event: Any) -> None:
             pass

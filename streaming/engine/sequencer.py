@@ -150,6 +150,13 @@ class _BatchRows:
     requests: list[dict[str, Any]] = field(default_factory=list)
     touched: set[tuple[str, int]] = field(default_factory=set)
 
+    def counts(self) -> dict[str, int]:
+        """The batch's records for the progress line. Behind `isrflow bridge` the topic holds the controller's
+        decisions (ObservedDecision) beside the events: counted apart, they are no input to the controller. A
+        malformed record is an event in, and quarantined."""
+        return {"events": len(self.bronze) + len(self.quarantine), "observed": len(self.observed),
+                "quarantined": len(self.quarantine), "commands": len(self.commands)}
+
 
 class Sequencer:
     """foreachBatch of the sequencer query. Runs on the driver: the cluster view is one small object and
@@ -247,9 +254,7 @@ class Sequencer:
         if rows:
             self._last_offset = max(self._last_offset, int(rows[-1]["source_offset"]))
         if self.counts is not None:
-            self.counts.sequencer[batch_id] = {"events": len(rows), "quarantined": len(out.quarantine),
-                                               "commands": len(out.commands), "steps": clock.laps,
-                                               "within": clock.within}
+            self.counts.sequencer[batch_id] = {**out.counts(), "steps": clock.laps, "within": clock.within}
         if self.progress is not None:
             self.progress.advance(len(rows))
         if self.metrics is not None:

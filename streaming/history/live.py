@@ -16,16 +16,16 @@ from streaming.io.storage import Storage
 
 
 def agreement_writer(lake: Lake) -> BatchAgreement:
-    """The partition query's hook: (audit rows, decisions, batch id) -> the batch's agreement rows, none when the
-    batch had nothing to compare (no observed table: `run` is not behind a bridge)."""
+    """The partition query's hook: (audit rows, decisions, batch id) -> the batch's agreement rows (empty when the
+    batch had nothing to compare), or None when there is no observed table (`run` is not behind a bridge)."""
     found: list[bool] = []  # the observed table, once there, stays
 
-    def agree(audit: Any, decisions: list[dict[str, Any]], batch_id: int) -> list[dict[str, Any]]:
+    def agree(audit: Any, decisions: list[dict[str, Any]], batch_id: int) -> list[dict[str, Any]] | None:
         from pyspark.sql import functions as F
 
         spark = audit.sparkSession
         if not found and not Storage(spark).exists(lake.observed / "_delta_log"):
-            return []
+            return None
         found.append(True)
         event_ids = {r["event_id"] for r in audit.select("event_id").distinct().collect()}
         if not event_ids:

@@ -191,7 +191,7 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
         agreement = f"\n  {imported.summary.describe()}\n  {agreed.describe(layout.root)}"
     if prefix == zookeeper.PREFIX:
         agreement += _requests_agreement(options, layout)
-    report = write_report(layout.root)
+    report = write_report(layout.root, layout.report)
     # The counts read one column each: the rows as dicts cost more than the replay's core on a long log.
     outcomes = _column(layout.audit, "outcome")
     quarantined = len(_column(layout.quarantine, "source_offset"))

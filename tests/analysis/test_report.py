@@ -8,6 +8,7 @@ import io
 import itertools
 import re
 from collections import Counter, defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,14 @@ import pytest
 from markupsafe import escape
 
 from schemas.records import audit_sort_key
+from schemas.tables import AUDIT, DECISION
 from statemachine.controller import ControllerConfig
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import build_report, write_report
 from streaming.analysis.timeline import Analysis, broker_event, reassignments
 from streaming.engine.local import ReplayResult, run_local, write_outputs
-from streaming.io.delta import read_decisions_jsonl, read_delta
+from streaming.infra.scenario import ScenarioBuilder, round_robin_assignment
+from streaming.io.delta import read_decisions_jsonl, read_delta, write_delta
 from streaming.io.eventlog import read_event_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,6 +208,24 @@ def test_rolling_restart_summary(replays: dict[str, tuple[Path, Analysis, str]])
     assert len(analysis.leader_changes) == 550 + 50
 
 
+def test_a_restarted_broker_rejoins_only_the_isrs_it_had(tmp_path: Path) -> None:
+    """Issue 31: "broker 2 came back ... rejoined 15 ISRs", 3 of them of a topic created after it came back, with it
+    in the ISR from the start. The story counts only the partitions whose ISR it rejoined."""
+    b = ScenarioBuilder()
+    for broker in (1, 2, 3):
+        b.start_broker(broker)
+    b.emit("CreateTopic", topic="orders", assignment=round_robin_assignment(6, [1, 2, 3], 3))
+    b.fail_broker(2)
+    b.wait(30)
+    b.start_broker(2)
+    b.emit("CreateTopic", topic="audit-log", assignment=round_robin_assignment(3, [1, 2, 3], 3))
+    b.catch_up(2)
+    write_outputs(run_local(enumerate(line.encode() for line in b.lines()), ControllerConfig()), tmp_path)
+    text = "\n".join(build_report(tmp_path).summary)
+    assert "Broker 2 came back at 12:00:36 (epoch 104); its replicas rejoined 6 ISRs by 12:00:43." in text
+    assert "Topic audit-log (3 partitions) created at 12:00:37." in text
+
+
 def test_reassignment_summary_and_moves(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
     out, analysis, _ = replays["reassignment"]
     moves = reassignments(read_decisions_jsonl(out / "decisions.jsonl"))
@@ -274,6 +295,43 @@ def test_report_without_decisions_or_quarantine(replays: dict[str, tuple[Path, A
     assert analysis.under_replicated_at_end == replays["double-failure-unclean"][1].under_replicated_at_end != []
     assert len(analysis.ever_offline) == 4
     assert write_report(tmp_path).exists()
+
+
+def test_isrflow_report_writes_a_replays_report_in_its_folder_and_a_runs_beside_its_lake(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`isrflow report DIR_OR_LAKE`: a replay's folder holds its own report.html; a run's LAKE (the folder of its
+    audit table, a `decisions` Delta table beside it) gets nothing new among its tables, the report goes beside it;
+    `--out` puts it anywhere."""
+    from streaming.cli import main
+
+    result = run_local(read_event_log(SOURCES["double-failure-unclean"]), ControllerConfig())
+    replay = tmp_path / "replay"
+    write_outputs(result, replay)
+    assert main(["report", str(replay)]) == 0
+    assert capsys.readouterr().out.strip() == str(replay / "report.html")
+    lake = tmp_path / "lake"
+    write_delta(lake / "audit", read_delta(replay / "audit"), AUDIT)
+    write_delta(lake / "decisions", [{**d, "decided_at": datetime.now(UTC)} for d in result.decisions], DECISION)
+    assert main(["report", str(lake)]) == 0
+    beside = tmp_path / "lake-report.html"
+    assert capsys.readouterr().out.strip() == str(beside)
+    assert sorted(p.name for p in lake.iterdir()) == ["audit", "decisions"]
+    # The same story from the run's tables as from the replay's folder.
+    assert "Broker 3 failed at 09:47:42; 6 partitions lost their leader" in beside.read_text(encoding="utf-8")
+    assert main(["report", str(lake), "--out", str(tmp_path / "incidents" / "31.html")]) == 0
+    assert (tmp_path / "incidents" / "31.html").is_file()
+
+
+def test_isrflow_report_names_its_argument_as_the_docs_do(capsys: pytest.CaptureFixture[str]) -> None:
+    from streaming.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    usage = capsys.readouterr().out
+    assert "usage: isrflow report [-h] [--out FILE] DIR_OR_LAKE" in usage
+    docs = (ROOT / "docs" / "incident-analysis.md").read_text() + (ROOT / "docs" / "kraft.md").read_text()
+    assert "isrflow report DIR_OR_LAKE" in docs or "isrflow report LAKE" in docs
+    assert "python -m streaming.analysis.report" not in docs
 
 
 def test_missing_audit_is_a_clear_error(tmp_path: Path) -> None:

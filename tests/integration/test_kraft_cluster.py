@@ -7,6 +7,7 @@ is stopped by pid on teardown."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -406,6 +407,7 @@ def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
              convert(read_metadata_log(elr_off["history"]).records).events}
     rows: dict[str, list[dict[str, Any]]] = {}
     scraped: list[Any] = []
+    kraft_out = ""
     for rules in ("kraft", "zk"):
         create_topic(bootstrap, f"{topic}-{rules}", 1)
         audit = tmp_path / rules / "audit"
@@ -415,6 +417,14 @@ def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
         if rules == "kraft":
             assert main([*args, "--trigger", "available-now"]) == 0
             last = max(a["source_offset"] for a in read_delta(audit))
+            # The sequencer's progress lines (all of them: a bounded run waits for its listener) count the events
+            # apart from the controller's decisions that follow them, as the tables hold them.
+            kraft_out = capsys.readouterr().out
+            lines = re.findall(r"\[sequencer\] batch \d+: (\d+) events in, (?:(\d+) controller decisions, )?",
+                               kraft_out)
+            lake = Lake.beside(audit)
+            assert lines and (sum(int(e) for e, _ in lines), sum(int(o or 0) for _, o in lines)) == (
+                len(read_delta(lake.bronze)) + 1, len(read_delta(lake.observed)))  # + 1: the malformed one
         else:  # the wrong rules, watched as an operator would: scraped until the last event is decided
             port = free_port()
             code, samples = run_scraped([*args, "--trigger", "1 second", "--metrics-port", str(port)],
@@ -429,7 +439,7 @@ def test_run_behind_the_bridge_writes_agreement_with_the_live_controller(
         assert not {r["type"] for r in read_delta(lake.bronze)} & {"ObservedDecision"}
         [bad] = read_delta(lake.quarantine)
         assert bad["error"] == "missing field 'leader'"
-    out = capsys.readouterr().out
+    out = kraft_out + capsys.readouterr().out
     kraft, zk = rows["kraft"], rows["zk"]
     assert kraft and all(r["match"] for r in kraft), [r for r in kraft if not r["match"]]
     causes = {kinds[r["cause_event_id"]] for r in kraft}

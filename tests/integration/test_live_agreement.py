@@ -36,7 +36,7 @@ def test_agreement_only_behind_a_bridge_and_once_per_batch(spark: Any, tmp_path:
     agree = agreement_writer(lake)
     audit = spark.createDataFrame([("kraft-9",), ("kraft-9",), ("kraft-12",)], "event_id string")
     decisions = [decision(0, 1), decision(1, 2)]  # partition 1: a leader epoch bump the controller did not make
-    assert agree(audit, decisions, 0) == []  # no observed table: `run` is not behind a bridge
+    assert agree(audit, decisions, 0) is None  # no observed table: `run` is not behind a bridge
     assert not (lake.agreement / "_delta_log").exists()
     # The controller's changes: two for the batch's event, one for an event of another batch.
     append_idempotent(spark, [observed(0, 7, "kraft-9"), observed(1, 8, "kraft-9"), observed(0, 30, "kraft-31")],

@@ -13,6 +13,7 @@ from schemas.events import Malformed, ObservedDecision, parse_event, parse_recor
 from schemas.tables import AGREEMENT
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT, ZK
+from streaming.engine.counts import agreement_words, partitions_line
 from streaming.engine.local import run_local
 from streaming.history.agreement import agreement_rows, batch_agreement, from_table_rows, to_table_rows
 from streaming.io.delta import write_delta
@@ -180,3 +181,27 @@ def test_a_zookeeper_controllers_write_goes_out_under_its_own_later_zxid() -> No
     assert not waiting
     assert [(z, r["type"]) for z, r in records] == [
         (10, "BrokerChange"), (13, "ObservedDecision"), (13, "IsrChange"), (13, "ObservedDecision")]
+
+
+def test_a_batch_of_only_isr_expansions_says_why_it_shows_no_agreement() -> None:
+    """The progress line of `run` behind the bridge: a batch whose only decisions are a leader's ISR expansion has no
+    election or ISR shrink of the controller's to compare, and says so instead of saying nothing."""
+    log = started_cluster()
+    log.batch(pcr(0, isr=[1, 2]))  # the leader shrinks its ISR: the controller's write is compared
+    log.batch(pcr(0, isr=[1, 2, 3]))  # and expands it again: the controller's write, no election or ISR shrink
+    result = convert(log.records)
+    shrink, expansion = (e["event_id"] for e in result.events[-2:])
+    decisions = run_local(published([(event_offset(e), e) for e in result.events]),
+                          ControllerConfig(rules=KRAFT)).decisions
+
+    def line(event_ids: set[str]) -> str:
+        batch = [d for d in decisions if d["cause_event_id"] in event_ids]
+        agreement = agreement_words(rows_of(result, batch, event_ids), len(batch))
+        counts = {"commands": len(batch), "decisions": len(batch), "published": len(batch), "rejections": 0,
+                  "steps": {}, "within": {}, "agreement": agreement}
+        return partitions_line(4, counts, 2, 1.0)
+
+    assert line({shrink}).endswith(", 1/1 agreeing")
+    assert line({expansion}).endswith(", 1 not compared (no election or ISR shrink)")
+    assert line({shrink, expansion}).endswith(", 1/1 agreeing, 1 not compared (no election or ISR shrink)")
+    assert agreement_words([], 0) is None  # nothing decided: nothing to say
