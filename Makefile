@@ -26,14 +26,19 @@ jars-s3a: install
 demo: install jars
 	$(VENV)/bin/isrflow demo
 
+# The unit tests under the other Pythons need no JVM: they run beside the main suite (installing their venvs is
+# mostly waiting on pip), their lines printed after it; make test fails if either does.
+OTHER_PYTHONS_LOG := .cache/other-pythons.log
 test: install jars jars-s3a
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) tools/other_pythons.py
-	$(VENV)/bin/pytest -ra --durations=30
+	nice -n 5 $(PY) tools/other_pythons.py > $(OTHER_PYTHONS_LOG) 2>&1 & other=$$!; \
+	$(VENV)/bin/pytest -ra --durations=30; suite=$$?; \
+	wait $$other; others=$$?; cat $(OTHER_PYTHONS_LOG); \
+	if [ $$suite -ne 0 ]; then exit $$suite; fi; exit $$others
 
 # The unit tests under each other Python that requires-python admits and this machine has (.venv-3.X, git-ignored,
-# installed again only when pyproject.toml changes); make test runs this first.
+# installed again only when pyproject.toml changes); make test runs this beside the main suite.
 test-pythons: install
 	$(PY) tools/other_pythons.py
 

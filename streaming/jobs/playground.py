@@ -138,7 +138,7 @@ Where to look:
   tail -f {shadow.logs / 'run.out'}       run's progress lines (also echoed here)
   curl -s http://127.0.0.1:{shadow.metrics_port}/metrics | grep ^isrflow_
   .venv/bin/isrflow explain {shadow.lake / 'audit'} --topic orders --partition 0
-  .venv/bin/python -m streaming.analysis.report {shadow.lake}
+  .venv/bin/isrflow report {shadow.lake}           the incident report, written beside the lake
   the cluster's own logs: {work / 'cluster'}
 """
 
