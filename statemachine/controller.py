@@ -55,11 +55,12 @@ from statemachine.log_dirs import (
     on_broker_registration,
     on_log_dirs_offline,
 )
-from statemachine.partition import apply_command, replicas_not_deleted
+from statemachine.partition import apply_command
 from statemachine.record import Action, Applied, Command, PartitionRecord
 from statemachine.requests import Added, Phase, Request, RequestType, batches
 from statemachine.rules import ZK, Rules
 from statemachine.step import metadata_state
+from statemachine.topic_deletion import replicas_not_deleted
 from statemachine.topic_events import TopicEvents
 from statemachine.zk_releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 

@@ -22,9 +22,9 @@ from schemas.events import (
 from statemachine.admin_checks import MIN_ISR_CONFIG, check_configs, checked_assignment
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.log_dirs import default_directories
-from statemachine.partition import replicas_not_deleted
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import PartitionState, ReplicaState
+from statemachine.topic_deletion import replicas_not_deleted
 from statemachine.zk_releases import rebalance_waits_for_reassignments
 
 if TYPE_CHECKING:
