@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,7 +25,6 @@ from schemas.events import (
     AlterTopicConfig,
     AssignReplicasToDirs,
     BrokerChange,
-    BrokerChangeKind,
     BrokerRegistration,
     ControllerChange,
     ControllerEvent,
@@ -34,7 +32,6 @@ from schemas.events import (
     CreatePartitions,
     CreateTopic,
     DeleteTopic,
-    ElectionType,
     ElectLeaders,
     IsrChange,
     IsrChangeNotification,
@@ -44,40 +41,28 @@ from schemas.events import (
     ReassignPartitions,
     UpdateFeatures,
 )
-from statemachine.admin_checks import MIN_ISR_CONFIG, UNCLEAN_CONFIG, check_configs, checked_assignment
+from statemachine.admin_checks import MIN_ISR_CONFIG, UNCLEAN_CONFIG
+from statemachine.broker_events import BrokerEvents
 from statemachine.checkpoint import SNAPSHOT_FORMAT, SNAPSHOT_VERSION, SnapshotError, read_snapshot
+from statemachine.controller_epoch import ControllerEpoch
 from statemachine.errors import Error, Outcome, Rejection
-from statemachine.features import (
-    ELIGIBLE_LEADER_REPLICAS_VERSION,
-    LATEST_PRODUCTION,
-    METADATA_VERSION,
-    is_alter_partition_supported,
-    is_elr_supported,
-    metadata_version_name,
-    unknown_metadata_version,
-)
+from statemachine.feature_events import FeatureEvents
+from statemachine.features import LATEST_PRODUCTION
 from statemachine.kraft_releases import DEFAULT_CONTROLLER_LEVEL, controller_level, on_controller_registration
 from statemachine.log_dirs import (
-    default_directories,
     offline_replicas,
     on_assign_replicas_to_dirs,
     on_broker_registration,
     on_log_dirs_offline,
 )
-from statemachine.partition import apply_command, replicas_not_deleted
+from statemachine.partition import apply_command
 from statemachine.record import Action, Applied, Command, PartitionRecord
 from statemachine.requests import Added, Phase, Request, RequestType, batches
-from statemachine.rules import ZK, Rules, eligible_leader_replicas_enabled
-from statemachine.states import PartitionState, ReplicaState
+from statemachine.rules import ZK, Rules
 from statemachine.step import metadata_state
-from statemachine.zk_releases import (
-    LAST_ZOOKEEPER_RELEASE,
-    KafkaRelease,
-    broker_failure_updates_metadata_when_nothing_changed,
-    rebalance_waits_for_reassignments,
-)
-
-_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+from statemachine.topic_deletion import replicas_not_deleted
+from statemachine.topic_events import TopicEvents
+from statemachine.zk_releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 
 Key = tuple[str, int]
 
@@ -274,7 +259,7 @@ class _Fanout:
             self.cluster(message, Outcome.REJECTED, error)
 
 
-class Controller:
+class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
     """The cluster view plus every partition's record: the whole shadow controller, pure and in-process."""
 
     def __init__(self, config: ControllerConfig | None = None) -> None:
@@ -328,26 +313,6 @@ class Controller:
     def unclean_allowed(self, topic: str) -> bool:
         value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
-
-    def feature_level(self, name: str) -> int:
-        """The finalized level of a feature: as the log last set it, else as configured (0: off)."""
-        level = self.cluster.features.get(name)
-        if level is not None:
-            return level
-        if name == METADATA_VERSION:
-            return self.config.metadata_version
-        return int(self.config.eligible_leader_replicas) if name == ELIGIBLE_LEADER_REPLICAS_VERSION else 0
-
-    @property
-    def metadata_version(self) -> int:
-        return self.feature_level(METADATA_VERSION)
-
-    @property
-    def elr_on(self) -> bool:
-        """Eligible Leader Replicas: the rule set has them and the cluster's feature is on (rules
-        .eligible_leader_replicas_enabled)."""
-        return self.config.rules.eligible_leader_replicas and eligible_leader_replicas_enabled(
-            self.feature_level(ELIGIBLE_LEADER_REPLICAS_VERSION), self.metadata_version)
 
     def min_isr(self, topic: str) -> int:
         """The topic's min.insync.replicas, else the cluster default, at most its replication factor (that of
@@ -445,457 +410,3 @@ class Controller:
             case ControllerRegistration():
                 on_controller_registration(self, event, out)
 
-    # -- controller epoch ------------------------------------------------------------------------------
-    def _failover(self, out: _Fanout) -> None:
-        cv, ev = self.cluster, out.event
-        first = cv.controller_epoch < 0
-        cv.controller_epoch = ev.controller_epoch
-        cv.controller_id = ev.controller_id if isinstance(ev, ControllerChange) else -1
-        if isinstance(ev, ControllerChange) and ev.live_brokers is not None:
-            self._read_registrations(ev.live_brokers, out)
-        # onControllerFailover: every broker learns who is live before the state machines start.
-        out.metadata(cv.broker_epochs)
-        if first:
-            out.failover = "first"  # the log's first controller: nothing to take over from
-            return
-        out.failover = "takeover"
-        if not self.config.rules.reexamine_on_failover:
-            out.cluster(f"controller epoch {cv.controller_epoch}: the new controller keeps the replicated state")
-            return
-        # A new controller knows nothing of the old one's shutting-down brokers (they retry).
-        cv.shutting_down.clear()
-        out.facts_changed()
-        for key in sorted(self.partitions):
-            out.partition(Action.CONTROLLER_FAILOVER, key)
-        # TopicDeletionManager.init, then resumeDeletions: a topic being deleted goes on at once, unless a replica of
-        # it is on a dead broker (ineligible until that broker starts).
-        for topic in sorted(cv.topics_queued_for_deletion):
-            keys = self.partitions_of(topic)
-            if all(b in cv.live_brokers for key in keys for b in self.partitions[key].replicas):
-                for key in keys:
-                    if self.partitions[key].queued_for_deletion:
-                        out.partition(Action.RESUME_DELETION, key)
-        who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
-        out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
-                    f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)
-
-    def _read_registrations(self, live: Mapping[int, int], out: _Fanout) -> None:
-        """The brokers a new controller finds registered (ZooKeeper's /brokers/ids at onControllerFailover): one
-        that died, or registered again, while no controller was active is gone, or registered with its new epoch,
-        from here on; no controller handled that change, so it decides nothing by itself."""
-        cv = self.cluster
-        for broker in sorted(set(cv.broker_epochs) - set(live)):
-            del cv.broker_epochs[broker]
-            cv.shutting_down.discard(broker)
-        for broker, epoch in live.items():
-            cv.broker_epochs[broker] = epoch
-            cv.last_broker_epochs[broker] = max(epoch, cv.last_broker_epochs.get(broker, epoch))
-        out.facts_changed()
-
-    def _on_controller_change(self, out: _Fanout) -> None:
-        cv = self.cluster
-        if out.failover == "first":
-            out.cluster(f"controller {cv.controller_id} active at epoch {cv.controller_epoch}")
-        elif out.failover is None:
-            out.cluster(f"controller epoch {cv.controller_epoch} is already active "
-                        f"(controller {cv.controller_id})", Outcome.NO_OP)
-
-    # -- features --------------------------------------------------------------------------------------
-    def _on_update_features(self, ev: UpdateFeatures, out: _Fanout) -> None:
-        """Finalized feature levels from this point of the log on (Kafka's FeatureLevelRecord), checked as
-        FeatureControlManager does the dependencies the rules rely on; level 0 turns a feature off."""
-        levels = {**self.cluster.features, **ev.features}
-        version = levels.get(METADATA_VERSION, self.metadata_version)
-        lowest = self.config.rules.minimum_metadata_version
-        if METADATA_VERSION in ev.features and version < lowest:
-            raise Rejection(Error.INVALID_UPDATE_VERSION,
-                            f"{METADATA_VERSION} {version} is below the first version the {self.config.rules.name} "
-                            f"rules run at, {lowest}")
-        if levels.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0) >= 1 and not is_elr_supported(version):
-            raise Rejection(Error.INVALID_UPDATE_VERSION,
-                            f"{ELIGIBLE_LEADER_REPLICAS_VERSION} >= 1 needs {METADATA_VERSION} 4.0-IV1 or later, not "
-                            f"{metadata_version_name(version)}")
-        before = {name: self.feature_level(name) for name in ev.features}
-        self.cluster.features.update(ev.features)
-        unknown = unknown_metadata_version(version) if METADATA_VERSION in ev.features else None
-        out.cluster("features: " + ", ".join(
-            f"{name} {before[name]} -> {level}" + (f" ({metadata_version_name(level)})" if name == METADATA_VERSION
-                                                   else "") for name, level in sorted(ev.features.items()))
-                    + (f"; WARNING: {unknown}" if unknown else ""))
-
-    # -- brokers ---------------------------------------------------------------------------------------
-    def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:
-        match ev.change:
-            case BrokerChangeKind.STARTUP:
-                self._broker_startup(out, ev.new_brokers or {ev.broker_id: ev.broker_epoch}, ev.unclean_shutdown)
-            case BrokerChangeKind.FAILURE:
-                self._broker_failure(out, ev.broker_id, ev.broker_epoch)
-            case BrokerChangeKind.CONTROLLED_SHUTDOWN:
-                self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
-
-    def _broker_startup(self, out: _Fanout, registered: Mapping[int, int], unclean_shutdown: bool = False) -> None:
-        """onBrokerStartup for the brokers (id -> epoch) one read of the registrations found new. A broker already
-        registered with its epoch is not new to the controller (processBrokerChange): a failover's read, or an
-        earlier startup of brokers read together, took it."""
-        cv = self.cluster
-        new = {b: e for b, e in sorted(registered.items()) if cv.broker_epochs.get(b) != e}
-        if not new:
-            out.cluster(f"broker(s) {_listed(registered)} already registered with epoch(s) "
-                        f"{_listed(registered.values())}: started before", Outcome.NO_OP)
-            return
-        for broker, epoch in new.items():
-            last = cv.last_broker_epochs.get(broker)
-            if last is not None and epoch <= last:
-                raise Rejection(Error.STALE_BROKER_EPOCH,
-                                f"broker {broker} registration epoch {epoch} is not newer than {last}")
-        bounced = [b for b in new if b in cv.broker_epochs]
-        for broker in bounced:
-            # Re-registered without a failure in between: Kafka handles it as a failure then a startup.
-            self._unregister(out, broker)
-            for key in self.partitions_on(broker):
-                out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
-        first = next(iter(new))
-        for broker, epoch in new.items():
-            if unclean_shutdown and self.elr_on:
-                # Registered, still fenced: KRaft takes it out of every ISR and ELR before it can lead again.
-                for key in self.partitions_on(broker):
-                    rec = self.partitions[key]
-                    if broker in rec.isr or broker in rec.eligible_leader_replicas:
-                        out.partition(Action.UNCLEAN_REGISTRATION, key, broker_id=broker)
-            cv.broker_epochs[broker] = cv.last_broker_epochs[broker] = epoch
-        out.facts_changed()
-        # onBrokerStartup: the other brokers learn of them, they learn every partition that has a leader.
-        out.metadata(b for b in cv.broker_epochs if b not in new)
-        out.metadata(new, (r for _, r in sorted(self.partitions.items())
-                           if r.has_leader_and_isr and not r.queued_for_deletion))
-        hosted = sorted({key for broker in new for key in self.partitions_on(broker)})
-        together = tuple(new) if len(new) > 1 else ()
-        for key in hosted:
-            out.partition(Action.BROKER_STARTUP, key, broker_id=first, new_brokers=together)
-        if self.config.rules.startup_elects_everywhere:
-            # The cluster's other New and Offline partitions try too (seed 143: a New partition a failed reassignment
-            # had given a live replica).
-            self._try_elections(out, sorted(set(self.partitions) - set(hosted)))
-        # Last, resumeDeletionForTopics: the failed deletions are retried (the new brokers' own replicas are online
-        # by then), then the deletion of each topic with a replica there goes on in all its partitions at once
-        # (onTopicDeletion: one UpdateMetadata naming them all, then one batch per replica state).
-        queued = {k[0] for k in hosted} & cv.topics_queued_for_deletion
-        if queued:
-            self._resume_deletions(out)
-        for key in sorted(k for topic in queued for k in self.partitions_of(topic)
-                          if self.partitions[k].queued_for_deletion):
-            out.partition(Action.RESUME_DELETION, key)
-        started = (f"brokers {_listed(new)} started together with epochs {_listed(new.values())}" if together
-                   else f"broker {first} started with epoch {new[first]}")
-        out.cluster(started + (" (bounce: failure, then startup)" if bounced else "")
-                    + f"; {'they host' if together else 'hosts'} {len(hosted)} partition(s)")
-
-    def _unregister(self, out: _Fanout, broker: int) -> None:
-        del self.cluster.broker_epochs[broker]
-        self.cluster.shutting_down.discard(broker)
-        out.facts_changed()
-
-    def _broker_failure(self, out: _Fanout, broker: int, epoch: int) -> None:
-        registered = self.cluster.broker_epochs.get(broker)
-        if registered is None and self.config.rules.fenced_brokers_stay_registered and \
-                self.cluster.last_broker_epochs.get(broker) == epoch:
-            self._fenced_again(out, broker)
-            return
-        if registered is None:
-            raise Rejection(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
-        if epoch < registered:
-            raise Rejection(Error.STALE_BROKER_EPOCH,
-                            f"failure of broker {broker} epoch {epoch}, but epoch {registered} is registered")
-        self._unregister(out, broker)
-        offline_leaders = self._partitions_with_offline_leader()
-        hosted = self.partitions_on(broker)
-        # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
-        # (their controlled-shutdown election had failed): they elect now too.
-        live = self.cluster.live_brokers
-        led_elsewhere = [k for k, r in self.partitions.items()
-                         if r.leader >= 0 and r.leader not in live and broker not in r.replicas
-                         and not r.queued_for_deletion]
-        for key in sorted(hosted + led_elsewhere):
-            out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
-        if self._hosts_replicas_being_deleted(broker):
-            self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
-        if broker_failure_updates_metadata_when_nothing_changed(self.config.release):
-            nothing_changed = not any(k in self.partitions and not self.partitions[k].queued_for_deletion
-                                      for k in hosted) and not any(
-                d.election for h in out.handled for d in h.applied.decisions)
-        else:
-            nothing_changed = not offline_leaders
-        if nothing_changed:
-            out.metadata(self.cluster.broker_epochs)  # the brokers learn it is gone
-        offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
-        out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
-                    + _names(offline))
-
-    def _partitions_with_offline_leader(self) -> list[Key]:
-        """ControllerContext.partitionsWithOfflineLeader: the partitions with a leader and ISR, not being deleted,
-        whose leader is not a live broker (leader -1 included)."""
-        live = self.cluster.live_brokers
-        return [k for k, r in self.partitions.items()
-                if r.has_leader_and_isr and not r.queued_for_deletion and r.leader not in live]
-
-    def _fenced_again(self, out: _Fanout, broker: int) -> None:
-        """KRaft: a fenced broker keeps its registration, and its session timing out later fences it again (after
-        a controlled shutdown, say), which takes it out of the ISRs it was left in: the last member of an ISR,
-        once the ELR feature lets the ISR go empty."""
-        in_isr = [k for k in self.partitions_on(broker) if broker in self.partitions[k].isr]
-        for key in in_isr:
-            out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
-        out.cluster(f"broker {broker} fenced again; still in {len(in_isr)} ISR(s): " + _names(in_isr))
-
-    def _controlled_shutdown(self, out: _Fanout, broker: int, epoch: int) -> None:
-        registered = self.cluster.broker_epochs.get(broker)
-        if registered is not None and epoch < registered:
-            raise Rejection(Error.STALE_BROKER_EPOCH,
-                            f"controlled shutdown of broker {broker} epoch {epoch}, but {registered} is registered")
-        if registered is None:
-            raise Rejection(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
-        self.cluster.shutting_down.add(broker)
-        out.facts_changed()
-        hosted = self.partitions_on(broker)
-        for key in hosted:
-            out.partition(Action.CONTROLLED_SHUTDOWN, key, broker_id=broker)
-        still_led = [k for k in hosted if k in self.partitions and self.partitions[k].leader == broker]
-        out.cluster(f"broker {broker} shutting down; still leads {len(still_led)} partition(s): "
-                    + _names(still_led))
-
-    def _on_isr_change(self, ev: IsrChange, out: _Fanout) -> None:
-        registered = self.cluster.broker_epochs.get(ev.broker_id)
-        if registered is None or registered != ev.broker_epoch:
-            raise Rejection(Error.STALE_BROKER_EPOCH,
-                            f"sender broker {ev.broker_id} epoch {ev.broker_epoch} is not the registered {registered}")
-        leader_epoch, partition_epoch = ev.leader_epoch, ev.partition_epoch
-        rec = self.partitions.get((ev.topic, ev.partition))
-        if self.config.isr_changes_at_current_epochs and rec is not None and rec.leader == ev.broker_id:
-            leader_epoch, partition_epoch = rec.leader_epoch, rec.partition_epoch
-        out.partition(Action.ISR_CHANGE, (ev.topic, ev.partition), broker_id=ev.broker_id, isr=ev.isr,
-                      leader_epoch=leader_epoch, partition_epoch=partition_epoch,
-                      leader_recovery_state=ev.leader_recovery_state)
-        # processAlterPartition: one UpdateMetadata naming every partition of the request, accepted or not, once all
-        # are written (after the last one's change), before any reassignment it lets complete. Below protocol 2.7 the
-        # leader wrote it itself: the controller sends nothing until it reads the notification.
-        request = [(p.topic, p.partition) for p in ev.request_partitions] or [(ev.topic, ev.partition)]
-        if is_alter_partition_supported(self.metadata_version) and request[-1] == (ev.topic, ev.partition):
-            out.metadata(self.cluster.broker_epochs, (self.partitions[k] for k in request if k in self.partitions),
-                         action=Action.ISR_CHANGE)
-
-    def _on_isr_change_notification(self, ev: IsrChangeNotification, out: _Fanout) -> None:
-        """processIsrChangeNotification: the named partitions' states read into the cache and one UpdateMetadata
-        naming them (those that still exist) to every registered broker."""
-        keys = sorted({(p.topic, p.partition) for p in ev.partitions} & self.partitions.keys())
-        for key in keys:
-            out.partition(Action.ISR_CHANGE_NOTIFICATION, key)
-        if not keys:
-            out.metadata(self.cluster.broker_epochs)
-
-    # -- topics ----------------------------------------------------------------------------------------
-    def _on_create_topic(self, ev: CreateTopic, out: _Fanout) -> None:
-        cv, topic = self.cluster, ev.topic
-        if not _LEGAL_TOPIC.fullmatch(topic) or topic in (".", ".."):
-            raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"illegal topic name '{topic}'")
-        if topic in cv.topics:
-            raise Rejection(Error.TOPIC_ALREADY_EXISTS, f"topic {topic} already exists"
-                            + (" (queued for deletion)" if topic in cv.topics_queued_for_deletion else ""))
-        if not ev.assignment:
-            raise Rejection(Error.INVALID_PARTITIONS, "a topic needs at least one partition")
-        assignment = checked_assignment(ev.assignment, 0, None, Error.INVALID_REPLICA_ASSIGNMENT)
-        check_configs(ev.configs)
-        cv.topics[topic] = len(assignment)
-        if ev.configs:
-            cv.topic_configs[topic] = dict(ev.configs)
-        self._create(out, topic, 0, assignment)
-
-    def _create(self, out: _Fanout, topic: str, first: int, assignment: list[tuple[int, ...]]) -> None:
-        """onNewPartitionCreation per new partition. One whose replicas are all on dead brokers stays New:
-        its failed New -> Online change is a second, rejected step (NO_LIVE_REPLICA), as Kafka logs it."""
-        for i, replicas in enumerate(assignment):
-            key = (topic, first + i)
-            out.partition(Action.CREATE, key, replicas=replicas,
-                          default_directories=default_directories(self.cluster, replicas))
-            if self.partitions[key].state is PartitionState.NEW:
-                out.partition(Action.TRY_ELECTION, key)
-
-    def _on_partition_snapshot(self, ev: PartitionSnapshot, out: _Fanout) -> None:
-        """A partition as a metadata snapshot holds it: the starting state of a log that begins there. It seeds a
-        partition isrflow does not know; it never overwrites one (the log after the snapshot says what changed)."""
-        cv, key = self.cluster, (ev.topic, ev.partition)
-        if not _LEGAL_TOPIC.fullmatch(ev.topic) or ev.topic in (".", ".."):
-            raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"illegal topic name '{ev.topic}'")
-        if key in self.partitions:
-            raise Rejection(Error.TOPIC_ALREADY_EXISTS,
-                            f"partition {ev.topic}-{ev.partition} already exists: a snapshot only seeds a new one")
-        checked_assignment({str(ev.partition): ev.replicas}, ev.partition, None, Error.INVALID_REPLICA_ASSIGNMENT)
-        outside = [b for b in (*ev.isr, *ev.adding_replicas, *ev.removing_replicas, *ev.eligible_leader_replicas,
-                               *ev.last_known_elr) if b not in ev.replicas]
-        both = set(ev.adding_replicas) & set(ev.removing_replicas)
-        if outside or both or (ev.leader >= 0 and ev.leader not in ev.isr):
-            raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
-                            f"ISR {list(ev.isr)}, leader {ev.leader}, ELR and the reassignment must lie within the "
-                            f"replicas {list(ev.replicas)} (the leader in the ISR, adding and removing apart)")
-        check_configs(ev.configs)
-        cv.topics[ev.topic] = max(cv.topics.get(ev.topic, 0), ev.partition + 1)
-        if ev.configs:
-            cv.topic_configs[ev.topic] = dict(ev.configs)
-        out.partition(Action.RESTORE, key, replicas=ev.replicas, isr=ev.isr, leader=ev.leader,
-                      leader_epoch=ev.leader_epoch, partition_epoch=ev.partition_epoch,
-                      leader_recovery_state=ev.leader_recovery_state, adding_replicas=ev.adding_replicas,
-                      removing_replicas=ev.removing_replicas, eligible_leader_replicas=ev.eligible_leader_replicas,
-                      last_known_elr=ev.last_known_elr, directories=ev.directories)
-
-    def _on_create_partitions(self, ev: CreatePartitions, out: _Fanout) -> None:
-        cv, topic = self.cluster, ev.topic
-        if topic not in cv.topics:
-            raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
-        if topic in cv.topics_queued_for_deletion:
-            raise Rejection(Error.INVALID_TOPIC_EXCEPTION, f"topic {topic} is queued for deletion")
-        if not ev.assignment:
-            raise Rejection(Error.INVALID_PARTITIONS, "no partitions to add")
-        count = cv.topics[topic]
-        first = self.partitions.get((topic, 0))
-        rf = len(first.target_replicas) if first else None
-        assignment = checked_assignment(ev.assignment, count, rf, Error.INVALID_PARTITIONS)
-        cv.topics[topic] = count + len(assignment)
-        self._create(out, topic, count, assignment)
-
-    def _on_delete_topic(self, ev: DeleteTopic, out: _Fanout) -> None:
-        topic, cv = ev.topic, self.cluster
-        if topic not in cv.topics:
-            raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
-        if topic in cv.topics_queued_for_deletion:
-            out.cluster(f"topic {topic} is already queued for deletion", Outcome.NO_OP)
-            return
-        cv.topics_queued_for_deletion.add(topic)
-        for key in self.partitions_of(topic):
-            out.partition(Action.DELETE, key)
-
-    def _finish_deletions(self, out: _Fanout) -> None:
-        cv = self.cluster
-        if out.replica_deleted:  # their StopReplica answers are in: resumeDeletions
-            self._resume_deletions(out)
-        touched = {h.command.topic for h in out.handled if h.command.topic in cv.topics_queued_for_deletion}
-        for topic in sorted(touched):
-            keys = self.partitions_of(topic)
-            if not any(replicas_not_deleted(self.partitions[k]) for k in keys):
-                for key in keys:  # completeDeleteTopic
-                    out.partition(Action.COMPLETE_DELETION, key)
-            if not self.partitions_of(topic):
-                del cv.topics[topic]
-                cv.topic_configs.pop(topic, None)
-                cv.topics_queued_for_deletion.discard(topic)
-
-    def _resume_deletions(self, out: _Fanout) -> None:
-        """TopicDeletionManager.resumeDeletions (after a replica's deletion, a replica host's failure or startup):
-        every replica whose deletion failed, of any topic being deleted, is retried (RETRY_DELETION)."""
-        live = self.cluster.live_brokers
-        for topic in sorted(self.cluster.topics_queued_for_deletion):
-            for key in self.partitions_of(topic):
-                if any(state is ReplicaState.DELETION_INELIGIBLE and broker not in live
-                       for broker, state in self.partitions[key].replica_states.items()):
-                    out.partition(Action.RETRY_DELETION, key)
-
-    def _hosts_replicas_being_deleted(self, broker: int) -> bool:
-        queued = self.cluster.topics_queued_for_deletion
-        return bool(queued) and any(broker in r.replicas for k, r in self.partitions.items() if k[0] in queued)
-
-    def _on_alter_topic_config(self, ev: AlterTopicConfig, out: _Fanout) -> None:
-        cv, topic = self.cluster, ev.topic
-        if topic not in cv.topics:
-            raise Rejection(Error.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} does not exist")
-        check_configs(ev.configs)
-        was_unclean = self.unclean_allowed(topic)
-        configs = cv.topic_configs.setdefault(topic, {})
-        for name, value in ev.configs.items():
-            if value is None:
-                configs.pop(name, None)
-            else:
-                configs[name] = value
-        if not configs:
-            del cv.topic_configs[topic]
-        out.cluster(f"topic {topic} configs: " + ", ".join(f"{k}={v}" for k, v in sorted(ev.configs.items(),
-                                                                                           key=str)),
-                    configs=ev.configs)
-        if MIN_ISR_CONFIG in ev.configs and self.elr_on and topic not in cv.topics_queued_for_deletion:
-            for key in self.partitions_of(topic):
-                out.partition(Action.CLEAR_ELR, key)
-        if self.config.rules.elects_unclean_at_config_change and self.unclean_allowed(topic) and not was_unclean:
-            self._try_elections(out, self.partitions_of(topic))
-
-    def _try_elections(self, out: _Fanout, keys: Iterable[Key]) -> None:
-        """triggerOnlinePartitionStateChange of `keys`: those New or Offline, of a topic not being deleted, elect."""
-        for key in keys:
-            rec = self.partitions[key]
-            if rec.state in (PartitionState.NEW, PartitionState.OFFLINE) and not rec.queued_for_deletion:
-                out.partition(Action.TRY_ELECTION, key)
-
-    # -- admin elections and reassignments -------------------------------------------------------------
-    def _on_reassign_partitions(self, ev: ReassignPartitions, out: _Fanout) -> None:
-        for move in ev.partitions:
-            out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas,
-                          default_directories=default_directories(self.cluster, move.replicas or ()))
-
-    def _on_elect_leaders(self, ev: ElectLeaders, out: _Fanout) -> None:
-        keys = sorted(self.partitions) if ev.partitions is None else [(r.topic, r.partition) for r in ev.partitions]
-        unclean = ev.election_type is ElectionType.UNCLEAN
-        for key in keys:
-            if unclean:
-                out.partition(Action.ELECT_UNCLEAN, key, unclean_allowed=True)
-            else:
-                out.partition(Action.ELECT_PREFERRED, key)
-
-    def _on_leader_imbalance_check(self, out: _Fanout) -> None:
-        """checkAndTriggerAutoLeaderRebalance, on the partition records as of this event."""
-        if not self.config.auto_leader_rebalance_enable:
-            out.cluster("auto.leader.rebalance.enable=false: no check", Outcome.NO_OP)
-            return
-        if self.config.rules.rebalance_batch is not None:
-            self._rebalance_every_partition(out, self.config.rules.rebalance_batch)
-            return
-        threshold = self.config.leader_imbalance_per_broker_percentage / 100
-        live = self.cluster.live_brokers
-        by_preferred: dict[int, list[tuple[Key, PartitionRecord]]] = {}
-        for key, rec in sorted(self.partitions.items()):
-            if rec.replicas and not rec.queued_for_deletion:
-                by_preferred.setdefault(rec.replicas[0], []).append((key, rec))
-        reports = []
-        # Before KAFKA-10149 a reassignment in progress anywhere holds every election back.
-        held_back = rebalance_waits_for_reassignments(self.config.release) and any(
-            r.reassignment_in_progress for r in self.partitions.values())
-        for broker, hosted in sorted(by_preferred.items()):
-            not_preferred = [(k, r) for k, r in hosted if r.has_leader_and_isr and r.leader != broker]
-            ratio = len(not_preferred) / len(hosted)
-            if ratio <= threshold:
-                continue
-            candidates = [] if held_back else [k for k, r in not_preferred if broker in live and broker in r.isr]
-            reports.append(f"broker {broker} leads {len(hosted) - len(not_preferred)}/{len(hosted)} of its "
-                           f"preferred partitions (imbalance {ratio:.0%}): {len(candidates)} preferred election(s)")
-            for key in candidates:
-                out.partition(Action.ELECT_PREFERRED, key)
-        out.cluster("; ".join(reports) if reports else
-                    f"no broker above leader.imbalance.per.broker.percentage="
-                    f"{self.config.leader_imbalance_per_broker_percentage}")
-
-
-    def _rebalance_every_partition(self, out: _Fanout, batch: int) -> None:
-        """KRaft: a preferred election for every partition not led by its preferred replica, if that replica
-        can lead (live and in the ISR), at most `batch` per run."""
-        live = self.cluster.live_brokers
-        keys = [k for k, r in sorted(self.partitions.items())
-                if r.replicas and r.has_leader_and_isr and not r.queued_for_deletion and r.leader != r.replicas[0]
-                and r.replicas[0] in live and r.replicas[0] in r.isr][:batch]
-        for key in keys:
-            out.partition(Action.ELECT_PREFERRED, key)
-        out.cluster(f"{len(keys)} partition(s) not led by their preferred replica: preferred election(s)")
-
-
-def _listed(ids: Iterable[int]) -> str:
-    return ", ".join(map(str, ids))
-
-
-def _names(keys: Iterable[Key], limit: int = 20) -> str:
-    keys = list(keys)
-    text = ", ".join(f"{t}-{p}" for t, p in keys[:limit])
-    return text + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "") if keys else "none"

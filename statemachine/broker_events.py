@@ -1,0 +1,203 @@
+"""The broker events of the controller: a broker's startup, failure and controlled shutdown (BrokerChange), and a
+leader's ISR change (AlterPartition) and the ISR change notifications, each checked against the registered
+brokers and fanned out to the partitions it touches. A broker's log dirs are in statemachine.log_dirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from schemas.events import BrokerChange, BrokerChangeKind, IsrChange, IsrChangeNotification
+from statemachine.errors import Error, Outcome, Rejection
+from statemachine.features import is_alter_partition_supported
+from statemachine.record import Action
+from statemachine.states import PartitionState
+from statemachine.zk_releases import broker_failure_updates_metadata_when_nothing_changed
+
+if TYPE_CHECKING:
+    from statemachine.controller import Key, _Fanout
+
+
+class BrokerEvents:
+    """The broker-event handlers of `Controller` (statemachine.controller), which
+    supplies the cluster view, the partition records, the config and the queries they use."""
+
+    # -- brokers ---------------------------------------------------------------------------------------
+    def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:
+        match ev.change:
+            case BrokerChangeKind.STARTUP:
+                self._broker_startup(out, ev.new_brokers or {ev.broker_id: ev.broker_epoch}, ev.unclean_shutdown)
+            case BrokerChangeKind.FAILURE:
+                self._broker_failure(out, ev.broker_id, ev.broker_epoch)
+            case BrokerChangeKind.CONTROLLED_SHUTDOWN:
+                self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
+
+    def _broker_startup(self, out: _Fanout, registered: Mapping[int, int], unclean_shutdown: bool = False) -> None:
+        """onBrokerStartup for the brokers (id -> epoch) one read of the registrations found new. A broker already
+        registered with its epoch is not new to the controller (processBrokerChange): a failover's read, or an
+        earlier startup of brokers read together, took it."""
+        cv = self.cluster
+        new = {b: e for b, e in sorted(registered.items()) if cv.broker_epochs.get(b) != e}
+        if not new:
+            out.cluster(f"broker(s) {_listed(registered)} already registered with epoch(s) "
+                        f"{_listed(registered.values())}: started before", Outcome.NO_OP)
+            return
+        for broker, epoch in new.items():
+            last = cv.last_broker_epochs.get(broker)
+            if last is not None and epoch <= last:
+                raise Rejection(Error.STALE_BROKER_EPOCH,
+                                f"broker {broker} registration epoch {epoch} is not newer than {last}")
+        bounced = [b for b in new if b in cv.broker_epochs]
+        for broker in bounced:
+            # Re-registered without a failure in between: Kafka handles it as a failure then a startup.
+            self._unregister(out, broker)
+            for key in self.partitions_on(broker):
+                out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
+        first = next(iter(new))
+        for broker, epoch in new.items():
+            if unclean_shutdown and self.elr_on:
+                # Registered, still fenced: KRaft takes it out of every ISR and ELR before it can lead again.
+                for key in self.partitions_on(broker):
+                    rec = self.partitions[key]
+                    if broker in rec.isr or broker in rec.eligible_leader_replicas:
+                        out.partition(Action.UNCLEAN_REGISTRATION, key, broker_id=broker)
+            cv.broker_epochs[broker] = cv.last_broker_epochs[broker] = epoch
+        out.facts_changed()
+        # onBrokerStartup: the other brokers learn of them, they learn every partition that has a leader.
+        out.metadata(b for b in cv.broker_epochs if b not in new)
+        out.metadata(new, (r for _, r in sorted(self.partitions.items())
+                           if r.has_leader_and_isr and not r.queued_for_deletion))
+        hosted = sorted({key for broker in new for key in self.partitions_on(broker)})
+        together = tuple(new) if len(new) > 1 else ()
+        for key in hosted:
+            out.partition(Action.BROKER_STARTUP, key, broker_id=first, new_brokers=together)
+        if self.config.rules.startup_elects_everywhere:
+            # The cluster's other New and Offline partitions try too (seed 143: a New partition a failed reassignment
+            # had given a live replica).
+            self._try_elections(out, sorted(set(self.partitions) - set(hosted)))
+        # Last, resumeDeletionForTopics: the failed deletions are retried (the new brokers' own replicas are online
+        # by then), then the deletion of each topic with a replica there goes on in all its partitions at once
+        # (onTopicDeletion: one UpdateMetadata naming them all, then one batch per replica state).
+        queued = {k[0] for k in hosted} & cv.topics_queued_for_deletion
+        if queued:
+            self._resume_deletions(out)
+        for key in sorted(k for topic in queued for k in self.partitions_of(topic)
+                          if self.partitions[k].queued_for_deletion):
+            out.partition(Action.RESUME_DELETION, key)
+        started = (f"brokers {_listed(new)} started together with epochs {_listed(new.values())}" if together
+                   else f"broker {first} started with epoch {new[first]}")
+        out.cluster(started + (" (bounce: failure, then startup)" if bounced else "")
+                    + f"; {'they host' if together else 'hosts'} {len(hosted)} partition(s)")
+
+    def _unregister(self, out: _Fanout, broker: int) -> None:
+        del self.cluster.broker_epochs[broker]
+        self.cluster.shutting_down.discard(broker)
+        out.facts_changed()
+
+    def _broker_failure(self, out: _Fanout, broker: int, epoch: int) -> None:
+        registered = self.cluster.broker_epochs.get(broker)
+        if registered is None and self.config.rules.fenced_brokers_stay_registered and \
+                self.cluster.last_broker_epochs.get(broker) == epoch:
+            self._fenced_again(out, broker)
+            return
+        if registered is None:
+            raise Rejection(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
+        if epoch < registered:
+            raise Rejection(Error.STALE_BROKER_EPOCH,
+                            f"failure of broker {broker} epoch {epoch}, but epoch {registered} is registered")
+        self._unregister(out, broker)
+        offline_leaders = self._partitions_with_offline_leader()
+        hosted = self.partitions_on(broker)
+        # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
+        # (their controlled-shutdown election had failed): they elect now too.
+        live = self.cluster.live_brokers
+        led_elsewhere = [k for k, r in self.partitions.items()
+                         if r.leader >= 0 and r.leader not in live and broker not in r.replicas
+                         and not r.queued_for_deletion]
+        for key in sorted(hosted + led_elsewhere):
+            out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
+        if self._hosts_replicas_being_deleted(broker):
+            self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
+        if broker_failure_updates_metadata_when_nothing_changed(self.config.release):
+            nothing_changed = not any(k in self.partitions and not self.partitions[k].queued_for_deletion
+                                      for k in hosted) and not any(
+                d.election for h in out.handled for d in h.applied.decisions)
+        else:
+            nothing_changed = not offline_leaders
+        if nothing_changed:
+            out.metadata(self.cluster.broker_epochs)  # the brokers learn it is gone
+        offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
+        out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
+                    + _names(offline))
+
+    def _partitions_with_offline_leader(self) -> list[Key]:
+        """ControllerContext.partitionsWithOfflineLeader: the partitions with a leader and ISR, not being deleted,
+        whose leader is not a live broker (leader -1 included)."""
+        live = self.cluster.live_brokers
+        return [k for k, r in self.partitions.items()
+                if r.has_leader_and_isr and not r.queued_for_deletion and r.leader not in live]
+
+    def _fenced_again(self, out: _Fanout, broker: int) -> None:
+        """KRaft: a fenced broker keeps its registration, and its session timing out later fences it again (after
+        a controlled shutdown, say), which takes it out of the ISRs it was left in: the last member of an ISR,
+        once the ELR feature lets the ISR go empty."""
+        in_isr = [k for k in self.partitions_on(broker) if broker in self.partitions[k].isr]
+        for key in in_isr:
+            out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
+        out.cluster(f"broker {broker} fenced again; still in {len(in_isr)} ISR(s): " + _names(in_isr))
+
+    def _controlled_shutdown(self, out: _Fanout, broker: int, epoch: int) -> None:
+        registered = self.cluster.broker_epochs.get(broker)
+        if registered is not None and epoch < registered:
+            raise Rejection(Error.STALE_BROKER_EPOCH,
+                            f"controlled shutdown of broker {broker} epoch {epoch}, but {registered} is registered")
+        if registered is None:
+            raise Rejection(Error.BROKER_NOT_AVAILABLE, f"broker {broker} is not registered")
+        self.cluster.shutting_down.add(broker)
+        out.facts_changed()
+        hosted = self.partitions_on(broker)
+        for key in hosted:
+            out.partition(Action.CONTROLLED_SHUTDOWN, key, broker_id=broker)
+        still_led = [k for k in hosted if k in self.partitions and self.partitions[k].leader == broker]
+        out.cluster(f"broker {broker} shutting down; still leads {len(still_led)} partition(s): "
+                    + _names(still_led))
+
+    def _on_isr_change(self, ev: IsrChange, out: _Fanout) -> None:
+        registered = self.cluster.broker_epochs.get(ev.broker_id)
+        if registered is None or registered != ev.broker_epoch:
+            raise Rejection(Error.STALE_BROKER_EPOCH,
+                            f"sender broker {ev.broker_id} epoch {ev.broker_epoch} is not the registered {registered}")
+        leader_epoch, partition_epoch = ev.leader_epoch, ev.partition_epoch
+        rec = self.partitions.get((ev.topic, ev.partition))
+        if self.config.isr_changes_at_current_epochs and rec is not None and rec.leader == ev.broker_id:
+            leader_epoch, partition_epoch = rec.leader_epoch, rec.partition_epoch
+        out.partition(Action.ISR_CHANGE, (ev.topic, ev.partition), broker_id=ev.broker_id, isr=ev.isr,
+                      leader_epoch=leader_epoch, partition_epoch=partition_epoch,
+                      leader_recovery_state=ev.leader_recovery_state)
+        # processAlterPartition: one UpdateMetadata naming every partition of the request, accepted or not, once all
+        # are written (after the last one's change), before any reassignment it lets complete. Below protocol 2.7 the
+        # leader wrote it itself: the controller sends nothing until it reads the notification.
+        request = [(p.topic, p.partition) for p in ev.request_partitions] or [(ev.topic, ev.partition)]
+        if is_alter_partition_supported(self.metadata_version) and request[-1] == (ev.topic, ev.partition):
+            out.metadata(self.cluster.broker_epochs, (self.partitions[k] for k in request if k in self.partitions),
+                         action=Action.ISR_CHANGE)
+
+    def _on_isr_change_notification(self, ev: IsrChangeNotification, out: _Fanout) -> None:
+        """processIsrChangeNotification: the named partitions' states read into the cache and one UpdateMetadata
+        naming them (those that still exist) to every registered broker."""
+        keys = sorted({(p.topic, p.partition) for p in ev.partitions} & self.partitions.keys())
+        for key in keys:
+            out.partition(Action.ISR_CHANGE_NOTIFICATION, key)
+        if not keys:
+            out.metadata(self.cluster.broker_epochs)
+
+
+def _listed(ids: Iterable[int]) -> str:
+    return ", ".join(map(str, ids))
+
+
+def _names(keys: Iterable[Key], limit: int = 20) -> str:
+    keys = list(keys)
+    text = ", ".join(f"{t}-{p}" for t, p in keys[:limit])
+    return text + (f" (+{len(keys) - limit} more)" if len(keys) > limit else "") if keys else "none"

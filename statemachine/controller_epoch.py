@@ -1,0 +1,75 @@
+"""The controller's epoch: a new one adopted (the log's first controller, or a failover that takes over the
+partitions: KafkaController.onControllerFailover), and the ControllerChange event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from schemas.events import ControllerChange
+from statemachine.errors import Outcome
+from statemachine.record import Action
+
+if TYPE_CHECKING:
+    from statemachine.controller import _Fanout
+
+
+class ControllerEpoch:
+    """The controller-epoch handling of `Controller` (statemachine.controller), which
+    supplies the cluster view, the partition records, the config and the queries they use."""
+
+    # -- controller epoch ------------------------------------------------------------------------------
+    def _failover(self, out: _Fanout) -> None:
+        cv, ev = self.cluster, out.event
+        first = cv.controller_epoch < 0
+        cv.controller_epoch = ev.controller_epoch
+        cv.controller_id = ev.controller_id if isinstance(ev, ControllerChange) else -1
+        if isinstance(ev, ControllerChange) and ev.live_brokers is not None:
+            self._read_registrations(ev.live_brokers, out)
+        # onControllerFailover: every broker learns who is live before the state machines start.
+        out.metadata(cv.broker_epochs)
+        if first:
+            out.failover = "first"  # the log's first controller: nothing to take over from
+            return
+        out.failover = "takeover"
+        if not self.config.rules.reexamine_on_failover:
+            out.cluster(f"controller epoch {cv.controller_epoch}: the new controller keeps the replicated state")
+            return
+        # A new controller knows nothing of the old one's shutting-down brokers (they retry).
+        cv.shutting_down.clear()
+        out.facts_changed()
+        for key in sorted(self.partitions):
+            out.partition(Action.CONTROLLER_FAILOVER, key)
+        # TopicDeletionManager.init, then resumeDeletions: a topic being deleted goes on at once, unless a replica of
+        # it is on a dead broker (ineligible until that broker starts).
+        for topic in sorted(cv.topics_queued_for_deletion):
+            keys = self.partitions_of(topic)
+            if all(b in cv.live_brokers for key in keys for b in self.partitions[key].replicas):
+                for key in keys:
+                    if self.partitions[key].queued_for_deletion:
+                        out.partition(Action.RESUME_DELETION, key)
+        who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
+        out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
+                    f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)
+
+    def _read_registrations(self, live: Mapping[int, int], out: _Fanout) -> None:
+        """The brokers a new controller finds registered (ZooKeeper's /brokers/ids at onControllerFailover): one
+        that died, or registered again, while no controller was active is gone, or registered with its new epoch,
+        from here on; no controller handled that change, so it decides nothing by itself."""
+        cv = self.cluster
+        for broker in sorted(set(cv.broker_epochs) - set(live)):
+            del cv.broker_epochs[broker]
+            cv.shutting_down.discard(broker)
+        for broker, epoch in live.items():
+            cv.broker_epochs[broker] = epoch
+            cv.last_broker_epochs[broker] = max(epoch, cv.last_broker_epochs.get(broker, epoch))
+        out.facts_changed()
+
+    def _on_controller_change(self, out: _Fanout) -> None:
+        cv = self.cluster
+        if out.failover == "first":
+            out.cluster(f"controller {cv.controller_id} active at epoch {cv.controller_epoch}")
+        elif out.failover is None:
+            out.cluster(f"controller epoch {cv.controller_epoch} is already active "
+                        f"(controller {cv.controller_id})", Outcome.NO_OP)
