@@ -459,10 +459,14 @@ class Invariants:
                 assert set(rec.replica_states) == set(rec.replicas), rec
                 assert all(s not in (ReplicaState.DELETION_STARTED, ReplicaState.DELETION_SUCCESSFUL,
                                      ReplicaState.DELETION_INELIGIBLE) for s in rec.replica_states.values()), rec
-            # A NewReplica is a replica a reassignment is still adding (creation moves its replicas on at once).
+            # A NewReplica is a replica a reassignment is still adding (creation moves its replicas on at once), or
+            # one of a topic being deleted: a deletion that fails on a dead broker moves a replica to
+            # ReplicaDeletionIneligible only from OfflineReplica or ReplicaDeletionStarted, and leaves any other as
+            # it was (TopicDeletionManager.failReplicaDeletion; docs/zookeeper.md, Kafka 2.8.2 seed 203).
             for broker, state in rec.replica_states.items():
                 if state is ReplicaState.NEW:
-                    assert rec.reassignment_in_progress and broker in rec.adding_replicas, rec
+                    adding = rec.reassignment_in_progress and broker in rec.adding_replicas
+                    assert adding or rec.queued_for_deletion, rec
             if rec.state is PartitionState.NEW:
                 assert rec.leader == -1
             if rec.state is PartitionState.ONLINE and controller.config.rules is not ZK:
