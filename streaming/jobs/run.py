@@ -7,7 +7,8 @@ import contextlib
 import hashlib
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,7 @@ def run(options: RunOptions) -> int:
 
 
 def _run(options: RunOptions, kafka: KafkaSettings) -> int:
+    started = time.monotonic()
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pairing import check_pairing
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
@@ -114,6 +116,9 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
             return 0
         # Handlers first: a SIGTERM while the queries start also stops them after their current micro-batch.
         stop = cleanup.enter_context(stop_on_signals())
+        up = up_listener(options.events_topic, started)
+        spark.streams.addListener(up)
+        cleanup.callback(spark.streams.removeListener, up)
         pipeline = start_pipeline(spark, events, lake, checkpoints, options.config, trigger, publisher, counts,
                                   check=check, metrics=metrics, agreement=agreement, requests=options.requests)
         return wait_until_stopped(pipeline, kafka, stop)
@@ -143,6 +148,47 @@ def serve_metrics(spark: Any, options: RunOptions, cleanup: contextlib.ExitStack
     cleanup.callback(spark.streams.removeListener, listener)
     print(f"isrflow run: Prometheus metrics on http://0.0.0.0:{port}/metrics", flush=True)
     return metrics
+
+
+QUERIES = ("isrflow-sequencer", "isrflow-partitions")
+
+
+def up_listener(events_topic: str, started: float, echo: Callable[[str], Any] = print) -> Any:
+    """Prints one line once both queries have ended a first trigger: a micro-batch, or a look at their sources
+    that found nothing new (a restart with nothing to do prints no progress line, so without this line it would
+    look stuck). `started`: the monotonic time the run began."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class UpLine(StreamingQueryListener):
+        def __init__(self) -> None:
+            self.names: dict[str, str] = {}  # query id -> name
+            self.triggered: dict[str, bool] = {}  # name -> had new data in its first trigger
+            self.printed = False
+
+        def onQueryStarted(self, event: Any) -> None:
+            self.names[str(event.id)] = event.name
+
+        def _first_trigger(self, query_id: Any, had_data: bool) -> None:
+            name = self.names.get(str(query_id))
+            if self.printed or name not in QUERIES:
+                return
+            self.triggered.setdefault(name, had_data)
+            if len(self.triggered) == len(QUERIES):
+                self.printed = True
+                caught_up = "" if any(self.triggered.values()) else f", caught up with {events_topic}"
+                echo(f"isrflow run: up after {time.monotonic() - started:.1f}s: both queries resumed from their "
+                     f"checkpoints{caught_up}; a progress line follows each micro-batch with events")
+
+        def onQueryProgress(self, event: Any) -> None:
+            self._first_trigger(event.progress.id, True)
+
+        def onQueryIdle(self, event: Any) -> None:
+            self._first_trigger(event.id, False)
+
+        def onQueryTerminated(self, event: Any) -> None:
+            pass
+
+    return UpLine()
 
 
 @contextlib.contextmanager
