@@ -8,7 +8,7 @@ import hashlib
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,12 +116,9 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
             return 0
         # Handlers first: a SIGTERM while the queries start also stops them after their current micro-batch.
         stop = cleanup.enter_context(stop_on_signals())
-        up = up_listener(options.events_topic, started)
-        spark.streams.addListener(up)
-        cleanup.callback(spark.streams.removeListener, up)
         pipeline = start_pipeline(spark, events, lake, checkpoints, options.config, trigger, publisher, counts,
                                   check=check, metrics=metrics, agreement=agreement, requests=options.requests)
-        return wait_until_stopped(pipeline, kafka, stop)
+        return wait_until_stopped(pipeline, kafka, stop, UpLine(options.events_topic, started))
 
 
 def serve_metrics(spark: Any, options: RunOptions, cleanup: contextlib.ExitStack,
@@ -150,45 +147,27 @@ def serve_metrics(spark: Any, options: RunOptions, cleanup: contextlib.ExitStack
     return metrics
 
 
-QUERIES = ("isrflow-sequencer", "isrflow-partitions")
+class UpLine:
+    """One line once both queries have ended a first trigger: a micro-batch, or a look at their sources that found
+    nothing new. A restart with nothing to do prints no progress line, so without it the run would look stuck.
+    Polled (`check`), not a listener's: Spark posts no idle event for a query's first trigger without data."""
 
+    def __init__(self, events_topic: str, started: float, echo: Callable[[str], Any] = print) -> None:
+        self.events_topic = events_topic
+        self.started = started  # the monotonic time the run began
+        self.echo = echo
+        self.printed = False
 
-def up_listener(events_topic: str, started: float, echo: Callable[[str], Any] = print) -> Any:
-    """Prints one line once both queries have ended a first trigger: a micro-batch, or a look at their sources
-    that found nothing new (a restart with nothing to do prints no progress line, so without this line it would
-    look stuck). `started`: the monotonic time the run began."""
-    from pyspark.sql.streaming import StreamingQueryListener
-
-    class UpLine(StreamingQueryListener):
-        def __init__(self) -> None:
-            self.names: dict[str, str] = {}  # query id -> name
-            self.triggered: dict[str, bool] = {}  # name -> had new data in its first trigger
-            self.printed = False
-
-        def onQueryStarted(self, event: Any) -> None:
-            self.names[str(event.id)] = event.name
-
-        def _first_trigger(self, query_id: Any, had_data: bool) -> None:
-            name = self.names.get(str(query_id))
-            if self.printed or name not in QUERIES:
-                return
-            self.triggered.setdefault(name, had_data)
-            if len(self.triggered) == len(QUERIES):
-                self.printed = True
-                caught_up = "" if any(self.triggered.values()) else f", caught up with {events_topic}"
-                echo(f"isrflow run: up after {time.monotonic() - started:.1f}s: both queries resumed from their "
-                     f"checkpoints{caught_up}; a progress line follows each micro-batch with events")
-
-        def onQueryProgress(self, event: Any) -> None:
-            self._first_trigger(event.progress.id, True)
-
-        def onQueryIdle(self, event: Any) -> None:
-            self._first_trigger(event.id, False)
-
-        def onQueryTerminated(self, event: Any) -> None:
-            pass
-
-    return UpLine()
+    def check(self, queries: Sequence[Any]) -> None:
+        if self.printed:
+            return
+        progress = [q.lastProgress for q in queries]  # set by a query's first trigger, with data or without
+        if any(p is None for p in progress):
+            return
+        self.printed = True
+        caught_up = f", caught up with {self.events_topic}" if all(p.numInputRows == 0 for p in progress) else ""
+        self.echo(f"isrflow run: up after {time.monotonic() - self.started:.1f}s: both queries resumed from their "
+                  f"checkpoints{caught_up}; a progress line follows each micro-batch with events")
 
 
 @contextlib.contextmanager
@@ -203,9 +182,13 @@ def stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
-def wait_until_stopped(pipeline: Pipeline, kafka: KafkaSettings, stop: threading.Event) -> int:
-    """Block until `stop` is set (SIGTERM/Ctrl-C; then stop after the current batches) or until a query fails."""
+def wait_until_stopped(pipeline: Pipeline, kafka: KafkaSettings, stop: threading.Event,
+                       up: UpLine | None = None) -> int:
+    """Block until `stop` is set (SIGTERM/Ctrl-C; then stop after the current batches) or until a query fails;
+    `up` prints its line meanwhile."""
     while not stop.is_set() and all(q.isActive for q in pipeline.queries):
+        if up is not None:
+            up.check(pipeline.queries)
         stop.wait(1.0)
     failed = [q for q in pipeline.queries if q.exception() is not None]
     print("isrflow run: stopping after the current micro-batches" if stop.is_set() else

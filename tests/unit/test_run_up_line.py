@@ -6,46 +6,30 @@ from __future__ import annotations
 import re
 from types import SimpleNamespace
 
-from streaming.jobs.run import up_listener
+from streaming.jobs.run import UpLine
 
-SEQUENCER, PARTITIONS = "id-sequencer", "id-partitions"
-
-
-def listener_and_lines() -> tuple[object, list[str]]:
-    lines: list[str] = []
-    listener = up_listener("controller-events", started=0.0, echo=lines.append)
-    listener.onQueryStarted(SimpleNamespace(id=SEQUENCER, name="isrflow-sequencer"))
-    listener.onQueryStarted(SimpleNamespace(id=PARTITIONS, name="isrflow-partitions"))
-    return listener, lines
+IDLE, BATCH = SimpleNamespace(numInputRows=0), SimpleNamespace(numInputRows=5)
 
 
-def progress(query_id: str) -> SimpleNamespace:
-    return SimpleNamespace(progress=SimpleNamespace(id=query_id))
+def queries(*progress: SimpleNamespace | None) -> list[SimpleNamespace]:
+    return [SimpleNamespace(lastProgress=p) for p in progress]
 
 
 def test_an_idle_restart_says_it_is_up_and_caught_up_once_both_queries_looked() -> None:
-    listener, lines = listener_and_lines()
-    listener.onQueryIdle(SimpleNamespace(id=SEQUENCER))
-    listener.onQueryIdle(SimpleNamespace(id=SEQUENCER))
+    lines: list[str] = []
+    up = UpLine("controller-events", started=0.0, echo=lines.append)
+    up.check(queries(None, None))
+    up.check(queries(IDLE, None))
     assert lines == []  # the partition query has not resumed yet
-    listener.onQueryIdle(SimpleNamespace(id=PARTITIONS))
-    listener.onQueryIdle(SimpleNamespace(id=PARTITIONS))
+    up.check(queries(IDLE, IDLE))
+    up.check(queries(IDLE, IDLE))
     assert len(lines) == 1
     assert re.fullmatch(r"isrflow run: up after \d+\.\ds: both queries resumed from their checkpoints, caught up "
                         r"with controller-events; a progress line follows each micro-batch with events", lines[0])
 
 
-def test_a_restart_with_events_waiting_is_up_after_their_first_batches_without_claiming_to_be_caught_up() -> None:
-    listener, lines = listener_and_lines()
-    listener.onQueryProgress(progress(SEQUENCER))
-    listener.onQueryIdle(SimpleNamespace(id=PARTITIONS))
-    listener.onQueryProgress(progress(PARTITIONS))
+def test_a_restart_with_events_waiting_is_up_without_claiming_to_be_caught_up() -> None:
+    lines: list[str] = []
+    up = UpLine("controller-events", started=0.0, echo=lines.append)
+    up.check(queries(BATCH, IDLE))
     assert len(lines) == 1 and "resumed from their checkpoints;" in lines[0] and "caught up" not in lines[0]
-
-
-def test_other_queries_of_the_session_do_not_count() -> None:
-    listener, lines = listener_and_lines()
-    listener.onQueryStarted(SimpleNamespace(id="other", name="someone-elses"))
-    listener.onQueryIdle(SimpleNamespace(id="other"))
-    listener.onQueryIdle(SimpleNamespace(id=SEQUENCER))
-    assert lines == []
