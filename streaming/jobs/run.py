@@ -161,11 +161,12 @@ class UpLine:
     def check(self, queries: Sequence[Any]) -> None:
         if self.printed:
             return
-        progress = [q.lastProgress for q in queries]  # set by a query's first trigger, with data or without
-        if any(p is None for p in progress):
+        if any(q.lastProgress is None for q in queries):  # set by a query's first trigger, with data or without
             return
         self.printed = True
-        caught_up = f", caught up with {self.events_topic}" if all(p.numInputRows == 0 for p in progress) else ""
+        # Caught up: neither query's first trigger of this run found anything new.
+        first = [q.recentProgress[0] for q in queries]
+        caught_up = f", caught up with {self.events_topic}" if all(p.numInputRows == 0 for p in first) else ""
         self.echo(f"isrflow run: up after {time.monotonic() - self.started:.1f}s: both queries resumed from their "
                   f"checkpoints{caught_up}; a progress line follows each micro-batch with events")
 
