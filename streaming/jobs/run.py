@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import signal
 import threading
@@ -152,10 +153,10 @@ class UpLine:
     nothing new. A restart with nothing to do prints no progress line, so without it the run would look stuck.
     Polled (`check`), not a listener's: Spark posts no idle event for a query's first trigger without data."""
 
-    def __init__(self, events_topic: str, started: float, echo: Callable[[str], Any] = print) -> None:
+    def __init__(self, events_topic: str, started: float, echo: Callable[[str], Any] | None = None) -> None:
         self.events_topic = events_topic
         self.started = started  # the monotonic time the run began
-        self.echo = echo
+        self.echo = echo or functools.partial(print, flush=True)  # at once, also into a pipe (a service's journal)
         self.printed = False
 
     def check(self, queries: Sequence[Any]) -> None:
