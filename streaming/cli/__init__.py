@@ -231,7 +231,7 @@ def _cmd_jars(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from streaming.quality.runner import check
 
-    return check(args.audit_table, args.since_batch, args.html, args.master, _spark_conf(args))
+    return check(args.audit_table, args.since_batch, args.html, args.master, _spark_conf(args), args.engine)
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
@@ -372,7 +372,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="the data-quality suite on an audit table; exit 1 when an expectation fails")
     p.add_argument("audit_table", help="an audit Delta table: a path or a URI such as s3a://bucket/isrflow/audit")
     p.add_argument("--since-batch", type=int, help="only audit rows of micro-batches >= N")
-    p.add_argument("--html", type=Path, help="folder for Great Expectations' HTML results")
+    p.add_argument("--html", type=Path, help="folder for Great Expectations' HTML results (Spark engine)")
+    p.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
+                   help="local: the suite without Spark, in seconds (a local table, no --html); spark: through "
+                        "Spark and Great Expectations; auto (default): local for a local table of at most 100,000 "
+                        "rows without --html, else spark")
     _add_spark_options(p)
     p.set_defaults(func=_cmd_check)
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schemas.tables import COMMAND
 from statemachine.controller import ControllerConfig
 from streaming.engine.counts import BatchCounts, partitions_line, sequencer_line
 from streaming.engine.metrics import ShadowMetrics
-from streaming.engine.partitions import BatchAgreement, BatchCheck, start_partition_machine
+from streaming.engine.partitions import BatchAgreement, BatchCheck, ensure_delta_table, start_partition_machine
 from streaming.engine.sequencer import start_sequencer
 from streaming.engine.sources import staged_events
 from streaming.io.layout import Checkpoints, Lake
@@ -53,6 +54,9 @@ def start_pipeline(spark: Any, events: Any, lake: Lake, checkpoints: Checkpoints
                    source: str = "kafka", check: BatchCheck | None = None,
                    metrics: ShadowMetrics | None = None, agreement: BatchAgreement | None = None,
                    requests: bool = True) -> Pipeline:
+    # Silver exists before the sequencer starts: its first batch's commit to an empty folder would race the
+    # partition query's creation of the table (Delta's ProtocolChangedException, the sequencer query stops).
+    ensure_delta_table(spark, lake.commands, COMMAND)
     sequencer = start_sequencer(spark, events, lake, checkpoints, config, source, trigger, counts, metrics=metrics,
                                 requests=requests)
     partitions = start_partition_machine(spark, lake, checkpoints, trigger, publisher, counts, check=check,

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +62,7 @@ def run(options: RunOptions) -> int:
 
 
 def _run(options: RunOptions, kafka: KafkaSettings) -> int:
+    started = time.monotonic()
     from streaming.engine.counts import BatchCounts
     from streaming.engine.pairing import check_pairing
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
@@ -116,7 +119,7 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
         stop = cleanup.enter_context(stop_on_signals())
         pipeline = start_pipeline(spark, events, lake, checkpoints, options.config, trigger, publisher, counts,
                                   check=check, metrics=metrics, agreement=agreement, requests=options.requests)
-        return wait_until_stopped(pipeline, kafka, stop)
+        return wait_until_stopped(pipeline, kafka, stop, UpLine(options.events_topic, started))
 
 
 def serve_metrics(spark: Any, options: RunOptions, cleanup: contextlib.ExitStack,
@@ -145,6 +148,30 @@ def serve_metrics(spark: Any, options: RunOptions, cleanup: contextlib.ExitStack
     return metrics
 
 
+class UpLine:
+    """One line once both queries have ended a first trigger: a micro-batch, or a look at their sources that found
+    nothing new. A restart with nothing to do prints no progress line, so without it the run would look stuck.
+    Polled (`check`), not a listener's: Spark posts no idle event for a query's first trigger without data."""
+
+    def __init__(self, events_topic: str, started: float, echo: Callable[[str], Any] | None = None) -> None:
+        self.events_topic = events_topic
+        self.started = started  # the monotonic time the run began
+        self.echo = echo or functools.partial(print, flush=True)  # at once, also into a pipe (a service's journal)
+        self.printed = False
+
+    def check(self, queries: Sequence[Any]) -> None:
+        if self.printed:
+            return
+        if any(q.lastProgress is None for q in queries):  # set by a query's first trigger, with data or without
+            return
+        self.printed = True
+        # Caught up: neither query's first trigger of this run found anything new.
+        first = [q.recentProgress[0] for q in queries]
+        caught_up = f", caught up with {self.events_topic}" if all(p.numInputRows == 0 for p in first) else ""
+        self.echo(f"isrflow run: up after {time.monotonic() - self.started:.1f}s: both queries resumed from their "
+                  f"checkpoints{caught_up}; a progress line follows each micro-batch with events")
+
+
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[threading.Event]:
     """An event that SIGTERM or Ctrl-C sets, instead of ending the process; the previous handlers after."""
@@ -157,9 +184,13 @@ def stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
-def wait_until_stopped(pipeline: Pipeline, kafka: KafkaSettings, stop: threading.Event) -> int:
-    """Block until `stop` is set (SIGTERM/Ctrl-C; then stop after the current batches) or until a query fails."""
+def wait_until_stopped(pipeline: Pipeline, kafka: KafkaSettings, stop: threading.Event,
+                       up: UpLine | None = None) -> int:
+    """Block until `stop` is set (SIGTERM/Ctrl-C; then stop after the current batches) or until a query fails;
+    `up` prints its line meanwhile."""
     while not stop.is_set() and all(q.isActive for q in pipeline.queries):
+        if up is not None:
+            up.check(pipeline.queries)
         stop.wait(1.0)
     failed = [q for q in pipeline.queries if q.exception() is not None]
     print("isrflow run: stopping after the current micro-batches" if stop.is_set() else

@@ -124,28 +124,24 @@ def print_report(report: QualityReport, source: str, decisions: Location | None)
         print(f"HTML results: {report.html_index}")
 
 
+ENGINES = ("auto", "local", "spark")
+# Audits up to this many rows are checked without Spark by `check`'s auto engine (streaming.quality.local).
+LOCAL_MAX_ROWS = 100_000
+
+
 def check(table: str | Location, since_batch: int | None = None, html: Path | None = None,
-          master: str | None = None, spark_conf: dict[str, str] | None = None) -> int:
-    """`isrflow check AUDIT_TABLE [--since-batch N] [--html DIR]`: 0 when every critical expectation holds,
-    1 when one fails. A missing table is a UsageError. The table may be a URI (reached through Spark)."""
+          master: str | None = None, spark_conf: dict[str, str] | None = None, engine: str = "auto") -> int:
+    """`isrflow check AUDIT_TABLE [--since-batch N] [--html DIR] [--engine E]`: 0 when every critical expectation
+    holds, 1 when one fails. A missing table is a UsageError. The table may be a URI (reached through Spark).
+    `engine`: `local` (no Spark: streaming.quality.local), `spark`, or `auto`: local for a local table of at most
+    LOCAL_MAX_ROWS rows without --html (GX's Data Docs come from the Spark engine), else spark."""
     table = location(table, absolute=False)
-    missing = UsageError(f"no Delta table at {table} (no _delta_log folder)")
     if isinstance(table, Path) and not is_delta_table(table):  # before Spark starts
-        raise missing
-    from pyspark.sql import functions as F
-
-    from streaming.engine.session import build_spark
-
-    spark = build_spark(master=master, conf=spark_conf)
-    storage = Storage(spark)
-    if not is_delta_table(table, storage):
-        raise missing
-    audit = spark.read.format("delta").load(str(table))
-    if since_batch is not None:
-        audit = audit.where(F.col("batch_id") >= since_batch)
-    decisions_path = find_decisions(table, storage)
-    decisions = read_decisions(spark, decisions_path) if decisions_path is not None else None
-    report = run_suite(spark, audit, decisions, html)
+        raise _missing(table)
+    if _local_engine(table, html, engine) and isinstance(table, Path):
+        report, decisions_path = local_report(table, since_batch)
+    else:
+        report, decisions_path = spark_report(table, since_batch, html, master, spark_conf)
     from streaming.quality.agreement import agreement_results  # a KRaft replay's extra rules
 
     if isinstance(table, Path):  # KRaft replays are local folders
@@ -153,6 +149,54 @@ def check(table: str | Location, since_batch: int | None = None, html: Path | No
     source = str(table) + (f" (batches >= {since_batch})" if since_batch is not None else "")
     print_report(report, source, decisions_path)
     return report.exit_code
+
+
+def _local_engine(table: Location, html: Path | None, engine: str) -> bool:
+    if engine not in ENGINES:
+        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine}")
+    if engine == "local" and (html is not None or not isinstance(table, Path)):
+        raise UsageError("--engine local checks a local table without --html (GX's Data Docs need --engine spark)")
+    if engine != "auto":
+        return engine == "local"
+    if html is not None or not isinstance(table, Path):
+        return False
+    from streaming.quality.local import table_rows
+
+    rows = table_rows(table)
+    return rows is not None and rows <= LOCAL_MAX_ROWS
+
+
+def _missing(table: Location) -> UsageError:
+    return UsageError(f"no Delta table at {table} (no _delta_log folder)")
+
+
+def local_report(table: Path, since_batch: int | None = None) -> tuple[QualityReport, Location | None]:
+    """The suite on a local audit table and the decisions beside it, without Spark; and where they were."""
+    from streaming.quality.local import read_audit, read_decision_rows, run_suite_local
+
+    audit, columns = read_audit(table, since_batch)
+    decisions_path = find_decisions(table)
+    decisions = read_decision_rows(decisions_path) if decisions_path is not None else None
+    return run_suite_local(audit, columns, decisions), decisions_path
+
+
+def spark_report(table: Location, since_batch: int | None = None, html: Path | None = None, master: str | None = None,
+                 spark_conf: dict[str, str] | None = None) -> tuple[QualityReport, Location | None]:
+    """The suite on an audit table and the decisions beside it, through Spark and GX; and where they were."""
+    from pyspark.sql import functions as F
+
+    from streaming.engine.session import build_spark
+
+    spark = build_spark(master=master, conf=spark_conf)
+    storage = Storage(spark)
+    if not is_delta_table(table, storage):
+        raise _missing(table)
+    audit = spark.read.format("delta").load(str(table))
+    if since_batch is not None:
+        audit = audit.where(F.col("batch_id") >= since_batch)
+    decisions_path = find_decisions(table, storage)
+    decisions = read_decisions(spark, decisions_path) if decisions_path is not None else None
+    return run_suite(spark, audit, decisions, html), decisions_path
 
 
 # -- per micro-batch ---------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@ expectation a copy of it with one injected violation fails that expectation and 
 `isrflow check` (exit 1, the expectation named in the output).
 
 One clean replay per module (local engine, seconds); each violation is a fresh Delta table written with
-delta-rs, checked by the real Spark session of the test run.
+delta-rs. `isrflow check` checks these small tables with its local engine (no Spark); the same tables through
+the Spark engine give the same results, expectation by expectation (`test_both_engines_give_the_same_results`).
 """
 
 from __future__ import annotations
@@ -204,6 +205,81 @@ def test_one_violation_fails_exactly_its_expectation(
     assert code == 1, out
     assert lists["failed"] == [expectation], out
     assert lists["warnings"] == ["no_unclean_election"]
+
+
+def _results(report: Any) -> list[tuple[Any, ...]]:
+    """What a report says of each expectation; examples in a full order (the engines rank ties either way)."""
+    return [(r.name, r.severity, r.status, r.unexpected, r.description,
+             sorted(r.examples, key=lambda e: json.dumps(e, sort_keys=True))) for r in report.results]
+
+
+def _no_decisions(audit: Rows, decisions: Rows) -> None:
+    decisions.clear()  # written as no decisions.jsonl: the audit-only variant
+
+
+def _no_decisions_lowered_epoch(audit: Rows, decisions: Rows) -> None:
+    decisions.clear()
+    find(audit, 10, "orders", 0)["partition_epoch_after"] = 0
+
+
+def _batches_with_a_violation_in_batch_0(audit: Rows, decisions: Rows) -> None:
+    for row in audit:
+        row["batch_id"] = row["source_offset"] // 10
+    find(audit, 5, "orders", 0)["leader_after"] = 9
+
+
+# Beside every violation: the clean audit, the audit-only variant, and a window of batches (since_batch).
+ENGINE_CASES: dict[str, tuple[Callable[[Rows, Rows], None], TableSchema, int | None]] = {
+    "clean": (lambda audit, decisions: None, AUDIT, None),
+    "no decisions": (_no_decisions, AUDIT, None),
+    "no decisions, epoch lowered": (_no_decisions_lowered_epoch, AUDIT, None),
+    "since batch 2": (_batches_with_a_violation_in_batch_0, AUDIT, 2),
+    "since batch 0": (_batches_with_a_violation_in_batch_0, AUDIT, 0),
+    **{name: (inject, schema, None) for name, (inject, schema) in VIOLATIONS.items()},
+}
+
+
+@pytest.mark.parametrize("case", list(ENGINE_CASES))
+def test_both_engines_give_the_same_results(case: str, clean_audit: Rows, clean_decisions: Rows, tmp_path: Path,
+                                            spark: Any) -> None:
+    from streaming.quality.runner import local_report, spark_report
+
+    inject, schema, since_batch = ENGINE_CASES[case]
+    audit, decisions = copy.deepcopy(clean_audit), copy.deepcopy(clean_decisions)
+    inject(audit, decisions)
+    table = write_copy(tmp_path, audit, decisions or None, schema)
+
+    local, local_decisions = local_report(table, since_batch)
+    on_spark, spark_decisions = spark_report(table, since_batch)
+
+    assert local_decisions == spark_decisions
+    assert (local.audit_rows, local.capabilities, local.skipped) == (
+        on_spark.audit_rows, on_spark.capabilities, on_spark.skipped)
+    assert _results(local) == _results(on_spark)
+    assert local.exit_code == on_spark.exit_code == (0 if case in ("clean", "no decisions", "since batch 2") else 1)
+
+
+def test_check_takes_the_local_engine_for_a_small_table_and_spark_on_request(
+        clean_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import streaming.quality.runner as runner
+
+    engines: list[str] = []
+    for name in ("local_report", "spark_report"):
+        original = getattr(runner, name)
+        monkeypatch.setattr(runner, name, lambda *a, _f=original, _n=name, **k: engines.append(_n) or _f(*a, **k))
+    outputs = []
+    for argv in ([], ["--engine", "spark"], ["--engine", "local"]):
+        code, out, lists = run_check(capsys, str(clean_dir / "audit"), *argv)
+        assert (code, lists) == (0, {"failed": [], "warnings": ["no_unclean_election"]}), out
+        outputs.append(re.sub(r"in \d+\.\ds", "in Ns", out))
+    assert engines == ["local_report", "spark_report", "local_report"]
+    assert outputs[0] == outputs[1] == outputs[2]  # what the user sees, but the seconds
+
+    monkeypatch.setattr(runner, "LOCAL_MAX_ROWS", 10)  # the clean audit has 103 rows
+    run_check(capsys, str(clean_dir / "audit"))
+    assert engines[-1] == "spark_report"
+    assert main(["check", str(clean_dir / "audit"), "--engine", "local", "--html", str(clean_dir / "html")]) == 2
+    assert "--engine spark" in capsys.readouterr().err
 
 
 def test_unclean_election_is_only_a_warning(clean_audit: Rows, clean_decisions: Rows, tmp_path: Path,

@@ -33,7 +33,8 @@ STATES = [s.value for s in P]
 
 
 def test_importing_the_suite_imports_neither_spark_nor_gx() -> None:
-    modules = "streaming.quality.rules, streaming.quality.gx, streaming.quality.prepare, streaming.quality.runner"
+    modules = ("streaming.quality.rules, streaming.quality.gx, streaming.quality.prepare, streaming.quality.runner, "
+               "streaming.quality.local")
     code = f"import sys, {modules}; print('pyspark' in sys.modules, 'great_expectations' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.split() == ["False", "False"]
@@ -73,6 +74,21 @@ def test_rule_names_are_unique_per_variant_and_the_full_suite_has_them_all() -> 
         "partition_epoch_one_per_write", "decision_epoch_unique_per_incarnation", "controller_epoch_never_decreases",
         "no_unclean_election",
     } <= set(rule_names())
+
+
+def test_the_local_engine_has_every_rule_and_no_other() -> None:
+    from streaming.quality.local import ROW_RULES
+
+    assert set(ROW_RULES) == {r.name for r in RULES}
+
+
+def test_local_engine_writes_values_as_spark_casts_them() -> None:
+    from streaming.quality.local import concat, nulls_first, text
+
+    assert (text([1, 2]), text([]), text([1, None]), text(None), text(3)) == ("[1, 2]", "[]", "[1, null]", None, "3")
+    assert concat("isr ", [3], " -> ", 2) == "isr [3] -> 2"
+    assert concat("outcome ", None) is None
+    assert sorted([3, None, 1], key=nulls_first) == [None, 1, 3]
 
 
 def test_variants() -> None:
