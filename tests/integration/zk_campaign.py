@@ -40,6 +40,11 @@ class ZkVersion:
     upgrade_to: int | None = None
 
 
+# The operations only ZooKeeper mode has (a session's expiry, of any broker or of the controller's own; the legacy
+# reassignment znode), and the Admin requests naming several topics or partitions (one CreateTopics, DeleteTopics,
+# CreatePartitions or AlterPartitionReassignments each), which the KRaft campaign does not draw.
+EXTRA = ("expire", "expire_controller", "create_topics", "delete_topics", "reassign_many", "reassign_znode",
+         "create_partitions_many")
 VERSIONS = {"3.9": ZkVersion("3.9", None), "2.6": ZkVersion("2.6", "2.6"),
             "2.8": ZkVersion("2.8", None, kafka_version="2.8.2")}
 
@@ -50,7 +55,7 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
     Each broker's state-change.log (the requests it sent as controller and received) and controller.log (what it
     read as controller) are kept beside ZooKeeper's directory, in `state-change/broker-N.log` and
     `controller/broker-N.log`; its server.log too (`server/broker-N.log`: the AlterPartition requests it sent)."""
-    steps = script(seed, ops, version, extra=("expire",))  # type: ignore[arg-type]
+    steps = script(seed, ops, version, extra=EXTRA)  # type: ignore[arg-type]
     here = work / f"zookeeper-{version.name}-seed-{seed}"
     with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS,
                    kafka_version=version.kafka_version) as c:
