@@ -79,7 +79,7 @@ class Event:
 _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
-_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers"})
+_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "through_znode"})
 
 
 def _plain(value: Any) -> Any:
@@ -167,6 +167,9 @@ class DeleteTopic(Event):
 class ReassignPartitions(Event):
     type: ClassVar[str] = "ReassignPartitions"
     partitions: tuple[Move, ...]
+    # Asked through ZooKeeper's /admin/reassign_partitions (ZkPartitionReassignment), not the Admin API: the
+    # controller does not check that the target's new replicas are on live brokers.
+    through_znode: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -488,6 +491,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
+    "ReassignPartitions": {"through_znode": (_bool, False)},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else _broker_epochs(v, n), None)},
     "PartitionSnapshot": {

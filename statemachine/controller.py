@@ -820,7 +820,8 @@ class Controller:
     # -- admin elections and reassignments -------------------------------------------------------------
     def _on_reassign_partitions(self, ev: ReassignPartitions, out: _Fanout) -> None:
         for move in ev.partitions:
-            out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas)
+            out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas,
+                          through_znode=ev.through_znode)
 
     def _on_elect_leaders(self, ev: ElectLeaders, out: _Fanout) -> None:
         keys = sorted(self.partitions) if ev.partitions is None else [(r.topic, r.partition) for r in ev.partitions]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context
+from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -52,7 +52,9 @@ def admin_request(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
         if op.kind == "create" and topic in ctx.topics and topic not in ctx.deleting:
             ctx.deleting.add(topic)
             event = ctx.event(txn, "DeleteTopic", f"-{topic}", topic=topic)
-            ctx.cause(Cause(event, "DELETE", topic=topic))
+            queued = tuple(c.topic for c in ctx.causes if c.kind == "DELETE" and c.topic is not None and
+                           event_zxid(c.event) > ctx.controller_wrote_at)
+            ctx.cause(Cause(event, "DELETE", topic=topic, queued_with=queued))
         elif op.kind == "delete":
             ctx.deleting.discard(topic)
     elif path == "/admin/reassign_partitions":
@@ -63,12 +65,45 @@ def admin_request(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
                   for p in json.loads(op.data or b"{}").get("partitions", [])}
         new = {k: r for k, r in wanted.items() if ctx.znode_reassignments.get(k) != r}
         ctx.znode_reassignments = wanted
-        if op.kind == "create" and new:
-            event = ctx.event(txn, "ReassignPartitions", partitions=[
-                {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(new.items())])
-            ctx.cause(Cause(event, "PARTITIONS", partitions=set(new)))
+        if op.kind == "create" and new and ctx.controller_session is None:
+            ctx.unread_reassignments = new  # no controller to handle it: the next one's failover reads it
+        elif op.kind == "create" and new:
+            _znode_reassignment(ctx, txn, new)
     elif path == "/admin/preferred_replica_election" and op.kind == "create":
         refs = sorted({(p["topic"], p["partition"]) for p in json.loads(op.data or b"{}").get("partitions", [])})
         event = ctx.event(txn, "ElectLeaders", election_type="PREFERRED",
                           partitions=[{"topic": t, "partition": p} for t, p in refs])
         ctx.cause(Cause(event, "PREFERRED", partitions=set(refs)))
+
+
+def reassignment_left_unread(ctx: Context) -> None:
+    """The controller's session ended (its broker died) with the newest event a reassignment asked through the
+    znode that it wrote nothing for: it never read it (a reassignment's start writes its assignment first); the
+    next controller's failover does (seed 302: the znode written 0.3 s before the dead controller's session
+    expired)."""
+    newest = ctx.causes[-1] if ctx.causes else None
+    if newest is None or newest.wrote or not newest.event.get("through_znode") or \
+            ctx.newest_event is not newest.event:
+        return
+    ctx.result.events.remove(newest.event)
+    ctx.forget_cause(newest)
+    ctx.newest_event = ctx.result.events[-1] if ctx.result.events else None
+    ctx.unread_reassignments = {(m["topic"], m["partition"]): tuple(m["replicas"])
+                                for m in newest.event["partitions"]}
+
+
+def reassignment_read_at_failover(ctx: Context, txn: ZkTxn, topic: str) -> None:
+    """The controller's write of `/brokers/topics/T` starting a reassignment asked through the znode while no
+    controller read it: the new controller's failover read it after its state machines started
+    (initializePartitionReassignments, processZkPartitionReassignment), its event from that first write on (the
+    failover's own writes before it are the ControllerChange's)."""
+    if any(t == topic for t, _ in ctx.unread_reassignments) and ctx.znode_reassignments:
+        _znode_reassignment(ctx, txn, ctx.unread_reassignments, "-reassign_partitions")
+        ctx.unread_reassignments = {}
+
+
+def _znode_reassignment(ctx: Context, txn: ZkTxn, moves: dict[tuple[str, int], tuple[int, ...]],
+                        suffix: str = "") -> None:
+    event = ctx.event(txn, "ReassignPartitions", suffix, through_znode=True, partitions=[
+        {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(moves.items())])
+    ctx.cause(Cause(event, "PARTITIONS", partitions=set(moves)))

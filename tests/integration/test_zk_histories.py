@@ -21,6 +21,9 @@ NOT_YET: dict[str, str] = {
     "zookeeper-3.0-deletion-cut-short": "a topic's deletion that the controller's own broker's shutdown cut short is "
                                         "still in progress at the next failover (its znodes are there); isrflow "
                                         "took it as done",
+    "zookeeper-2.8-seed-302": "topic t1, being deleted with its replicas' brokers dead, when a new controller's "
+                              "failover (the old one killed) took t1-2's replica offline twice (two leader epoch "
+                              "bumps); isrflow once",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
