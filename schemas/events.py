@@ -79,7 +79,7 @@ class Event:
 _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
-_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "through_znode"})
+_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "through_znode", "topics"})
 
 
 def _plain(value: Any) -> Any:
@@ -161,6 +161,10 @@ class CreatePartitions(Event):
 class DeleteTopic(Event):
     type: ClassVar[str] = "DeleteTopic"
     topic: str
+    # Every topic one read of /admin/delete_topics found new when it found several (this one among them), on each
+    # of their DeleteTopic events: the controller queues them with one onTopicDeletion, at the first of those
+    # events; the others find their topic queued. Empty: `topic` alone.
+    topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -345,6 +349,12 @@ def _int_list(value: Any, name: str) -> tuple[int, ...]:
     return tuple(_non_negative_int(v, name) for v in value)
 
 
+def _string_list(value: Any, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _Invalid(f"field '{name}' must be a list of strings")
+    return tuple(_string(v, name) for v in value)
+
+
 def _broker_list(value: Any, name: str) -> tuple[int, ...]:
     """A replica list as written by an admin tool: int32 integers, any sign (a negative id is a Kafka
     refusal, INVALID_REPLICA_ASSIGNMENT, not unreadable input)."""
@@ -492,6 +502,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "CreateTopic": {"configs": (lambda v, n: _configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (_bool, False)},
+    "DeleteTopic": {"topics": (_string_list, ())},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else _broker_epochs(v, n), None)},
     "PartitionSnapshot": {

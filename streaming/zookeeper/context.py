@@ -83,8 +83,10 @@ class Cause:
     wrote: bool = False  # the controller wrote a partition state for it
     last_write: tuple[int, int] | None = None  # the newest of those writes' session and cxid
     started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
-    # DELETE: the topics of the deletion requests still queued when it came (no controller write since them)
+    # DELETE: the topics of the deletion requests still queued when it came (no controller write since them), and
+    # the DeleteTopic events of the requests the controller's same read of /admin/delete_topics took
     queued_with: tuple[str, ...] = ()
+    joined: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def brokers(self) -> set[int]:
@@ -179,6 +181,7 @@ class Context:
                                          reverse=True)
         self.logged_reads: list[LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
+        self.logged_deletions: list[frozenset[str]] = []  # its reads of /admin/delete_topics: the topics new to each
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered

@@ -70,19 +70,23 @@ def _handled_by(ctx: Context, key: tuple[str, int], before: PartitionState, afte
     controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
     for cause in reversed(ctx.causes):
         if _fits(ctx, cause, key, before, after):
-            return _own_deletion(ctx, key[0], cause) or cause
+            return _own_deletion(ctx, key[0], cause, before, after) or cause
         if cause.wrote or cause.kind == "FAILOVER":
             return None
     return None
 
 
-def _own_deletion(ctx: Context, topic: str, cause: Cause) -> Cause | None:
+def _own_deletion(ctx: Context, topic: str, cause: Cause, before: PartitionState, after: PartitionState
+                  ) -> Cause | None:
     """A write of a topic being deleted, by a deletion request that came while that topic's own request was
     still queued (a DeleteTopics naming both: the controller wrote nothing between the two znodes): the earlier
     request's. Its TopicDeletion event read only its topic under /admin/delete_topics and takes its replicas out
     of the ISR (seed 301: t4 and t2 deleted at once, t4's writes after t2's znode). Not once the earlier request
-    was handled: what a later one writes of its topic is a retry (resumeDeletions, seed 108)."""
-    if cause.kind != "DELETE" or topic not in cause.queued_with or cause.wrote:
+    was handled, nor a bare leader epoch bump of a leaderless partition (its dead replica's failed deletion
+    retried, back to OfflineReplica, which the earlier request's own handling does not do): what a later request
+    writes so of its topic is a retry (resumeDeletions, seeds 108 and 304)."""
+    retry = before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr)
+    if cause.kind != "DELETE" or topic not in cause.queued_with or cause.wrote or retry:
         return None
     return next((c for c in reversed(ctx.causes) if c.kind == "DELETE" and c.topic == topic), None)
 
