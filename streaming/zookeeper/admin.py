@@ -75,15 +75,19 @@ def admin_request(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
 def _deletion_asked(ctx: Context, txn: ZkTxn, topic: str) -> None:
     """`/admin/delete_topics/T` created. One DeleteTopics names several topics: the broker creates their znodes one
     after the other, and the controller's TopicDeletion event reads every one there by then (processTopicDeletion),
-    queuing them in one onTopicDeletion. A request the controller has not started on (no write of its since) is
-    read with the ones before it: with the brokers' controller.log, where one of its reads found both new; without,
-    always (seed 304: one read of t0, t2 and t3; seed 301: t4 read alone, then t2)."""
+    queuing them in one onTopicDeletion. With the brokers' controller.log, a request is read with the one before it
+    that the same logged read found new (seed 304: t0 read alone, then t2 and t3; seed 308: t4 alone, then t6, t7
+    and t1, t6's znode written before the controller's first write for t4); without, with the ones the controller
+    had not started on (no write since them; seed 301: t4 and t2 read as one)."""
     ctx.deleting.add(topic)
     event = ctx.event(txn, "DeleteTopic", f"-{topic}", topic=topic)
     queued = [c for c in ctx.causes if c.kind == "DELETE" and c.topic is not None and
               event_zxid(c.event) > ctx.controller_wrote_at]
-    batch = next((c for c in queued if not ctx.logged_deletions or
-                  any({c.topic, topic} <= read for read in ctx.logged_deletions)), None)
+    if ctx.logged_deletions:  # the request, not handled yet, that the same logged read found new
+        read = next((r for r in ctx.logged_deletions if topic in r), frozenset())
+        batch = next((c for c in ctx.causes if c.kind == "DELETE" and c.topic in read and not c.wrote), None)
+    else:
+        batch = queued[0] if queued else None
     if batch is None:
         ctx.cause(Cause(event, "DELETE", topic=topic, queued_with=tuple(str(c.topic) for c in queued)))
         return

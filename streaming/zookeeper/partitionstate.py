@@ -82,13 +82,15 @@ def _own_deletion(ctx: Context, topic: str, cause: Cause, before: PartitionState
     still queued (a DeleteTopics naming both: the controller wrote nothing between the two znodes): the earlier
     request's. Its TopicDeletion event read only its topic under /admin/delete_topics and takes its replicas out
     of the ISR (seed 301: t4 and t2 deleted at once, t4's writes after t2's znode). Not once the earlier request
-    was handled, nor a bare leader epoch bump of a leaderless partition (its dead replica's failed deletion
-    retried, back to OfflineReplica, which the earlier request's own handling does not do): what a later request
-    writes so of its topic is a retry (resumeDeletions, seeds 108 and 304)."""
-    retry = before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr)
-    if cause.kind != "DELETE" or topic not in cause.queued_with or cause.wrote or retry:
+    was handled (what a later request writes of its topic is a retry: resumeDeletions, seed 108). A bare leader
+    epoch bump of a leaderless partition (a dead replica's failed deletion retried, back to OfflineReplica) is the
+    earlier request's only when that took live replicas out of the ISR: their StopReplica answers resume the
+    deletions, folded into the request's event (seed 306); else it is the later request's resumeDeletions (304)."""
+    if cause.kind != "DELETE" or topic not in cause.queued_with or cause.wrote:
         return None
-    return next((c for c in reversed(ctx.causes) if c.kind == "DELETE" and c.topic == topic), None)
+    own = next((c for c in reversed(ctx.causes) if c.kind == "DELETE" and c.topic == topic), None)
+    retry = before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr)
+    return None if own is None or (retry and not own.wrote) else own
 
 
 def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
