@@ -85,12 +85,14 @@ def _own_deletion(ctx: Context, topic: str, cause: Cause, before: PartitionState
     was handled (what a later request writes of its topic is a retry: resumeDeletions, seed 108). A bare leader
     epoch bump of a leaderless partition (a dead replica's failed deletion retried, back to OfflineReplica) is the
     earlier request's only when that took live replicas out of the ISR: their StopReplica answers resume the
-    deletions, folded into the request's event (seed 306); else it is the later request's resumeDeletions (304)."""
-    if cause.kind != "DELETE" or topic not in cause.queued_with or cause.wrote:
+    deletions, folded into the request's event (seeds 306, 309: also once the later one has written); else it is the
+    later request's resumeDeletions (304)."""
+    if cause.kind != "DELETE" or topic not in cause.queued_with:
         return None
     own = next((c for c in reversed(ctx.causes) if c.kind == "DELETE" and c.topic == topic), None)
-    retry = before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr)
-    return None if own is None or (retry and not own.wrote) else own
+    if before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr):  # a retry
+        return own if own is not None and own.wrote else None  # also after the later one wrote (seed 309)
+    return None if cause.wrote else own
 
 
 def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
