@@ -28,8 +28,8 @@ NOT_YET: dict[str, str] = {
                               "on dead brokers: each later failover retried the failed deletion (a leader epoch "
                               "bump of t0-0); isrflow's failovers did not",
     "zookeeper-3.5-seed-311": "a controller killed between its reassignment's ISR shrink and its assignment write: the "
-                              "next failover completed t1-2's reassignment keeping its own broker 1 in the ISR "
-                              "[3, 1]; isrflow's wrote [3] (not explained yet)",
+                              "next failover found it in progress and completed it again (a leader epoch bump); "
+                              "isrflow had completed it within the event, its failover resumed nothing",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
