@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from statemachine.visit_order import reassignment_order
 from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -125,6 +126,7 @@ def reassignment_read_at_failover(ctx: Context, txn: ZkTxn, topic: str) -> None:
 
 def _znode_reassignment(ctx: Context, txn: ZkTxn, moves: dict[tuple[str, int], tuple[int, ...]],
                         suffix: str = "") -> None:
+    # In the order the controller starts them (its mutable.HashMap of the znode's partitions; seed 303).
     event = ctx.event(txn, "ReassignPartitions", suffix, through_znode=True, partitions=[
-        {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(moves.items())])
+        {"topic": t, "partition": p, "replicas": list(moves[(t, p)])} for t, p in reassignment_order(moves)])
     ctx.cause(Cause(event, "PARTITIONS", partitions=set(moves)))

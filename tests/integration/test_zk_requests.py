@@ -273,3 +273,4 @@ def test_topics_deleted_by_one_request_go_in_the_batches_the_controllers_read_of
     deletions = [e for e in read_jsonl(tmp_path / "alone" / "zk" / "events.jsonl") if e["type"] == "DeleteTopic"]
     assert [(e["topic"], e.get("topics")) for e in deletions] == [
         ("t4", ["t2", "t4"]), ("t2", ["t2", "t4"]), ("t0", None), ("t5", ["t1", "t5"]), ("t1", ["t1", "t5"])]
+
