@@ -60,11 +60,11 @@ kraft-campaign: install jars
 	cd tests/integration && ../../$(PY) kraft_campaign.py --runs $(RUNS) --seed $(SEED) --ops $(OPS) --versions $(VERSIONS) \
 		--out ../../out/kraft-campaign $(if $(SPARK),--spark)
 
-# The same campaign on real ZooKeeper-mode clusters (docs/zookeeper.md, "The campaign"): Kafka 3.9 brokers at its own
-# inter.broker.protocol.version and at 2.6, taken in turn (2.8: Kafka 2.8.2 brokers, their jars fetched on first use);
-# make test runs one short run. KEEP=1 keeps every run (the
+# The same campaign on real ZooKeeper-mode clusters (docs/zookeeper.md, "The campaign"): every release in turn, each
+# at its own inter.broker.protocol.version (3.9, 2.8, 2.7, 3.0, 3.5: Kafka 3.9.1, 2.8.2, 2.7.2, 3.0.2, 3.5.2, the
+# older ones' jars fetched on first use) and Kafka 3.9.1 at 2.6; make test runs one short run. KEEP=1 keeps every run (the
 # ZooKeeper directory and each broker's state-change.log); RECHECK=1 starts no cluster and compares every kept run again.
-ZK_VERSIONS ?= 3.9,2.6
+ZK_VERSIONS ?= 3.9,2.6,2.8,2.7,3.0,3.5
 zk-campaign: install jars
 	cd tests/integration && ../../$(PY) zk_campaign.py --runs $(RUNS) --seed $(SEED) --ops $(OPS) \
 		--versions $(ZK_VERSIONS) --out ../../out/zk-campaign $(if $(SPARK),--spark) $(if $(KEEP),--keep) \

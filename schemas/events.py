@@ -98,7 +98,8 @@ class Event:
 _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
-_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories"})
+_ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
+                        "topics"})
 
 
 def _plain(value: Any) -> Any:
@@ -180,12 +181,19 @@ class CreatePartitions(Event):
 class DeleteTopic(Event):
     type: ClassVar[str] = "DeleteTopic"
     topic: str
+    # Every topic one read of /admin/delete_topics found new when it found several (this one among them), on each
+    # of their DeleteTopic events: the controller queues them with one onTopicDeletion, at the first of those
+    # events; the others find their topic queued. Empty: `topic` alone.
+    topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReassignPartitions(Event):
     type: ClassVar[str] = "ReassignPartitions"
     partitions: tuple[Move, ...]
+    # Asked through ZooKeeper's /admin/reassign_partitions (ZkPartitionReassignment), not the Admin API: the
+    # controller does not check that the target's new replicas are on live brokers.
+    through_znode: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -438,6 +446,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
+    "ReassignPartitions": {"through_znode": (boolean, False)},
+    "DeleteTopic": {"topics": (string_list, ())},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
     "PartitionSnapshot": {

@@ -181,7 +181,8 @@ def _on_reassign(s: Step) -> None:
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                         f"target {list(target)} must be non-empty, without duplicates or negative ids")
     dead = [r for r in target if r not in rec.origin_replicas and r not in s.command.live_brokers]
-    if dead and s.rules.reassign_to_live_brokers_only:
+    # validateReplicas: the Admin API's reassignments only (processApiPartitionReassignment), not the znode's.
+    if dead and s.rules.reassign_to_live_brokers_only and not s.command.through_znode:
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"target adds brokers that are not live: {dead}")
     with s.batch(Phase.REASSIGNMENT):
         _start_reassignment(s, target)

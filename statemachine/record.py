@@ -146,6 +146,8 @@ class Command:
     new_brokers: tuple[int, ...] = ()
     # CREATE: the assignment; REASSIGN: the target (None = cancel).
     replicas: tuple[int, ...] | None = None
+    # REASSIGN: asked through /admin/reassign_partitions (no check that the new replicas are live).
+    through_znode: bool = False
     # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.
     isr: tuple[int, ...] | None = None
     leader: int | None = None

@@ -113,8 +113,10 @@ class TopicEvents:
         if topic in cv.topics_queued_for_deletion:
             out.cluster(f"topic {topic} is already queued for deletion", Outcome.NO_OP)
             return
-        cv.topics_queued_for_deletion.add(topic)
-        for key in self.partitions_of(topic):
+        # One read of /admin/delete_topics: every topic it found, in one onTopicDeletion (one batch of requests).
+        topics = [t for t in sorted({topic, *ev.topics}) if t in cv.topics and t not in cv.topics_queued_for_deletion]
+        cv.topics_queued_for_deletion.update(topics)
+        for key in [k for t in topics for k in self.partitions_of(t)]:
             out.partition(Action.DELETE, key)
 
     def _finish_deletions(self, out: _Fanout) -> None:
@@ -180,6 +182,7 @@ class TopicEvents:
     def _on_reassign_partitions(self, ev: ReassignPartitions, out: _Fanout) -> None:
         for move in ev.partitions:
             out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas,
+                          through_znode=ev.through_znode,
                           default_directories=default_directories(self.cluster, move.replicas or ()))
 
     def _on_elect_leaders(self, ev: ElectLeaders, out: _Fanout) -> None:

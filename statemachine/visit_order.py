@@ -43,3 +43,29 @@ def _trie_order(keys: list[int], shift: int) -> list[int]:
     alone = [slots[s][0] for s in sorted(slots) if len(slots[s]) == 1]
     shared = [k for s in sorted(slots) if len(slots[s]) > 1 for k in _trie_order(slots[s], shift + _BITS)]
     return alone + shared
+
+
+def _java_string_hash(s: str) -> int:
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def _topic_partition_hash(topic: str, partition: int) -> int:
+    """org.apache.kafka.common.TopicPartition.hashCode (31 * (31 + partition) + topic.hashCode), unsigned."""
+    return (31 * (31 + partition) + _java_string_hash(topic)) & 0xFFFFFFFF
+
+
+def reassignment_order(partitions: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The distinct `partitions` in the order KafkaController starts their reassignments: it collects one request's
+    partitions in a Scala 2.13 `mutable.HashMap` (processApiPartitionReassignment, processZkPartitionReassignment)
+    and calls onPartitionReassignment for each in that map's iteration order: by bucket (the improved hash,
+    `h ^ (h >>> 16)`, masked by the table's size: 16, doubled as it fills past three quarters), then by improved
+    hash within a bucket."""
+    keys = sorted(set(partitions))
+    size = 16
+    while len(keys) >= size * 3 // 4:
+        size *= 2
+    improved = {k: (h := _topic_partition_hash(*k)) ^ (h >> 16) for k in keys}
+    return sorted(keys, key=lambda k: (improved[k] & (size - 1), improved[k]))

@@ -247,14 +247,29 @@ class KafkaTestCluster:
 
     def create_topic(self, name: str, assignment: dict[int, list[int]],
                      configs: dict[str, str] | None = None) -> None:
+        self.create_topics({name: assignment}, configs)
+
+    def create_topics(self, assignments: dict[str, dict[int, list[int]]],
+                      configs: dict[str, str] | None = None) -> None:
+        """One CreateTopics request naming every topic of `assignments` (each with the same `configs`)."""
         self._call(lambda a: a.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment,
-                                                       topic_configs=configs or {})]))
+                                                       topic_configs=configs or {})
+                                              for name, assignment in assignments.items()]))
 
     def create_partitions(self, name: str, total: int, new_assignments: list[list[int]]) -> None:
-        self._call(lambda a: a.create_partitions({name: NewPartitions(total, new_assignments)}))
+        self.create_partitions_of({name: (total, new_assignments)})
+
+    def create_partitions_of(self, topics: dict[str, tuple[int, list[list[int]]]]) -> None:
+        """One CreatePartitions request: topic -> (its new partition count, the new partitions' replicas)."""
+        self._call(lambda a: a.create_partitions({name: NewPartitions(total, new)
+                                                  for name, (total, new) in topics.items()}))
 
     def delete_topic(self, name: str) -> None:
-        self._call(lambda a: a.delete_topics([name]))
+        self.delete_topics([name])
+
+    def delete_topics(self, names: list[str]) -> None:
+        """One DeleteTopics request naming every topic of `names`."""
+        self._call(lambda a: a.delete_topics(list(names)))
 
     def list_topics(self) -> list[str]:
         return list(self._call(lambda a: a.list_topics()))

@@ -20,8 +20,10 @@ Every process is started by this object and stopped by its pid (`stop()`, also a
 from __future__ import annotations
 
 import atexit
+import json
 import shutil
 import socket
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,6 +65,7 @@ DEFAULT_RELEASE = "3.9.1"
 DATA_ROOT = connectors.CACHE / "zk-clusters"
 SESSION_TIMEOUT_MS = 6000
 ZOOKEEPER_ID = 0
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 
 # ZooKeeper's settings for a fast, small run (docs/zookeeper.md). tickTime 500 ms allows
 # session timeouts of 1 to 10 s; the default preAllocSize writes 64 MB per log file; snapCount is small so that
@@ -307,6 +310,18 @@ class ZkCluster(KafkaTestCluster):
         # Until it learns that its session expired, the resumed broker still lists itself: ask the others.
         self.wait_until(lambda: broker_id in (self._listed_by_others(broker_id) or set()), timeout,
                         f"broker {broker_id} registered again")
+
+    def reassign_through_znode(self, moves: dict[tuple[str, int], list[int]]) -> None:
+        """The legacy reassignment (kafka-reassign-partitions --zookeeper before Kafka 3.0): one
+        `/admin/reassign_partitions` znode naming every partition of `moves`, created with ZooKeeper's own
+        command-line client. Refused while the znode exists (a reassignment through it still in progress)."""
+        data = json.dumps({"version": 1, "partitions": [
+            {"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(moves.items())]})
+        shell = self.zookeeper.java_cmd("org.apache.zookeeper.ZooKeeperMain", "-server",
+                                        f"127.0.0.1:{self.zookeeper.port}", "create", REASSIGN_PARTITIONS, data)
+        out = subprocess.run(shell, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        if f"Created {REASSIGN_PARTITIONS}" not in out.stdout + out.stderr:
+            raise RuntimeError(f"reassignment znode refused: {(out.stdout + out.stderr).strip()[-200:]}")
 
     def _listed_by_others(self, broker_id: int) -> set[int] | None:
         return self._ask_a_broker(listed_brokers, other_than=broker_id)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 
-from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context
+from statemachine.visit_order import reassignment_order
+from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -50,9 +51,7 @@ def admin_request(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     if path.startswith("/admin/delete_topics/"):
         topic = path.rsplit("/", 1)[1]
         if op.kind == "create" and topic in ctx.topics and topic not in ctx.deleting:
-            ctx.deleting.add(topic)
-            event = ctx.event(txn, "DeleteTopic", f"-{topic}", topic=topic)
-            ctx.cause(Cause(event, "DELETE", topic=topic))
+            _deletion_asked(ctx, txn, topic)
         elif op.kind == "delete":
             ctx.deleting.discard(topic)
     elif path == "/admin/reassign_partitions":
@@ -63,12 +62,71 @@ def admin_request(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
                   for p in json.loads(op.data or b"{}").get("partitions", [])}
         new = {k: r for k, r in wanted.items() if ctx.znode_reassignments.get(k) != r}
         ctx.znode_reassignments = wanted
-        if op.kind == "create" and new:
-            event = ctx.event(txn, "ReassignPartitions", partitions=[
-                {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(new.items())])
-            ctx.cause(Cause(event, "PARTITIONS", partitions=set(new)))
+        if op.kind == "create" and new and ctx.controller_session is None:
+            ctx.unread_reassignments = new  # no controller to handle it: the next one's failover reads it
+        elif op.kind == "create" and new:
+            _znode_reassignment(ctx, txn, new)
     elif path == "/admin/preferred_replica_election" and op.kind == "create":
         refs = sorted({(p["topic"], p["partition"]) for p in json.loads(op.data or b"{}").get("partitions", [])})
         event = ctx.event(txn, "ElectLeaders", election_type="PREFERRED",
                           partitions=[{"topic": t, "partition": p} for t, p in refs])
         ctx.cause(Cause(event, "PREFERRED", partitions=set(refs)))
+
+
+def _deletion_asked(ctx: Context, txn: ZkTxn, topic: str) -> None:
+    """`/admin/delete_topics/T` created. One DeleteTopics names several topics: the broker creates their znodes one
+    after the other, and the controller's TopicDeletion event reads every one there by then (processTopicDeletion),
+    queuing them in one onTopicDeletion. With the brokers' controller.log, a request is read with the one before it
+    that the same logged read found new (seed 304: t0 read alone, then t2 and t3; seed 308: t4 alone, then t6, t7
+    and t1, t6's znode written before the controller's first write for t4); without, with the ones the controller
+    had not started on (no write since them; seed 301: t4 and t2 read as one)."""
+    ctx.deleting.add(topic)
+    event = ctx.event(txn, "DeleteTopic", f"-{topic}", topic=topic)
+    queued = [c for c in ctx.causes if c.kind == "DELETE" and c.topic is not None and
+              event_zxid(c.event) > ctx.controller_wrote_at]
+    if ctx.logged_deletions:  # the request, not handled yet, that the same logged read found new
+        read = next((r for r in ctx.logged_deletions if topic in r), frozenset())
+        batch = next((c for c in ctx.causes if c.kind == "DELETE" and c.topic in read and not c.wrote), None)
+    else:
+        batch = queued[0] if queued else None
+    if batch is None:
+        ctx.cause(Cause(event, "DELETE", topic=topic, queued_with=tuple(str(c.topic) for c in queued)))
+        return
+    batch.joined.append(event)
+    topics = sorted({str(batch.topic), *(e["topic"] for e in batch.joined)})
+    for joined in (batch.event, *batch.joined):
+        joined["topics"] = topics
+
+
+def reassignment_left_unread(ctx: Context) -> None:
+    """The controller's session ended (its broker died) with the newest event a reassignment asked through the
+    znode that it wrote nothing for: it never read it (a reassignment's start writes its assignment first); the
+    next controller's failover does (seed 302: the znode written 0.3 s before the dead controller's session
+    expired)."""
+    newest = ctx.causes[-1] if ctx.causes else None
+    if newest is None or newest.wrote or not newest.event.get("through_znode") or \
+            ctx.newest_event is not newest.event:
+        return
+    ctx.result.events.remove(newest.event)
+    ctx.forget_cause(newest)
+    ctx.newest_event = ctx.result.events[-1] if ctx.result.events else None
+    ctx.unread_reassignments = {(m["topic"], m["partition"]): tuple(m["replicas"])
+                                for m in newest.event["partitions"]}
+
+
+def reassignment_read_at_failover(ctx: Context, txn: ZkTxn, topic: str) -> None:
+    """The controller's write of `/brokers/topics/T` starting a reassignment asked through the znode while no
+    controller read it: the new controller's failover read it after its state machines started
+    (initializePartitionReassignments, processZkPartitionReassignment), its event from that first write on (the
+    failover's own writes before it are the ControllerChange's)."""
+    if any(t == topic for t, _ in ctx.unread_reassignments) and ctx.znode_reassignments:
+        _znode_reassignment(ctx, txn, ctx.unread_reassignments, "-reassign_partitions")
+        ctx.unread_reassignments = {}
+
+
+def _znode_reassignment(ctx: Context, txn: ZkTxn, moves: dict[tuple[str, int], tuple[int, ...]],
+                        suffix: str = "") -> None:
+    # In the order the controller starts them (its mutable.HashMap of the znode's partitions; seed 303).
+    event = ctx.event(txn, "ReassignPartitions", suffix, through_znode=True, partitions=[
+        {"topic": t, "partition": p, "replicas": list(moves[(t, p)])} for t, p in reassignment_order(moves)])
+    ctx.cause(Cause(event, "PARTITIONS", partitions=set(moves)))

@@ -51,6 +51,7 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     epoch = ctx.controller_epoch
     ctx.logged_reads = [LoggedRead(r) for r in ctx.reads.broker_reads.get(epoch, [])]
     ctx.logged_assignments = list(ctx.reads.assignments.get(epoch, []))
+    ctx.logged_deletions = list(ctx.reads.deletion_reads.get(epoch, []))
     logged = ctx.reads.failovers.get(epoch)
     if logged is None:
         ctx.failover = Failover(event, txn.time)

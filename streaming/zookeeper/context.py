@@ -83,6 +83,10 @@ class Cause:
     wrote: bool = False  # the controller wrote a partition state for it
     last_write: tuple[int, int] | None = None  # the newest of those writes' session and cxid
     started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
+    # DELETE: the topics of the deletion requests still queued when it came (no controller write since them), and
+    # the DeleteTopic events of the requests the controller's same read of /admin/delete_topics took
+    queued_with: tuple[str, ...] = ()
+    joined: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def brokers(self) -> set[int]:
@@ -177,6 +181,7 @@ class Context:
                                          reverse=True)
         self.logged_reads: list[LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
+        self.logged_deletions: list[frozenset[str]] = []  # its reads of /admin/delete_topics: the topics new to each
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
@@ -192,6 +197,8 @@ class Context:
         self.deleting: set[str] = set()
         self.created: dict[str, dict[str, Any]] = {}  # topic -> the event that created its newest partitions
         self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
+        # Those of them asked while no controller was active, which the next one's failover reads.
+        self.unread_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}
         self.causes: list[Cause] = []  # newest last
         self.protocol_before_3 = False
         self.controller_since = 0  # the zxid of the active controller's election
@@ -202,6 +209,7 @@ class Context:
         self.alter_partition: Batch | None = None  # the newest AlterPartition request's IsrChange events
         self.notifications_read: Batch | None = None  # the controller's last read of ISR change notifications
         self.zxid = self.time = 0  # the last transaction fed, and its time (ms)
+        self.controller_wrote_at = 0  # the zxid of the controller's event thread's newest write
 
     def event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
         ts = datetime.fromtimestamp(max(txn.time, 0) / 1000, UTC).isoformat(timespec="milliseconds")

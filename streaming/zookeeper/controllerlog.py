@@ -12,7 +12,9 @@ show"). The controller logs both (Kafka 3.9's KafkaController), each line under 
   read of processBrokerChange;
 - `Successfully updated assignment of partition T-P to ReplicaAssignment(replicas=..., addingReplicas=...,
   removingReplicas=...)` (INFO): each write of /brokers/topics/T by updateReplicaAssignmentForPartition, naming the
-  one partition it is for (the znode holds them all).
+  one partition it is for (the znode holds them all);
+- `Starting topic deletion for topics T,...` (INFO): one read of /admin/delete_topics by processTopicDeletion, every
+  topic whose deletion was asked (those queued before it too).
 
 Every other line is counted, not read.
 """
@@ -33,6 +35,7 @@ _ELECTED = re.compile(r"^\d+ successfully elected as the controller\. Epoch incr
 _FAILOVER_READ = re.compile(r"^Initialized broker epochs cache: \w*\((?P<epochs>[\d ,>-]*)\)$")
 _ASSIGNMENT = re.compile(r"^Successfully updated assignment of partition (?P<topic>.+)-(?P<partition>\d+) to "
                          r"ReplicaAssignment\(")
+_DELETION_READ = re.compile(r"^Starting topic deletion for topics (?P<topics>.*)$")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
                           r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
 
@@ -58,10 +61,12 @@ class ControllerReads:
     broker_reads: dict[int, list[BrokerRead]] = field(default_factory=dict)
     # per controller epoch, the partition (topic, partition) each assignment write was for, in order
     assignments: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
+    # per controller epoch, the topics each read of /admin/delete_topics found that no read before it had
+    deletion_reads: dict[int, list[frozenset[str]]] = field(default_factory=dict)
     other_lines: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.failovers or self.broker_reads or self.assignments)
+        return bool(self.failovers or self.broker_reads or self.assignments or self.deletion_reads)
 
 
 def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = None) -> ControllerReads:
@@ -81,6 +86,9 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
                 broker_ids(s["bounced"])))
         elif epoch is not None and (s := _ASSIGNMENT.match(msg)):
             out.assignments.setdefault(epoch, []).append((s["topic"], int(s["partition"])))
+        elif epoch is not None and (s := _DELETION_READ.match(msg)):
+            reads = out.deletion_reads.setdefault(epoch, [])
+            reads.append(frozenset(s["topics"].split(",")) - frozenset().union(*reads))
         else:
             out.other_lines += 1
     return out

@@ -131,6 +131,8 @@ class Converter:
             if path.startswith(ISR_CHANGE_NOTIFICATION):
                 isrchanges.isr_change_notification(ctx, txn, op)
             if op.kind == "closeSession":
+                if "/controller" in op.deleted:
+                    admin.reassignment_left_unread(ctx)
                 brokers.session_closed(ctx, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
                 brokers.registration(ctx, txn, op)
@@ -148,6 +150,8 @@ class Converter:
                 admin.admin_request(ctx, txn, op)
         if txn.session == ctx.controller_session and elected is None:
             brokers.failover_written(ctx, txn)
+        if controllers_write(txn):
+            ctx.controller_wrote_at = txn.zxid
         if elected is not None:
             brokers.controller_elected(ctx, txn, elected)
 

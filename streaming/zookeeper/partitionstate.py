@@ -70,10 +70,29 @@ def _handled_by(ctx: Context, key: tuple[str, int], before: PartitionState, afte
     controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
     for cause in reversed(ctx.causes):
         if _fits(ctx, cause, key, before, after):
-            return cause
+            return _own_deletion(ctx, key[0], cause, before, after) or cause
         if cause.wrote or cause.kind == "FAILOVER":
             return None
     return None
+
+
+def _own_deletion(ctx: Context, topic: str, cause: Cause, before: PartitionState, after: PartitionState
+                  ) -> Cause | None:
+    """A write of a topic being deleted, by a deletion request that came while that topic's own request was
+    still queued (a DeleteTopics naming both: the controller wrote nothing between the two znodes): the earlier
+    request's. Its TopicDeletion event read only its topic under /admin/delete_topics and takes its replicas out
+    of the ISR (seed 301: t4 and t2 deleted at once, t4's writes after t2's znode). Not once the earlier request
+    was handled (what a later request writes of its topic is a retry: resumeDeletions, seed 108). A bare leader
+    epoch bump of a leaderless partition (a dead replica's failed deletion retried, back to OfflineReplica) is the
+    earlier request's only when that took live replicas out of the ISR: their StopReplica answers resume the
+    deletions, folded into the request's event (seeds 306, 309: also once the later one has written); else it is the
+    later request's resumeDeletions (304)."""
+    if cause.kind != "DELETE" or topic not in cause.queued_with:
+        return None
+    own = next((c for c in reversed(ctx.causes) if c.kind == "DELETE" and c.topic == topic), None)
+    if before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr):  # a retry
+        return own if own is not None and own.wrote else None  # also after the later one wrote (seed 309)
+    return None if cause.wrote else own
 
 
 def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:

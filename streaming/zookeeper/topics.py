@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streaming.zookeeper.admin import reassignment_read_at_failover
 from streaming.zookeeper.context import NO_LEADER, Cause, Context, TopicAssignment, controllers_write
 from streaming.zookeeper.txnlog import ZkTxn
 
@@ -43,6 +44,7 @@ def topic_changed(ctx: Context, txn: ZkTxn, topic: str, new: TopicAssignment) ->
         return
     if new != old and controllers_write(txn):
         _logged_assignment(ctx, topic)  # a write of the controller's the log names too
+        reassignment_read_at_failover(ctx, txn, topic)
     ctx.topics[topic] = new
     added = sorted(set(new.replicas) - set(old.replicas))
     if added:

@@ -157,6 +157,31 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
             out.append(Op(kind, (topic,)))
         elif kind == "expire" and m.up:
             out.append(Op(kind, (rng.choice(sorted(m.up)),)))
+        elif kind == "expire_controller":
+            out.append(Op(kind))
+        elif kind == "create_topics":
+            out.append(Op(kind, tuple(m.new_topic(rng).args for _ in range(rng.randint(2, 3)))))
+        elif kind == "delete_topics" and len(m.topics) > 3:
+            names = rng.sample(sorted(m.topics), rng.randint(2, len(m.topics) - 2))
+            for name in names:
+                del m.topics[name]
+            out.append(Op(kind, tuple(sorted(names))))
+        elif kind in ("reassign_many", "reassign_znode") and topic:
+            chosen = rng.sample([(t, p) for t in sorted(m.topics) for p in sorted(m.topics[t])],
+                                min(rng.randint(2, 4), sum(len(a) for a in m.topics.values())))
+            moves = []
+            for t, p in sorted(chosen):
+                m.topics[t][p] = rng.sample(range(1, brokers + 1), len(m.topics[t][p]))
+                moves.append((t, p, m.topics[t][p]))
+            out.append(Op(kind, tuple(moves)))
+        elif kind == "create_partitions_many" and len(m.topics) > 1:
+            grown = []
+            for t in rng.sample(sorted(m.topics), 2):
+                if len(m.topics[t][0]) <= len(m.up):
+                    m.topics[t][len(m.topics[t])] = rng.sample(sorted(m.up), len(m.topics[t][0]))
+                    grown.append((t, len(m.topics[t]), [m.topics[t][len(m.topics[t]) - 1]]))
+            if grown:
+                out.append(Op(kind, tuple(grown)))
         elif kind == "controller":
             # kill -9 of the active controller, or the killed one back.
             out.append(Op("restart_controller" if m.controller_down else "kill_controller"))
@@ -192,6 +217,20 @@ def execute(c: Any, op: Op) -> str:
             c.expire_session(a[0])
         elif op.kind == "fail_dir":
             c.fail_log_dir(a[0], a[1])
+        elif op.kind == "expire_controller":
+            expired = c.active_controller()
+            c.expire_session(expired)
+            done = f"ok: controller {expired}'s session expired, {c.active_controller()} leads"
+        elif op.kind == "create_topics":
+            c.create_topics({name: assignment for name, assignment in a})
+        elif op.kind == "delete_topics":
+            c.delete_topics(list(a))
+        elif op.kind == "reassign_many":
+            c.reassign({(t, p): target for t, p, target in a})
+        elif op.kind == "reassign_znode":
+            c.reassign_through_znode({(t, p): target for t, p, target in a})
+        elif op.kind == "create_partitions_many":
+            c.create_partitions_of({t: (total, new) for t, total, new in a})
         elif op.kind == "create_topic":
             c.create_topic(a[0], a[1])
         elif op.kind == "reassign":

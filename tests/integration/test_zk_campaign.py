@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 from kraft_campaign import script, summary
-from zk_campaign import VERSIONS, run
+from zk_campaign import EXTRA, VERSIONS, run
 
 pytestmark = pytest.mark.zk_cluster
 
 
-def test_the_zookeeper_script_draws_session_expiries_and_no_kraft_features() -> None:
-    kinds = {op.kind for seed in range(1, 6) for op in script(seed, 30, VERSIONS["3.9"], extra=("expire",))}
-    assert {"kill", "terminate", "expire", "kill_controller", "reassign", "cancel", "delete_topic"} <= kinds
+def test_the_zookeeper_script_draws_session_expiries_requests_of_several_topics_and_no_kraft_features() -> None:
+    kinds = {op.kind for seed in range(1, 6) for op in script(seed, 30, VERSIONS["3.9"], extra=EXTRA)}
+    assert {"kill", "terminate", "expire", "expire_controller", "kill_controller", "reassign", "reassign_many",
+            "reassign_znode", "cancel", "delete_topic", "delete_topics", "create_topics"} <= kinds
     assert not kinds & {"elr", "upgrade"}
 
 

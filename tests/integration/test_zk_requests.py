@@ -244,3 +244,33 @@ def test_a_kafka_2_8_clusters_requests_its_release_and_a_failover_finding_its_le
     # Kafka 2.8 writes no recovery state (KIP-704 is 3.2-IV0): u-0's unclean leader 3 is as RECOVERED as before.
     [unclean] = [d for d in decisions if d["topic"] == "u" and d["election"] == "OFFLINE_UNCLEAN"]
     assert (unclean["leader"], unclean["isr"], unclean["leader_recovery_state"]) == (3, [3], "RECOVERED")
+
+
+def test_topics_deleted_by_one_request_go_in_the_batches_the_controllers_read_of_them_made(tmp_path: Path) -> None:
+    # One DeleteTopics of t0, t2 and t3 on Kafka 2.8.2 (campaign seed 304): the controller's first read of
+    # /admin/delete_topics found t0 alone, its next t2 and t3 together, one onTopicDeletion (one StopReplica batch)
+    # for both. Kafka 3.9.1 (seed 301): t4 read alone, then t2. Seed 308: t4 alone, then t6, t7 and t1 (t6's znode
+    # there before the controller's first write for t4). Their controller.log says which read took which.
+    for run, counts in (("zookeeper-2.8-seed-304", "LeaderAndIsr 58 of 58 (isrflow 58), StopReplica 8 of 8 "
+                                                   "(isrflow 8), UpdateMetadata 142 of 142 (isrflow 142)"),
+                        ("zookeeper-3.9-seed-301", "LeaderAndIsr 53 of 53 (isrflow 53), StopReplica 30 of 30 "
+                                                   "(isrflow 30), UpdateMetadata 129 of 129 (isrflow 129)"),
+                        ("zookeeper-2.8-seed-308", "LeaderAndIsr 71 of 71 (isrflow 71), StopReplica 28 of 28 "
+                                                   "(isrflow 28), UpdateMetadata 256 of 256 (isrflow 256)")):
+        summary, rows = _replayed(ZKLOG / "requests" / run / "version-2", tmp_path / run)
+        assert counts in summary and "agreement with the controller: 100.0%" in summary
+        assert all(r["match"] for r in rows)
+    events = read_jsonl(tmp_path / "zookeeper-2.8-seed-304" / "zk" / "events.jsonl")
+    assert [(e["topic"], e.get("topics")) for e in events if e["type"] == "DeleteTopic"] == [
+        ("t0", None), ("t2", ["t2", "t3"]), ("t3", ["t2", "t3"])]
+    events = read_jsonl(tmp_path / "zookeeper-2.8-seed-308" / "zk" / "events.jsonl")
+    assert [e.get("topics") for e in events if e["type"] == "DeleteTopic"][1:] == [None, *[["t1", "t6", "t7"]] * 3]
+    # Without the brokers' logs the requests the controller had not started on when the next came are one read.
+    directory_alone = ZKLOG / "regressions" / "zookeeper-3.9-seed-301"
+    summary = replay(ReplayOptions(f"zk:{directory_alone}", tmp_path / "alone", engine="local",
+                                   config=ControllerConfig(rules=ZK)))
+    assert "agreement with the controller: 100.0%" in summary
+    deletions = [e for e in read_jsonl(tmp_path / "alone" / "zk" / "events.jsonl") if e["type"] == "DeleteTopic"]
+    assert [(e["topic"], e.get("topics")) for e in deletions] == [
+        ("t4", ["t2", "t4"]), ("t2", ["t2", "t4"]), ("t0", None), ("t5", ["t1", "t5"]), ("t1", ["t1", "t5"])]
+

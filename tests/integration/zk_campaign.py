@@ -1,9 +1,10 @@
 """The differential campaign on real ZooKeeper-mode clusters (`make zk-campaign`, docs/zookeeper.md "The campaign").
 
 Each run: a seeded random script of operations (the KRaft campaign's, `kraft_campaign.script`, with the session
-expiry only ZooKeeper has) on a real ZooKeeper + four Kafka brokers started from the project's jars: Kafka 3.9.1 (on
-ZooKeeper 3.8.4) at its own inter.broker.protocol.version or at 2.6 (the Kafka 2.x path), or Kafka 2.8.2 (on
-ZooKeeper 3.5.9) at its own, 2.8 (leaders send AlterIsr); then ZooKeeper's `version-2` directory is
+expiry only ZooKeeper has, and Admin requests naming several topics or partitions) on a real ZooKeeper + four Kafka
+brokers started from the project's jars: Kafka 3.9.1 (on ZooKeeper 3.8.4) at its own inter.broker.protocol.version
+or at 2.6 (the Kafka 2.x path), or Kafka 2.7.2, 2.8.2 (on ZooKeeper 3.5.9), 3.0.2 (3.6.3) or 3.5.2 (3.6.4) at its own
+(2.7 to 3.0: leaders send AlterIsr); then ZooKeeper's `version-2` directory is
 replayed through the directory path (`replay zk:DIR --rules zk`) and every partition history and every decision is
 compared with the controller's writes, and (local engine) the requests the controllers sent, from each broker's
 state-change.log, with isrflow's (printed, not counted as disagreement). A run that disagrees keeps its copy, to
@@ -40,8 +41,17 @@ class ZkVersion:
     upgrade_to: int | None = None
 
 
+# The operations only ZooKeeper mode has (a session's expiry, of any broker or of the controller's own; the legacy
+# reassignment znode), and the Admin requests naming several topics or partitions (one CreateTopics, DeleteTopics,
+# CreatePartitions or AlterPartitionReassignments each), which the KRaft campaign does not draw.
+EXTRA = ("expire", "expire_controller", "create_topics", "delete_topics", "reassign_many", "reassign_znode",
+         "create_partitions_many")
+# Every release ZkCluster runs, at its own protocol, and Kafka 3.9.1 at 2.6 (the Kafka 2.x path, where leaders write
+# their own ISR changes).
 VERSIONS = {"3.9": ZkVersion("3.9", None), "2.6": ZkVersion("2.6", "2.6"),
-            "2.8": ZkVersion("2.8", None, kafka_version="2.8.2")}
+            "2.8": ZkVersion("2.8", None, kafka_version="2.8.2"), "2.7": ZkVersion("2.7", None, kafka_version="2.7.2"),
+            "3.0": ZkVersion("3.0", None, kafka_version="3.0.2"), "3.5": ZkVersion("3.5", None, kafka_version="3.5.2")}
+DEFAULT_VERSIONS = "3.9,2.6,2.8,2.7,3.0,3.5"
 
 
 def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], engines: tuple[str, ...] = ("local",),
@@ -50,7 +60,7 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
     Each broker's state-change.log (the requests it sent as controller and received) and controller.log (what it
     read as controller) are kept beside ZooKeeper's directory, in `state-change/broker-N.log` and
     `controller/broker-N.log`; its server.log too (`server/broker-N.log`: the AlterPartition requests it sent)."""
-    steps = script(seed, ops, version, extra=("expire",))  # type: ignore[arg-type]
+    steps = script(seed, ops, version, extra=EXTRA)  # type: ignore[arg-type]
     here = work / f"zookeeper-{version.name}-seed-{seed}"
     with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS,
                    kafka_version=version.kafka_version) as c:
@@ -80,7 +90,7 @@ def recheck(here: Path) -> list[RunResult]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return campaign(argv, VERSIONS, "3.9,2.6", "out/zk-campaign", run, recheck, __doc__)
+    return campaign(argv, VERSIONS, DEFAULT_VERSIONS, "out/zk-campaign", run, recheck, __doc__)
 
 
 if __name__ == "__main__":

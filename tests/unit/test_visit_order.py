@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from statemachine.visit_order import replica_state_machine_order
+from statemachine.visit_order import reassignment_order, replica_state_machine_order
 
 
 def test_the_order_scala_iterates_a_hash_map_of_broker_ids() -> None:
@@ -16,3 +16,12 @@ def test_the_order_scala_iterates_a_hash_map_of_broker_ids() -> None:
 def test_distinct_brokers_whatever_the_input_order() -> None:
     assert replica_state_machine_order([2, 1, 2]) == replica_state_machine_order([1, 2]) == [1, 2]
     assert replica_state_machine_order([]) == []
+
+
+def test_one_requests_reassignments_start_in_the_order_of_the_controllers_hash_map() -> None:
+    # Kafka 3.9.1 campaign seed 303: /admin/reassign_partitions named t0-0, t0-1, t1-0 and t1-2; the controller sent
+    # their LeaderAndIsr requests for t0-1, t1-2, t0-0, t1-0 (its state-change.log), the iteration order of a Scala
+    # 2.13 mutable.HashMap keyed by TopicPartition.
+    assert reassignment_order([("t0", 0), ("t0", 1), ("t1", 0), ("t1", 2)]) == [
+        ("t0", 1), ("t1", 2), ("t0", 0), ("t1", 0)]
+    assert reassignment_order([("t0", 1), ("t0", 1)]) == [("t0", 1)]
