@@ -16,6 +16,7 @@ from statemachine.controller import ControllerConfig
 from statemachine.features import LATEST_PRODUCTION, metadata_version_level, metadata_version_name
 from statemachine.rules import rules_named
 from statemachine.zk_releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
+from streaming.engine.connectors import KRAFT_RELEASES
 from streaming.errors import UsageError
 
 if TYPE_CHECKING:
@@ -193,16 +194,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.kafka_version is not None and not args.kraft:
+        raise UsageError("demo --kafka-version is the KRaft cluster's release: use it with --kraft")
     if args.keep_running:
         if not args.kraft:
             raise UsageError("--keep-running is the KRaft playground: use it with --kraft")
         from streaming.jobs.playground import playground
 
-        return playground(args.work_dir.with_name(args.work_dir.name + "-playground"))
+        return playground(args.work_dir.with_name(args.work_dir.name + "-playground"), args.kafka_version)
     if args.kraft:
         from streaming.jobs.kraftdemo import kraft_demo
 
-        return kraft_demo(args.work_dir.with_name(args.work_dir.name + "-kraft"), args.master, _spark_conf(args))
+        return kraft_demo(args.work_dir.with_name(args.work_dir.name + "-kraft"), args.master, _spark_conf(args),
+                          args.kafka_version)
     if args.zookeeper:
         from streaming.jobs.zkdemo import zookeeper_demo
 
@@ -275,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-running", action="store_true",
                    help="with --kraft: a playground that stays up until Ctrl-C (a KRaft cluster, `bridge` and `run` "
                         "with metrics), with commands to kill, stop and start brokers and move partitions")
+    p.add_argument("--kafka-version", choices=list(KRAFT_RELEASES), metavar="RELEASE",
+                   help=f"with --kraft: the Kafka release the cluster runs, of {', '.join(KRAFT_RELEASES)} (default "
+                        "4.1, the project's broker jars; another's jars are fetched on first use)")
     _add_spark_options(p)
     p.set_defaults(func=_cmd_demo)
 

@@ -92,9 +92,21 @@ JAR_SETS = (KAFKA_BROKER, KAFKA_39, SPARK)
 # Kafka 4.4.0 (metadata.version up to 4.4-IV2): fetched on first use (a KraftCluster of that release), not by
 # `make jars`.
 KAFKA_44 = JarSet("kafka-4.4", MAVEN_DIR / "kafka-4.4" / "pom.xml", drop_pyspark_bundled=False, log4j2=True)
-ON_DEMAND_JAR_SETS = (S3A, KAFKA_27, KAFKA_28, KAFKA_30, KAFKA_35, KAFKA_44)
-# The jar set of each KRaft release a KraftCluster runs (its `release`).
-KRAFT_RELEASES = {"3.9": KAFKA_39, "4.1": KAFKA_BROKER, "4.4": KAFKA_44}
+
+
+def kraft_release(release: str) -> JarSet:
+    """Another KRaft release's jars (tools/maven/kafka-<release>/pom.xml), fetched on first use: Kafka 3.x logs
+    through reload4j, 4.x through log4j2."""
+    return JarSet(f"kafka-{release}", MAVEN_DIR / f"kafka-{release}" / "pom.xml", drop_pyspark_bundled=False,
+                  log4j2=not release.startswith("3."))
+
+
+KAFKA_37, KAFKA_38, KAFKA_40, KAFKA_42, KAFKA_43 = (kraft_release(r) for r in ("3.7", "3.8", "4.0", "4.2", "4.3"))
+ON_DEMAND_JAR_SETS = (S3A, KAFKA_27, KAFKA_28, KAFKA_30, KAFKA_35, KAFKA_44, KAFKA_37, KAFKA_38, KAFKA_40,
+                      KAFKA_42, KAFKA_43)
+# The jar set of each KRaft release a KraftCluster runs (its `release`), oldest first.
+KRAFT_RELEASES = {"3.7": KAFKA_37, "3.8": KAFKA_38, "3.9": KAFKA_39, "4.0": KAFKA_40, "4.1": KAFKA_BROKER,
+                  "4.2": KAFKA_42, "4.3": KAFKA_43, "4.4": KAFKA_44}
 
 
 def pyspark_jars_dir() -> Path:

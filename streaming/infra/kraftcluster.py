@@ -77,11 +77,12 @@ class KraftNode(ServerProcess):
 class KraftCluster(KafkaTestCluster):
     """`controllers` controller processes (ids 100, 101, ...) + `brokers` broker processes (ids 1..N). One controller
     runs as a dynamic quorum on Kafka 4 (`--standalone`); several form a static voter set (`controller.quorum.voters`),
-    which every Kafka version takes. `elr` sets eligible.leader.replicas.version
-    at format time (Kafka 4.1 turns it on for new clusters; off reproduces the pre-KIP-966 rules);
-    `release_version` formats it at an older metadata.version (e.g. "3.5-IV2"; default: Kafka's latest); `racks`
-    spreads the brokers over that many racks (`broker.rack` rack-0, rack-1, ...; 0: none); `jar_set` runs
-    another Kafka (`connectors.KAFKA_39`: Kafka 3.9), and so does `release` ("3.9", "4.1", "4.4":
+    which every Kafka version takes. `elr` sets eligible.leader.replicas.version at format time (Kafka 4.1 turns
+    it on for new clusters; off reproduces the pre-KIP-966 rules; left out on Kafka 3.x, which has no such
+    feature); `release_version` formats it at an older metadata.version (e.g. "3.5-IV2"; default: Kafka's
+    latest); `racks` spreads the brokers over that many racks (`broker.rack` rack-0, rack-1, ...; 0: none);
+    `jar_set` runs
+    another Kafka (`connectors.KAFKA_39`: Kafka 3.9), and so does `release` ("3.7" to "4.4":
     connectors.KRAFT_RELEASES, its jars fetched on first use); `log_dirs` gives each broker that many log dirs
     (JBOD, `log.dirs`); `internal_replication` is the replication factor of the internal topics
     (__consumer_offsets, __transaction_state; min ISR 2 from 3 on), as a production cluster has them, so that
@@ -96,12 +97,13 @@ class KraftCluster(KafkaTestCluster):
                 raise ValueError(f"unknown Kafka release '{release}' (known: {', '.join(connectors.KRAFT_RELEASES)})")
             jar_set = jars.fetched(connectors.KRAFT_RELEASES[release])
         self._use_root(root, DATA_ROOT)
-        self.elr = elr
         self.release_version = release_version
-        # Kafka 3.9 takes a dynamic quorum (--standalone, kraft.version 1) only at metadata.version 3.9-IV0, and a
-        # quorum of several is simplest as a static voter set: those get the static voter set, which every version
-        # takes.
-        self.dynamic_quorum = jar_set is not connectors.KAFKA_39 and controllers == 1
+        # Kafka 3.x (the reload4j sets) has no eligible.leader.replicas.version feature.
+        self.elr = elr if jar_set.log4j2 else None
+        # Kafka 3.9 takes a dynamic quorum (--standalone, kraft.version 1) only at metadata.version 3.9-IV0, and 3.7
+        # and 3.8 none; a quorum of several is simplest as a static voter set: those get the static voter set,
+        # which every version takes.
+        self.dynamic_quorum = jar_set.log4j2 and controllers == 1
         voters = {CONTROLLER_ID + i: f"127.0.0.1:{free_port()}" for i in range(controllers)}
         common = {
             "controller.listener.names": "CONTROLLER",

@@ -33,8 +33,10 @@ from typing import Any, Protocol
 from streaming.engine.sinks import QUERY_HEADER, last_committed_batch
 from streaming.engine.transactions import Record, TransactionalProducer
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
+from streaming.jobs.kraft import newest_decoder
 from streaming.kraft.convert import event_offset
 from streaming.kraft.follow import MetadataFollower
+from streaming.kraft.tail import MetadataTail
 from streaming.zookeeper.context import event_zxid
 from streaming.zookeeper.follow import ZkFollower
 
@@ -72,7 +74,9 @@ UNCLAIMED = "BrokerRegistration"
 
 # KRaft: an event and its changes are one batch, and a resumed follower starts after the whole batch.
 KRAFT = Source("metadata offset", "isrflow-kraft-bridge", "isrflow.kraft_offset",
-               lambda directory, after: MetadataFollower(directory, after=after), event_offset,
+               lambda directory, after: MetadataFollower(
+                   directory, after=after, newer=lambda: MetadataTail(jar_set=newest_decoder().jar_set)),
+               event_offset,
                lambda position, o: position,
                lambda o: o.get("cause_event_id") is None and o.get("cause") == UNCLAIMED)
 # ZooKeeper: the controller writes an event's partition states in transactions after it, so a change goes out under

@@ -12,7 +12,7 @@ from streaming.infra.jars import fetched
 from streaming.io.eventlog import Bounds
 from streaming.io.jsonl import write_jsonl
 from streaming.kraft.convert import convert
-from streaming.kraft.metadatalog import DECODER_44, DecodedLog, read_metadata_log
+from streaming.kraft.metadatalog import DECODER_44, DecodedLog, Decoder, read_metadata_log
 
 PREFIX = "kraft:"
 ELR_FEATURE = "eligible.leader.replicas.version"
@@ -67,16 +67,28 @@ def replayed(log: DecodedLog) -> str:
             f"(offsets [{log.start_offset}, {first}))")
 
 
+def decode(source: Path, bounds: Bounds | None = None) -> DecodedLog:
+    """`read_metadata_log` with Kafka 4.1's decoder, or again with Kafka 4.4's (fetched on first use) when 4.1's
+    could not read some records (newer than its release's)."""
+    log = read_metadata_log(source, bounds=bounds)
+    if log.undecodable:
+        log = read_metadata_log(source, bounds=bounds, decoder=newest_decoder())
+    return log
+
+
+def newest_decoder() -> Decoder:
+    """Kafka 4.4's decoder, its jars fetched on first use."""
+    fetched(DECODER_44.jar_set)
+    return DECODER_44
+
+
 def import_kraft(source: Path, events_out: Path, observed_out: Path | None = None,
                  bounds: Bounds | None = None) -> ImportSummary:
     """Decode `source` (a __cluster_metadata-0 dir, a segment or a snapshot) with Kafka's dump tool and write
     the contract events to `events_out` (and the controller's partition changes to `observed_out`): its whole
     retained history, or the window `bounds` of it, seeded with the state at the window's start."""
     with young_collection_only():  # millions of records, events and rows, none in a cycle
-        log = read_metadata_log(source, bounds=bounds)
-        if log.undecodable:  # records newer than Kafka 4.1's decoder: Kafka 4.4's reads them
-            fetched(DECODER_44.jar_set)
-            log = read_metadata_log(source, bounds=bounds, decoder=DECODER_44)
+        log = decode(source, bounds)
         result = convert(log.records, log.window[0])
         write_jsonl(events_out, result.events)
         if observed_out is not None:

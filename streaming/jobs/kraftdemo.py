@@ -1,7 +1,7 @@
 """`isrflow demo --kraft`: a real 3-broker KRaft cluster (one controller process, three broker processes, from the
-project's jars), a broker killed and another shut down, the metadata log bridged into an events topic on that
-cluster, `isrflow run` (kraft rules, one bounded run) over that topic into a decisions topic and Delta, and its
-decisions shown next to the real controller's."""
+project's jars, or another release's with --kafka-version), a broker killed and another shut down, the metadata log
+bridged into an events topic on that cluster, `isrflow run` (kraft rules, one bounded run) over that topic into a
+decisions topic and Delta, and its decisions shown next to the real controller's."""
 
 from __future__ import annotations
 
@@ -38,11 +38,13 @@ def _script(c: KraftCluster) -> None:
 
 
 def kraft_demo(work_dir: Path = Path("out/demo-kraft"), master: str | None = None,
-               spark_conf: dict[str, str] | None = None) -> int:
+               spark_conf: dict[str, str] | None = None, release: str | None = None) -> int:
+    """`release`: the Kafka release the cluster runs (connectors.KRAFT_RELEASES; None: Kafka 4.1)."""
     work = work_dir.resolve()
     shutil.rmtree(work, ignore_errors=True)
-    print("isrflow demo --kraft: starting a KRaft cluster (1 controller + 3 brokers) ...", flush=True)
-    with KraftCluster(brokers=3) as cluster:
+    print(f"isrflow demo --kraft: starting a Kafka {release or '4.1'} KRaft cluster (1 controller + 3 brokers) ...",
+          flush=True)
+    with KraftCluster(brokers=3, release=release) as cluster:
         _script(cluster)
         bootstrap = cluster.bootstrap_servers
         create_topic(bootstrap, EVENTS_TOPIC, 1)

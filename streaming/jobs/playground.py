@@ -196,13 +196,14 @@ def _printer() -> Callable[[str], None]:
     return out
 
 
-def playground(work_dir: Path = Path("out/playground")) -> int:
+def playground(work_dir: Path = Path("out/playground"), release: str | None = None) -> int:
+    """`release`: the Kafka release the cluster runs (connectors.KRAFT_RELEASES; None: Kafka 4.1)."""
     work = work_dir.resolve()
     shutil.rmtree(work, ignore_errors=True)
     out = _printer()
     with stop_on_signals() as stop:
-        out("isrflow playground: starting a KRaft cluster (1 controller + 3 brokers) ...")
-        with KraftCluster(brokers=3, root=work / "cluster", internal_replication=3) as cluster:
+        out(f"isrflow playground: starting a Kafka {release or '4.1'} KRaft cluster (1 controller + 3 brokers) ...")
+        with KraftCluster(brokers=3, root=work / "cluster", internal_replication=3, release=release) as cluster:
             leader = shadow_broker(cluster)
             cluster.create_topic("orders", {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]})
             shadow = start_shadow(cluster, work, out)

@@ -7,7 +7,9 @@ resumes: after the batch of the last offset it published (`after`; a bridge publ
 `plan(dir, after + 1)`: the newest snapshot at or before that offset, then the log's records to the end of that
 batch, read as state (the seed events restating it are dropped). With nothing published it starts from the
 newest snapshot (its state as seed events at its end offset - 1), or from offset 0 when no snapshot ends past it.
-The log is read in parts of at most `MetadataTail.read_limit` bytes, fed to the converter as they come.
+The log is read in parts of at most `MetadataTail.read_limit` bytes, fed to the converter as they come. The decoder
+is Kafka 4.1's until a part holds a record it cannot read (a Kafka 4.4 broker's registration): that part, and all
+that follows, is read with the newer decoder (Kafka 4.4's), as the import reads such a log again with it.
 
 A poll reads the segment holding the next offset from its position, then the next segments while they continue
 it (a roll adds a segment; its first offset is where the last one ended). A batch not yet whole (a segment being
@@ -19,13 +21,14 @@ read (segments deleted past a lagging follower) or a log truncated under it end 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streaming.kraft.convert import Converter, event_offset
 from streaming.kraft.metadatalog import (
+    DECODER_44,
     MetadataRecord,
     Plan,
     Transactions,
@@ -35,6 +38,7 @@ from streaming.kraft.metadatalog import (
     segment_files,
     snapshot_end_offset,
     snapshot_files,
+    undecodable,
 )
 from streaming.kraft.tail import Closing, DecoderError, MetadataTail
 
@@ -52,12 +56,20 @@ class Poll:
     bytes_read: int = 0
 
 
+def newest_tail() -> MetadataTail:
+    """The decoder of the newest Kafka release isrflow has (its jars fetched already)."""
+    return MetadataTail(jar_set=DECODER_44.jar_set)
+
+
 class MetadataFollower(Closing):
-    def __init__(self, directory: Path | str, after: int | None = None, tail: MetadataTail | None = None) -> None:
+    def __init__(self, directory: Path | str, after: int | None = None, tail: MetadataTail | None = None,
+                 newer: Callable[[], MetadataTail] | None = newest_tail) -> None:
         self.directory = Path(directory)
         self.after = after  # the last offset already published, or None
         self._own_tail = tail is None
         self.tail = tail or MetadataTail()
+        # Opens the decoder to read on with once `tail` meets a record it cannot read (None: none newer).
+        self.newer = None if self.tail.jar_set == DECODER_44.jar_set else newer
         self.converter: Converter | None = None
         self.origin: Plan | None = None
         self.next_offset = 0
@@ -138,6 +150,9 @@ class MetadataFollower(Closing):
         size = path.stat().st_size
         while position < size:
             lines, end = self.tail.read(path, position)
+            if self.newer is not None and undecodable(lines):
+                self._read_on_with(self.newer())
+                continue  # the same part again
             if end == position:
                 return
             position = end
@@ -179,6 +194,11 @@ class MetadataFollower(Closing):
                 return
             if position < size:
                 return  # a batch not yet whole: the rest of the log waits for it
+
+    def _read_on_with(self, tail: MetadataTail) -> None:
+        if self._own_tail:
+            self.tail.close()
+        self.tail, self._own_tail, self.newer = tail, True, None
 
     def close(self) -> None:
         if self._own_tail:

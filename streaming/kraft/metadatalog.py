@@ -195,6 +195,11 @@ def parse_dump(text: str, snapshot: bool = False) -> Iterator[tuple[str, Any]]:
     return parse_lines(text.splitlines(), snapshot)
 
 
+def undecodable(lines: Iterable[str]) -> bool:
+    """Whether the decoder could not read a record of `lines` (one newer than its release's)."""
+    return any(_UNDECODABLE.match(line) for line in lines)
+
+
 def parse_lines(lines: Iterable[str], snapshot: bool = False) -> Iterator[tuple[str, Any]]:
     """`parse_dump` of lines in DumpLogSegments' format (also what the bridge's MetadataTail prints), with or
     without their line ends."""

@@ -1,8 +1,8 @@
-"""A long-lived decoder of metadata log files: tools/java/MetadataTail.java, compiled on first use against the
-Kafka broker jars into `.cache/java/` (one folder per hash of the source and the jar set, so an edit of either
-recompiles) and kept running as one JVM. It decodes a segment from a byte position, or a snapshot whole, with
-Kafka's own classes and prints DumpLogSegments' lines, which `parse_lines` reads: a poll of a live log costs the
-bytes appended since the last one, not a JVM start and the whole log.
+"""A long-lived decoder of metadata log files: tools/java/MetadataTail.java, compiled on first use against a Kafka
+release's jars (the broker's, Kafka 4.1, unless told) into `.cache/java/` (one folder per hash of the source and
+the jar set, so an edit of either recompiles) and kept running as one JVM. It decodes a segment from a byte
+position, or a snapshot whole, with Kafka's own classes and prints DumpLogSegments' lines, which `parse_lines`
+reads: a poll of a live log costs the bytes appended since the last one, not a JVM start and the whole log.
 """
 
 from __future__ import annotations
@@ -12,14 +12,18 @@ import os
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from streaming.engine.connectors import CACHE, KAFKA_BROKER, ROOT, java_executable, require
+from streaming.engine.connectors import CACHE, KAFKA_BROKER, ROOT, JarSet, java_executable, require
 
 SOURCE = ROOT / "tools" / "java" / "MetadataTail.java"
 MAIN_CLASS = "MetadataTail"
+# Kafka 4.4 moved the record classes the source imports (FileRecords, Record, ...) into an `internal` package.
+RECORD_PACKAGE = "org.apache.kafka.common.record."
+INTERNAL_RECORD_PACKAGE = "org.apache.kafka.common.record.internal."
 # Bytes of batches one read decodes at most: a large log read at start goes through in parts, not as one answer
 # of millions of lines.
 READ_LIMIT = 8 << 20
@@ -29,11 +33,21 @@ class DecoderError(RuntimeError):
     """The decoder could not read a file, or its JVM died."""
 
 
-def classes_dir() -> Path:
-    """MetadataTail compiled against the broker jars (compiled now if this source and jar set never were)."""
-    jars = require(KAFKA_BROKER)
+def source_for(jars: list[Path]) -> str:
+    """MetadataTail's source for a release's jars: its record imports from where that release's clients keep
+    them."""
+    source = SOURCE.read_text(encoding="utf-8")
+    clients = [j for j in jars if j.name.startswith("kafka-clients-")]
+    with zipfile.ZipFile(clients[0]) as jar:
+        moved = f"{INTERNAL_RECORD_PACKAGE.replace('.', '/')}FileRecords.class" in jar.namelist()
+    return source.replace(f"import {RECORD_PACKAGE}", f"import {INTERNAL_RECORD_PACKAGE}") if moved else source
+
+
+def classes_dir(jar_set: JarSet = KAFKA_BROKER) -> Path:
+    """MetadataTail compiled against `jar_set` (compiled now if this source and jar set never were)."""
+    jars = require(jar_set)
     key = hashlib.sha256(SOURCE.read_bytes() + "\n".join(p.name for p in jars).encode()
-                         + str(KAFKA_BROKER.dest).encode()).hexdigest()[:16]
+                         + str(jar_set.dest).encode()).hexdigest()[:16]
     dest = CACHE / "java" / f"{MAIN_CLASS}-{key}"
     if (dest / f"{MAIN_CLASS}.class").is_file():
         return dest
@@ -42,10 +56,14 @@ def classes_dir() -> Path:
     work = Path(tempfile.mkdtemp(prefix=f".{MAIN_CLASS}-", dir=dest.parent))
     try:
         javac = str(Path(java_executable()).with_name("javac"))
-        done = subprocess.run([javac, "-d", str(work), "-cp", os.pathsep.join(map(str, jars)), str(SOURCE)],
+        source = work / "src" / SOURCE.name
+        source.parent.mkdir()
+        source.write_text(source_for(jars), encoding="utf-8")
+        done = subprocess.run([javac, "-d", str(work), "-cp", os.pathsep.join(map(str, jars)), str(source)],
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise DecoderError(f"javac {SOURCE.name} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        shutil.rmtree(source.parent)
         try:
             work.rename(dest)
         except OSError:  # another process compiled it first
@@ -72,12 +90,15 @@ class Closing:
 
 class MetadataTail(Closing):
     """One decoder JVM: `read(path, position)` returns DumpLogSegments' lines for the whole batches of `path` from
-    byte `position` on (up to `limit` bytes of them), and the position after the last of them. `close()` stops the
-    JVM (by its pid); the JVM also ends by itself when this process dies, as its stdin closes."""
+    byte `position` on (up to `limit` bytes of them), and the position after the last of them, with the classes
+    of `jar_set`'s Kafka (which reads every record version up to its release's). `close()` stops the JVM (by its
+    pid); the JVM also ends by itself when this process dies, as its stdin closes."""
 
-    def __init__(self, java: str | None = None, read_limit: int = READ_LIMIT) -> None:
+    def __init__(self, java: str | None = None, read_limit: int = READ_LIMIT,
+                 jar_set: JarSet = KAFKA_BROKER) -> None:
         self.read_limit = read_limit
-        classpath = os.pathsep.join(map(str, [classes_dir(), *require(KAFKA_BROKER)]))
+        self.jar_set = jar_set
+        classpath = os.pathsep.join(map(str, [classes_dir(jar_set), *require(jar_set)]))
         # Lives as long as the JVM (closed by `close`): its errors, for the message when it dies.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         self.process = subprocess.Popen(

@@ -16,15 +16,26 @@ import shutil
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kraft_scenario import update_features
 
 from statemachine.controller import ControllerConfig
+from statemachine.features import IBP_3_7_IV2, IBP_4_0_IV1, metadata_version_name
 from statemachine.rules import KRAFT, Rules
-from streaming.engine.connectors import KAFKA_39, KAFKA_44, KAFKA_BROKER, JarSet
+from streaming.engine.connectors import (
+    KAFKA_37,
+    KAFKA_38,
+    KAFKA_39,
+    KAFKA_40,
+    KAFKA_42,
+    KAFKA_43,
+    KAFKA_44,
+    KAFKA_BROKER,
+    JarSet,
+)
 from streaming.infra.jars import fetched
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.jsonl import read_jsonl
@@ -48,6 +59,20 @@ class Version:
     upgrade_to: int | None = None
     # Whether its brokers may have several log dirs: KRaft JBOD needs metadata.version 3.7-IV2 from the start.
     jbod: bool = True
+    # The feature levels a run formats at, drawn per seed (oldest, newest: the release's newest), a run below the
+    # newest upgrading to it mid-run; None: `release_version` as given.
+    levels: tuple[int, int] | None = None
+
+    def drawn(self, seed: int) -> Version:
+        """The version a seed runs: formatted at a drawn level, upgraded to the newest when below it, ELR only
+        where its level has it (4.0-IV1), several log dirs only from 3.7-IV2."""
+        if self.levels is None:
+            return self
+        level = random.Random(f"metadata.version {self.name} {seed}").randint(*self.levels)
+        newest = self.levels[1]
+        return replace(self, name=f"{self.name}@{metadata_version_name(level)}",
+                       release_version=metadata_version_name(level), upgrade_to=newest if level < newest else None,
+                       elr=self.elr if level >= IBP_4_0_IV1 else None, jbod=level >= IBP_3_7_IV2, levels=None)
 
 
 VERSIONS = {
@@ -56,6 +81,12 @@ VERSIONS = {
     # Formatted below 3.6-IV0 (an ISR shrink bumps the leader epoch) and upgraded to 3.6-IV2 mid-run; not to
     # 3.7-IV2 or later, whose directory assignments isrflow does not model (docs/kraft.md).
     "3.9": Version("3.9", KAFKA_39, "3.5-IV2", None, upgrade_to=14, jbod=False),
+    # Each formatted at a level drawn from 3.3-IV3 (the oldest Kafka 4 still formats at) to the release's newest.
+    "4.3": Version("4.3", KAFKA_43, None, True, levels=(7, 30)),
+    "4.2": Version("4.2", KAFKA_42, None, True, levels=(7, 29)),
+    "4.0": Version("4.0", KAFKA_40, None, True, levels=(7, 25)),
+    "3.8": Version("3.8", KAFKA_38, None, None, levels=(7, 20)),
+    "3.7": Version("3.7", KAFKA_37, None, None, levels=(7, 19)),
 }
 # How many log dirs each broker of a run has, drawn per seed (apart from the script's draws) when the campaign runs.
 LOG_DIRS = (1, 3)
@@ -186,12 +217,12 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
             # kill -9 of the active controller, or the killed one back.
             out.append(Op("restart_controller" if m.controller_down else "kill_controller"))
             m.controller_down = not m.controller_down
-        elif kind == "elr" and version.elr is not None:
-            m.elr = not m.elr
-            out.append(Op(kind, (int(m.elr),)))
         elif kind == "elr" and not upgraded:
             upgraded = True
             out.append(Op("upgrade", (version.upgrade_to,)))
+        elif kind == "elr" and version.elr is not None:
+            m.elr = not m.elr
+            out.append(Op(kind, (int(m.elr),)))
     return out
 
 
@@ -332,10 +363,10 @@ def kept_if_disagreeing(results: list[RunResult], here: Path, copy: Path, keep: 
 
 
 def summary(results: list[RunResult]) -> str:
-    lines = [f"{'kafka':<6} {'seed':>5} {'engine':<6} {'histories equal':>16} {'states equal':>14} "
+    lines = [f"{'kafka':<14} {'seed':>5} {'engine':<6} {'histories equal':>16} {'states equal':>14} "
              f"{'decisions agreeing':>19}"]
     for r in results:
-        lines.append(f"{r.version:<6} {r.seed:>5} {r.engine:<6} {r.partitions_equal:>7}/{r.partitions:<8} "
+        lines.append(f"{r.version:<14} {r.seed:>5} {r.engine:<6} {r.partitions_equal:>7}/{r.partitions:<8} "
                      f"{r.states_equal:>6}/{r.states:<7} {r.decisions_agreeing:>9}/{r.decisions:<9}"
                      + (f" KEPT {r.kept}" if r.kept else ""))
     causes: Counter[tuple[str, bool]] = Counter()
@@ -392,7 +423,9 @@ def campaign(argv: list[str] | None, versions: dict[str, Any], default_versions:
 
 def run_drawn(seed: int, ops: int, work: Path, version: Version, engines: tuple[str, ...], keep: bool = False
               ) -> list[RunResult]:
-    """A run whose brokers have the number of log dirs its seed draws (1 to 3)."""
+    """A run of the version its seed draws (a metadata.version to format at, where the release has several) whose
+    brokers have the number of log dirs its seed draws (1 to 3)."""
+    version = version.drawn(seed)
     return run(seed, ops, work, version, engines, keep=keep, log_dirs=drawn_log_dirs(seed, version))
 
 

@@ -18,13 +18,14 @@ from test_kraft_import import T1, T2, compile_writer, rec, topic, write_segment
 
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.eventlog import Bounds
+from streaming.io.jsonl import read_jsonl
+from streaming.jobs.kraft import decode, import_kraft, newest_decoder
 from streaming.kraft.convert import convert, event_offset
 from streaming.kraft.follow import FollowError, MetadataFollower
 from streaming.kraft.metadatalog import (
     dump,
     parse_dump,
     parse_lines,
-    read_metadata_log,
     segment_base_offset,
     segment_files,
     snapshot_end_offset,
@@ -32,11 +33,10 @@ from streaming.kraft.metadatalog import (
 )
 from streaming.kraft.tail import DecoderError, MetadataTail
 
-# The logs the bridge's decoder reads whole: MetadataTail is Kafka 4.1's, and a Kafka 4.4 broker's registration is a
-# record version it cannot read (import-kraft reads those logs again with Kafka 4.4's DumpLogSegments; the bridge
-# does not yet, docs/kraft.md).
-REGRESSIONS = sorted(p for p in (Path(__file__).parent / "kraftlog" / "regressions").iterdir()
-                     if not p.name.startswith("kafka-4.4"))
+# Every kept log: the Kafka 4.4 ones hold broker registrations Kafka 4.1's decoder cannot read, which the follower
+# reads on with Kafka 4.4's.
+REGRESSIONS = sorted((Path(__file__).parent / "kraftlog" / "regressions").iterdir())
+NEWEST = [pytest.param(p, id=p.name) for p in REGRESSIONS if p.name.startswith("kafka-4.4")]
 # Named, not by position: a log kept later must not change which one a test reads. SEGMENTED rolls several segments
 # and takes snapshots; FIRST starts with a segment at offset 0.
 SEGMENTED = Path(__file__).parent / "kraftlog" / "regressions" / "kafka-4.1-seed-5"
@@ -54,8 +54,9 @@ def tail() -> Iterator[MetadataTail]:
 
 
 def whole(source: Path, start: int | None = None) -> list[dict[str, Any]]:
-    """The events of a whole-directory conversion (from offset `start` on, seeded by the state before it)."""
-    log = read_metadata_log(source, bounds=Bounds(from_offset=start) if start is not None else None)
+    """The events of a whole-directory conversion, as import-kraft decodes it (from offset `start` on, seeded by the
+    state before it)."""
+    log = decode(source, Bounds(from_offset=start) if start is not None else None)
     return convert(log.records, log.window[0]).events
 
 
@@ -134,7 +135,25 @@ def test_following_a_log_as_it_is_written_gives_the_whole_conversion(log: Path, 
     with MetadataFollower(tmp_path, tail=tail) as follower:
         events = follow(follower, stages(log, tmp_path), observed)
     assert events == whole(log)
-    assert observed == convert(read_metadata_log(log).records).observed
+    assert observed == convert(decode(log).records).observed
+
+
+@pytest.mark.parametrize("log", NEWEST)
+def test_the_bridge_reads_a_kafka_44_log_with_kafka_44s_decoder_as_the_import_does(log: Path,
+                                                                                   tmp_path: Path) -> None:
+    # Its own decoder, Kafka 4.1's: the first 4.4 broker registration it cannot read switches it to Kafka 4.4's.
+    newest_decoder()
+    with MetadataFollower(log) as follower:
+        polled = follower.poll()
+        assert follower.tail.jar_set == newest_decoder().jar_set
+        assert follower.origin is not None
+    # A bridge with nothing published starts from the newest snapshot: the import of the same window.
+    summary = import_kraft(log, tmp_path / "events.jsonl", tmp_path / "observed.jsonl",
+                           Bounds(from_offset=follower.origin.start))
+    assert summary.undecodable == 0
+    assert polled.events == read_jsonl(tmp_path / "events.jsonl")
+    assert polled.observed == read_jsonl(tmp_path / "observed.jsonl")
+    assert {e["type"] for e in polled.events} >= {"BrokerRegistration"}
 
 
 def test_a_copy_that_brings_a_later_segment_before_the_end_of_the_earlier_one(tail: MetadataTail,
@@ -187,12 +206,20 @@ def test_a_follower_with_nothing_published_starts_from_the_newest_snapshot(log: 
     assert {e["type"] for e in events if event_offset(e) == newest - 1} >= {"PartitionSnapshot"}
 
 
-@pytest.mark.parametrize("log", LOGS)
+# A resume from its snapshot at offset 93 cannot know that broker 4's registration at 120 was unclean: the partition
+# it leaves had ELR [4] since offset 73, and the snapshot Kafka wrote at 93 holds that partition without any ELR. The
+# import of the same window reads the same, so the STARTUP at 123 has no `unclean_shutdown` there either.
+RESUMED = [pytest.param(p, id=p.name, marks=pytest.mark.xfail(
+    strict=True, reason="the snapshot at 93 drops a partition's ELR, which tells an unclean registration"))
+    if p.name == "kafka-4.4-dirs-3-seed-3" else pytest.param(p, id=p.name) for p in REGRESSIONS]
+
+
+@pytest.mark.parametrize("log", RESUMED)
 def test_a_follower_resumes_after_a_published_offset_with_no_gap_and_no_duplicate(log: Path, tail: MetadataTail,
                                                                                   tmp_path: Path) -> None:
     everything = whole(log)
     # A bridge publishes whole batches in a transaction: its last offset is the last event offset of a batch.
-    batch = {r.offset: r.batch for r in read_metadata_log(log).records if not r.snapshot}
+    batch = {r.offset: r.batch for r in decode(log).records if not r.snapshot}
     last_of_batch: dict[int, int] = {}
     for e in everything:
         last_of_batch[batch.get(event_offset(e), -1)] = event_offset(e)

@@ -1,6 +1,8 @@
 // A long-lived decoder of KRaft metadata log files for `isrflow bridge` (streaming/kraft/follow.py), built on
 // Kafka's own classes: FileRecords for the batches, MetadataRecordSerde and MetadataJsonConverters for the
-// records, as `kafka.tools.DumpLogSegments --cluster-metadata-decoder` does.
+// records, as `kafka.tools.DumpLogSegments --cluster-metadata-decoder` does. Compiled against Kafka 4.1's jars,
+// or a newer release's (streaming/kraft/tail.py imports the record classes from where that release keeps them:
+// Kafka 4.4's in org.apache.kafka.common.record.internal).
 //
 // Each stdin line is one command, `POSITION LIMIT PATH`: decode the segment (*.log) or snapshot (*.checkpoint) at
 // PATH from byte POSITION on, whole batches until LIMIT bytes are read or the file ends. The answer is the lines
@@ -57,7 +59,7 @@ public class MetadataTail {
 
     long decode(File file, int position, long limit) throws Exception {
         long end = position;
-        // Read-only, and closed with closeHandlers(): FileRecords.close() trims the file to the size it had when
+        // Read-only, and only its channel closed: FileRecords.close() trims the file to the size it had when
         // opened, which on a segment the node is appending to would cut its new batches.
         FileRecords records = FileRecords.open(file, false);
         try {
@@ -82,7 +84,7 @@ public class MetadataTail {
                 end += batch.sizeInBytes();
             }
         } finally {
-            records.closeHandlers();
+            records.channel().close();
         }
         return end;
     }
