@@ -22,7 +22,7 @@ SIDE = {"leader": 2, "isr": [2, 3], "leader_epoch": 1, "partition_epoch": 1, "le
 
 def observed(partition: int, source_offset: int, event_id: str) -> dict[str, Any]:
     return {**SIDE, "topic": "t", "partition": partition, "replicas": [1, 2, 3], "adding_replicas": [],
-            "removing_replicas": [], "source_offset": source_offset, "cause": "BrokerChange",
+            "removing_replicas": [], "directories": [], "source_offset": source_offset, "cause": "BrokerChange",
             "cause_event_id": event_id, "decision": True, "batch_id": 0}
 
 
