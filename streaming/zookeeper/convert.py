@@ -151,7 +151,7 @@ class Converter:
         if txn.session == ctx.controller_session and elected is None:
             brokers.failover_written(ctx, txn)
         if controllers_write(txn):
-            ctx.controller_wrote_at = txn.zxid
+            ctx.controller_wrote(txn)
         if elected is not None:
             brokers.controller_elected(ctx, txn, elected)
 

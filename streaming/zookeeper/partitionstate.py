@@ -56,7 +56,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         ctx.observe(txn, key, before, after, "Unexplained", None)
         return
     cause.partitions.add(key)
-    cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
+    cause.wrote, cause.last_write, cause.last_zxid = True, (txn.session, txn.cxid), txn.zxid
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])

@@ -27,10 +27,6 @@ NOT_YET: dict[str, str] = {
     "zookeeper-3.0-seed-310": "topic t0 deleted while a reassignment through the znode was in progress, its replicas "
                               "on dead brokers: each later failover retried the failed deletion (a leader epoch "
                               "bump of t0-0); isrflow's failovers did not",
-    "zookeeper-2.6-seed-3-multi": "at protocol 2.6 (leaders write their own ISR), one AlterPartitionReassignments "
-                                  "of four partitions is read as four requests, and the leaders moving off brokers 2 "
-                                  "and 3 as their controlled shutdowns (make test's smoke run, seed 3, 2026-11-26; "
-                                  "the same script at protocol 3.9 agrees)",
     "zookeeper-3.5-seed-311": "a controller killed between its reassignment's ISR shrink and its assignment write: the "
                               "next failover found it in progress and completed it again (a leader epoch bump); "
                               "isrflow had completed it within the event, its failover resumed nothing",
@@ -51,7 +47,8 @@ def test_every_partition_history_of_a_real_zookeeper_mode_cluster_is_reproduced(
     assert "agreement with the controller: 100.0%" in summary
     assert "unexplained writes: 0" in summary
     observed = read_jsonl(tmp_path / "observed.jsonl")
-    assert {o["cause"] for o in observed} >= {"CreateTopic", "BrokerChange"}
+    causes = {o["cause"] for o in observed}  # topics created, and brokers or a controller that came or went
+    assert "CreateTopic" in causes and causes & {"BrokerChange", "ControllerChange"}, causes
 
 
 def test_the_protocol_2_6_history_is_read_below_3_2(tmp_path: Path) -> None:
