@@ -29,6 +29,7 @@ from statemachine.leader_changes import (
     _on_reassign,
     _on_try_election,
     _progress_reassignment,
+    _resume_reassignment_being_deleted,
 )
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
 from statemachine.replica_steps import _offline_replica, _require_partition
@@ -85,6 +86,7 @@ def _on_controller_failover(s: Step) -> None:
         for broker in replica_state_machine_order(b for b in s.record.replica_states if b not in live):
             _offline_replica(s, broker)
     if s.record.queued_for_deletion:
+        _resume_reassignment_being_deleted(s)
         return
     if s.record.has_leader_and_isr and s.record.leader not in live and s.record.state is not P.OFFLINE:
         s.move(P.OFFLINE)

@@ -89,6 +89,13 @@ class Cause:
     # the DeleteTopic events of the requests the controller's same read of /admin/delete_topics took
     queued_with: tuple[str, ...] = ()
     joined: list[dict[str, Any]] = field(default_factory=list)
+    # the event whose handling this one is a step of, which goes on after it: a failover's read of a reassignment
+    # asked through /admin/reassign_partitions while no controller was active (initializePartitionReassignments)
+    within: Cause | None = None
+
+    def deletes(self, topic: str) -> bool:
+        """Whether it is a deletion request whose read of /admin/delete_topics took `topic`."""
+        return self.kind == "DELETE" and (self.topic == topic or topic in self.event.get("topics", ()))
 
     @property
     def brokers(self) -> set[int]:
@@ -236,6 +243,11 @@ class Context:
         if not writes:
             return None
         return next((c for c in reversed(self.causes) if c.last_zxid == writes[-1]), None)
+
+    def newest(self, cause: Cause) -> bool:
+        """Whether `cause` is the event the controller handles last so far: none after it but steps of it."""
+        later = self.causes[next(i for i, c in enumerate(self.causes) if c is cause) + 1:]
+        return all(c.within is cause for c in later)
 
     def cause_of(self, event_id: str | None) -> Cause | None:
         return next((c for c in reversed(self.causes) if c.event["event_id"] == event_id), None)

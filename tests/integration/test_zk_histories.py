@@ -21,12 +21,10 @@ NOT_YET: dict[str, str] = {
     "zookeeper-3.0-deletion-cut-short": "a topic's deletion that the controller's own broker's shutdown cut short is "
                                         "still in progress at the next failover (its znodes are there); isrflow "
                                         "took it as done",
-    "zookeeper-2.8-seed-302": "topic t1, being deleted with its replicas' brokers dead, when a new controller's "
-                              "failover (the old one killed) took t1-2's replica offline twice (two leader epoch "
-                              "bumps); isrflow once",
-    "zookeeper-3.0-seed-310": "topic t0 deleted while a reassignment through the znode was in progress, its replicas "
-                              "on dead brokers: each later failover retried the failed deletion (a leader epoch "
-                              "bump of t0-0); isrflow's failovers did not",
+    "zookeeper-3.0-seed-310": "every history reproduced now; one decision left: the controller's broker, paused "
+                              "(SIGSTOP) inside the resumeDeletions that completed t3, never retried t1-0's failed "
+                              "replica (its /admin/delete_topics/t3 was deleted by the next controller); isrflow "
+                              "folds that retry into the deletion request's event",
     "zookeeper-3.5-seed-311": "a controller killed between its reassignment's ISR shrink and its assignment write: the "
                               "next failover found it in progress and completed it again (a leader epoch bump); "
                               "isrflow had completed it within the event, its failover resumed nothing",

@@ -126,3 +126,19 @@ def test_a_reassignment_onto_a_starting_broker_bumps_the_leader_epoch_of_a_topic
     assert (bump.leader, bump.isr, bump.leader_epoch, bump.recipients) == (
         before.leader, before.isr, before.leader_epoch + 1, (3, 1, 2))
     assert cluster.record("t", 0) is None  # then every replica is deleted, and the topic with them
+
+
+def test_a_failover_resumes_the_reassignment_of_a_topic_being_deleted_too() -> None:
+    # ZK's failover resumes every reassignment in progress (initializePartitionReassignments ->
+    # maybeResumeReassignments, after the state machines started), a topic being deleted too (zk campaign seed 302,
+    # Kafka 2.8.2): the dead replica goes offline, then the leader epoch moves once more (A1).
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1, 2])
+    cluster.reassign(("t", 0, [3, 1]))  # 3 is added, not in the ISR yet; 2 is being removed
+    cluster.failure(3)
+    cluster.delete("t")  # 3's replica fails its deletion: it waits for 3
+    before = cluster.rec("t", 0)
+    out = cluster.controller_change(controller_id=2)
+    [bump] = out.decisions_for("t", 0)
+    assert (bump.leader, bump.isr, bump.leader_epoch) == (before.leader, before.isr, before.leader_epoch + 1)
+    assert cluster.rec("t", 0).queued_for_deletion
