@@ -39,8 +39,15 @@ class ControllerEpoch:
         # A new controller knows nothing of the old one's shutting-down brokers (they retry).
         cv.shutting_down.clear()
         out.facts_changed()
+        # initializeControllerContext reads every assignment: a reassignment in progress there is the new controller's
+        # to resume, whatever the old one had written of it.
+        read = {(r.topic, r.partition): r for r in ev.reassignments} if isinstance(ev, ControllerChange) else {}
         for key in sorted(self.partitions):
-            out.partition(Action.CONTROLLER_FAILOVER, key)
+            if key in read:
+                out.partition(Action.CONTROLLER_FAILOVER, key, replicas=read[key].replicas,
+                              adding_replicas=read[key].adding_replicas, removing_replicas=read[key].removing_replicas)
+            else:
+                out.partition(Action.CONTROLLER_FAILOVER, key)
         # TopicDeletionManager.init, then resumeDeletions: a topic being deleted goes on at once, unless a replica of
         # it is on a dead broker (ineligible until that broker starts).
         for topic in sorted(cv.topics_queued_for_deletion):

@@ -135,8 +135,9 @@ def _resume_reassignment_being_deleted(s: Step) -> None:
     and sends nothing (seed 26 at a startup; seed 302 at a failover: a second write of a leaderless partition after
     its dead replica went offline)."""
     rec = s.record
-    if s.rules.reassignment_steps_bump_the_leader_epoch and (rec.adding_replicas or rec.removing_replicas) and \
-            not _reassignment_caught_up(s, rec):
+    # A partition that never had a leader has no state to bump (as in _progress_reassignment).
+    if s.rules.reassignment_steps_bump_the_leader_epoch and rec.has_leader_and_isr and \
+            (rec.adding_replicas or rec.removing_replicas) and not _reassignment_caught_up(s, rec):
         with s.batch(Phase.REASSIGNMENT):
             _update_leader_epoch_and_send(s)
 

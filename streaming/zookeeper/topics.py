@@ -128,12 +128,21 @@ def _reassigned_in_place(ctx: Context, txn: ZkTxn, topic: str, logged: int | Non
     explained by nothing before it, is that reassignment's. When the leader is not live there is no bump (its
     election fails, seeds 11 and 111): the partition is the one the controller's log names for this write
     (`logged`), or else the topic's only leaderless partition; unless the reassignment (or cancel) being handled
-    is of that partition: this is its completion's rewrite (seed 102, a cancel leaving the partition leaderless)."""
+    is of that partition: this is its completion's rewrite (seed 102, a cancel leaving the partition leaderless).
+    Nor is it when the controller's write just before it was the bump of a partition of this topic that the
+    reassignment being handled names (one through the znode of several partitions, one of them in place): that
+    is its B6 (seed 303 from the ZooKeeper directory alone, which took it for another partition's, leaderless)."""
     last = ctx.result.observed[-1] if ctx.result.observed else None
     if last is not None and last["topic"] == topic and last["cause"] == "Unexplained":
         if ctx.result.unexplained and last["source_offset"] == ctx.result.unexplained[-1]:
             _bumped_in_place(ctx, txn, topic, last)
         return  # (a follower hands its output out between polls: one already out stays as it went)
+    handling = ctx.handling(txn)
+    if last is not None and last["topic"] == topic and handling is not None and handling.kind == "PARTITIONS" and \
+            last["cause_event_id"] == handling.event["event_id"] and last["source_offset"] == ctx.controller_wrote_at \
+            and (topic, last["partition"]) in handling.partitions and not ctx.reassigning((topic, last["partition"])):
+        handling.last_zxid = txn.zxid
+        return
     assignment = ctx.topics[topic]
     leaderless = [p for p in sorted(assignment.replicas)
                   if (state := ctx.states.get((topic, p))) is not None and state.leader == NO_LEADER]

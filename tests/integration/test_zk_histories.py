@@ -25,9 +25,6 @@ NOT_YET: dict[str, str] = {
                               "(SIGSTOP) inside the resumeDeletions that completed t3, never retried t1-0's failed "
                               "replica (its /admin/delete_topics/t3 was deleted by the next controller); isrflow "
                               "folds that retry into the deletion request's event",
-    "zookeeper-3.5-seed-311": "a controller killed between its reassignment's ISR shrink and its assignment write: the "
-                              "next failover found it in progress and completed it again (a leader epoch bump); "
-                              "isrflow had completed it within the event, its failover resumed nothing",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])

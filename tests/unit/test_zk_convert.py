@@ -603,3 +603,23 @@ def test_a_reassignment_in_place_of_a_leaderless_partition_is_read_from_the_unch
     reassignments = [e["partitions"] for e in convert(z.history()).events if e["type"] == "ReassignPartitions"]
     assert reassignments == [[{"topic": "t", "partition": 1, "replicas": [3]}],
                              [{"topic": "t", "partition": 1, "replicas": None}]]
+
+
+def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_completion() -> None:
+    # A real 3.9 run (zk campaign seed 303, from the ZooKeeper directory alone): a reassignment through the znode
+    # names t-0 with the replicas it has: a bare bump, then /brokers/topics/t rewritten unchanged (B6). t-1 has no
+    # leader: the rewrite is not a reassignment in place of t-1 (seed 111's reading of a rewrite with no bump).
+    z = Ensemble()
+    z.topic({0: [1, 3], 1: [2]})
+    z.state(0, 1, [1, 3], 0)
+    z.state(1, 2, [2], 0)
+    z.session_end(2)
+    z.state(1, -1, [2], 1)
+    z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions",
+                          b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,3]}]}', 0))
+    z.state(0, 1, [1, 3], 1)
+    z.topic({0: [1, 3], 1: [2]}, op="setData")
+    converted = convert(z.history())
+    [reassignment] = [e for e in converted.events if e["type"] == "ReassignPartitions"]
+    assert reassignment["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 3]}]
+    assert converted.observed[-1]["cause_event_id"] == reassignment["event_id"] and not converted.unexplained
