@@ -111,7 +111,7 @@ _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
 _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
-                        "topics", "reassignments"})
+                        "topics", "reassignments", "stop_replica_answered"})
 
 
 def _plain(value: Any) -> Any:
@@ -197,6 +197,10 @@ class DeleteTopic(Event):
     # of their DeleteTopic events: the controller queues them with one onTopicDeletion, at the first of those
     # events; the others find their topic queued. Empty: `topic` alone.
     topics: tuple[str, ...] = ()
+    # Whether the controller handled its replicas' StopReplica answers (TopicDeletionStopReplicaResponseReceived:
+    # the replicas deleted, the deletion resumed or completed) before it stopped (addition; false: its session ended
+    # with the topic still there though every replica was live, so the answers never came back to it).
+    stop_replica_answered: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -474,7 +478,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (boolean, False)},
-    "DeleteTopic": {"topics": (string_list, ())},
+    "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True)},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                          "reassignments": (_replica_assignments, ())},

@@ -148,6 +148,8 @@ class Command:
     replicas: tuple[int, ...] | None = None
     # REASSIGN: asked through /admin/reassign_partitions (no check that the new replicas are live).
     through_znode: bool = False
+    # DELETE: the replicas' StopReplica answers came back to the controller (false: it stopped first).
+    stop_replica_answered: bool = True
     # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.
     isr: tuple[int, ...] | None = None
     leader: int | None = None

@@ -131,6 +131,23 @@ def _group(first: dict[str, Any], joined: list[dict[str, Any]]) -> None:
             event.pop("topics", None)
 
 
+def deletions_left_unanswered(ctx: Context) -> None:
+    """The controller's session ended (its broker stopped) while a deletion it started, every replica of it on a live
+    broker, still had its topic's znodes: the StopReplica answers, which would have completed it
+    (TopicDeletionStopReplicaResponseReceived -> completeDeleteTopic), never came back to it. The next controller
+    finds the topic still being deleted (deletion-cut-short: the deletion asked of controller 3 just before its
+    broker's controlled shutdown). Each DeleteTopic event of that read says so."""
+    for cause in ctx.causes:
+        topics = {str(cause.topic), *(e["topic"] for e in cause.joined)}
+        if cause.kind != "DELETE" or not cause.wrote or event_zxid(cause.event) < ctx.controller_since or \
+                not topics <= set(ctx.topics):
+            continue
+        replicas = {b for t in topics for r in ctx.topics[t].replicas.values() for b in r}
+        if replicas <= set(ctx.brokers):
+            for event in (cause.event, *cause.joined):
+                event["stop_replica_answered"] = False
+
+
 def reassignment_left_unread(ctx: Context) -> None:
     """The controller's session ended (its broker died) with the newest event a reassignment asked through the
     znode that it wrote nothing for: it never read it (a reassignment's start writes its assignment first); the

@@ -133,6 +133,7 @@ class Converter:
             if op.kind == "closeSession":
                 if "/controller" in op.deleted:
                     admin.reassignment_left_unread(ctx)
+                    admin.deletions_left_unanswered(ctx)
                 brokers.session_closed(ctx, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
                 brokers.registration(ctx, txn, op)

@@ -18,9 +18,6 @@ LOGS = sorted((Path(__file__).parent / "zklog").glob("zookeeper-*"))
 # Campaign runs isrflow once got wrong (zklog/regressions/README.md); the ones it does not reproduce yet are strict
 # xfails, so a fix must remove them here.
 NOT_YET: dict[str, str] = {
-    "zookeeper-3.0-deletion-cut-short": "a topic's deletion that the controller's own broker's shutdown cut short is "
-                                        "still in progress at the next failover (its znodes are there); isrflow "
-                                        "took it as done",
     "zookeeper-3.0-seed-310": "every history reproduced now; one decision left: the controller's broker, paused "
                               "(SIGSTOP) inside the resumeDeletions that completed t3, never retried t1-0's failed "
                               "replica (its /admin/delete_topics/t3 was deleted by the next controller); isrflow "

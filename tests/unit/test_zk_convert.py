@@ -623,3 +623,20 @@ def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_
     [reassignment] = [e for e in converted.events if e["type"] == "ReassignPartitions"]
     assert reassignment["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 3]}]
     assert converted.observed[-1]["cause_event_id"] == reassignment["event_id"] and not converted.unexplained
+
+
+def test_a_deletion_the_controllers_session_ended_inside_is_marked_unanswered_and_a_completed_one_is_not() -> None:
+    # zklog/regressions/zookeeper-3.0-deletion-cut-short: both replicas live, the topic's znodes still there when the
+    # controller's session ends: its StopReplica answers never came back to it.
+    def deleted(completed: bool) -> dict[str, Any]:
+        z = created()
+        z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/t", None, 0))
+        z.state(0, -1, [1], 1)
+        if completed:
+            z.txn(z.controller, ZnodeOp("delete", "/brokers/topics/t"))
+        z.close(z.controller, "/controller", "/brokers/ids/1", clean=True)
+        [event] = [e for e in convert(z.history()).events if e["type"] == "DeleteTopic"]
+        return event
+
+    assert deleted(completed=False)["stop_replica_answered"] is False
+    assert "stop_replica_answered" not in deleted(completed=True)
