@@ -18,10 +18,11 @@ LOGS = sorted((Path(__file__).parent / "zklog").glob("zookeeper-*"))
 # Campaign runs isrflow once got wrong (zklog/regressions/README.md); the ones it does not reproduce yet are strict
 # xfails, so a fix must remove them here.
 NOT_YET: dict[str, str] = {
-    "zookeeper-3.0-seed-310": "every history reproduced now; one decision left: the controller's broker, paused "
-                              "(SIGSTOP) inside the resumeDeletions that completed t3, never retried t1-0's failed "
-                              "replica (its /admin/delete_topics/t3 was deleted by the next controller); isrflow "
-                              "folds that retry into the deletion request's event",
+    "zookeeper-3.0-seed-310": "one decision left (t1-0): the controller's broker, paused (SIGSTOP) inside the "
+                              "resumeDeletions that completed t3, never retried t1-0's failed replica (the next "
+                              "controller deleted /admin/delete_topics/t3); and broker 2, restarted and killed, never "
+                              "answered its StopReplica, so its failure retried it. isrflow folds both into the events "
+                              "before (every history equal only because the two cancel out)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
