@@ -12,6 +12,7 @@ from typing import Any
 from streaming.engine.collector import young_collection_only
 from streaming.history.agreement import agreement_rate, agreement_rows
 from streaming.history.histories import history_rows, history_totals
+from streaming.history.trust import AgreementFigures
 from streaming.io.jsonl import read_jsonl, write_jsonl
 
 
@@ -27,6 +28,10 @@ class Agreement:
     partitions_equal: int
     states: int
     states_equal: int
+
+    @property
+    def figures(self) -> AgreementFigures:
+        return AgreementFigures(self.decisions, self.disagreements, self.partitions, self.partitions_equal)
 
     def describe(self, out: Path) -> str:
         return (f"agreement with the controller: {self.rate:.1%} of {self.decisions} observed decisions "
