@@ -13,7 +13,6 @@ partitions and the disagreements shown, not with the log.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,15 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from statemachine.record import NO_LEADER
+from streaming.analysis.columns import jsonl_rows, observed_rows, table_rows
 from streaming.analysis.timeline import Index
 from streaming.analysis.words import Key, and_list, names, plural, pname
 from streaming.history.trust import AgreementFigures, ImportFacts, trust_warnings
-from streaming.io.delta import scan_delta
 
 STORY_LINES = 40  # runs of events told one line each; the rest in one closing line
 EXAMPLES = 3  # partitions named per kind of change and per disagreement
-_FIELDS = ("topic", "partition", "leader", "isr", "replicas", "removing_replicas", "directories", "cause",
-           "cause_event_id", "decision", "source_offset")
 
 
 @dataclass
@@ -42,38 +39,11 @@ class TrueStory:
     figures: AgreementFigures | None
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
-def _table_rows(path: Path, columns: list[str], order: str | None = None) -> Iterator[dict[str, Any]]:
-    """A Delta table's columns, row by row (in `order` when given), a batch at a time."""
-    table = scan_delta(path, columns=columns)
-    if table is None:
-        return
-    if order is not None:
-        table = table.sort_by(order)
-    for batch in table.to_batches(max_chunksize=10_000):
-        yield from batch.to_pylist()
-
-
-def _observed(out_dir: Path) -> Iterator[dict[str, Any]] | None:
-    if (out_dir / "observed.jsonl").exists():
-        return _jsonl(out_dir / "observed.jsonl")
-    if (out_dir / "observed" / "_delta_log").is_dir():
-        return _table_rows(out_dir / "observed", list(_FIELDS), "source_offset")
-    return None
-
-
 def _agreement(out_dir: Path) -> Iterator[dict[str, Any]]:
     if (out_dir / "agreement.jsonl").exists():
-        return _jsonl(out_dir / "agreement.jsonl")
+        return jsonl_rows(out_dir / "agreement.jsonl")
     if (out_dir / "agreement" / "_delta_log").is_dir():
-        return _table_rows(out_dir / "agreement", ["topic", "partition", "source_offset", "cause_event_id", "match",
-                                                   "differing"])
+        return table_rows(out_dir / "agreement")
     return iter(())
 
 
@@ -115,7 +85,7 @@ def agreement_figures(out_dir: Path) -> AgreementFigures | None:
         disagreements += not row["match"]
     partitions = equal = 0
     if (out_dir / "histories.jsonl").exists():
-        for row in _jsonl(out_dir / "histories.jsonl"):
+        for row in jsonl_rows(out_dir / "histories.jsonl"):
             partitions += 1
             equal += bool(row["match"])
     return AgreementFigures(decisions, disagreements, partitions, equal)
@@ -267,7 +237,7 @@ def _end_lines(s: Index, last: dict[Key, dict[str, Any]]) -> list[tuple[str, boo
 
 def true_story(s: Index, out_dir: Path) -> TrueStory | None:
     """The controller's story of a real history (None when `out_dir` holds no controller's records)."""
-    observed = _observed(out_dir)
+    observed = observed_rows(out_dir)
     if observed is None:
         return None
     differences = _differences(out_dir)

@@ -16,14 +16,14 @@ from streaming.analysis.tables import (
     rejection_table,
     unclean_table,
 )
-from streaming.analysis.timeline import Analysis, Index, key_of
+from streaming.analysis.timeline import Analysis, key_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]:
     """The template's values; `story`, for a real controller's history, goes first (controller_story)."""
-    s = Index(a)
+    s = a.index
     peak, at = a.offline_peak
     upeak, _ = a.under_replicated_peak
     rejected = rejection_table(s)

@@ -34,7 +34,7 @@ def summarise(a: Analysis) -> list[str]:
     if not a.audit:
         return ["The audit table is empty: the log had no well-formed event."
                 + (f" {plural(len(a.inputs.quarantine), 'record')} quarantined." if a.inputs.quarantine else "")]
-    s = Index(a)
+    s = a.index
     known = [t for t in a.times.values() if t is not None]
     offsets = sorted(a.times)
     span = ""

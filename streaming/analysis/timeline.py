@@ -33,8 +33,9 @@ from statemachine.elections import Election
 from statemachine.errors import Outcome
 from statemachine.record import NO_LEADER, Action
 from statemachine.states import PartitionState
+from streaming.analysis.columns import read_audit, read_decisions, read_decisions_table
 from streaming.analysis.words import Clock, Key
-from streaming.io.delta import read_decisions_jsonl, read_delta
+from streaming.io.delta import read_delta
 
 NON_EXISTENT = PartitionState.NON_EXISTENT
 # Kafka's election strategies in the order the report lists them.
@@ -55,11 +56,11 @@ def read_inputs(out_dir: Path) -> Inputs:
     """The replay's outputs; a missing decisions file or quarantine table counts as empty."""
     if not (out_dir / "audit" / "_delta_log").is_dir():
         raise FileNotFoundError(f"no audit table (Delta) in {out_dir / 'audit'}")
-    audit = read_delta(out_dir / "audit")
+    audit = read_audit(out_dir / "audit")
     decisions_path = out_dir / "decisions.jsonl"
     # A replay writes decisions.jsonl; `isrflow run` a `decisions` Delta table beside its audit.
-    decisions = read_decisions_jsonl(decisions_path) if decisions_path.exists() else \
-        read_delta(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else []
+    decisions = read_decisions(decisions_path) if decisions_path.exists() else \
+        read_decisions_table(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else []
     quarantine_path = out_dir / "quarantine"
     quarantine = read_delta(quarantine_path) if (quarantine_path / "_delta_log").is_dir() else []
     return Inputs(audit, decisions, quarantine, str(out_dir))
@@ -181,6 +182,11 @@ class Analysis:
     @cached_property
     def first_partition_offset(self) -> int | None:
         return min((r["source_offset"] for r in self.audit if r.get("partition") is not None), default=None)
+
+    @cached_property
+    def index(self) -> Index:
+        """The audit indexed per partition and per offset, built once for the summary, the page and the story."""
+        return Index(self)
 
     def cluster_coming_up(self, e: BrokerEvent) -> bool:
         """A broker registering before any partition exists."""
