@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schemas.events import PartitionSnapshot
 from statemachine.record import NO_LEADER
 from streaming.analysis.columns import jsonl_rows, observed_rows, table_rows
 from streaming.analysis.timeline import Index
@@ -143,7 +144,7 @@ def _kind(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> tuple[s
         return "expand", f"{name} {sorted(was)} → {sorted(isr)}"
     if after["replicas"] != before["replicas"]:
         return "replicas", f"{name} {before['replicas']} → {after['replicas']}"
-    if (after.get("directories") or []) != (before.get("directories") or []):
+    if before.get("directories") is not None and (after.get("directories") or []) != before["directories"]:
         return "directories", name
     return "other", name
 
@@ -235,6 +236,17 @@ def _end_lines(s: Index, last: dict[Key, dict[str, Any]]) -> list[tuple[str, boo
     return lines
 
 
+def _seeded(s: Index, key: Key) -> dict[str, Any] | None:
+    """A partition the log's snapshot holds (its PartitionSnapshot event, which seeds the replay): its state before
+    the controller's first change in the log; None for a partition the log creates."""
+    rows = s.by_part.get(key)
+    if not rows or rows[0].get("event_type") != PartitionSnapshot.type or rows[0].get("leader_after") is None:
+        return None
+    first = rows[0]
+    return {"leader": first["leader_after"], "isr": first.get("isr_after") or [],
+            "replicas": first.get("replicas_after") or [], "directories": None}
+
+
 def true_story(s: Index, out_dir: Path) -> TrueStory | None:
     """The controller's story of a real history (None when `out_dir` holds no controller's records)."""
     observed = observed_rows(out_dir)
@@ -254,10 +266,11 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
         if not run.events or run.events[-1] != event:
             run.events.append(event)
         key = (o["topic"], int(o["partition"]))
-        kind, example = _kind(last.get(key), o)
+        kind, example = _kind(last.get(key) or _seeded(s, key), o)
         run.note(kind, example)
         run.decisions += bool(o.get("decision"))
-        last[key] = {f: o.get(f) for f in ("leader", "isr", "replicas", "removing_replicas", "directories")}
+        last[key] = {f: o.get(f) for f in ("leader", "isr", "replicas", "removing_replicas")}
+        last[key]["directories"] = o.get("directories") or []
     if run is not None:
         teller.tell(run)
     teller.close()
