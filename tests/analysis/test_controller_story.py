@@ -125,3 +125,35 @@ def test_record_kinds_that_touch_no_partition_are_no_warning() -> None:
         "isrflow's replay differs from the controller", "the log holds record kinds isrflow does not model",
         "3 of the controller's partition changes match no event isrflow models (unexplained)"]
     assert "NEW_PARTITION_KIND_RECORD x2" in warnings[1] and "NO_OP" not in warnings[1]
+
+
+def test_a_runs_tables_give_the_same_warning_and_story(zk_wrong: tuple[Path, str], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`isrflow run` behind a bridge keeps the controller's changes and the agreement in Delta tables (observed,
+    agreement) beside its audit: `isrflow report LAKE` tells the same story from them, with the same marks."""
+    from datetime import UTC, datetime
+
+    from schemas.tables import AGREEMENT, AUDIT, DECISION, OBSERVED
+    from streaming.cli import main
+    from streaming.history.agreement import to_table_rows
+    from streaming.io.delta import read_delta, write_delta
+
+    out, _ = zk_wrong
+    lake = tmp_path / "lake"
+    write_delta(lake / "audit", read_delta(out / "audit"), AUDIT)
+    decisions = read_jsonl(out / "decisions.jsonl")
+    write_delta(lake / "decisions", [{**d, "decided_at": datetime.now(UTC)} for d in decisions], DECISION)
+    observed = read_jsonl(out / "observed.jsonl")
+    # In any order, as a table returns them; no log dirs under ZooKeeper.
+    write_delta(lake / "observed", [{"directories": [], **o, "batch_id": 0} for o in reversed(observed)], OBSERVED)
+    write_delta(lake / "agreement", to_table_rows(read_jsonl(out / "agreement.jsonl"), 0), AGREEMENT)
+    assert main(["report", str(lake)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    figures = _figures(out)
+    # A run keeps no histories: the warning counts the decisions alone.
+    run_figures = AgreementFigures(figures.decisions, figures.disagreements)
+    assert printed[0].startswith("WARNING: isrflow's replay differs from the controller: it reproduces "
+                                 f"{run_figures.counted()}. ")
+    page = (tmp_path / "lake-report.html").read_text(encoding="utf-8")
+    replayed = (out / "report.html").read_text(encoding="utf-8")
+    assert _items(page, "controller-story") == _items(replayed, "controller-story")
