@@ -7,8 +7,9 @@ the log's order (consecutive events of one kind in one line), marks each place w
 (agreement.jsonl / the agreement table), and ends with the partitions as the controller's records leave them beside
 isrflow's. Above everything, `warnings` says how far the replay can be trusted (streaming.history.trust).
 
-Read as a stream, row by row, keeping one state per partition and the disagreements: memory grows with the
-partitions and the disagreements shown, not with the log.
+Read as streams, row by row (the observed and agreement JSON lines, or their Delta tables a batch at a time),
+keeping one state per partition, the run being told and a count per event isrflow disagrees on: memory grows with
+the partitions and the disagreeing events, not with the controller's changes.
 """
 
 from __future__ import annotations
