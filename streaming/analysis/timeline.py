@@ -15,6 +15,7 @@ Definitions:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -281,6 +282,10 @@ def analyse(inputs: Inputs) -> Analysis:
     )
 
 
+def _offset(row: Mapping[str, Any]) -> int:
+    return row["source_offset"]
+
+
 Story = list[tuple[int, str]]  # (source_offset, sentence): the summary tells the log in its order
 
 
@@ -299,16 +304,17 @@ class Index:
             else:
                 self.by_part[key_of(r)].append(r)
                 self.rows_at[r["source_offset"]].append(r)
-        self.position = {id(r): i for rows in self.by_part.values() for i, r in enumerate(rows)}
 
     def at(self, offset: int) -> str:
         return self.clock(self.a.time_of(offset), offset)
 
     def after(self, row: Mapping[str, Any], accepts: Any) -> Mapping[str, Any] | None:
         """The partition's first accepted row after `row` that `accepts`."""
-        rows = self.by_part[key_of(row)]
-        return next((r for r in rows[self.position[id(row)] + 1:]
-                     if r.get("outcome") == Outcome.ACCEPTED and accepts(r)), None)
+        rows = self.by_part[key_of(row)]  # in log order: found by its offset, then itself among that offset's
+        start = bisect_left(rows, row["source_offset"], key=_offset)
+        here = next(i for i in range(start, len(rows)) if rows[i] is row)
+        return next((rows[i] for i in range(here + 1, len(rows))
+                     if rows[i].get("outcome") == Outcome.ACCEPTED and accepts(rows[i])), None)
 
     def span(self, rows: Sequence[Mapping[str, Any]]) -> str:
         """'At T' or 'Between T1 and T2': when a run of rows happened."""
