@@ -119,7 +119,7 @@ class _Partition:
         return len(self.isr) < len([r for r in self.replicas if r not in self.removing])
 
 
-@dataclass
+@dataclass(slots=True)  # one per event of the log
 class Point:
     """The cluster after one event of the log."""
 
