@@ -246,9 +246,13 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from streaming.analysis.controller_story import real_history_warnings
     from streaming.analysis.report import write_report
 
-    print(write_report(args.source, args.out))
+    target = write_report(args.source, args.out)
+    for warning in real_history_warnings(Path(args.source)):  # a real history isrflow does not reproduce: first
+        print(f"WARNING: {warning}")
+    print(target)
     return 0
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from statemachine.features import METADATA_VERSION, unknown_metadata_version
 from streaming.engine.collector import young_collection_only
+from streaming.history.trust import ImportFacts
 from streaming.infra.jars import fetched
 from streaming.io.eventlog import Bounds
 from streaming.io.jsonl import write_jsonl
@@ -43,6 +44,10 @@ class ImportSummary:
         unreadable = [f"{self.undecodable} record(s) no decoder isrflow has could read (newer than Kafka 4.4's): "
                       f"skipped"] if self.undecodable else []
         return [*unreadable, *(text for level in levels if (text := unknown_metadata_version(level)) is not None)]
+
+    def facts(self) -> ImportFacts:
+        """What the report must say first (streaming.history.trust)."""
+        return ImportFacts(dict(self.unknown), self.unexplained, self.warnings)
 
     def describe(self) -> str:
         warnings = "".join(f"WARNING: {w}\n" for w in self.warnings)

@@ -21,6 +21,7 @@ from streaming.analysis.report import write_report
 from streaming.engine.local import run_local, write_outputs
 from streaming.errors import UsageError
 from streaming.history.outputs import write_agreement
+from streaming.history.trust import HISTORY_FACTS, trust_warnings
 from streaming.io.delta import read_delta, scan_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import Bounds, count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
 from streaming.io.jsonl import write_jsonl
@@ -174,7 +175,7 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
         # taken at the epochs these rules gave them.
         config = replace(config, isr_changes_at_current_epochs=True)
     layout.clear()
-    for name in ("agreement.jsonl", "histories.jsonl", "requests_agreement.jsonl"):  # only a real history writes them
+    for name in ("agreement.jsonl", "histories.jsonl", "requests_agreement.jsonl", HISTORY_FACTS):  # a real history's
         (layout.root / name).unlink(missing_ok=True)
     started = time.monotonic()
     with Progress(total) as progress:
@@ -185,10 +186,14 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
 
             spark = build_spark("isrflow-replay", options.master, options.spark_conf)
             replay_spark(spark, records, layout.root, config, options.batch_size, source, progress)
-    agreement = ""
+    agreement, warnings = "", ""
     if imported is not None:
         agreed = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
         agreement = f"\n  {imported.summary.describe()}\n  {agreed.describe(layout.root)}"
+        facts = imported.summary.facts()
+        facts.write(layout.root)  # for the report, now and when `isrflow report` writes it again
+        # Said first, before anything is read from the replay: how far it tells the cluster's story.
+        warnings = "".join(f"WARNING: {w}\n" for w in trust_warnings(facts, agreed.figures))
     if prefix == zookeeper.PREFIX:
         agreement += _requests_agreement(options, layout)
     report = write_report(layout.root, layout.report)
@@ -198,7 +203,7 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     with layout.decisions_jsonl.open() as fh:
         decisions = sum(1 for _ in fh)
     rejected = outcomes.count(Outcome.REJECTED)
-    return (f"replayed {described} with the {options.engine} engine in {time.monotonic() - started:.1f}s: "
+    return (f"{warnings}replayed {described} with the {options.engine} engine in {time.monotonic() - started:.1f}s: "
             f"{len(outcomes)} audit rows, {decisions} decisions, {rejected} rejections, {quarantined} quarantined\n"
             f"  {layout.decisions_jsonl}\n  {layout.audit} (Delta)\n  {layout.quarantine} (Delta)\n  {report}"
             f"{agreement}")
