@@ -2,8 +2,9 @@
 streaming/history/trust.py): a warning first, at the top of the page and of the printed summary, with the agreement
 figure; "What happened" told from the controller's own records (observed.jsonl); every disagreement marked.
 
-The logs are real ones kept as regressions: a ZooKeeper history isrflow does not reproduce yet (a strict xfail of
-tests/integration/test_zk_histories.py), and a Kafka 4.4 KRaft log replayed under the wrong rules (zk) on purpose.
+The logs are real ones kept as regressions, each replayed under the other mode's rules on purpose, so that isrflow is
+wrong on them whatever the rules learn next: a Kafka 2.6-protocol ZooKeeper history under the kraft rules, and a Kafka
+4.4 KRaft log under the zk rules.
 A KRaft log isrflow reproduces gets no warning and no mark."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
 
 INTEGRATION = Path(__file__).resolve().parents[1] / "integration"
-ZK_WRONG = INTEGRATION / "zklog" / "regressions" / "zookeeper-2.6-seed-3-multi"  # strict xfail: isrflow is wrong
+ZK_WRONG = INTEGRATION / "zklog" / "regressions" / "zookeeper-2.6-seed-3-multi"
 KRAFT_JBOD = INTEGRATION / "kraftlog" / "regressions" / "kafka-4.4-jbod"
 KRAFT_AGREES = INTEGRATION / "kraftlog" / "regressions" / "kafka-4.1-seed-1"
 
@@ -45,7 +46,7 @@ def _figures(out: Path) -> AgreementFigures:
 @pytest.fixture(scope="module")
 def zk_wrong(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("zk-wrong")
-    printed = replay(ReplayOptions(f"zk:{ZK_WRONG}", out, engine="local", config=ControllerConfig(rules=ZK)))
+    printed = replay(ReplayOptions(f"zk:{ZK_WRONG}", out, engine="local", config=ControllerConfig(rules=KRAFT)))
     return out, printed
 
 
