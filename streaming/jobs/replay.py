@@ -74,7 +74,7 @@ class ReplayOptions:
     source: str
     out: Path
     engine: str = "spark"
-    batch_size: int = 0
+    batch_size: int | None = None  # the Spark engine's events per micro-batch (0: all; None: from the log's size)
     bounds: Bounds = field(default_factory=Bounds)
     config: ControllerConfig = field(default_factory=ControllerConfig)
     master: str | None = None
@@ -200,10 +200,13 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, pipe: kraft.Impor
         if options.engine == "local":
             replay_local(records, layout.root, config, source, lambda _: progress.advance(1))
         else:
-            from streaming.engine.session import build_spark
+            from streaming.engine.session import build_spark, replay_sizing
 
-            spark = build_spark("isrflow-replay", options.master, options.spark_conf)
-            replay_spark(spark, records, layout.root, config, options.batch_size, source, progress)
+            # Micro-batches and the driver's heap sized from the log, so that a big log runs with the defaults;
+            # the user's --conf comes on top.
+            batch_size, sized = replay_sizing(total, options.batch_size)
+            spark = build_spark("isrflow-replay", options.master, {**sized, **options.spark_conf})
+            replay_spark(spark, records, layout.root, config, batch_size, source, progress)
     agreement = ""
     if pipe is not None and prefix is not None and pipe.summary is not None:
         imported = _HistoryImport(*_history_paths(prefix, layout.root), pipe.summary)
