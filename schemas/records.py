@@ -55,6 +55,20 @@ class Decision:
     # KRaft (KIP-858): each replica's log directory id, in the order of `replicas`; empty under the zk rules.
     directories: tuple[str, ...] = ()
 
+    def evolve(self, **changes: object) -> Decision:
+        """A copy with `changes`, as dataclasses.replace builds it, without its per-call look at the fields and
+        the frozen __init__ (a KRaft command settles its last decision's epochs and directories this way)."""
+        evolved = object.__new__(Decision)
+        for name, value in zip(_DECISION_FIELDS, _decision_values(self), strict=True):
+            object.__setattr__(evolved, name, value)
+        for name, value in changes.items():
+            object.__setattr__(evolved, name, value)
+        return evolved
+
+
+_DECISION_FIELDS = tuple(f.name for f in fields(Decision))
+_decision_values = operator.attrgetter(*_DECISION_FIELDS)
+
 
 @dataclass(frozen=True, slots=True)
 class AgreementRow:
