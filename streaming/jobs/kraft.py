@@ -208,4 +208,7 @@ def _import_child(exchange: Path) -> None:
 
 
 if __name__ == "__main__":
-    _import_child(Path(sys.argv[1]))
+    # This module again under its own name, so that the summary pickles as streaming.jobs.kraft's, not __main__'s.
+    from streaming.jobs import kraft
+
+    kraft._import_child(Path(sys.argv[1]))
