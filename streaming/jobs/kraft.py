@@ -123,12 +123,17 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
 def converted_batches(converter: Converter, records: Iterable[MetadataRecord]
                       ) -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """`convert` as it goes: after each batch, the events (in log order) and observed changes it made, taken out of
-    `converter.result`, which keeps the rest (unknown types, features, unexplained offsets)."""
+    `converter.result`, which keeps the rest (unknown types, features, unexplained offsets). An unclean
+    registration's changes (and any after them) stay until the broker's STARTUP, which names their cause."""
     last = -1
     for _ in converter.batches(records):
         result = converter.result
+        held = {id(row) for broker in converter.brokers.values() for row in broker.unclean_registration}
+        cut = next((i for i, row in enumerate(result.observed) if id(row) in held), len(result.observed))
         events, observed = sorted(result.events, key=event_offset), result.observed
         result.events, result.observed = [], []
+        if cut < len(observed):  # (no copy of the rows held while nothing goes before them)
+            observed, result.observed = (observed[:cut], observed[cut:]) if cut else ([], observed)
         if events:
             # An operation is one batch and the seeds come before the first event, so a batch's events never go
             # before an earlier batch's: the lines are `convert`'s, which sorts them all at once.
@@ -136,6 +141,9 @@ def converted_batches(converter: Converter, records: Iterable[MetadataRecord]
                 raise RuntimeError(f"event at offset {event_offset(events[0])} after one at {last}")
             last = event_offset(events[-1])
         yield events, observed
+    if converter.result.observed:  # registrations no STARTUP followed
+        yield [], converter.result.observed
+        converter.result.observed = []
 
 
 class ImportPipe:
