@@ -38,7 +38,7 @@ class RecordColumns:
     `constants` (the batch_id, the time the run wrote them), or null."""
 
     def __init__(self, schema: TableSchema, cls: type, constants: dict[str, Any] | None = None,
-                 batch_rows: int = BATCH_ROWS) -> None:
+                 batch_rows: int | None = None) -> None:
         self.arrow = schema.to_arrow()
         fields_ = row_fields(cls)
         self._values = fields_.values
@@ -48,7 +48,7 @@ class RecordColumns:
         self._columns = [(index.get(f.name), _BY_KIND[kinds[f.name]] if f.name in index else None,
                           (constants or {}).get(f.name)) for f in self.arrow]
         self._rows: list[tuple[Any, ...]] = []
-        self.batch_rows = batch_rows
+        self.batch_rows = batch_rows or BATCH_ROWS
         self.batches: list[Any] = []
         self.count = 0
 
@@ -76,8 +76,10 @@ class RecordColumns:
         self._rows = []
 
     def table(self) -> Any:
-        """Every row added, as one Arrow table."""
+        """Every row added, as one Arrow table in one chunk: delta-rs writes a table's chunks in no fixed order."""
         import pyarrow as pa
 
         self.flush()
-        return pa.Table.from_batches(self.batches, schema=self.arrow)
+        table = pa.Table.from_batches(self.batches, schema=self.arrow).combine_chunks()
+        self.batches = []
+        return table

@@ -12,6 +12,7 @@ import pytest
 from statemachine.controller import ControllerConfig
 from statemachine.rules import rules_named
 from streaming.engine.local import replay_local, run_local, write_outputs
+from streaming.io import columns
 from streaming.io.delta import RUN_DEPENDENT_COLUMNS, read_delta
 from streaming.io.eventlog import read_event_log
 
@@ -29,7 +30,9 @@ def _rows(table: Path) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("rules", ["zk", "kraft"])
 @pytest.mark.parametrize("example", ["double-failure-unclean.jsonl", "reassignment.jsonl", "zombie-controller.jsonl"])
-def test_streamed_outputs_equal_the_rows_written_at_the_end(tmp_path: Path, example: str, rules: str) -> None:
+def test_streamed_outputs_equal_the_rows_written_at_the_end(tmp_path: Path, example: str, rules: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(columns, "BATCH_ROWS", 7)  # several record batches, kept in order
     records = [*read_event_log(EXAMPLES / example)]
     records.insert(3, (3, b'{"type": "BrokerChange", "event_id": "broken"}'))  # quarantined
     records = [(offset, raw) for offset, (_, raw) in enumerate(records)]
