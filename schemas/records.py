@@ -56,18 +56,26 @@ class Decision:
     directories: tuple[str, ...] = ()
 
     def evolve(self, **changes: object) -> Decision:
-        """A copy with `changes`, as dataclasses.replace builds it, without its per-call look at the fields and
-        the frozen __init__ (a KRaft command settles its last decision's epochs and directories this way)."""
-        evolved = object.__new__(Decision)
-        for name, value in zip(_DECISION_FIELDS, _decision_values(self), strict=True):
-            object.__setattr__(evolved, name, value)
-        for name, value in changes.items():
-            object.__setattr__(evolved, name, value)
-        return evolved
+        """`evolve(self, **changes)`: a KRaft command settles its last decision's epochs and directories this way."""
+        return evolve(self, **changes)
 
 
-_DECISION_FIELDS = tuple(f.name for f in fields(Decision))
-_decision_values = operator.attrgetter(*_DECISION_FIELDS)
+@cache
+def _field_values(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    names = tuple(f.name for f in fields(cls))
+    return names, operator.attrgetter(*names)
+
+
+def evolve(record: T, **changes: object) -> T:
+    """A copy of a frozen dataclass with `changes`, as dataclasses.replace builds it, without its per-call look at
+    the fields and the frozen __init__. A name that is not a field raises AttributeError (the records have slots)."""
+    names, values = _field_values(type(record))
+    evolved = object.__new__(type(record))
+    for name, value in zip(names, values(record), strict=True):
+        object.__setattr__(evolved, name, value)
+    for name, value in changes.items():
+        object.__setattr__(evolved, name, value)
+    return evolved
 
 
 @dataclass(frozen=True, slots=True)
