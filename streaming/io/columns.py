@@ -1,8 +1,8 @@
-"""A table's rows as Arrow record batches built from the records themselves, never from row dicts.
+"""A table's rows as Arrow columns built from the records themselves, never from row dicts.
 
 `RecordColumns` takes the controller's frozen records (an AuditRow, a RequestRow) one by one, keeps only the tuple
-of their field values, and every `batch_rows` rows turns those tuples into one Arrow record batch of the table's
-schema, column by column: the same values `to_row` then `arrow_table` give (enum members as their values, tuples as
+of their field values, and every `batch_rows` rows turns those tuples into one Arrow array per column of the
+table's schema: the same values `to_row` then `arrow_table` give (enum members as their values, tuples as
 lists, maps as (key, value) pairs), without a dict per row. Memory stays the Arrow columns plus one batch of tuples.
 """
 
@@ -34,7 +34,7 @@ _BY_KIND = {"scalar": _scalars, "tuple": _tuples, "map": _maps}
 
 
 class RecordColumns:
-    """Records of `cls` as record batches of `schema`; the schema's columns that are no field of `cls` take
+    """Records of `cls` as the columns of `schema`; the schema's columns that are no field of `cls` take
     `constants` (the batch_id, the time the run wrote them), or null."""
 
     def __init__(self, schema: TableSchema, cls: type, constants: dict[str, Any] | None = None,
@@ -49,7 +49,7 @@ class RecordColumns:
                           (constants or {}).get(f.name)) for f in self.arrow]
         self._rows: list[tuple[Any, ...]] = []
         self.batch_rows = batch_rows or BATCH_ROWS
-        self.batches: list[Any] = []
+        self._chunks: list[list[Any]] = [[] for _ in self.arrow]  # per column, its arrays of BATCH_ROWS rows
         self.count = 0
 
     def add(self, record: Any) -> None:
@@ -62,24 +62,27 @@ class RecordColumns:
             self.add(record)
 
     def flush(self) -> None:
-        """The rows added since the last batch, as one more batch."""
+        """The rows added since the last batch, as one more array per column."""
         import pyarrow as pa
 
         if not self._rows:
             return
         n = len(self._rows)
         by_field = list(zip(*self._rows, strict=True))
-        arrays = [pa.array(convert(by_field[i]) if i is not None else [constant] * n, type=f.type)
-                  for (i, convert, constant), f in zip(self._columns, self.arrow, strict=True)]
-        self.batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.arrow))
+        for (i, convert, constant), f, chunks in zip(self._columns, self.arrow, self._chunks, strict=True):
+            chunks.append(pa.array(convert(by_field[i]) if i is not None else [constant] * n, type=f.type))
         self.count += n
         self._rows = []
 
     def table(self) -> Any:
-        """Every row added, as one Arrow table in one chunk: delta-rs writes a table's chunks in no fixed order."""
+        """Every row added, as one Arrow table of one chunk (delta-rs writes a table's chunks in no fixed order),
+        joined a column at a time, each column's arrays let go once joined: the table is not held twice."""
         import pyarrow as pa
 
         self.flush()
-        table = pa.Table.from_batches(self.batches, schema=self.arrow).combine_chunks()
-        self.batches = []
-        return table
+        columns = []
+        for i, f in enumerate(self.arrow):
+            chunks, self._chunks[i] = self._chunks[i], []
+            columns.append(pa.concat_arrays(chunks) if chunks else pa.array([], type=f.type))
+            del chunks
+        return pa.Table.from_arrays(columns, schema=self.arrow)
