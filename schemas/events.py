@@ -318,6 +318,21 @@ class LogDirsOffline(_BrokerLogDirs):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LogDirEventNotification(Event):
+    """ZooKeeper mode: a log dir failed under broker `broker_id`, which wrote
+    /log_dir_event_notification/log_dir_event_<seq>. The controller sends it a LeaderAndIsr of every replica it
+    holds (onBrokerLogDirFailure); the broker answers KAFKA_STORAGE_ERROR for `offline_replicas`, the partitions of
+    the failed dir, and those replicas go offline (processLeaderAndIsrResponseReceived, onReplicasBecomeOffline):
+    leaders move away, ISRs shrink, only for those partitions. From then on they cannot lead. Addition, written by
+    `import-zk` (the answer, which ZooKeeper does not log, from the controller's state-change.log, else inferred
+    from the controller's writes that follow)."""
+
+    type: ClassVar[str] = "LogDirEventNotification"
+    broker_id: int
+    offline_replicas: tuple[PartitionRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ObservedDecision:
     """A partition change the real controller wrote (a KRaft PartitionChangeRecord or PartitionRecord, with the
     epochs as KRaft's merge rules leave them), as `isrflow bridge` publishes it after the event that caused it:
@@ -352,7 +367,7 @@ class ObservedDecision:
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
                    | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot
                    | UpdateFeatures | IsrChangeNotification | BrokerRegistration | AssignReplicasToDirs
-                   | LogDirsOffline | ControllerRegistration)
+                   | LogDirsOffline | ControllerRegistration | LogDirEventNotification)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig,
@@ -437,6 +452,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "LogDirsOffline": _BROKER_LOG_DIRS,
     "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
                              "assignments": _directory_assignments},
+    "LogDirEventNotification": {"broker_id": non_negative_int},
 }
 
 # Optional fields: name -> (validator, default).
@@ -450,6 +466,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "DeleteTopic": {"topics": (string_list, ())},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
+    "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "PartitionSnapshot": {
         "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
         "adding_replicas": (int_list, ()),

@@ -36,6 +36,7 @@ from schemas.events import (
     IsrChange,
     IsrChangeNotification,
     LeaderImbalanceCheck,
+    LogDirEventNotification,
     LogDirsOffline,
     PartitionSnapshot,
     ReassignPartitions,
@@ -53,6 +54,7 @@ from statemachine.log_dirs import (
     offline_replicas,
     on_assign_replicas_to_dirs,
     on_broker_registration,
+    on_log_dir_event_notification,
     on_log_dirs_offline,
 )
 from statemachine.partition import apply_command
@@ -122,6 +124,9 @@ class ClusterView:
     # KRaft (KIP-858): each registered broker's log dirs and the epoch it registered them with (BrokerRegistration).
     log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
     registered_epochs: dict[int, int] = field(default_factory=dict)
+    # ZooKeeper mode: per broker, the replicas it answered KAFKA_STORAGE_ERROR for (replicasOnOfflineDirs): a log
+    # dir failed under them, they cannot lead (statemachine.log_dirs).
+    replicas_on_offline_dirs: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
     # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases).
     controller_levels: dict[int, int] = field(default_factory=dict)
 
@@ -407,6 +412,8 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
                 on_assign_replicas_to_dirs(self, event, out)
             case LogDirsOffline():
                 on_log_dirs_offline(self, event, out)
+            case LogDirEventNotification():
+                on_log_dir_event_notification(self, event, out)
             case ControllerRegistration():
                 on_controller_registration(self, event, out)
 

@@ -115,6 +115,8 @@ class Action(StrEnum):
     # KRaft with ELR: a broker back after an unclean shutdown leaves ISR and ELR; min ISR changed: ELR cleared.
     UNCLEAN_REGISTRATION = "UNCLEAN_REGISTRATION"
     CLEAR_ELR = "CLEAR_ELR"
+    # ZooKeeper mode: a log dir failed under the broker; the controller asks it about its replica (a LeaderAndIsr).
+    LOG_DIR_FAILURE = "LOG_DIR_FAILURE"
     # KRaft (KIP-858): a broker's AssignReplicasToDirs put its replica in one of its log dirs.
     ASSIGN_REPLICAS_TO_DIRS = "ASSIGN_REPLICAS_TO_DIRS"
     # A partition seeded from a metadata snapshot, as the snapshot holds it.

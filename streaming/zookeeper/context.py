@@ -14,6 +14,7 @@ from typing import Any
 
 from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
 from streaming.zookeeper.serverlog import AlterPartitionRequest
+from streaming.zookeeper.statechange import OfflineMarks
 from streaming.zookeeper.txnlog import ZkTxn
 
 NO_LEADER = -1
@@ -76,7 +77,7 @@ class Cause:
 
     event: dict[str, Any]
     kind: str  # STARTUP, FAILURE, CONTROLLED_SHUTDOWN, FAILOVER, CREATED, CONFIG, DELETE, PARTITIONS, PREFERRED,
-    # UNCLEAN, ISR
+    # UNCLEAN, ISR, LOG_DIR
     broker: int | None = None
     topic: str | None = None
     partitions: set[tuple[str, int]] = field(default_factory=set)
@@ -87,6 +88,8 @@ class Cause:
     # the DeleteTopic events of the requests the controller's same read of /admin/delete_topics took
     queued_with: tuple[str, ...] = ()
     joined: list[dict[str, Any]] = field(default_factory=list)
+    # LOG_DIR: the replicas the controller marked offline (its state-change.log); None: not logged, inferred
+    logged: frozenset[tuple[str, int]] | None = None
 
     @property
     def brokers(self) -> set[int]:
@@ -170,8 +173,14 @@ class Context:
     """The importer's state, which each znode's reader takes and updates; `result` is what it made."""
 
     def __init__(self, reads: ControllerReads | None = None,
-                 alter_partitions: Iterable[AlterPartitionRequest] = ()) -> None:
+                 alter_partitions: Iterable[AlterPartitionRequest] = (),
+                 offline_marks: OfflineMarks | None = None) -> None:
         self.result = ZkConverted()
+        # The replicas the controllers marked offline at a broker's answer (their state-change.log), when given.
+        self.offline_marks = offline_marks
+        # Per broker, its replicas in failed log dirs as far as known (marked, or inferred from the writes): its
+        # startups and the failovers ask it again, and the controller takes them offline again.
+        self.failed_replicas: dict[int, set[tuple[str, int]]] = {}
         # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
         # registrations each BrokerChange read took, in place of what the writes suggest.
         self.reads = reads if reads is not None else ControllerReads()
