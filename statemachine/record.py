@@ -169,6 +169,9 @@ class Command:
     # Registered and not shutting down.
     live_brokers: frozenset[int] = frozenset()
     shutting_down_brokers: frozenset[int] = frozenset()
+    # Registered brokers whose replica of the partition is in a failed log dir: left out of the two above (they
+    # cannot lead it), yet still sent the ZooKeeper-era controller's requests.
+    offline_replicas: frozenset[int] = frozenset()
     unclean_allowed: bool = False
     # KRaft: the topic's effective min.insync.replicas (at most its replication factor), whether Eligible Leader
     # Replicas are on (the feature eligible.leader.replicas.version on a metadata version that supports it) and the
@@ -196,6 +199,11 @@ class Command:
     @property
     def live_or_shutting_down(self) -> frozenset[int]:
         return self.live_brokers | self.shutting_down_brokers
+
+    @property
+    def registered_brokers(self) -> frozenset[int]:
+        """The brokers the controller's requests reach (liveOrShuttingDownBrokerIds)."""
+        return self.live_brokers | self.shutting_down_brokers | self.offline_replicas
 
 
 @dataclass(frozen=True, slots=True)
