@@ -18,6 +18,7 @@ from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition
+from streaming.zookeeper.statechange import OfflineMarks, parse_offline_marks
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
 DATA = Path(__file__).parent / "zkdata"
@@ -571,3 +572,42 @@ def test_a_reassignment_in_place_of_a_leaderless_partition_is_read_from_the_unch
     reassignments = [e["partitions"] for e in convert(z.history()).events if e["type"] == "ReassignPartitions"]
     assert reassignments == [[{"topic": "t", "partition": 1, "replicas": [3]}],
                              [{"topic": "t", "partition": 1, "replicas": None}]]
+
+
+def log_dir_failure(z: Ensemble, broker: int) -> None:
+    """Broker `broker` announces a failed log dir; the controller reads and deletes the notification."""
+    path = "/log_dir_event_notification/log_dir_event_0000000000"
+    z.txn(z.sessions[broker], ZnodeOp("create", path, b'{"version":1,"broker":%d,"event":1}' % broker, 0))
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", path))
+
+
+def test_a_log_dir_failure_names_from_the_directory_alone_the_replicas_its_writes_drop() -> None:
+    # t-0 led by 2 in the failed dir, t-1 followed by 2 in the other dir: only t-0 is written.
+    z = Ensemble()
+    z.topic({0: [2, 1, 3], 1: [1, 2, 3]})
+    z.state(0, 2, [2, 1, 3], 0)
+    z.state(1, 1, [1, 2, 3], 0)
+    log_dir_failure(z, 2)
+    z.state(0, 1, [1, 3], 1)
+    events, observed, decisions = replayed(z.history())
+    [event] = [e for e in events if e["type"] == "LogDirEventNotification"]
+    assert (event["broker_id"], event["offline_replicas"]) == (2, [{"topic": "t", "partition": 0}])
+    assert observed[-1]["cause_event_id"] == event["event_id"]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_log_dir_failure_takes_its_replicas_from_the_controllers_mark() -> None:
+    z = Ensemble()
+    z.topic({0: [2, 1, 3], 1: [1, 2, 3]})
+    z.state(0, 2, [2, 1, 3], 0)
+    z.state(1, 1, [1, 2, 3], 0)
+    log_dir_failure(z, 2)
+    z.state(0, 1, [1, 3], 1)
+    z.state(1, 1, [1, 3], 1)
+    at = datetime.fromtimestamp(z.txns[-3].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    marks = parse_offline_marks([f"[{at}] INFO [Controller id=1] Mark replicas t-1,t-0 on broker 2 as offline "
+                                 "(state.change.logger)\n"])
+    converted = Converter(offline_marks=OfflineMarks(marks)).convert(z.history())
+    [event] = [e for e in converted.events if e["type"] == "LogDirEventNotification"]
+    assert sorted((r["topic"], r["partition"]) for r in event["offline_replicas"]) == [("t", 0), ("t", 1)]
+    assert [o["cause"] for o in converted.observed[-2:]] == ["LogDirEventNotification"] * 2
