@@ -258,6 +258,9 @@ class UpdateFeatures(Event):
 
     type: ClassVar[str] = "UpdateFeatures"
     features: Mapping[str, int]
+    # ZooKeeper mode: the Kafka release the controllers run ("2.8.2"), as `import-zk` and the bridge read it from the
+    # cluster's writes (addition); the zk rules follow it unless run with --kafka-version.
+    kafka_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -467,6 +470,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
+    "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "PartitionSnapshot": {
         "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
         "adding_replicas": (int_list, ()),

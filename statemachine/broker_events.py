@@ -133,7 +133,7 @@ class BrokerEvents:
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         if deleting:
             self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
-        if broker_failure_updates_metadata_when_nothing_changed(self.config.release):
+        if broker_failure_updates_metadata_when_nothing_changed(self.release):
             nothing_changed = not any(k in self.partitions and not self.partitions[k].queued_for_deletion
                                       for k in hosted) and not any(
                 d.election for h in out.handled for d in h.applied.decisions)

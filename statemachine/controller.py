@@ -127,6 +127,8 @@ class ClusterView:
     # ZooKeeper mode: per broker, the replicas it answered KAFKA_STORAGE_ERROR for (replicasOnOfflineDirs): a log
     # dir failed under them, they cannot lead (statemachine.log_dirs).
     replicas_on_offline_dirs: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
+    # ZooKeeper mode: the release the controllers run, as the log named it (UpdateFeatures.kafka_version).
+    kafka_version: str | None = None
     # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases).
     controller_levels: dict[int, int] = field(default_factory=dict)
 
@@ -244,7 +246,7 @@ class _Fanout:
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
                    else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
                    elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version,
-                   kafka_release=self.controller.config.release,
+                   kafka_release=self.controller.release,
                    controller_level=controller_level(self.controller), **fields)
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
@@ -316,6 +318,14 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
         return len(records) + len(removed)
 
     # -- queries ----------------------------------------------------------------------------------------
+    @property
+    def release(self) -> KafkaRelease:
+        """The release whose controller the zk rules follow: as configured (--kafka-version), else as the log named
+        it, else the last with ZooKeeper mode."""
+        if self.config.kafka_version is None and self.cluster.kafka_version is not None:
+            return KafkaRelease.parse(self.cluster.kafka_version)
+        return self.config.release
+
     def unclean_allowed(self, topic: str) -> bool:
         value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"

@@ -210,7 +210,7 @@ class TopicEvents:
                 by_preferred.setdefault(rec.replicas[0], []).append((key, rec))
         reports = []
         # Before KAFKA-10149 a reassignment in progress anywhere holds every election back.
-        held_back = rebalance_waits_for_reassignments(self.config.release) and any(
+        held_back = rebalance_waits_for_reassignments(self.release) and any(
             r.reassignment_in_progress for r in self.partitions.values())
         for broker, hosted in sorted(by_preferred.items()):
             not_preferred = [(k, r) for k, r in hosted if r.has_leader_and_isr and r.leader != broker]

@@ -164,6 +164,11 @@ def _event_id(zxid: int, suffix: str = "") -> str:
     return f"zk-{zxid}{suffix}"
 
 
+def event_ts(time_ms: int) -> str:
+    """A transaction's time (ms) as an event's `ts`."""
+    return datetime.fromtimestamp(max(time_ms, 0) / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def event_zxid(event: dict[str, Any]) -> int:
     """The zxid an event was read at (its id is `zk-<zxid>[-<suffix>]`)."""
     return int(event["event_id"].split("-")[1])
@@ -221,8 +226,7 @@ class Context:
         self.controller_wrote_at = 0  # the zxid of the controller's event thread's newest write
 
     def event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
-        ts = datetime.fromtimestamp(max(txn.time, 0) / 1000, UTC).isoformat(timespec="milliseconds")
-        event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": ts.replace("+00:00", "Z"),
+        event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": event_ts(txn.time),
                  "controller_epoch": self.controller_epoch, **fields}
         self.result.events.append(event)
         self.newest_event = event
