@@ -581,15 +581,20 @@ def log_dir_failure(z: Ensemble, broker: int) -> None:
     z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", path))
 
 
-def test_a_log_dir_failure_names_from_the_directory_alone_the_replicas_its_writes_drop() -> None:
-    # t-0 led by 2 in the failed dir, t-1 followed by 2 in the other dir: only t-0 is written.
+def failed_under_2() -> Ensemble:
+    """t-0 led by broker 2, t-1 followed by it; a log dir fails under it, t-0's leadership moves."""
     z = Ensemble()
     z.topic({0: [2, 1, 3], 1: [1, 2, 3]})
     z.state(0, 2, [2, 1, 3], 0)
     z.state(1, 1, [1, 2, 3], 0)
     log_dir_failure(z, 2)
     z.state(0, 1, [1, 3], 1)
-    events, observed, decisions = replayed(z.history())
+    return z
+
+
+def test_a_log_dir_failure_names_from_the_directory_alone_the_replicas_its_writes_drop() -> None:
+    # t-1's replica on 2 is in its other dir: t-1 is not written.
+    events, observed, decisions = replayed(failed_under_2().history())
     [event] = [e for e in events if e["type"] == "LogDirEventNotification"]
     assert (event["broker_id"], event["offline_replicas"]) == (2, [{"topic": "t", "partition": 0}])
     assert observed[-1]["cause_event_id"] == event["event_id"]
@@ -597,13 +602,8 @@ def test_a_log_dir_failure_names_from_the_directory_alone_the_replicas_its_write
 
 
 def test_a_log_dir_failure_takes_its_replicas_from_the_controllers_mark() -> None:
-    z = Ensemble()
-    z.topic({0: [2, 1, 3], 1: [1, 2, 3]})
-    z.state(0, 2, [2, 1, 3], 0)
-    z.state(1, 1, [1, 2, 3], 0)
-    log_dir_failure(z, 2)
-    z.state(0, 1, [1, 3], 1)
-    z.state(1, 1, [1, 3], 1)
+    z = failed_under_2()
+    z.state(1, 1, [1, 3], 1)  # both in the failed dir: t-1's ISR shrinks too
     at = datetime.fromtimestamp(z.txns[-3].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
     marks = parse_offline_marks([f"[{at}] INFO [Controller id=1] Mark replicas t-1,t-0 on broker 2 as offline "
                                  "(state.change.logger)\n"])
