@@ -218,6 +218,9 @@ class ControllerChange(Event):
     # not known). ZooKeeper-era onControllerFailover reads /brokers/ids: a broker that died or registered while no
     # controller was active (the old one died with it, say) is gone, or registered, from the failover on.
     live_brokers: Mapping[int, int] | None = None
+    # ZooKeeper mode (addition): the replicas brokers answered KAFKA_STORAGE_ERROR for to the failover's LeaderAndIsr
+    # requests, as broker id -> partitions: a log dir failed under them while no controller read its notification.
+    offline_replicas: Mapping[int, tuple[PartitionRef, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -413,6 +416,14 @@ def _directory_assignments(value: Any, name: str) -> tuple[DirectoryAssignment, 
                  for a in value)
 
 
+def _replicas_by_broker(value: Any, name: str) -> dict[int, tuple[PartitionRef, ...]]:
+    if not isinstance(value, dict):
+        raise Invalid(f"field '{name}' must be an object of broker id -> [{{topic, partition}}]")
+    ids = broker_epochs(dict.fromkeys(value, 0), name)  # the keys checked as broker ids
+    return {b: _partition_refs(value[str(b)], f"{name}.{b}", with_replicas=False)  # type: ignore[misc]
+            for b in ids}
+
+
 _BROKER_LOG_DIRS = {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list}
 # Per type: field name -> validator. Validators return the normalised value.
 _FIELDS: dict[str, dict[str, Any]] = {
@@ -468,7 +479,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "ReassignPartitions": {"through_znode": (boolean, False)},
     "DeleteTopic": {"topics": (string_list, ())},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
-    "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
+    "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
+                         "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "PartitionSnapshot": {

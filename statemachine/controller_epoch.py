@@ -52,7 +52,7 @@ class ControllerEpoch:
                 for key in keys:
                     if self.partitions[key].queued_for_deletion:
                         out.partition(Action.RESUME_DELETION, key)
-        answered_again(self, out, lifted)
+        answered_again(self, out, lifted, ev.offline_replicas if isinstance(ev, ControllerChange) else None)
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
         out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
                     f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)

@@ -19,10 +19,16 @@ ZooKeeper mode (KIP-112).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from schemas.events import AssignReplicasToDirs, BrokerRegistration, LogDirEventNotification, LogDirsOffline
+from schemas.events import (
+    AssignReplicasToDirs,
+    BrokerRegistration,
+    LogDirEventNotification,
+    LogDirsOffline,
+    PartitionRef,
+)
 from statemachine.directories import default_directory, directory_name, is_online
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.record import Action, PartitionRecord
@@ -127,12 +133,17 @@ def lift_offline_dirs(cv: ClusterView, brokers: Iterable[int]) -> dict[int, froz
     return {b: cv.replicas_on_offline_dirs.pop(b) for b in sorted(brokers) if b in cv.replicas_on_offline_dirs}
 
 
-def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, frozenset[tuple[str, int]]]) -> None:
+def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, frozenset[tuple[str, int]]],
+                   answered: Mapping[int, Iterable[PartitionRef]] | None = None) -> None:
     """The registered brokers' answers to the LeaderAndIsr requests of a startup or a failover: the replicas of a
     failed dir answer KAFKA_STORAGE_ERROR again (a dir stays failed: isrflow does not see a disk replaced) and go
-    offline again (processLeaderAndIsrResponseReceived)."""
+    offline again (processLeaderAndIsrResponseReceived); so do those the event names (`answered`: a dir that failed
+    while no controller read its notification)."""
     cv = controller.cluster
-    for broker, keys in lifted.items():
+    lifted = dict(lifted)
+    for broker, refs in sorted((answered or {}).items()):
+        lifted[broker] = lifted.get(broker, frozenset()) | {(r.topic, r.partition) for r in refs}
+    for broker, keys in sorted(lifted.items()):
         cv.replicas_on_offline_dirs[broker] = keys
         hosted = sorted(keys & set(controller.partitions_on(broker)))
         if broker in cv.broker_epochs and hosted:

@@ -186,6 +186,10 @@ class Context:
         # Per broker, its replicas in failed log dirs as far as known (marked, or inferred from the writes): its
         # startups and the failovers ask it again, and the controller takes them offline again.
         self.failed_replicas: dict[int, set[tuple[str, int]]] = {}
+        # The log dir notifications not deleted yet (path -> its LOG_DIR cause), and the brokers whose one a new
+        # controller's failover deleted unread (broker -> that failover's event id).
+        self.log_dir_events: dict[str, Cause] = {}
+        self.unread_log_dirs: dict[int, str] = {}
         # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
         # registrations each BrokerChange read took, in place of what the writes suggest.
         self.reads = reads if reads is not None else ControllerReads()

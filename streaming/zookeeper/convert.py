@@ -104,6 +104,13 @@ class Converter:
         return self.context.reassigning(key)
 
     def unsettled_from(self, quiet_since: int) -> int | None:
+        """`_unsettled_from`, and a log dir notification no controller has deleted yet (a new controller's failover
+        deleting it unread takes its event back: `logdirs.notification_deleted`)."""
+        held = [z for z in (self._unsettled_from(quiet_since),
+                            *(event_zxid(c.event) for c in self.context.log_dir_events.values())) if z is not None]
+        return min(held) if held else None
+
+    def _unsettled_from(self, quiet_since: int) -> int | None:
         """The zxid from which the output may still change (None: none of it): the newest event's, while the
         controller may still be handling it. Its partition writes follow it in later transactions, so it is open
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from streaming.zookeeper.context import Cause, Context
+from streaming.zookeeper.context import Cause, Context, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
@@ -29,7 +29,11 @@ LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
 
 def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     """A broker's notification: a LogDirEventNotification event, its offline replicas from the controller's mark
-    when logged, else filled by the writes it explains (`fits`, `explained`)."""
+    when logged, else filled by the writes it explains (`fits`, `explained`). Its delete says whether a controller
+    read it (`notification_deleted`)."""
+    if op.kind == "delete" and op.path in ctx.log_dir_events:
+        notification_deleted(ctx, ctx.log_dir_events.pop(op.path))
+        return
     if op.kind != "create" or op.path.count("/") != 2:
         return
     broker = int(json.loads(op.data or b"{}").get("broker", -1))
@@ -41,6 +45,25 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     cause = ctx.cause(Cause(event, "LOG_DIR", broker))
     cause.logged = frozenset(mark.replicas) if mark is not None else None
     ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
+    ctx.log_dir_events[op.path] = cause
+
+
+def notification_deleted(ctx: Context, cause: Cause) -> None:
+    """The controller that read a notification deletes it (processLogDirEventNotification). One deleted by a new
+    controller's failover (onControllerFailover deletes them all, unread) was read by none: the dir failed while
+    the old controller was gone (killed, its session not yet expired). Its event is no event; the failover's
+    LeaderAndIsr requests bring the broker's answer, which its ControllerChange carries (`offline_replicas`, from
+    the mark, else from the failover's writes that drop the broker: `failover_explained`)."""
+    failover = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
+    if failover is None or event_zxid(failover.event) < event_zxid(cause.event):
+        return  # read by the controller that was active when it came
+    if cause.event in ctx.result.events:
+        ctx.result.events.remove(cause.event)
+    ctx.forget_cause(cause)
+    answers = failover.event.setdefault("offline_replicas", {})
+    answers.setdefault(str(cause.broker), []).extend(
+        r for r in cause.event["offline_replicas"] if r not in answers.get(str(cause.broker), []))
+    ctx.unread_log_dirs[cause.broker] = failover.event["event_id"]
 
 
 def fits(ctx: Context, cause: Cause, key: tuple[str, int], dropped: bool) -> bool:
@@ -57,7 +80,20 @@ def explained(ctx: Context, cause: Cause, key: tuple[str, int]) -> None:
         ctx.failed_replicas.setdefault(cause.broker or 0, set()).add(key)
 
 
-def in_failed_dir(ctx: Context, broker: int, key: tuple[str, int]) -> bool:
-    """Whether the broker's replica of `key` is known to be in a failed dir: asked again (its startup, a failover),
-    it answers KAFKA_STORAGE_ERROR and the controller drops it from the leadership and the ISR."""
-    return key in ctx.failed_replicas.get(broker, ())
+def in_failed_dir(ctx: Context, broker: int, key: tuple[str, int], failover: Cause | None = None) -> bool:
+    """Whether the broker's replica of `key` is known to be in a failed dir, or may be (a `failover` that deleted
+    the broker's notification unread: its answer names which): asked again (its startup, a failover), it answers
+    KAFKA_STORAGE_ERROR and the controller drops it from the leadership and the ISR."""
+    unread = failover is not None and ctx.unread_log_dirs.get(broker) == failover.event["event_id"]
+    return key in ctx.failed_replicas.get(broker, ()) or unread
+
+
+def failover_explained(ctx: Context, failover: Cause, key: tuple[str, int], dropped: list[int]) -> None:
+    """A failover's write that drops brokers whose notification it deleted unread: from the directory alone, their
+    answers name the partition."""
+    answers = failover.event.get("offline_replicas") or {}
+    for broker in dropped:
+        if ctx.unread_log_dirs.get(broker) == failover.event["event_id"] and \
+                key not in ctx.failed_replicas.get(broker, ()):
+            answers.setdefault(str(broker), []).append({"topic": key[0], "partition": key[1]})
+            ctx.failed_replicas.setdefault(broker, set()).add(key)

@@ -59,6 +59,8 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
     if cause.kind == "LOG_DIR":
         logdirs.explained(ctx, cause, key)
+    elif cause.kind == "FAILOVER" and ctx.unread_log_dirs:
+        logdirs.failover_explained(ctx, cause, key, [b for b in ctx.brokers if _drops(b, before, after)])
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
@@ -118,7 +120,8 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # does it bump the leader epoch of a live leader alone (leader and ISR kept) outside a reassignment:
             # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write)
             return newest and (reassigning or key[0] in ctx.deleting or (
-                not any(_drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key) for b in ctx.brokers) and
+                not any(_drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
+                        for b in ctx.brokers) and
                 ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))
         case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
             # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled

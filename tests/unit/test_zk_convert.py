@@ -611,3 +611,26 @@ def test_a_log_dir_failure_takes_its_replicas_from_the_controllers_mark() -> Non
     [event] = [e for e in converted.events if e["type"] == "LogDirEventNotification"]
     assert sorted((r["topic"], r["partition"]) for r in event["offline_replicas"]) == [("t", 0), ("t", 1)]
     assert [o["cause"] for o in converted.observed[-2:]] == ["LogDirEventNotification"] * 2
+
+
+def test_a_log_dir_notification_a_failover_deletes_unread_is_the_failovers_answer() -> None:
+    # The controller (broker 1) is gone, its session not expired yet, when broker 2 announces a failed dir; broker 3's
+    # failover deletes the notification unread and its LeaderAndIsr brings broker 2's answer: t-0 leaves 2.
+    z = Ensemble()
+    z.topic({0: [2, 1, 3]})
+    z.state(0, 2, [2, 1, 3], 0)
+    path = "/log_dir_event_notification/log_dir_event_0000000000"
+    z.txn(z.sessions[2], ZnodeOp("create", path, b'{"version":1,"broker":2,"event":1}', 0))
+    z.close(z.sessions[1], "/brokers/ids/1", "/controller")
+    z.txn(z.sessions[3], ZnodeOp("create", "/controller", b'{"brokerid":3}'),
+          ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    z.controller = z.sessions[3]
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", path))
+    z.state(0, 2, [2, 3], 1)  # the failover: dead 1 out of the ISR
+    z.state(0, 3, [3], 2)  # then 2's answer: its replica offline, 3 leads
+    events, observed, decisions = replayed(z.history())
+    assert "LogDirEventNotification" not in {e["type"] for e in events}
+    [failover] = [e for e in events if e["type"] == "ControllerChange" and e["controller_id"] == 3]
+    assert failover["offline_replicas"] == {"2": [{"topic": "t", "partition": 0}]}
+    assert observed[-1]["cause_event_id"] == failover["event_id"]
+    assert_every_history_equal(observed, decisions)

@@ -78,3 +78,13 @@ def test_a_notification_of_an_unregistered_broker_asks_nothing() -> None:
     result = failed_dir(c, 2, ("t", 0))
     assert result.decisions == []
     assert result.cluster_row.outcome == "NO_OP"
+
+
+def test_a_failover_takes_offline_the_replicas_its_answers_name() -> None:
+    # A dir failed while no controller read the notification: the failover's LeaderAndIsr requests get the answer.
+    c = jbod()
+    answers = {"2": [{"topic": "u", "partition": 0}, {"topic": "t", "partition": 0}]}
+    result = c.controller_change(1, offline_replicas=answers)
+    assert [(d.leader, d.isr) for d in result.decisions_for("u", 0)] == [(-1, (2,))]
+    assert (result.decision("t", 0).leader, sorted(result.decision("t", 0).isr)) == (1, [1, 3])
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0), ("t", 0)})}
