@@ -39,11 +39,11 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     broker = int(json.loads(op.data or b"{}").get("broker", -1))
     if broker < 0:
         return
-    mark = ctx.offline_marks.answer(broker, txn.time) if ctx.offline_marks is not None else None
+    marked = ctx.offline_marks.answer(broker, txn.time) if ctx.offline_marks is not None else None
     event = ctx.event(txn, "LogDirEventNotification", broker_id=broker, offline_replicas=[
-        {"topic": t, "partition": p} for t, p in (mark.replicas if mark is not None else ())])
+        {"topic": t, "partition": p} for t, p in sorted(marked or ())])
     cause = ctx.cause(Cause(event, "LOG_DIR", broker))
-    cause.logged = frozenset(mark.replicas) if mark is not None else None
+    cause.logged = marked
     ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
     ctx.log_dir_events[op.path] = cause
 

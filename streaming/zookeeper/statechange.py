@@ -328,12 +328,19 @@ class OfflineMarks:
 
     marks: list[OfflineMark] = field(default_factory=list)
 
-    def answer(self, broker: int, since_ms: int) -> OfflineMark | None:
-        """The first mark of `broker` logged within ANSWER_MS after `since_ms` (taken: the next one won't get it)."""
-        for i, mark in enumerate(self.marks):
-            if mark.broker == broker and since_ms - 1000 <= mark.at_ms <= since_ms + ANSWER_MS:
-                return self.marks.pop(i)
-        return None
+    def answer(self, broker: int, since_ms: int) -> frozenset[tuple[str, int]] | None:
+        """The replicas of `broker` marked offline in answer to a notification at `since_ms`: the first mark logged
+        within ANSWER_MS after it, and those of the second before it (an answer to another LeaderAndIsr that reached
+        the broker after its dir failed, before its notification: its controller's own broker, say). Taken: a later
+        notification won't get them. None: no mark."""
+        before = [m for m in self.marks if m.broker == broker and since_ms - 1000 <= m.at_ms < since_ms]
+        after = next((m for m in self.marks if m.broker == broker and since_ms <= m.at_ms <= since_ms + ANSWER_MS),
+                     None)
+        taken = [*before, *([after] if after is not None else [])]
+        if not taken:
+            return None
+        self.marks = [m for m in self.marks if all(m is not t for t in taken)]
+        return frozenset(r for m in taken for r in m.replicas)
 
 
 def parse_offline_marks(lines: Iterable[str]) -> list[OfflineMark]:

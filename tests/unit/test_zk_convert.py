@@ -634,3 +634,17 @@ def test_a_log_dir_notification_a_failover_deletes_unread_is_the_failovers_answe
     assert failover["offline_replicas"] == {"2": [{"topic": "t", "partition": 0}]}
     assert observed[-1]["cause_event_id"] == failover["event_id"]
     assert_every_history_equal(observed, decisions)
+
+
+def test_a_notification_takes_the_mark_after_it_and_one_just_before() -> None:
+    # Kafka 2.8.2, campaign seed 415: broker 1, the controller's own broker, answered KAFKA_STORAGE_ERROR for t0-1 to a
+    # LeaderAndIsr sent for broker 2's failed dir, before its own notification (13.333) came; its answer to that
+    # notification named the rest of its failed dir.
+    lines = [f"[2026-11-26 21:26:13,{ms}] INFO [Controller id=1] Mark replicas {replicas} on broker {broker} as "
+             "offline (state.change.logger)\n" for ms, replicas, broker in (("108", "t5-0,t0-1", 2), ("230", "t0-1", 1),
+                                                                    ("410", "t3-0,t4-3", 1))]
+    marks = OfflineMarks(parse_offline_marks(lines))
+    at = int(datetime(2026, 11, 26, 21, 26, 13, tzinfo=UTC).timestamp() * 1000)
+    assert marks.answer(2, at + 9) == {("t5", 0), ("t0", 1)}
+    assert marks.answer(1, at + 333) == {("t0", 1), ("t3", 0), ("t4", 3)}
+    assert marks.answer(1, at + 400) is None  # taken
