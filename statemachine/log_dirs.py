@@ -143,8 +143,10 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     lifted = dict(lifted)
     for broker, refs in sorted((answered or {}).items()):
         lifted[broker] = lifted.get(broker, frozenset()) | {(r.topic, r.partition) for r in refs}
+    # Every broker's answer is in before any is handled: an election for one broker's offline replicas passes over
+    # another's in a failed dir too (seed 437: the controller's own broker answered first).
+    cv.replicas_on_offline_dirs.update(lifted)
     for broker, keys in sorted(lifted.items()):
-        cv.replicas_on_offline_dirs[broker] = keys
         hosted = sorted(keys & set(controller.partitions_on(broker)))
         if broker in cv.broker_epochs and hosted:
             queued = cv.topics_queued_for_deletion
