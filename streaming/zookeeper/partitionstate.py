@@ -104,7 +104,8 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
     KafkaController writes."""
     topic = ctx.topics.get(key[0])
     reassigning = topic is not None and topic.reassigning(key[1])
-    newest = cause is ctx.causes[-1]
+    # A log dir notification a broker wrote during a failover is read after it (the failover's writes go on).
+    newest = all(c.kind == "LOG_DIR" and not c.wrote for c in ctx.causes[ctx.causes.index(cause) + 1:])
     if after.leader >= 0 and after.leader != before.leader and after.leader not in before.isr and \
             cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not _unclean_allowed(ctx, key[0]):
         return False  # an unclean election these handlers make only where the topic allows it
