@@ -14,12 +14,14 @@ Each step runs in its own process, timed from here: wall seconds, CPU seconds (u
 children: the decoder JVM, Spark's JVM and Python workers) and peak RSS (the largest process of the step):
 - import: decode (DumpLogSegments) + convert, writing events.jsonl and observed.jsonl (`import_kraft`);
 - local: the local engine over those events, writing decisions.jsonl and the audit and quarantine Delta tables;
+- replay: the two above as `replay kraft:DIR --engine local` runs them, the import in a child process feeding the
+  engine as it converts (what comes before the agreement and the report read the outputs back);
 - agreement: agreement.jsonl, histories.jsonl and report.html from the outputs;
 - whole: `isrflow replay kraft:DIR --engine local` end to end (the 2-minute goal);
 - spark: the Spark engine over the imported events (`replay_spark`, the streaming queries of `isrflow run`), with
   each query's micro-batches and their steps.
 
-Run: nice -n 5 .venv/bin/python benchmarks/big_replay.py [--steps import,local,agreement,whole,spark]
+Run: nice -n 5 .venv/bin/python benchmarks/big_replay.py [--steps import,local,replay,agreement,whole,spark]
      [--topics 10000] [--partitions-per-topic 10] [--brokers 12] [--records 1000000] [--profile STEP]
 """
 
@@ -290,7 +292,7 @@ def config() -> Any:
 
 
 def step_import(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
-    """`import_kraft`, as `replay kraft:DIR` runs it, with the seconds of its decode, convert and write calls."""
+    """`import_kraft` alone, with the seconds of its decoding, then of its conversion and writing."""
     from streaming.jobs import kraft
 
     seconds: dict[str, float] = {}
@@ -305,24 +307,33 @@ def step_import(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
         return run
 
     kraft.read_metadata_log = timed("decode", kraft.read_metadata_log)
-    kraft.convert = timed("convert", kraft.convert)
-    kraft.write_jsonl = timed("write", kraft.write_jsonl)
+    started = time.perf_counter()
     summary = kraft.import_kraft(log, work / "events.jsonl", work / "observed.jsonl")
+    seconds["convert and write, batch by batch"] = time.perf_counter() - started - seconds["decode"]
     return {"seconds": seconds, "records": summary.records, "events": summary.events, "observed": summary.observed,
             "unexplained": summary.unexplained}
 
 
 def step_local(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
-    from streaming.engine.local import run_local, write_outputs
+    from streaming.engine.local import replay_local
     from streaming.io.eventlog import read_event_log
 
-    laps = Laps()
-    result = run_local(read_event_log(work / "events.jsonl"), config())
-    laps.lap("core")
-    write_outputs(result, work / "local")
-    laps.lap("outputs")
-    return {"seconds": laps.seconds, "events": result.events, "decisions": len(result.decisions),
-            "audit": len(result.audit), "rejected": result.rejected}
+    done = replay_local(read_event_log(work / "events.jsonl"), work / "local", config())
+    return {"events": done.events, "decisions": done.decisions, "audit": done.audit}
+
+
+def step_replay(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
+    """What `replay kraft:DIR --engine local` does before it reads its outputs back: the import in its child
+    process feeding the local engine, which writes decisions.jsonl and the audit, quarantine and requests tables."""
+    from streaming.engine.local import replay_local
+    from streaming.jobs.kraft import ImportPipe
+
+    out = work / "replay"
+    with ImportPipe(log, out / "kraft" / "events.jsonl", out / "observed.jsonl") as pipe:
+        done = replay_local(pipe.records(), out, config())
+        assert pipe.summary is not None
+    return {"events": done.events, "decisions": done.decisions, "audit": done.audit,
+            "observed": pipe.summary.observed, "unexplained": pipe.summary.unexplained}
 
 
 def step_agreement(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
@@ -389,8 +400,8 @@ def step_spark(log: Path, work: Path, batch_size: int) -> dict[str, Any]:
     return {"seconds": laps.seconds, "queries": queries}
 
 
-STEPS = {"import": step_import, "local": step_local, "agreement": step_agreement, "whole": step_whole,
-         "spark": step_spark}
+STEPS = {"import": step_import, "local": step_local, "replay": step_replay, "agreement": step_agreement,
+         "whole": step_whole, "spark": step_spark}
 
 
 class Laps:

@@ -73,6 +73,18 @@ class Move:
     replicas: tuple[int, ...] | None
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """A partition's assignment with a reassignment in progress, as `/brokers/topics/T` holds it: the replica set
+    (target and original), and the replicas being added and removed (Kafka's ReplicaAssignment)."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Event:
     """The envelope every event carries."""
@@ -99,11 +111,11 @@ _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
 _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
-                        "topics"})
+                        "topics", "reassignments", "stop_replica_answered"})
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, PartitionRef | Move | DirectoryAssignment):
+    if isinstance(value, PartitionRef | Move | DirectoryAssignment | ReplicaAssignment):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
@@ -185,6 +197,10 @@ class DeleteTopic(Event):
     # of their DeleteTopic events: the controller queues them with one onTopicDeletion, at the first of those
     # events; the others find their topic queued. Empty: `topic` alone.
     topics: tuple[str, ...] = ()
+    # Whether the controller handled its replicas' StopReplica answers (TopicDeletionStopReplicaResponseReceived:
+    # the replicas deleted, the deletion resumed or completed) before it stopped (addition; false: its session ended
+    # with the topic still there though every replica was live, so the answers never came back to it).
+    stop_replica_answered: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,6 +237,10 @@ class ControllerChange(Event):
     # ZooKeeper mode (addition): the replicas brokers answered KAFKA_STORAGE_ERROR for to the failover's LeaderAndIsr
     # requests, as broker id -> partitions: a log dir failed under them while no controller read its notification.
     offline_replicas: Mapping[int, tuple[PartitionRef, ...]] | None = None
+    # The reassignments in progress the new controller read from /brokers/topics (addition; initializeControllerContext,
+    # then resumed by initializePartitionReassignments): a controller that died inside an event may have left one
+    # that its own writes had nearly completed (the assignment is written last).
+    reassignments: tuple[ReplicaAssignment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -407,6 +427,17 @@ def _partition_refs(value: Any, name: str, with_replicas: bool) -> tuple[Partiti
     return tuple(refs)
 
 
+def _replica_assignments(value: Any, name: str) -> tuple[ReplicaAssignment, ...]:
+    if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
+        raise Invalid(f"field '{name}' must be a list of {{topic, partition, replicas, adding_replicas, "
+                      f"removing_replicas}} objects")
+    return tuple(ReplicaAssignment(string(required(a, "topic", name), f"{name}.topic"),
+                                   non_negative_int(required(a, "partition", name), f"{name}.partition"),
+                                   *(int_list(required(a, f, name), f"{name}.{f}")
+                                     for f in ("replicas", "adding_replicas", "removing_replicas")))
+                 for a in value)
+
+
 def _directory_assignments(value: Any, name: str) -> tuple[DirectoryAssignment, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(a, dict) for a in value):
         raise Invalid(f"field '{name}' must be a non-empty list of {{topic, partition, directory}} objects")
@@ -477,10 +508,11 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (boolean, False)},
-    "DeleteTopic": {"topics": (string_list, ())},
+    "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True)},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
-                         "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
+                         "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),
+                         "reassignments": (_replica_assignments, ())},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "PartitionSnapshot": {

@@ -55,6 +55,28 @@ class Decision:
     # KRaft (KIP-858): each replica's log directory id, in the order of `replicas`; empty under the zk rules.
     directories: tuple[str, ...] = ()
 
+    def evolve(self, **changes: object) -> Decision:
+        """`evolve(self, **changes)`: a KRaft command settles its last decision's epochs and directories this way."""
+        return evolve(self, **changes)
+
+
+@cache
+def _field_values(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    names = tuple(f.name for f in fields(cls))
+    return names, operator.attrgetter(*names)
+
+
+def evolve(record: T, **changes: object) -> T:
+    """A copy of a frozen dataclass with `changes`, as dataclasses.replace builds it, without its per-call look at
+    the fields and the frozen __init__. A name that is not a field raises AttributeError (the records have slots)."""
+    names, values = _field_values(type(record))
+    evolved = object.__new__(type(record))
+    for name, value in zip(names, values(record), strict=True):
+        object.__setattr__(evolved, name, value)
+    for name, value in changes.items():
+        object.__setattr__(evolved, name, value)
+    return evolved
+
 
 @dataclass(frozen=True, slots=True)
 class AgreementRow:
@@ -182,13 +204,14 @@ def field_types(cls: type) -> dict[str, FieldType]:
     return {f.name: _field_type(hints[f.name]) for f in fields(cls)}
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A value as a row holds it: an enum member as its value, anything else as itself."""
     # `_value_` is what an enum member's `value` property returns, without the property's Python-level call.
     return value._value_ if isinstance(value, Enum) else value
 
 
 @dataclass(frozen=True)
-class _RowFields:
+class RowFields:
     """A record class's fields for `to_row`: all of them read at once, then grouped by how a value converts."""
 
     names: tuple[str, ...]
@@ -199,19 +222,20 @@ class _RowFields:
 
 
 @cache
-def _row_fields(cls: type) -> _RowFields:
+def row_fields(cls: type) -> RowFields:
+    """`cls`'s fields, one getter for all their values, and the names of each kind (scalar, tuple, map)."""
     types = field_types(cls)
     names = tuple(types)
 
     def kind(k: str) -> tuple[str, ...]:
         return tuple(name for name, ft in types.items() if ft.kind == k)
 
-    return _RowFields(names, operator.attrgetter(*names), kind("scalar"), kind("tuple"), kind("map"))
+    return RowFields(names, operator.attrgetter(*names), kind("scalar"), kind("tuple"), kind("map"))
 
 
 def to_row(record: Any) -> dict[str, Any]:
     """A record as a plain row: tuples as lists, maps as dicts, enum members as their values."""
-    fields_ = _row_fields(type(record))
+    fields_ = row_fields(type(record))
     row = dict(zip(fields_.names, fields_.values(record), strict=True))
     for name in fields_.scalars:
         value = row[name]
@@ -220,11 +244,11 @@ def to_row(record: Any) -> dict[str, Any]:
     for name in fields_.tuples:
         value = row[name]
         if value is not None:
-            row[name] = [_plain(v) for v in value]
+            row[name] = [plain(v) for v in value]
     for name in fields_.maps:
         value = row[name]
         if value is not None:
-            row[name] = {_plain(k): _plain(v) for k, v in value.items()}
+            row[name] = {plain(k): plain(v) for k, v in value.items()}
     return row
 
 

@@ -11,7 +11,7 @@ from statemachine.leader_changes import (
     _elect_eligible,
     _progress_reassignment,
     _reassignment_caught_up,
-    _update_leader_epoch_and_send,
+    _resume_reassignment_being_deleted,
 )
 from statemachine.record import NO_LEADER
 from statemachine.replica_steps import _offline_replica, _online_replica, _require_partition
@@ -40,14 +40,8 @@ def _on_broker_startup(s: Step) -> None:
         s.note(f"replica{'s' if len(online) > 1 else ''} {', '.join(map(str, online))} online")
     onto_target = any(b in s.record.target_replicas for b in started)
     if s.record.queued_for_deletion:
-        rec = s.record
-        if (s.rules.reassignment_steps_bump_the_leader_epoch and (rec.adding_replicas or rec.removing_replicas)
-                and onto_target and not _reassignment_caught_up(s, rec)):
-            # ZK: maybeResumeReassignments does not skip a topic being deleted (its reassignment stays in
-            # /brokers/topics/T): a startup onto its target bumps the leader epoch again and sends the replica set
-            # (A1), before the deletion goes on. Its new replicas are being deleted: NewReplica fails, sends nothing.
-            with s.batch(Phase.REASSIGNMENT):
-                _update_leader_epoch_and_send(s)
+        if onto_target:
+            _resume_reassignment_being_deleted(s)
         return
     if s.rules.completes_reassignment_before_election:
         # KRaft writes only leaderless partitions at an unfence; one whose targets are all in the ISR it has

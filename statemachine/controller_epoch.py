@@ -42,8 +42,15 @@ class ControllerEpoch:
         cv.shutting_down.clear()
         lifted = lift_offline_dirs(cv, list(cv.replicas_on_offline_dirs))
         out.facts_changed()
+        # initializeControllerContext reads every assignment: a reassignment in progress there is the new controller's
+        # to resume, whatever the old one had written of it.
+        read = {(r.topic, r.partition): r for r in ev.reassignments} if isinstance(ev, ControllerChange) else {}
         for key in sorted(self.partitions):
-            out.partition(Action.CONTROLLER_FAILOVER, key)
+            if key in read:
+                out.partition(Action.CONTROLLER_FAILOVER, key, replicas=read[key].replicas,
+                              adding_replicas=read[key].adding_replicas, removing_replicas=read[key].removing_replicas)
+            else:
+                out.partition(Action.CONTROLLER_FAILOVER, key)
         # TopicDeletionManager.init, then resumeDeletions: a topic being deleted goes on at once, unless a replica of
         # it is on a dead broker (ineligible until that broker starts).
         for topic in sorted(cv.topics_queued_for_deletion):

@@ -127,6 +127,21 @@ def _update_leader_epoch_and_send(s: Step) -> None:
     s.send_leader_and_isr(rec.adding_replicas, is_new=True)
 
 
+def _resume_reassignment_being_deleted(s: Step) -> None:
+    """ZK: maybeResumeReassignments skips no topic, and a topic being deleted keeps its reassignment in
+    /brokers/topics/T: a broker's startup onto its target and a new controller's failover (after its state machines
+    started, initializePartitionReassignments) resume it. Not caught up, onPartitionReassignment bumps the leader epoch
+    and sends the replica set (A1), before the deletion goes on; its new replicas are being deleted: NewReplica fails
+    and sends nothing (seed 26 at a startup; seed 302 at a failover: a second write of a leaderless partition after
+    its dead replica went offline)."""
+    rec = s.record
+    # A partition that never had a leader has no state to bump (as in _progress_reassignment).
+    if s.rules.reassignment_steps_bump_the_leader_epoch and rec.has_leader_and_isr and \
+            (rec.adding_replicas or rec.removing_replicas) and not _reassignment_caught_up(s, rec):
+        with s.batch(Phase.REASSIGNMENT):
+            _update_leader_epoch_and_send(s)
+
+
 def _reassignment_caught_up(s: Step, rec: PartitionRecord) -> bool:
     """The reassignment can complete: nothing is being added or removed (a cancel, a reorder: ZK's
     isReassignmentComplete, KRaft's revert), or the ISR has caught up as the rule set says

@@ -30,6 +30,7 @@ from statemachine.leader_changes import (
     _on_reassign,
     _on_try_election,
     _progress_reassignment,
+    _resume_reassignment_being_deleted,
 )
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
 from statemachine.replica_steps import _offline_replica, _require_partition
@@ -67,6 +68,8 @@ def _on_controller_failover(s: Step) -> None:
     _require_partition(s)
     s.read_state()  # initializeControllerContext reads every partition's state
     live = s.command.live_brokers
+    if s.command.replicas is not None and not s.record.queued_for_deletion:
+        _read_reassignment(s)
     if s.record.queued_for_deletion:
         # ReplicaStateMachine.initializeReplicaState: the new controller knows every replica of the assignment again,
         # also those the old one had deleted (the topic's znodes go only once all are): online on live brokers,
@@ -86,6 +89,7 @@ def _on_controller_failover(s: Step) -> None:
         for broker in replica_state_machine_order(b for b in s.record.replica_states if b not in live):
             _offline_replica(s, broker)
     if s.record.queued_for_deletion:
+        _resume_reassignment_being_deleted(s)
         return
     if s.record.has_leader_and_isr and s.record.leader not in live and s.record.state is not P.OFFLINE:
         s.move(P.OFFLINE)
@@ -93,6 +97,20 @@ def _on_controller_failover(s: Step) -> None:
     if s.record.reassignment_in_progress:
         with s.batch(Phase.REASSIGNMENT):
             _progress_reassignment(s)
+
+
+def _read_reassignment(s: Step) -> None:
+    """The reassignment in progress the new controller read from /brokers/topics/T (initializeControllerContext):
+    the old controller, dead inside an event, may have written every step of its completion but the assignment,
+    which goes last (onPartitionReassignment B6); the failover completes it again (seed 311). The replicas it knows
+    again are online on live brokers, else ReplicaDeletionIneligible (initializeReplicaState), for the startup to take
+    offline."""
+    cmd = s.command
+    replicas = cmd.replicas or ()
+    s.record = s.record.evolve(replicas=replicas, adding_replicas=cmd.adding_replicas or (),
+                               removing_replicas=cmd.removing_replicas or (), reassignment_in_progress=True,
+                               replica_states={**{b: R.ONLINE if b in cmd.live_brokers else R.DELETION_INELIGIBLE
+                                                  for b in replicas}, **s.record.replica_states})
 
 
 def _on_restore(s: Step) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from schemas.events import LeaderRecoveryState
-from schemas.records import AuditRow, Decision
+from schemas.records import AuditRow, Decision, evolve
 from statemachine.errors import Error, Outcome
 from statemachine.features import LATEST_PRODUCTION
 from statemachine.requests import Added
@@ -74,20 +73,11 @@ class PartitionRecord:
         """A copy with `changes`, as dataclasses.replace builds it, without its per-call look at the fields and
         the frozen __init__: a command derives a record or two per step, which makes this the core's most
         frequent call. A name that is not a field raises AttributeError."""
-        evolved = object.__new__(PartitionRecord)
-        for name, value in zip(_RECORD_FIELDS, _record_values(self), strict=True):
-            object.__setattr__(evolved, name, value)
-        for name, value in changes.items():
-            object.__setattr__(evolved, name, value)
-        return evolved
+        return evolve(self, **changes)
 
     @property
     def origin_replicas(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.adding_replicas)
-
-
-_RECORD_FIELDS = tuple(f.name for f in fields(PartitionRecord))
-_record_values = operator.attrgetter(*_RECORD_FIELDS)
 
 
 class Action(StrEnum):
@@ -150,6 +140,8 @@ class Command:
     replicas: tuple[int, ...] | None = None
     # REASSIGN: asked through /admin/reassign_partitions (no check that the new replicas are live).
     through_znode: bool = False
+    # DELETE: the replicas' StopReplica answers came back to the controller (false: it stopped first).
+    stop_replica_answered: bool = True
     # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.
     isr: tuple[int, ...] | None = None
     leader: int | None = None

@@ -65,6 +65,8 @@ def _delete_replicas(s: Step, replicas: Iterable[int], last: ReplicaState = R.NO
         for broker in order:
             s.move_replica(broker, R.DELETION_STARTED)
             s.send_stop_replica(broker, delete=True)
+    if last is R.DELETION_STARTED:
+        return  # no answers (the controller stopped before they came back)
     for broker in order:
         s.move_replica(broker, R.DELETION_SUCCESSFUL)
         if last is R.NON_EXISTENT:

@@ -36,7 +36,7 @@ empty (`elr_that_can_lead_without_the_feature`).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from schemas.events import LeaderRecoveryState
@@ -126,9 +126,9 @@ def _one_record_per_operation(before: Any, decisions: Sequence[Decision], metada
         return []
     bump = 1 if leader_epoch_bumped(before, last, metadata_version) else 0
     # The election that happened in the operation, if any, names the decision.
-    return [replace(last, leader_epoch=before.leader_epoch + bump,
-                    partition_epoch=before.partition_epoch + 1,
-                    election=next((d.election for d in reversed(decisions) if d.election), None))]
+    return [last.evolve(leader_epoch=before.leader_epoch + bump,
+                        partition_epoch=before.partition_epoch + 1,
+                        election=next((d.election for d in reversed(decisions) if d.election), None))]
 
 
 def _zk_shutdown_fallback(leader: int, isr: Sequence[int], replicas: Sequence[int],

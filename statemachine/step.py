@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import replace
 
 from schemas.events import LeaderRecoveryState
 from schemas.records import AuditRow, Decision
@@ -218,14 +217,14 @@ class Step:
                         if r != rec.leader)
         last_known = last_known_leader(before.leader, before.isr, before.last_known_elr, rec.isr, rec.leader)
         self.record = rec.evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
-        self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
+        self.decisions[-1] = self.decisions[-1].evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
 
     def _drop_elr(self) -> None:
         """The feature turned off while the partition still holds an ELR: this change empties it
         (rules.elr_after_disabling)."""
         elr, last_known = elr_after_disabling(self.before.last_known_elr)
         self.record = self.record.evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
-        self.decisions[-1] = replace(self.decisions[-1], eligible_leader_replicas=elr, last_known_elr=last_known)
+        self.decisions[-1] = self.decisions[-1].evolve(eligible_leader_replicas=elr, last_known_elr=last_known)
 
     def _settle_directories(self) -> None:
         """The replicas' directories as the operation's record leaves them (directories.directories_for)."""
@@ -234,7 +233,7 @@ class Step:
                                       cmd.default_directories or {}, cmd.metadata_version)
         self.record = rec.evolve(directories=directories)
         if self.decisions:
-            self.decisions[-1] = replace(self.decisions[-1], directories=directories)
+            self.decisions[-1] = self.decisions[-1].evolve(directories=directories)
 
     def finish(self) -> Applied:
         if self.rules.assigns_directories and (self.decisions or self.record.replicas != self.before.replicas):

@@ -31,7 +31,10 @@ def _continue_deletion(s: Step) -> None:
     with it, until every replica of the topic is deleted (COMPLETE_DELETION, fanned out by the controller)."""
     live = s.command.live_brokers
     pending = replicas_not_deleted(s.record)
-    _delete_replicas(s, [b for b in pending if b in live], last=R.DELETION_SUCCESSFUL)
+    # Deleted once the StopReplica answers come back; a controller that stopped first leaves them started (the next
+    # one knows them online again and deletes them again: deletion-cut-short).
+    last = R.DELETION_SUCCESSFUL if s.command.stop_replica_answered else R.DELETION_STARTED
+    _delete_replicas(s, [b for b in pending if b in live], last=last)
     for broker in sorted(b for b in pending if b not in live):
         _fail_deletion(s, broker)
     waiting = replicas_not_deleted(s.record)

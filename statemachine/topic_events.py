@@ -117,7 +117,7 @@ class TopicEvents:
         topics = [t for t in sorted({topic, *ev.topics}) if t in cv.topics and t not in cv.topics_queued_for_deletion]
         cv.topics_queued_for_deletion.update(topics)
         for key in [k for t in topics for k in self.partitions_of(t)]:
-            out.partition(Action.DELETE, key)
+            out.partition(Action.DELETE, key, stop_replica_answered=ev.stop_replica_answered)
 
     def _finish_deletions(self, out: _Fanout) -> None:
         cv = self.cluster

@@ -7,18 +7,20 @@ cluster's history under the kraft rules: the migration question) is read for."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from html import escape
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from streaming.history.agreement import COMPARED, agreement_rate, from_table_rows
+from streaming.analysis.columns import jsonl_rows, observed_rows, table_rows
+from streaming.history.agreement import COMPARED, from_table_rows
 from streaming.history.outcomes import deleted_topics, outcome_rows
-from streaming.io.delta import read_delta
 from streaming.zookeeper.requests import REQUEST_WORDS, requests_agreement
 
 RECENT = 3
 SHOWN_REQUESTS = 20  # the first disagreeing requests the report lists
+SHOWN = 500  # the first disagreements and differing histories the report lists (all are in the JSON lines files)
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -33,51 +35,80 @@ def _side(values: Mapping[str, Any] | None, differing: list[str]) -> str:
                         else f"{f}={escape(str(values.get(f)))}") for f in COMPARED)
 
 
-def _agreement_and_observed(out_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """A replay's agreement.jsonl and observed.jsonl, or the `agreement` and `observed` Delta tables `isrflow run`
-    writes behind a bridge (the same rows), or None when there is neither."""
+def _agreement_rows(out_dir: Path) -> Iterator[dict[str, Any]] | None:
+    """A replay's agreement.jsonl, or the `agreement` Delta table `isrflow run` writes behind a bridge (the same rows),
+    row by row; None when there is neither."""
     if (out_dir / "agreement.jsonl").exists():
-        observed_path = out_dir / "observed.jsonl"
-        return _rows(out_dir / "agreement.jsonl"), _rows(observed_path) if observed_path.exists() else []
+        return jsonl_rows(out_dir / "agreement.jsonl")
     if (out_dir / "agreement" / "_delta_log").is_dir():
-        observed = read_delta(out_dir / "observed") if (out_dir / "observed" / "_delta_log").is_dir() else []
-        return from_table_rows(read_delta(out_dir / "agreement")), sorted(observed, key=lambda o: o["source_offset"])
+        return (from_table_rows([r])[0] for r in table_rows(out_dir / "agreement"))
     return None
+
+
+def _recent(out_dir: Path, bad: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """For each shown disagreement (by position), the controller's last RECENT changes of its partition before it:
+    one pass over the observed changes, keeping only the shown disagreements' partitions."""
+    wanted = {(r["topic"], r["partition"]) for r in bad}
+    history: dict[tuple[str, int], list[dict[str, Any]]] = {key: [] for key in wanted}
+    for o in observed_rows(out_dir) or ():
+        key = (o["topic"], o["partition"])
+        if key in history:
+            history[key].append({f: o.get(f) for f in ("source_offset", "cause", "leader", "isr", "leader_epoch",
+                                                       "partition_epoch")})
+    return {n: [o for o in history[(r["topic"], r["partition"])] if o["source_offset"] < r["source_offset"]][-RECENT:]
+            for n, r in enumerate(bad)}
 
 
 def agreement_section(out_dir: Path) -> str | None:
     """The section's HTML, or None when neither a replay of a real controller's history nor a run behind a bridge
-    compared anything."""
-    found = _agreement_and_observed(Path(out_dir))
+    compared anything. Read as a stream: the figures count every row, the table shows the first SHOWN
+    disagreements in log order (a table returns rows in any order: the shown ones are the lowest offsets)."""
+    out_dir = Path(out_dir)
+    found = _agreement_rows(out_dir)
     if found is None:
         return None
-    rows, observed = found
-    rows.sort(key=lambda r: r["source_offset"])  # a table returns rows in any order
-    bad = [r for r in rows if not r["match"]]
+    total = agreed = 0
+    bad: list[dict[str, Any]] = []  # the SHOWN lowest-offset disagreements
+    for r in found:
+        total += 1
+        if r["match"]:
+            agreed += 1
+        else:
+            bad.append(r)
+            if len(bad) > 2 * SHOWN:  # keep the list short: the lowest offsets win
+                bad = sorted(bad, key=lambda x: x["source_offset"])[:SHOWN]
+    bad = sorted(bad, key=lambda x: x["source_offset"])[:SHOWN]
+    wrong = total - agreed
+    rate = agreed / total if total else 1.0
     parts = ['<h2 id="agreement">isrflow vs the controller</h2>',
-             f"<p>{agreement_rate(rows):.1%} of {len(rows)} decisions the real controller wrote "
+             f"<p>{rate:.1%} of {total} decisions the real controller wrote "
              f"(elections and ISR shrinks) are reproduced exactly (leader, ISR, leader epoch, partition epoch, "
-             f"recovery state); {len(bad)} disagree.</p>"]
+             f"recovery state); {wrong} disagree.</p>"]
     if bad:
         parts.append("<table><tr><th>partition</th><th>metadata offset</th><th>cause</th><th>controller</th>"
                      "<th>isrflow</th><th>recent changes at the controller</th></tr>")
-        for r in bad:
-            recent = [o for o in observed if (o["topic"], o["partition"]) == (r["topic"], r["partition"])
-                      and o["source_offset"] < r["source_offset"]][-RECENT:]
+        recent = _recent(out_dir, bad)
+        for n, r in enumerate(bad):
             history = "<br>".join(escape(f"@{o['source_offset']} {o['cause']}: leader {o['leader']} isr {o['isr']} "
-                                         f"epochs {o['leader_epoch']}/{o['partition_epoch']}") for o in recent)
+                                         f"epochs {o['leader_epoch']}/{o['partition_epoch']}") for o in recent[n])
             parts.append(f"<tr><td>{escape(r['topic'])}-{r['partition']}</td><td>{r['source_offset']}</td>"
                          f"<td>{escape(str(r['cause']))} {escape(str(r['cause_event_id']))}</td>"
                          f"<td>{_side(r['controller'], r['differing'])}</td>"
                          f"<td>{_side(r['isrflow'], r['differing'])}</td><td>{history}</td></tr>")
         parts.append("</table>")
-    histories_path = Path(out_dir) / "histories.jsonl"
+        if wrong > len(bad):
+            parts.append(f'<p class="more">The first {len(bad)} of {wrong} disagreements; every one is in '
+                         f"<code>agreement.jsonl</code>.</p>")
+    histories_path = out_dir / "histories.jsonl"
     if histories_path.exists():
-        parts.extend(_histories(_rows(histories_path)))
-    decisions_path = Path(out_dir) / "decisions.jsonl"
-    if observed and decisions_path.exists():
-        events = [e for path in sorted(Path(out_dir).glob("*/events.jsonl")) for e in _rows(path)]
-        parts.extend(_outcomes(outcome_rows(observed, _rows(decisions_path), deleted_topics(events))))
+        parts.extend(_histories(jsonl_rows(histories_path)))
+    decisions_path = out_dir / "decisions.jsonl"
+    observed = observed_rows(out_dir) or iter(())
+    first = next(observed, None)  # no controller's change: no outcomes to compare
+    if first is not None and decisions_path.exists():
+        events = (e for path in sorted(out_dir.glob("*/events.jsonl")) for e in jsonl_rows(path))
+        parts.extend(_outcomes(outcome_rows(chain([first], observed), jsonl_rows(decisions_path),
+                                            deleted_topics(events))))
     return "\n".join(parts)
 
 
@@ -138,12 +169,20 @@ def _outcome(values: Mapping[str, Any] | None) -> str:
     return escape(f"{values['leader']}, {values['isr']}, {values['unclean_elections']}")
 
 
-def _histories(rows: list[dict[str, Any]]) -> list[str]:
-    parts, states = [], sum(r["states_compared"] for r in rows)
-    differing = [r for r in rows if not r["match"]]
-    parts.append(f"<p>Partition histories: {len(rows) - len(differing)} of {len(rows)} partitions went through the "
-                 f"same sequence of states as at the controller ({sum(r['states_equal'] for r in rows)} of {states} "
-                 f"states equal).</p>")
+def _histories(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    partitions = equal = states = states_equal = 0
+    differing: list[Mapping[str, Any]] = []  # the first SHOWN
+    for r in rows:
+        partitions += 1
+        states += r["states_compared"]
+        states_equal += r["states_equal"]
+        if r["match"]:
+            equal += 1
+        elif len(differing) < SHOWN:
+            differing.append(r)
+    parts = [f"<p>Partition histories: {equal} of {partitions} partitions went through the "
+             f"same sequence of states as at the controller ({states_equal} of {states} "
+             f"states equal).</p>"]
     if differing:
         parts.append("<table><tr><th>partition</th><th>states equal</th><th>first difference</th>"
                      "<th>controller</th><th>isrflow</th></tr>")
@@ -155,6 +194,9 @@ def _histories(rows: list[dict[str, Any]]) -> list[str]:
                          f"<td>{_state(d['controller'], d['differing'])}</td>"
                          f"<td>{_state(d['isrflow'], d['differing'])}</td></tr>")
         parts.append("</table>")
+        if partitions - equal > len(differing):
+            parts.append(f'<p class="more">The first {len(differing)} of {partitions - equal} differing histories; '
+                         f"every one is in <code>histories.jsonl</code>.</p>")
     return parts
 
 

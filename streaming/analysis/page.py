@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from streaming.analysis.controller_story import TrueStory
 from streaming.analysis.plots import plot_elections, plot_health, plot_leaders
 from streaming.analysis.tables import (
     broker_table,
@@ -15,13 +16,14 @@ from streaming.analysis.tables import (
     rejection_table,
     unclean_table,
 )
-from streaming.analysis.timeline import Analysis, Index, key_of
+from streaming.analysis.timeline import Analysis, key_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def build_context(a: Analysis) -> dict[str, Any]:
-    s = Index(a)
+def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]:
+    """The template's values; `story`, for a real controller's history, goes first (controller_story)."""
+    s = a.index
     peak, at = a.offline_peak
     upeak, _ = a.under_replicated_peak
     rejected = rejection_table(s)
@@ -29,6 +31,9 @@ def build_context(a: Analysis) -> dict[str, Any]:
         "source": a.inputs.source,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "summary": a.summary,
+        "warnings": story.warnings if story is not None else [],
+        "true_story": story.lines if story is not None else [],
+        "agreement": story.figures.counted() if story is not None and story.figures is not None else None,
         "cards": [
             ("events", a.events), ("partitions", len({(r["topic"], r["partition"]) for r in a.audit
                                                    if r.get("partition") is not None})),
@@ -63,9 +68,9 @@ def build_context(a: Analysis) -> dict[str, Any]:
     }
 
 
-def render(a: Analysis) -> str:
+def render(a: Analysis, story: TrueStory | None = None) -> str:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("report.html").render(**build_context(a))
+    return env.get_template("report.html").render(**build_context(a, story))

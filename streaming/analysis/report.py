@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from streaming.analysis.agreement import agreement_section, requests_section
+from streaming.analysis.controller_story import true_story
 from streaming.analysis.page import render
 from streaming.analysis.summary import summarise
 from streaming.analysis.timeline import Analysis, analyse, read_inputs
@@ -42,7 +43,8 @@ def write_report(out_dir: Path, target: Path | None = None) -> Path:
     """Write the report of the outputs in `out_dir` to `target` (default: `default_target`); returns its path."""
     out_dir = Path(out_dir)
     with young_collection_only():  # the audit's rows and the timeline built from them, none in a cycle
-        html = render(build_report(out_dir))
+        analysis = build_report(out_dir)
+        html = render(analysis, true_story(analysis.index, out_dir))
     for section in (agreement_section(out_dir), requests_section(out_dir)):
         if section is not None:  # a replay of a real controller's history; the zk rules' requests
             html = html.replace("</main>", section + "\n</main>", 1)

@@ -34,7 +34,7 @@ def summarise(a: Analysis) -> list[str]:
     if not a.audit:
         return ["The audit table is empty: the log had no well-formed event."
                 + (f" {plural(len(a.inputs.quarantine), 'record')} quarantined." if a.inputs.quarantine else "")]
-    s = Index(a)
+    s = a.index
     known = [t for t in a.times.values() if t is not None]
     offsets = sorted(a.times)
     span = ""
@@ -180,7 +180,7 @@ def _isr_shrink_story(s: Index) -> Story:
         for r in rows:
             if r["event_type"] == IsrChange.type and r.get("outcome") == Outcome.ACCEPTED:
                 # A replica a completed reassignment removed is no longer in replica_states: not a lagging one.
-                still = (r.get("replica_states") or {}).keys()
+                still = set(r.get("replica_states") or ())  # its brokers (a map, or the brokers alone: columns)
                 for b in set(r.get("isr_before") or []) - set(r.get("isr_after") or []):
                     if b in still:
                         removed[b].append(r)

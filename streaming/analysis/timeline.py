@@ -15,6 +15,7 @@ Definitions:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,8 +34,9 @@ from statemachine.elections import Election
 from statemachine.errors import Outcome
 from statemachine.record import NO_LEADER, Action
 from statemachine.states import PartitionState
+from streaming.analysis.columns import read_audit, read_decisions, read_decisions_table
 from streaming.analysis.words import Clock, Key
-from streaming.io.delta import read_decisions_jsonl, read_delta
+from streaming.io.delta import read_delta
 
 NON_EXISTENT = PartitionState.NON_EXISTENT
 # Kafka's election strategies in the order the report lists them.
@@ -55,11 +57,11 @@ def read_inputs(out_dir: Path) -> Inputs:
     """The replay's outputs; a missing decisions file or quarantine table counts as empty."""
     if not (out_dir / "audit" / "_delta_log").is_dir():
         raise FileNotFoundError(f"no audit table (Delta) in {out_dir / 'audit'}")
-    audit = read_delta(out_dir / "audit")
+    audit = read_audit(out_dir / "audit")
     decisions_path = out_dir / "decisions.jsonl"
     # A replay writes decisions.jsonl; `isrflow run` a `decisions` Delta table beside its audit.
-    decisions = read_decisions_jsonl(decisions_path) if decisions_path.exists() else \
-        read_delta(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else []
+    decisions = read_decisions(decisions_path) if decisions_path.exists() else \
+        read_decisions_table(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else []
     quarantine_path = out_dir / "quarantine"
     quarantine = read_delta(quarantine_path) if (quarantine_path / "_delta_log").is_dir() else []
     return Inputs(audit, decisions, quarantine, str(out_dir))
@@ -117,7 +119,7 @@ class _Partition:
         return len(self.isr) < len([r for r in self.replicas if r not in self.removing])
 
 
-@dataclass
+@dataclass(slots=True)  # one per event of the log
 class Point:
     """The cluster after one event of the log."""
 
@@ -181,6 +183,11 @@ class Analysis:
     @cached_property
     def first_partition_offset(self) -> int | None:
         return min((r["source_offset"] for r in self.audit if r.get("partition") is not None), default=None)
+
+    @cached_property
+    def index(self) -> Index:
+        """The audit indexed per partition and per offset, built once for the summary, the page and the story."""
+        return Index(self)
 
     def cluster_coming_up(self, e: BrokerEvent) -> bool:
         """A broker registering before any partition exists."""
@@ -275,6 +282,10 @@ def analyse(inputs: Inputs) -> Analysis:
     )
 
 
+def _offset(row: Mapping[str, Any]) -> int:
+    return row["source_offset"]
+
+
 Story = list[tuple[int, str]]  # (source_offset, sentence): the summary tells the log in its order
 
 
@@ -293,16 +304,17 @@ class Index:
             else:
                 self.by_part[key_of(r)].append(r)
                 self.rows_at[r["source_offset"]].append(r)
-        self.position = {id(r): i for rows in self.by_part.values() for i, r in enumerate(rows)}
 
     def at(self, offset: int) -> str:
         return self.clock(self.a.time_of(offset), offset)
 
     def after(self, row: Mapping[str, Any], accepts: Any) -> Mapping[str, Any] | None:
         """The partition's first accepted row after `row` that `accepts`."""
-        rows = self.by_part[key_of(row)]
-        return next((r for r in rows[self.position[id(row)] + 1:]
-                     if r.get("outcome") == Outcome.ACCEPTED and accepts(r)), None)
+        rows = self.by_part[key_of(row)]  # in log order: found by its offset, then itself among that offset's
+        start = bisect_left(rows, row["source_offset"], key=_offset)
+        here = next(i for i in range(start, len(rows)) if rows[i] is row)
+        return next((rows[i] for i in range(here + 1, len(rows))
+                     if rows[i].get("outcome") == Outcome.ACCEPTED and accepts(rows[i])), None)
 
     def span(self, rows: Sequence[Mapping[str, Any]]) -> str:
         """'At T' or 'Between T1 and T2': when a run of rows happened."""

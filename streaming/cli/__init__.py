@@ -246,9 +246,13 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from streaming.analysis.controller_story import real_history_warnings
     from streaming.analysis.report import write_report
 
-    print(write_report(args.source, args.out))
+    target = write_report(args.source, args.out)
+    for warning in real_history_warnings(Path(args.source)):  # a real history isrflow does not reproduce: first
+        print(f"WARNING: {warning}")
+    print(target)
     return 0
 
 
@@ -324,8 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--engine", choices=("spark", "local"), default="spark")
-    p.add_argument("--batch-size", type=int, default=0,
-                   help="events per micro-batch with the spark engine (default: all at once)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="events per micro-batch with the spark engine (0: all at once; default: all at once up to "
+                        "100,000 events, else 100,000 a micro-batch, with the driver's memory sized to them)")
     p.add_argument("--state-change", type=Path, metavar="DIR",
                    help="a zk: source's state-change logs (broker-N.log): the controller's requests, compared with "
                         "isrflow's (local engine; default: a state-change folder beside the zk: path, if any)")

@@ -6,20 +6,22 @@ same `Controller.handle` and `apply_command`, and writes the same tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import operator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from schemas.events import Malformed, ObservedDecision, parse_record
-from schemas.records import to_row
+from schemas.records import AuditRow, Decision, RequestRow, row_fields, to_row
 from schemas.tables import AUDIT, QUARANTINE, REQUESTS
-from statemachine.controller import Controller, ControllerConfig
+from statemachine.controller import Controller, ControllerConfig, Handled
 from statemachine.errors import Outcome
 from statemachine.requests import request_rows
 from streaming.engine.collector import young_collection_only
-from streaming.io.delta import now_utc, write_decisions_jsonl, write_delta
-from streaming.io.jsonl import write_jsonl
+from streaming.io.columns import RecordColumns
+from streaming.io.delta import decision_line, now_utc, write_arrow_delta, write_decisions_jsonl, write_delta
+from streaming.io.jsonl import jsonl_line, write_jsonl
 
 
 @dataclass
@@ -37,36 +39,55 @@ class ReplayResult:
         return sum(1 for a in self.audit if a["outcome"] == Outcome.REJECTED)
 
 
+class Replayed(NamedTuple):
+    """What one record of the log did: why it was quarantined (None: it was read), the commands the controller
+    handled for it, and the ZK controller's requests."""
+
+    offset: int
+    raw: bytes
+    malformed: str | None
+    handled: list[Handled]
+    requests: list[RequestRow]
+
+
+def replay_records(records: Iterable[tuple[int, bytes]], config: ControllerConfig | None = None,
+                   progress: Callable[[int], None] | None = None) -> Iterator[Replayed]:
+    """Apply every record in log order, one `Replayed` each; malformed ones change nothing. An ObservedDecision
+    (the controller's own decision, on a bridged topic) is no event: it yields nothing."""
+    controller = Controller(config)
+    with young_collection_only():
+        for offset, raw in records:
+            event = parse_record(raw)
+            if isinstance(event, Malformed):
+                yield Replayed(offset, raw, event.reason, [], [])
+            elif not isinstance(event, ObservedDecision):
+                handled_event = controller.handle_event(event, offset)
+                yield Replayed(offset, raw, None, handled_event.handled, request_rows(
+                    handled_event.requests, event.event_id, event.type, offset, controller.cluster.controller_epoch))
+            else:
+                yield Replayed(offset, raw, None, [], [])
+            if progress is not None:
+                progress(offset)
+
+
+def _quarantine_row(r: Replayed, source: str) -> dict[str, Any]:
+    return {"source": source, "source_offset": r.offset, "raw": r.raw, "error": r.malformed, "batch_id": 0}
+
+
 def run_local(records: Iterable[tuple[int, bytes]], config: ControllerConfig | None = None,
               source: str = "file", progress: Callable[[int], None] | None = None) -> ReplayResult:
-    """Apply every record in log order; malformed ones are quarantined and change nothing."""
-    controller = Controller(config)
+    """Apply every record in log order; malformed ones are quarantined and change nothing. The outputs as rows."""
     result = ReplayResult()
-    with young_collection_only():
-        _replay(controller, result, records, source, progress)
-    return result
-
-
-def _replay(controller: Controller, result: ReplayResult, records: Iterable[tuple[int, bytes]], source: str,
-            progress: Callable[[int], None] | None) -> None:
-    for offset, raw in records:
+    for r in replay_records(records, config, progress):
         result.events += 1
-        event = parse_record(raw)
-        if isinstance(event, ObservedDecision):  # the controller's own decision (a bridged topic): no event
-            pass
-        elif isinstance(event, Malformed):
+        if r.malformed is not None:
             result.quarantined += 1
-            result.quarantine.append({"source": source, "source_offset": offset, "raw": raw,
-                                      "error": event.reason, "batch_id": 0})
-        else:
-            handled_event = controller.handle_event(event, offset)
-            for handled in handled_event.handled:
-                result.decisions.extend(to_row(d) for d in handled.applied.decisions)
-                result.audit.append({**to_row(handled.applied.audit), "batch_id": 0})
-            result.requests.extend(to_row(r) for r in request_rows(
-                handled_event.requests, event.event_id, event.type, offset, controller.cluster.controller_epoch))
-        if progress is not None:
-            progress(offset)
+            result.quarantine.append(_quarantine_row(r, source))
+        for handled in r.handled:
+            result.decisions.extend(to_row(d) for d in handled.applied.decisions)
+            result.audit.append({**to_row(handled.applied.audit), "batch_id": 0})
+        result.requests.extend(to_row(row) for row in r.requests)
+    return result
 
 
 def write_outputs(result: ReplayResult, out_dir: Path) -> None:
@@ -81,3 +102,49 @@ def write_outputs(result: ReplayResult, out_dir: Path) -> None:
     write_delta(out_dir / "quarantine", [{**q, "quarantined_at": stamp} for q in result.quarantine], QUARANTINE)
     write_jsonl(out_dir / "requests.jsonl", result.requests)
     write_delta(out_dir / "requests", [{**r, "processed_at": stamp} for r in result.requests], REQUESTS)
+
+
+@dataclass(frozen=True)
+class LocalSummary:
+    events: int
+    quarantined: int
+    decisions: int
+    audit: int
+
+
+_DECISION_VALUES = row_fields(Decision).values
+_PARTITION_ORDER = operator.attrgetter("topic", "partition", "partition_epoch")
+
+
+def replay_local(records: Iterable[tuple[int, bytes]], out_dir: Path, config: ControllerConfig | None = None,
+                 source: str = "file", progress: Callable[[int], None] | None = None) -> LocalSummary:
+    """`write_outputs(run_local(...))` as the replay goes, the same files and tables: decisions.jsonl line by line
+    (the decisions of a record share its offset, so sorting each record's decisions gives the file's order), the
+    audit and requests as Arrow batches built from the records, so no output is ever held as row dicts."""
+    stamp = now_utc()
+    decided_at = stamp.isoformat()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    audit = RecordColumns(AUDIT, AuditRow, {"batch_id": 0, "processed_at": stamp})
+    requests = RecordColumns(REQUESTS, RequestRow, {"processed_at": stamp})
+    quarantine: list[dict[str, Any]] = []
+    events = decisions = 0
+    with (out_dir / "decisions.jsonl").open("w", encoding="utf-8") as decisions_out, \
+            (out_dir / "requests.jsonl").open("w") as requests_out:
+        for r in replay_records(records, config, progress):
+            events += 1
+            if r.malformed is not None:
+                quarantine.append({**_quarantine_row(r, source), "quarantined_at": stamp})
+            made = [d for handled in r.handled for d in handled.applied.decisions]
+            if len(made) > 1:
+                made.sort(key=_PARTITION_ORDER)
+            decisions_out.writelines(decision_line(_DECISION_VALUES(d), decided_at) for d in made)
+            decisions += len(made)
+            for handled in r.handled:
+                audit.add(handled.applied.audit)
+            if r.requests:
+                requests.extend(r.requests)
+                requests_out.writelines(jsonl_line(to_row(row)) for row in r.requests)
+    write_arrow_delta(out_dir / "audit", audit.table())
+    write_delta(out_dir / "quarantine", quarantine, QUARANTINE)
+    write_arrow_delta(out_dir / "requests", requests.table())
+    return LocalSummary(events, len(quarantine), decisions, audit.count)

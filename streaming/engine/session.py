@@ -46,6 +46,29 @@ def small_machine_conf() -> dict[str, str]:
     }
 
 
+# A bounded replay's events per micro-batch when none is asked: big_replay.py's 100,000-partition log (892,368
+# events) ran at this size in the driver's default 1 GiB heap; the whole log in one micro-batch did not (the staging
+# task alone was 248 MB). docs/performance.md, "A 100,000-partition log".
+REPLAY_BATCH_EVENTS = 100_000
+DRIVER_MEMORY_MIB = 1024  # small_machine_conf's, enough for REPLAY_BATCH_EVENTS events a micro-batch
+
+
+def replay_sizing(events: int | None, batch_size: int | None, machine_bytes: int | None = None
+                  ) -> tuple[int, dict[str, str]]:
+    """A bounded replay's events per micro-batch (0: the whole log in one) and the driver memory for it, from the
+    log's size: `batch_size` when asked (0: one micro-batch), else the whole log when it holds at most
+    REPLAY_BATCH_EVENTS events (or its size is not known), else that many. The driver's heap: 1 GiB per
+    REPLAY_BATCH_EVENTS events of the largest micro-batch, at least 1 GiB and at most half the machine's memory."""
+    if batch_size is None:
+        batch_size = REPLAY_BATCH_EVENTS if events is not None and events > REPLAY_BATCH_EVENTS else 0
+    largest = batch_size or events or 0
+    if machine_bytes is None:
+        machine_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    mib = min(max(DRIVER_MEMORY_MIB, -(-largest * DRIVER_MEMORY_MIB // REPLAY_BATCH_EVENTS)),
+              max(DRIVER_MEMORY_MIB, machine_bytes // 2 // (1 << 20)))
+    return batch_size, {"spark.driver.memory": f"{mib}m"} if mib > DRIVER_MEMORY_MIB else {}
+
+
 def quiet_logging_conf() -> dict[str, str]:
     """Our log4j2 file for the driver and executor JVMs, read when each JVM starts (so before the session)."""
     option = f"-Dlog4j.configurationFile=file:{LOG4J2_CONFIG}"

@@ -10,21 +10,16 @@ the ISR; isrflow's are its OFFLINE_UNCLEAN elections.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from itertools import pairwise
 from typing import Any
-
-from streaming.history.histories import by_partition
 
 UNCLEAN = "OFFLINE_UNCLEAN"
 
 
-def _controller_unclean(states: list[Mapping[str, Any]]) -> int:
-    elections = 0
-    for before, after in pairwise(states):
-        leader = after["leader"]
-        if leader >= 0 and leader != before["leader"] and leader not in before["isr"] and after["isr"] == [leader]:
-            elections += 1
-    return elections
+def _unclean(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """The controller's write `after` is an unclean election: a new leader from outside the ISR before it, alone in
+    the ISR."""
+    leader = after["leader"]
+    return leader >= 0 and leader != before["leader"] and leader not in before["isr"] and after["isr"] == [leader]
 
 
 def deleted_topics(events: Iterable[Mapping[str, Any]]) -> set[str]:
@@ -41,15 +36,26 @@ def deleted_topics(events: Iterable[Mapping[str, Any]]) -> set[str]:
 def outcome_rows(observed: Iterable[Mapping[str, Any]], decisions: Iterable[Mapping[str, Any]],
                  deleted: Collection[str] = ()) -> list[dict[str, Any]]:
     """One row per partition either side wrote, of a topic not `deleted`: the final leader and ISR (as a set) and
-    the unclean elections of the controller and of isrflow, and which of the three differ."""
-    theirs, ours = by_partition(observed), by_partition(decisions)
+    the unclean elections of the controller and of isrflow, and which of the three differ. Both sides are read
+    once, in order, keeping only each partition's last state and count."""
+    theirs: dict[tuple[str, int], dict[str, Any]] = {}
+    last: dict[tuple[str, int], Mapping[str, Any]] = {}
+    for o in observed:
+        key = (o["topic"], o["partition"])
+        before = last.get(key)
+        unclean = theirs[key]["unclean_elections"] if key in theirs else 0
+        theirs[key] = {"leader": o["leader"], "isr": sorted(o["isr"]),
+                       "unclean_elections": unclean + (before is not None and _unclean(before, o))}
+        last[key] = {"leader": o["leader"], "isr": list(o["isr"])}
+    ours: dict[tuple[str, int], dict[str, Any]] = {}
+    for d in decisions:
+        key = (d["topic"], d["partition"])
+        unclean = ours[key]["unclean_elections"] if key in ours else 0
+        ours[key] = {"leader": d["leader"], "isr": sorted(d["isr"]),
+                     "unclean_elections": unclean + (d.get("election") == UNCLEAN)}
     rows = []
-    for key in sorted(k for k in set(theirs) | set(ours) if k[0] not in deleted):
-        mine, states = ours.get(key, []), theirs.get(key, [])
-        controller = {"leader": states[-1]["leader"], "isr": sorted(states[-1]["isr"]),
-                      "unclean_elections": _controller_unclean(states)} if states else None
-        isrflow = {"leader": mine[-1]["leader"], "isr": sorted(mine[-1]["isr"]),
-                   "unclean_elections": sum(1 for d in mine if d.get("election") == UNCLEAN)} if mine else None
+    for key in sorted(k for k in theirs.keys() | ours.keys() if k[0] not in deleted):
+        controller, isrflow = theirs.get(key), ours.get(key)
         differing = [f for f in ("leader", "isr", "unclean_elections")
                      if controller is None or isrflow is None or
                      (bool(controller[f]) if f == "unclean_elections" else controller[f]) !=

@@ -4,15 +4,34 @@ history (`histories.jsonl`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streaming.engine.collector import young_collection_only
-from streaming.history.agreement import agreement_rate, agreement_rows
+from streaming.history.agreement import COMPARED, agreement_rate, agreement_rows
 from streaming.history.histories import history_rows, history_totals
+from streaming.history.trust import AgreementFigures
 from streaming.io.jsonl import read_jsonl, write_jsonl
+
+# What the agreement and the histories read of a row of either side.
+_READ = ("topic", "partition", "source_offset", "cause", "cause_event_id", "decision", *COMPARED)
+
+
+def compared_rows(path: Path) -> list[dict[str, Any]]:
+    """A JSON lines file of partition states (observed.jsonl, decisions.jsonl) with only the fields compared, equal
+    values shared (the same lists of brokers and log dirs, the same strings, over and over): a fraction of the
+    memory of every field of every row. Nothing downstream changes a row."""
+    shared: dict[Any, Any] = {}
+
+    def one(value: Any) -> Any:
+        key = tuple(value) if isinstance(value, list) else value
+        return shared.setdefault(key, value) if isinstance(value, list | str) else value
+
+    with path.open(encoding="utf-8") as fh:
+        return [{f: one(row.get(f)) for f in _READ} for row in (json.loads(line) for line in fh if line.strip())]
 
 
 @dataclass(frozen=True)
@@ -28,6 +47,10 @@ class Agreement:
     states: int
     states_equal: int
 
+    @property
+    def figures(self) -> AgreementFigures:
+        return AgreementFigures(self.decisions, self.disagreements, self.partitions, self.partitions_equal)
+
     def describe(self, out: Path) -> str:
         return (f"agreement with the controller: {self.rate:.1%} of {self.decisions} observed decisions "
                 f"({self.disagreements} disagreements) in {out / 'agreement.jsonl'}\n"
@@ -39,7 +62,7 @@ def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
     """`out/agreement.jsonl` (per observed decision) and `out/histories.jsonl` (per partition) from the observed
     partition changes and isrflow's decisions."""
     with young_collection_only():  # a row per observed change and per decision, none in a cycle
-        controller, ours = read_jsonl(observed), read_jsonl(decisions)
+        controller, ours = compared_rows(observed), compared_rows(decisions)
         rows = agreement_rows(controller, ours)
         write_jsonl(out / "agreement.jsonl", rows)
         histories = history_rows(controller, ours)

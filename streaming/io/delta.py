@@ -47,6 +47,16 @@ def decision_json(decision: Mapping[str, Any]) -> str:
     return _DECISION_ENCODER.encode({c: decision.get(c) for c in _DECISION_COLUMNS})
 
 
+_DECIDED_AT = _DECISION_COLUMNS.index("decided_at")
+
+
+def decision_line(values: tuple[Any, ...], decided_at: str) -> str:
+    """`decision_json` of a Decision's field values (in its field order, which is the columns' without decided_at)
+    and the run's `decided_at` text, with a line end: no row dict in between."""
+    return _DECISION_ENCODER.encode(dict(zip(_DECISION_COLUMNS, (*values[:_DECIDED_AT], decided_at,
+                                                                  *values[_DECIDED_AT:]), strict=True))) + "\n"
+
+
 def write_decisions_jsonl(path: Path, decisions: Iterable[Mapping[str, Any]]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
@@ -75,11 +85,15 @@ def _column(rows: list[Mapping[str, Any]], name: str, is_map: bool) -> list[Any]
 
 def write_delta(path: Path, rows: list[Mapping[str, Any]], schema: TableSchema, mode: str = "overwrite") -> None:
     """Write rows as a Delta table with delta-rs (no Spark)."""
+    write_arrow_delta(path, arrow_table(rows, schema), mode)
+
+
+def write_arrow_delta(path: Path, table: Any, mode: str = "overwrite") -> None:
+    """Write a pyarrow Table as a Delta table with delta-rs (no Spark)."""
     from deltalake import write_deltalake
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_deltalake(str(path), arrow_table(rows, schema), mode=mode,
-                    schema_mode="overwrite" if mode == "overwrite" else None)
+    write_deltalake(str(path), table, mode=mode, schema_mode="overwrite" if mode == "overwrite" else None)
 
 
 def now_utc() -> datetime:

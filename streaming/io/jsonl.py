@@ -11,6 +11,11 @@ from typing import Any
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
+def jsonl_line(row: Mapping[str, Any]) -> str:
+    """One row as a line of a JSON lines file."""
+    return _ENCODE(row) + "\n"
+
+
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,10 @@ from statemachine.errors import Outcome
 from statemachine.requests import RequestType
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
-from streaming.engine.local import run_local, write_outputs
+from streaming.engine.local import replay_local
 from streaming.errors import UsageError
 from streaming.history.outputs import write_agreement
+from streaming.history.trust import HISTORY_FACTS, trust_warnings
 from streaming.io.delta import read_delta, scan_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import Bounds, count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
 from streaming.io.jsonl import write_jsonl
@@ -50,12 +52,17 @@ def _history_source(source: str) -> str | None:
     return next((prefix for prefix in HISTORY_SOURCES if source.startswith(prefix)), None)
 
 
+def _history_paths(prefix: str, out: Path) -> tuple[Path, Path]:
+    """Where a history's events and the controller's observed decisions go."""
+    return out / prefix.rstrip(":") / "events.jsonl", out / "observed.jsonl"
+
+
 def _import_history(source: str, prefix: str, out: Path, bounds: Bounds,
                     broker_logs: Mapping[str, Path] | None = None) -> _HistoryImport:
     """`kraft:PATH` / `zk:PATH`: the history (for kraft:, the window `bounds` of it) converted into
     `out/<kind>/events.jsonl`, the controller's decisions into `out/observed.jsonl` (for zk:, with the brokers' logs
     given, `broker_logs`: controller_logs, server_logs, state_change)."""
-    events, observed = out / prefix.rstrip(":") / "events.jsonl", out / "observed.jsonl"
+    events, observed = _history_paths(prefix, out)
     read = HISTORY_SOURCES[prefix]
     if broker_logs:  # a zk: source's (_replay checks)
         read = functools.partial(read, **broker_logs)
@@ -68,7 +75,7 @@ class ReplayOptions:
     source: str
     out: Path
     engine: str = "spark"
-    batch_size: int = 0
+    batch_size: int | None = None  # the Spark engine's events per micro-batch (0: all; None: from the log's size)
     bounds: Bounds = field(default_factory=Bounds)
     config: ControllerConfig = field(default_factory=ControllerConfig)
     master: str | None = None
@@ -140,6 +147,16 @@ def replay(options: ReplayOptions) -> str:
 
 
 def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
+    with ExitStack() as stack:
+        pipe = None
+        if options.source.startswith(kraft.PREFIX) and options.engine == "local":
+            # The import in a child process that feeds the replay as it converts: both cores work.
+            pipe = stack.enter_context(kraft.ImportPipe(Path(options.source[len(kraft.PREFIX):]),
+                                                        *_history_paths(kraft.PREFIX, options.out), options.bounds))
+        return _replay_with(options, kafka, pipe)
+
+
+def _replay_with(options: ReplayOptions, kafka: KafkaSettings, pipe: kraft.ImportPipe | None) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
     prefix = _history_source(options.source)
@@ -151,8 +168,11 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
         if not folder.is_dir():
             raise UsageError(f"{option} {folder}: no such directory")
     imported = (_import_history(options.source, prefix, layout.root, b, folders)
-                if prefix is not None else None)
-    if imported is not None:
+                if prefix is not None and pipe is None else None)
+    if pipe is not None:
+        pipe.first()
+        records, total, source, described = pipe.records(), None, "file", options.source
+    elif imported is not None:
         path = imported.events
         records, total, source, described = read_event_log(path), count_records(path), "file", options.source
     elif is_kafka_url(options.source):
@@ -173,21 +193,30 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
         # taken at the epochs these rules gave them.
         config = replace(config, isr_changes_at_current_epochs=True)
     layout.clear()
-    for name in ("agreement.jsonl", "histories.jsonl", "requests_agreement.jsonl"):  # only a real history writes them
+    for name in ("agreement.jsonl", "histories.jsonl", "requests_agreement.jsonl", HISTORY_FACTS):  # a real history's
         (layout.root / name).unlink(missing_ok=True)
     started = time.monotonic()
     with Progress(total) as progress:
         if options.engine == "local":
-            write_outputs(run_local(records, config, source, lambda _: progress.advance(1)), layout.root)
+            replay_local(records, layout.root, config, source, lambda _: progress.advance(1))
         else:
-            from streaming.engine.session import build_spark
+            from streaming.engine.session import build_spark, replay_sizing
 
-            spark = build_spark("isrflow-replay", options.master, options.spark_conf)
-            replay_spark(spark, records, layout.root, config, options.batch_size, source, progress)
-    agreement = ""
+            # Micro-batches and the driver's heap sized from the log, so that a big log runs with the defaults;
+            # the user's --conf comes on top.
+            batch_size, sized = replay_sizing(total, options.batch_size)
+            spark = build_spark("isrflow-replay", options.master, {**sized, **options.spark_conf})
+            replay_spark(spark, records, layout.root, config, batch_size, source, progress)
+    agreement, warnings = "", ""
+    if pipe is not None and prefix is not None and pipe.summary is not None:
+        imported = _HistoryImport(*_history_paths(prefix, layout.root), pipe.summary)
     if imported is not None:
         agreed = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
         agreement = f"\n  {imported.summary.describe()}\n  {agreed.describe(layout.root)}"
+        facts = imported.summary.facts()
+        facts.write(layout.root)  # for the report, now and when `isrflow report` writes it again
+        # Said first, before anything is read from the replay: how far it tells the cluster's story.
+        warnings = "".join(f"WARNING: {w}\n" for w in trust_warnings(facts, agreed.figures))
     if prefix == zookeeper.PREFIX:
         agreement += _requests_agreement(options, layout)
     report = write_report(layout.root, layout.report)
@@ -197,7 +226,7 @@ def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
     with layout.decisions_jsonl.open() as fh:
         decisions = sum(1 for _ in fh)
     rejected = outcomes.count(Outcome.REJECTED)
-    return (f"replayed {described} with the {options.engine} engine in {time.monotonic() - started:.1f}s: "
+    return (f"{warnings}replayed {described} with the {options.engine} engine in {time.monotonic() - started:.1f}s: "
             f"{len(outcomes)} audit rows, {decisions} decisions, {rejected} rejections, {quarantined} quarantined\n"
             f"  {layout.decisions_jsonl}\n  {layout.audit} (Delta)\n  {layout.quarantine} (Delta)\n  {report}"
             f"{agreement}")

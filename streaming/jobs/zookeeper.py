@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streaming.errors import UsageError
+from streaming.history.trust import ImportFacts
 from streaming.io.eventlog import Bounds
 from streaming.io.jsonl import write_jsonl
 from streaming.zookeeper.controllerlog import ControllerReads, read_controller_logs
@@ -35,6 +36,10 @@ class ZkImportSummary:
     server_logs: Path | None = None  # the leaders' server.log files read
     alter_partitions: AlterPartitionLog | None = None  # the AlterPartition requests they logged (None without them)
     release: ClusterRelease | None = None  # the protocol and release the cluster's writes and logs show
+
+    def facts(self) -> ImportFacts:
+        """What the report must say first (streaming.history.trust): the parts of the log left out."""
+        return ImportFacts(dict(self.skipped), self.unexplained)
 
     def describe(self) -> str:
         skipped = ", ".join(f"{k} x{v}" for k, v in sorted(self.skipped.items())) or "none"

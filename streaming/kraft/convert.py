@@ -28,9 +28,8 @@ rules: leader_epoch +1 iff the change sets `leader`; partition_epoch +1 on every
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +39,7 @@ from streaming.kraft.views import (
     NO_LEADER,
     Broker,
     Change,
+    Converted,
     PartitionView,
     dropping,
     reassignment_target,
@@ -59,20 +59,6 @@ MODELLED = frozenset({
     "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", "REGISTER_CONTROLLER_RECORD",
     *TRANSACTION_MARKERS,
 })
-
-
-@dataclass
-class Converted:
-    events: list[dict[str, Any]] = field(default_factory=list)
-    observed: list[dict[str, Any]] = field(default_factory=list)
-    unknown: Counter[str] = field(default_factory=Counter)
-    # Partition changes that match no pattern: kept in `observed`, no event.
-    unexplained: list[int] = field(default_factory=list)
-    snapshot_state: bool = False
-    # FEATURE_LEVEL_RECORDs as the log ends (eligible.leader.replicas.version, metadata.version, ...).
-    features: dict[str, int] = field(default_factory=dict)
-    # Every level the log sets, in log order: (offset, feature, level); a snapshot's at the offset of its seeds.
-    feature_changes: list[tuple[int, str, int]] = field(default_factory=list)
 
 
 class Converter:
@@ -130,11 +116,19 @@ class Converter:
         return r.snapshot or (self.start is not None and r.offset < self.start)
 
     def feed(self, records: Iterable[MetadataRecord]) -> Converted:
+        for _ in self.batches(records):
+            pass
+        return self.result
+
+    def batches(self, records: Iterable[MetadataRecord]) -> Iterator[None]:
+        """`feed`, pausing after each batch it converts: an operation is one batch, so what `result` holds then
+        (its events in offset order, see `convert`) is all the batches so far make, and the caller may take it."""
         batch: list[MetadataRecord] = []
         for r in records:
             if batch and (r.batch != batch[0].batch or r.snapshot != batch[0].snapshot
                           or self._state(r) != self._state(batch[0])):
                 self._convert(batch)
+                yield
                 batch = []
             if not self._state(r):
                 self._seed(r.offset)
@@ -142,7 +136,7 @@ class Converter:
         if batch:
             self._convert(batch)
         self._seed(None)
-        return self.result
+        yield
 
     def _convert(self, batch: list[MetadataRecord]) -> None:
         if batch[0].snapshot or not self._state(batch[0]):

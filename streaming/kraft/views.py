@@ -5,6 +5,7 @@ partition change read from the log (before and after)."""
 from __future__ import annotations
 
 import base64
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -115,3 +116,17 @@ def reassignment_target(d: dict[str, Any], after: PartitionView) -> list[int]:
     if "removingReplicas" not in d and list(after.replicas[len(after.replicas) - len(removing):]) != sorted(removing):
         removing = []
     return [r for r in after.replicas if r not in removing]
+
+
+@dataclass
+class Converted:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    observed: list[dict[str, Any]] = field(default_factory=list)
+    unknown: Counter[str] = field(default_factory=Counter)
+    # Partition changes that match no pattern: kept in `observed`, no event.
+    unexplained: list[int] = field(default_factory=list)
+    snapshot_state: bool = False
+    # FEATURE_LEVEL_RECORDs as the log ends (eligible.leader.replicas.version, metadata.version, ...).
+    features: dict[str, int] = field(default_factory=dict)
+    # Every level the log sets, in log order: (offset, feature, level); a snapshot's at the offset of its seeds.
+    feature_changes: list[tuple[int, str, int]] = field(default_factory=list)

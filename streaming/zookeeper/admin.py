@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from statemachine.visit_order import reassignment_order
 from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
@@ -93,9 +94,58 @@ def _deletion_asked(ctx: Context, txn: ZkTxn, topic: str) -> None:
         ctx.cause(Cause(event, "DELETE", topic=topic, queued_with=tuple(str(c.topic) for c in queued)))
         return
     batch.joined.append(event)
-    topics = sorted({str(batch.topic), *(e["topic"] for e in batch.joined)})
-    for joined in (batch.event, *batch.joined):
-        joined["topics"] = topics
+    _group(batch.event, batch.joined)
+
+
+def read_with_later_request(ctx: Context, later: Cause) -> None:
+    """At a deletion request's first write, without the controller's log: the requests read as the earlier
+    request's that the earlier one's writes show it did not read, read by this one's. onPartitionDeletion takes every
+    live replica of its read's topics offline in one pass, broker by broker, before the controller handles anything
+    else: a topic queued with the earlier request that has a live replica in an ISR and none of whose partitions it
+    wrote came after its read (seed 310: one DeleteTopics of t5, t1 and t3; t1's znode came before the controller's
+    first write for t5, but its read took t5 alone, and t1's writes came in t3's pass)."""
+    if ctx.logged_deletions:
+        return
+    for earlier in ctx.causes:
+        if earlier is later or earlier.kind != "DELETE" or not earlier.wrote or not earlier.joined:
+            continue
+        written = {t for t, _ in earlier.partitions}
+        unread = [e for e in earlier.joined if e["topic"] not in written and any(
+            set(state.isr) & set(ctx.brokers) for (t, _), state in ctx.states.items() if t == e["topic"])]
+        if not unread:
+            continue
+        earlier.joined = [e for e in earlier.joined if e not in unread]
+        _group(earlier.event, earlier.joined)
+        first, *rest = sorted([*unread, later.event, *later.joined], key=event_zxid)
+        later.event, later.joined, later.topic = first, rest, first["topic"]
+        _group(first, rest)
+
+
+def _group(first: dict[str, Any], joined: list[dict[str, Any]]) -> None:
+    """The DeleteTopic events of one read of /admin/delete_topics each name all its topics (none when it took one)."""
+    topics = sorted({first["topic"], *(e["topic"] for e in joined)})
+    for event in (first, *joined):
+        if len(topics) > 1:
+            event["topics"] = topics
+        else:
+            event.pop("topics", None)
+
+
+def deletions_left_unanswered(ctx: Context) -> None:
+    """The controller's session ended (its broker stopped) while a deletion it started, every replica of it on a live
+    broker, still had its topic's znodes: the StopReplica answers, which would have completed it
+    (TopicDeletionStopReplicaResponseReceived -> completeDeleteTopic), never came back to it. The next controller
+    finds the topic still being deleted (deletion-cut-short: the deletion asked of controller 3 just before its
+    broker's controlled shutdown). Each DeleteTopic event of that read says so."""
+    for cause in ctx.causes:
+        topics = {str(cause.topic), *(e["topic"] for e in cause.joined)}
+        if cause.kind != "DELETE" or not cause.wrote or event_zxid(cause.event) < ctx.controller_since or \
+                not topics <= set(ctx.topics):
+            continue
+        replicas = {b for t in topics for r in ctx.topics[t].replicas.values() for b in r}
+        if replicas <= set(ctx.brokers):
+            for event in (cause.event, *cause.joined):
+                event["stop_replica_answered"] = False
 
 
 def reassignment_left_unread(ctx: Context) -> None:
@@ -120,13 +170,16 @@ def reassignment_read_at_failover(ctx: Context, txn: ZkTxn, topic: str) -> None:
     (initializePartitionReassignments, processZkPartitionReassignment), its event from that first write on (the
     failover's own writes before it are the ControllerChange's)."""
     if any(t == topic for t, _ in ctx.unread_reassignments) and ctx.znode_reassignments:
-        _znode_reassignment(ctx, txn, ctx.unread_reassignments, "-reassign_partitions")
+        cause = _znode_reassignment(ctx, txn, ctx.unread_reassignments, "-reassign_partitions")
         ctx.unread_reassignments = {}
+        # The failover goes on after it: the reassignments in progress it resumes (maybeResumeReassignments, also of
+        # a topic being deleted: seed 302), the deletions, the preferred elections.
+        cause.within = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
 
 
 def _znode_reassignment(ctx: Context, txn: ZkTxn, moves: dict[tuple[str, int], tuple[int, ...]],
-                        suffix: str = "") -> None:
+                        suffix: str = "") -> Cause:
     # In the order the controller starts them (its mutable.HashMap of the znode's partitions; seed 303).
     event = ctx.event(txn, "ReassignPartitions", suffix, through_znode=True, partitions=[
         {"topic": t, "partition": p, "replicas": list(moves[(t, p)])} for t, p in reassignment_order(moves)])
-    ctx.cause(Cause(event, "PARTITIONS", partitions=set(moves)))
+    return ctx.cause(Cause(event, "PARTITIONS", partitions=set(moves)))

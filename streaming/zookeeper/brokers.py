@@ -45,8 +45,14 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     ctx.controller_id, ctx.controller_session, ctx.controller_since = elected, txn.session, txn.zxid
     # The brokers registered at the election, which the new controller reads: the failover's live set, and
     # those it reads with them (failover_written).
+    # And the reassignments in progress it reads in /brokers/topics (seed 311: one its predecessor, killed between
+    # the completion's ISR shrink and its assignment write, had nearly completed).
+    reassignments = [{"topic": t, "partition": p, "replicas": list(a.replicas[p]),
+                      "adding_replicas": list(a.adding.get(p, ())), "removing_replicas": list(a.removing.get(p, ()))}
+                     for t, a in sorted(ctx.topics.items()) for p in sorted(a.replicas) if a.reassigning(p)]
     event = ctx.event(txn, "ControllerChange", controller_id=max(elected, 0),
-                      live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())})
+                      live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())},
+                      **({"reassignments": reassignments} if reassignments else {}))
     ctx.cause(Cause(event, "FAILOVER"))
     epoch = ctx.controller_epoch
     ctx.logged_reads = [LoggedRead(r) for r in ctx.reads.broker_reads.get(epoch, [])]

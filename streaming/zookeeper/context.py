@@ -83,6 +83,8 @@ class Cause:
     partitions: set[tuple[str, int]] = field(default_factory=set)
     wrote: bool = False  # the controller wrote a partition state for it
     last_write: tuple[int, int] | None = None  # the newest of those writes' session and cxid
+    # the zxid of the controller's newest write for it: a partition state, or a reassignment's /brokers/topics/T
+    last_zxid: int = 0
     started: tuple[int, ...] = ()  # STARTUP: every broker of a startup that took several (`new_brokers`)
     # DELETE: the topics of the deletion requests still queued when it came (no controller write since them), and
     # the DeleteTopic events of the requests the controller's same read of /admin/delete_topics took
@@ -90,6 +92,13 @@ class Cause:
     joined: list[dict[str, Any]] = field(default_factory=list)
     # LOG_DIR: the replicas the controller marked offline (its state-change.log); None: not logged, inferred
     logged: frozenset[tuple[str, int]] | None = None
+    # the event whose handling this one is a step of, which goes on after it: a failover's read of a reassignment
+    # asked through /admin/reassign_partitions while no controller was active (initializePartitionReassignments)
+    within: Cause | None = None
+
+    def deletes(self, topic: str) -> bool:
+        """Whether it is a deletion request whose read of /admin/delete_topics took `topic`."""
+        return self.kind == "DELETE" and (self.topic == topic or topic in self.event.get("topics", ()))
 
     @property
     def brokers(self) -> set[int]:
@@ -227,7 +236,7 @@ class Context:
         self.alter_partition: Batch | None = None  # the newest AlterPartition request's IsrChange events
         self.notifications_read: Batch | None = None  # the controller's last read of ISR change notifications
         self.zxid = self.time = 0  # the last transaction fed, and its time (ms)
-        self.controller_wrote_at = 0  # the zxid of the controller's event thread's newest write
+        self.controller_writes: list[int] = []  # the zxids of the controller's event thread's newest writes
 
     def event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
         event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": event_ts(txn.time),
@@ -235,6 +244,31 @@ class Context:
         self.result.events.append(event)
         self.newest_event = event
         return event
+
+    @property
+    def controller_wrote_at(self) -> int:
+        """The zxid of the controller's event thread's newest write (0: none yet)."""
+        return self.controller_writes[-1] if self.controller_writes else 0
+
+    def controller_wrote(self, txn: ZkTxn) -> None:
+        self.controller_writes = [*self.controller_writes[-7:], txn.zxid]
+
+    def handling(self, txn: ZkTxn, but: int | None = None) -> Cause | None:
+        """The event the controller's newest write before `txn` was for (leaving out the write `but`), if the
+        importer gave that write to one still queued: the event the controller was handling then."""
+        writes = [z for z in self.controller_writes if z < txn.zxid and z != but]
+        if not writes:
+            return None
+        return next((c for c in reversed(self.causes) if c.last_zxid == writes[-1]), None)
+
+    def newest(self, cause: Cause) -> bool:
+        """Whether `cause` is the event the controller handles last so far: none after it but steps of it, or log
+        dir notifications that wrote nothing yet (a broker writes one during a failover, read after it)."""
+        later = self.causes[next(i for i, c in enumerate(self.causes) if c is cause) + 1:]
+        return all(c.within is cause or (c.kind == "LOG_DIR" and not c.wrote) for c in later)
+
+    def cause_of(self, event_id: str | None) -> Cause | None:
+        return next((c for c in reversed(self.causes) if c.event["event_id"] == event_id), None)
 
     def cause(self, cause: Cause) -> Cause:
         self.causes = [*self.causes[-7:], cause]  # the controller works through a few queued events at most

@@ -143,6 +143,7 @@ class Converter:
             if op.kind == "closeSession":
                 if "/controller" in op.deleted:
                     admin.reassignment_left_unread(ctx)
+                    admin.deletions_left_unanswered(ctx)
                 brokers.session_closed(ctx, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
                 brokers.registration(ctx, txn, op)
@@ -163,7 +164,7 @@ class Converter:
         if txn.session == ctx.controller_session and elected is None:
             brokers.failover_written(ctx, txn)
         if controllers_write(txn):
-            ctx.controller_wrote_at = txn.zxid
+            ctx.controller_wrote(txn)
         if elected is not None:
             brokers.controller_elected(ctx, txn, elected)
 

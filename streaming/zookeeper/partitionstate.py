@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from streaming.zookeeper import isrchanges, logdirs
+from streaming.zookeeper import admin, isrchanges, logdirs
 from streaming.zookeeper.context import (
     NO_LEADER,
     UNCLEAN_CONFIG,
@@ -48,7 +48,9 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     if after.leader_epoch == before.leader_epoch or txn.session != ctx.controller_session:
         isrchanges.leader_isr_change(ctx, txn, key, before, after)
         return
-    cause = _handled_by(ctx, key, before, after)
+    cause = _handled_by(ctx, txn, key, before, after)
+    if cause is not None and cause.kind == "DELETE" and not cause.wrote:
+        admin.read_with_later_request(ctx, cause)
     if cause is None:
         cause = _request(ctx, txn, key, before, after)
     if cause is None:
@@ -56,7 +58,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         ctx.observe(txn, key, before, after, "Unexplained", None)
         return
     cause.partitions.add(key)
-    cause.wrote, cause.last_write = True, (txn.session, txn.cxid)
+    cause.wrote, cause.last_write, cause.last_zxid = True, (txn.session, txn.cxid), txn.zxid
     if cause.kind == "LOG_DIR":
         logdirs.explained(ctx, cause, key)
     elif cause.kind == "FAILOVER" and ctx.unread_log_dirs:
@@ -68,20 +70,23 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
 
 # ---- the event being handled ----------------------------------------------------------------------------------
 
-def _handled_by(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> Cause | None:
+def _handled_by(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState, after: PartitionState
+                ) -> Cause | None:
     """The newest event whose handler writes such a change. The controller handles one event at a time: once an
     event has written, the events before it are done, and a write that does not fit it is a request's. A new
     controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
     for cause in reversed(ctx.causes):
         if _fits(ctx, cause, key, before, after):
-            return _own_deletion(ctx, key[0], cause, before, after) or cause
+            return _own_deletion(ctx, txn, key[0], cause, before, after) or cause
+        if cause.within is not None:
+            continue  # a step of an older event, whose handling goes on after it (a failover's)
         if cause.wrote or cause.kind == "FAILOVER":
             return None
     return None
 
 
-def _own_deletion(ctx: Context, topic: str, cause: Cause, before: PartitionState, after: PartitionState
-                  ) -> Cause | None:
+def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: PartitionState,
+                  after: PartitionState) -> Cause | None:
     """A write of a topic being deleted, by a deletion request that came while that topic's own request was
     still queued (a DeleteTopics naming both: the controller wrote nothing between the two znodes): the earlier
     request's. Its TopicDeletion event read only its topic under /admin/delete_topics and takes its replicas out
@@ -90,13 +95,32 @@ def _own_deletion(ctx: Context, topic: str, cause: Cause, before: PartitionState
     epoch bump of a leaderless partition (a dead replica's failed deletion retried, back to OfflineReplica) is the
     earlier request's only when that took live replicas out of the ISR: their StopReplica answers resume the
     deletions, folded into the request's event (seeds 306, 309: also once the later one has written); else it is the
-    later request's resumeDeletions (304)."""
-    if cause.kind != "DELETE" or topic not in cause.queued_with:
+    later request's resumeDeletions (304).
+
+    Nor is a write that takes a live replica out of the ISR while the earlier request's handling goes on (the
+    controller's last write was its, the later request has written nothing) a retry of the later one's: resumeDeletions
+    retries only failed replicas, on dead brokers; onPartitionDeletion takes the live ones offline broker by broker,
+    all topics of its read in one pass (seed 310: t3's znode came between two of t5's broker batches)."""
+    if cause.kind != "DELETE":
         return None
-    own = next((c for c in reversed(ctx.causes) if c.kind == "DELETE" and c.topic == topic), None)
+    own = next((c for c in reversed(ctx.causes) if c.deletes(topic)), None)
+    if own is None or own is cause:
+        return None
+    if topic not in cause.queued_with:
+        handled = not cause.wrote and own.wrote and ctx.handling(txn) is own
+        return own if handled and _live_replica_offline(ctx, before, after) else None
     if before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr):  # a retry
-        return own if own is not None and own.wrote else None  # also after the later one wrote (seed 309)
+        return own if own.wrote else None  # also after the later one wrote (seed 309)
     return None if cause.wrote else own
+
+
+def _live_replica_offline(ctx: Context, before: PartitionState, after: PartitionState) -> bool:
+    """Whether a write takes a live broker's replica offline (OfflineReplica, removeReplicasFromIsr): out of the
+    ISR, or the last ISR member, which stays, with the leader epoch bumped."""
+    dropped = [b for b in before.isr if b not in after.isr]
+    if dropped:
+        return any(b in ctx.brokers for b in dropped)
+    return after.leader == NO_LEADER and len(after.isr) == 1 and after.isr[0] in ctx.brokers
 
 
 def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
@@ -104,8 +128,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
     KafkaController writes."""
     topic = ctx.topics.get(key[0])
     reassigning = topic is not None and topic.reassigning(key[1])
-    # A log dir notification a broker wrote during a failover is read after it (the failover's writes go on).
-    newest = all(c.kind == "LOG_DIR" and not c.wrote for c in ctx.causes[ctx.causes.index(cause) + 1:])
+    newest = ctx.newest(cause)
     if after.leader >= 0 and after.leader != before.leader and after.leader not in before.isr and \
             cause.kind in ("STARTUP", "FAILURE", "FAILOVER") and not _unclean_allowed(ctx, key[0]):
         return False  # an unclean election these handlers make only where the topic allows it

@@ -58,16 +58,22 @@ def topic_changed(ctx: Context, txn: ZkTxn, topic: str, new: TopicAssignment) ->
                 new.replicas[p], new.adding.get(p), new.removing.get(p)):
             continue
         if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.target(p):
-            _completed(ctx, (topic, p), new.replicas[p])
+            _completed(ctx, txn, (topic, p), new.replicas[p])
             continue  # the controller completing the reassignment (after its partition writes)
         replicas = None if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.origin(p) \
             else list(new.target(p))
         if (topic, p) in ctx.znode_reassignments:
             continue  # /admin/reassign_partitions asked for it: its event
         moves.append({"topic": topic, "partition": p, "replicas": replicas})
-    if moves:
+    keys = {(m["topic"], m["partition"]) for m in moves}
+    request = _next_partitions_of(ctx, txn, keys) if moves and controllers_write(txn) else None
+    if request is not None:
+        request.event["partitions"] += moves
+        request.partitions |= keys
+        request.last_zxid = txn.zxid
+    elif moves:
         event = ctx.event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
-        ctx.cause(Cause(event, "PARTITIONS", partitions={(m["topic"], m["partition"]) for m in moves}))
+        ctx.cause(Cause(event, "PARTITIONS", partitions=keys, last_zxid=txn.zxid))
     elif new == old and txn.session == ctx.controller_session:
         _reassigned_in_place(ctx, txn, topic, _logged_assignment(ctx, topic))
 
@@ -80,10 +86,33 @@ def _logged_assignment(ctx: Context, topic: str) -> int | None:
     return ctx.logged_assignments.pop(0)[1]
 
 
-def _completed(ctx: Context, key: tuple[str, int], target: tuple[int, ...]) -> None:
+def _next_partitions_of(ctx: Context, txn: ZkTxn, keys: set[tuple[str, int]], bump: int | None = None
+                        ) -> Cause | None:
+    """The Admin API reassignment the controller is handling, when this write of it (a start's assignment, or
+    the unchanged rewrite after `bump`, a reassignment in place) is of its next partitions. One
+    AlterPartitionReassignments names several partitions, and the controller starts them one after the other in
+    one event (maybeTriggerPartitionReassignment, onPartitionReassignment each in turn), each one's writes right
+    after the last one's. Below protocol 2.7 a leader may write its ISR meanwhile: the watch on that reassigning
+    partition's state queues its event (PartitionReassignmentIsrChange) behind the request, and the completion it
+    allows comes after the request's last partition (seed 3 at 2.6: t3-0's leader took the new replica in while
+    the controller started t4-0, t0-1 and t2-0 of the same request; read as four requests, the completion found
+    the newest of them written and no event to explain it). Two requests back to back write as one does, and
+    decide the same: each partition is its own onPartitionReassignment. A znode reassignment is one event
+    already; a partition the request names again is another request (seeds 48, 140)."""
+    request = ctx.handling(txn, bump)
+    if request is None or request.kind != "PARTITIONS" or request.event.get("through_znode") or \
+            any((m["topic"], m["partition"]) in keys for m in request.event["partitions"]):
+        return None
+    return request
+
+
+def _completed(ctx: Context, txn: ZkTxn, key: tuple[str, int], target: tuple[int, ...]) -> None:
     """A reassignment's completion: the controller set the replicas to the target in memory (B2) before its
     completing writes (a leader move, the removed replicas out of the ISR) and writes /brokers/topics/T only
     after them (B6). Those writes, the last leader-epoch bumps of the event, carried the target."""
+    cause = ctx.cause_of(ctx.written_for.get(key))
+    if cause is not None:
+        cause.last_zxid = txn.zxid
     rows = [r for r in ctx.result.observed if (r["topic"], r["partition"]) == key]
     for later, earlier in zip(reversed(rows), reversed(rows[:-1]), strict=False):
         if later["cause_event_id"] != rows[-1]["cause_event_id"] or \
@@ -99,12 +128,21 @@ def _reassigned_in_place(ctx: Context, txn: ZkTxn, topic: str, logged: int | Non
     explained by nothing before it, is that reassignment's. When the leader is not live there is no bump (its
     election fails, seeds 11 and 111): the partition is the one the controller's log names for this write
     (`logged`), or else the topic's only leaderless partition; unless the reassignment (or cancel) being handled
-    is of that partition: this is its completion's rewrite (seed 102, a cancel leaving the partition leaderless)."""
+    is of that partition: this is its completion's rewrite (seed 102, a cancel leaving the partition leaderless).
+    Nor is it when the controller's write just before it was the bump of a partition of this topic that the
+    reassignment being handled names (one through the znode of several partitions, one of them in place): that
+    is its B6 (seed 303 from the ZooKeeper directory alone, which took it for another partition's, leaderless)."""
     last = ctx.result.observed[-1] if ctx.result.observed else None
     if last is not None and last["topic"] == topic and last["cause"] == "Unexplained":
         if ctx.result.unexplained and last["source_offset"] == ctx.result.unexplained[-1]:
             _bumped_in_place(ctx, txn, topic, last)
         return  # (a follower hands its output out between polls: one already out stays as it went)
+    handling = ctx.handling(txn)
+    if last is not None and last["topic"] == topic and handling is not None and handling.kind == "PARTITIONS" and \
+            last["cause_event_id"] == handling.event["event_id"] and last["source_offset"] == ctx.controller_wrote_at \
+            and (topic, last["partition"]) in handling.partitions and not ctx.reassigning((topic, last["partition"])):
+        handling.last_zxid = txn.zxid
+        return
     assignment = ctx.topics[topic]
     leaderless = [p for p in sorted(assignment.replicas)
                   if (state := ctx.states.get((topic, p))) is not None and state.leader == NO_LEADER]
@@ -113,9 +151,15 @@ def _reassigned_in_place(ctx: Context, txn: ZkTxn, topic: str, logged: int | Non
     if newest is not None and newest.kind == "PARTITIONS" and (topic, partition) in newest.partitions:
         return
     if partition in leaderless:
-        event = ctx.event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[
-            {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}])
-        ctx.cause(Cause(event, "PARTITIONS", wrote=True))  # completed: it explains no later write
+        move = {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}
+        request = _next_partitions_of(ctx, txn, {(topic, partition)})
+        if request is not None:
+            request.event["partitions"].append(move)
+            request.last_zxid = txn.zxid
+            return
+        event = ctx.event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[move])
+        # completed: it explains no later write
+        ctx.cause(Cause(event, "PARTITIONS", wrote=True, last_zxid=txn.zxid))
 
 
 def _bumped_in_place(ctx: Context, txn: ZkTxn, topic: str, last: dict[str, Any]) -> None:
@@ -124,11 +168,17 @@ def _bumped_in_place(ctx: Context, txn: ZkTxn, topic: str, last: dict[str, Any])
     if previous is None or (previous["leader"], previous["isr"], previous["leader_epoch"] + 1) != (
             last["leader"], last["isr"], last["leader_epoch"]):
         return
-    bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
-    event = ctx.event(bump, "ReassignPartitions", f"-{topic}-{key[1]}",
-                      partitions=[{"topic": topic, "partition": key[1], "replicas": last["replicas"]}])
-    # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
-    ctx.cause(Cause(event, "PARTITIONS", wrote=True))
+    move = {"topic": topic, "partition": key[1], "replicas": last["replicas"]}
+    request = _next_partitions_of(ctx, txn, {key}, bump=last["source_offset"])
+    if request is not None:  # done with its one write: not one of the partitions it may still write
+        request.event["partitions"].append(move)
+        request.last_zxid = txn.zxid
+        event = request.event
+    else:
+        bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
+        event = ctx.event(bump, "ReassignPartitions", f"-{topic}-{key[1]}", partitions=[move])
+        # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
+        ctx.cause(Cause(event, "PARTITIONS", wrote=True, last_zxid=txn.zxid))
     ctx.result.unexplained.pop()
     last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
     ctx.written_for[key] = event["event_id"]

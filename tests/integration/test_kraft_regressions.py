@@ -10,8 +10,10 @@ import pytest
 from statemachine.controller import ControllerConfig
 from statemachine.rules import KRAFT
 from streaming.analysis.explain import explain
-from streaming.io.jsonl import read_jsonl
+from streaming.io.jsonl import jsonl_line, read_jsonl
+from streaming.jobs.kraft import decode, import_kraft
 from streaming.jobs.replay import ReplayOptions, replay
+from streaming.kraft.convert import convert
 
 REGRESSIONS = [pytest.param(p, id=p.name)
                for p in sorted((Path(__file__).parent / "kraftlog" / "regressions").iterdir())]
@@ -54,3 +56,18 @@ def test_a_failed_log_dir_moves_only_the_partitions_in_it(tmp_path: Path) -> Non
     explained = explain(str(tmp_path), "d", 0)
     assert "broker 1's log dir(s) " in explained and "went offline: 5 partition(s) in them; 4 leader(s) moved" \
         in explained
+
+
+@pytest.mark.parametrize("name", ["kafka-4.4-jbod-failed-dir", "kafka-4.1-seed-1"])
+def test_the_import_written_batch_by_batch_is_the_conversion_of_the_whole_log(name: str, tmp_path: Path) -> None:
+    """`import_kraft` writes each batch's events and observed changes as it converts them (and `replay` reads them
+    as they come); the files are what converting the whole log at once gives. The first log holds an unclean
+    registration, whose observed changes are named by a STARTUP in a later batch."""
+    log = Path(__file__).parent / "kraftlog" / "regressions" / name
+    summary = import_kraft(log, tmp_path / "events.jsonl", tmp_path / "observed.jsonl")
+    decoded = decode(log)
+    whole = convert(decoded.records, decoded.window[0])
+    assert (tmp_path / "events.jsonl").read_text() == "".join(jsonl_line(e) for e in whole.events)
+    assert (tmp_path / "observed.jsonl").read_text() == "".join(jsonl_line(o) for o in whole.observed)
+    assert (summary.events, summary.observed) == (len(whole.events), len(whole.observed)) != (0, 0)
+

@@ -126,3 +126,36 @@ def test_a_reassignment_onto_a_starting_broker_bumps_the_leader_epoch_of_a_topic
     assert (bump.leader, bump.isr, bump.leader_epoch, bump.recipients) == (
         before.leader, before.isr, before.leader_epoch + 1, (3, 1, 2))
     assert cluster.record("t", 0) is None  # then every replica is deleted, and the topic with them
+
+
+def test_a_failover_resumes_the_reassignment_of_a_topic_being_deleted_too() -> None:
+    # ZK's failover resumes every reassignment in progress (initializePartitionReassignments ->
+    # maybeResumeReassignments, after the state machines started), a topic being deleted too (zk campaign seed 302,
+    # Kafka 2.8.2): the dead replica goes offline, then the leader epoch moves once more (A1).
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1, 2])
+    cluster.reassign(("t", 0, [3, 1]))  # 3 is added, not in the ISR yet; 2 is being removed
+    cluster.failure(3)
+    cluster.delete("t")  # 3's replica fails its deletion: it waits for 3
+    before = cluster.rec("t", 0)
+    out = cluster.controller_change(controller_id=2)
+    [bump] = out.decisions_for("t", 0)
+    assert (bump.leader, bump.isr, bump.leader_epoch) == (before.leader, before.isr, before.leader_epoch + 1)
+    assert cluster.rec("t", 0).queued_for_deletion
+
+
+def test_a_deletion_whose_stop_replica_answers_never_came_back_is_still_in_progress_at_the_failover() -> None:
+    # A real 3.0.2 cluster (zklog/regressions/zookeeper-3.0-deletion-cut-short): topic c deleted just before the
+    # controller's own broker shut down; the StopReplica answers never came back to it, and the next controller found
+    # c still being deleted: the dead replica offline (a write), the deletion waiting for its broker's startup.
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("c", [3, 1])
+    cluster.delete("c", stop_replica_answered=False)
+    assert cluster.rec("c", 0).replica_states == {3: R.DELETION_STARTED, 1: R.DELETION_STARTED}
+    cluster.failure(3)
+    before = cluster.rec("c", 0)
+    out = cluster.controller_change(controller_id=1)
+    [offline] = out.decisions_for("c", 0)
+    assert (offline.leader, offline.isr, offline.leader_epoch) == (-1, (3,), before.leader_epoch + 1)
+    out = cluster.startup(3)
+    assert cluster.record("c", 0) is None  # deleted again at its broker's startup, and the topic with it

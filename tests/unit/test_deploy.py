@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from streaming.engine import connectors
-from streaming.engine.session import JARS_KEY, VERBOSE_KEY, session_conf, state_partitions_conf
+from streaming.engine.session import (
+    JARS_KEY,
+    REPLAY_BATCH_EVENTS,
+    VERBOSE_KEY,
+    replay_sizing,
+    session_conf,
+    state_partitions_conf,
+)
 from streaming.errors import UsageError
 
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -118,3 +125,18 @@ def test_jars_fetch_names_an_unknown_set_and_takes_none() -> None:
     finally:
         jars.fetch = real_fetch  # type: ignore[assignment]
     assert parsed == [[]]
+
+
+def test_replay_sizes_micro_batches_and_driver_memory_from_the_log() -> None:
+    gib = 1 << 30
+    # A small log, or one of unknown size: one micro-batch in the default heap.
+    assert replay_sizing(5_000, None, 16 * gib) == (0, {})
+    assert replay_sizing(None, None, 16 * gib) == (0, {})
+    # A big log: micro-batches of the size that fits the default heap.
+    assert replay_sizing(892_368, None, 16 * gib) == (REPLAY_BATCH_EVENTS, {})
+    # Asked for: as asked, the heap grown with the largest micro-batch, at most half the machine.
+    assert replay_sizing(892_368, 300_000, 16 * gib) == (300_000, {"spark.driver.memory": "3072m"})
+    assert replay_sizing(892_368, 0, 64 * gib) == (0, {"spark.driver.memory": "9138m"})
+    assert replay_sizing(892_368, 0, 8 * gib) == (0, {"spark.driver.memory": "4096m"})
+    assert replay_sizing(892_368, 7, 8 * gib) == (7, {})
+

@@ -436,8 +436,9 @@ class Invariants:
                 # No elections and no LeaderAndIsr for a topic being deleted: only its replicas' way out of the ISR
                 # as they go offline (written, sent to nobody), its leader's own ISR change, which is still
                 # accepted, as Kafka's AlterPartition handling does, and under ZK a reassignment a broker's startup
-                # resumes (its leader epoch bump, sent to the replica set: campaign seed 26).
-                assert d.election is None and (cmd.action in (Action.ISR_CHANGE, Action.BROKER_STARTUP)
+                # or a failover resumes (its leader epoch bump, sent to the replica set: campaign seeds 26 and 302).
+                assert d.election is None and (cmd.action in (Action.ISR_CHANGE, Action.BROKER_STARTUP,
+                                                              Action.CONTROLLER_FAILOVER)
                                                or d.recipients == ()), d
 
     def _check_records(self, controller: Controller) -> None:

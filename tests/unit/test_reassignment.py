@@ -176,6 +176,24 @@ def test_pending_reassignment_resumes_after_controller_failover() -> None:
     assert d.controller_epoch == 2
 
 
+
+def test_a_failover_completes_again_the_reassignment_its_predecessor_died_inside() -> None:
+    # A real 3.5.2 cluster (zk campaign seed 311): the controller completed t-0's reassignment [1, 2] -> [1, 3] up to
+    # the ISR shrink (B4) and was killed before its assignment write (B6). The next controller read the reassignment
+    # still in progress in /brokers/topics/t and completed it again: a leader epoch bump, replica 2 offline (no
+    # longer in the ISR: no write).
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [1, 2])
+    cluster.reassign(("t", 0, [1, 3]))
+    cluster.isr_change("t", 0, [1, 2, 3])  # completes: B3 bump, B4 ISR [1, 3]
+    done = cluster.rec("t", 0)
+    assert (done.replicas, done.isr, done.reassignment_in_progress) == ((1, 3), (1, 3), False)
+    read = {"topic": "t", "partition": 0, "replicas": [1, 3, 2], "adding_replicas": [3], "removing_replicas": [2]}
+    out = cluster.controller_change(controller_id=3, reassignments=[read])
+    [bump] = out.decisions_for("t", 0)
+    assert (bump.leader, bump.isr, bump.leader_epoch, bump.replicas) == (1, (1, 3), done.leader_epoch + 1, (1, 3))
+    assert not cluster.rec("t", 0).reassignment_in_progress
+
 # =====================================================================================================
 # Epochs across a reassignment of a partition that never had a leader
 # =====================================================================================================

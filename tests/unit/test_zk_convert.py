@@ -90,7 +90,10 @@ class Ensemble:
     def topic(self, assignment: dict[int, list[int]], op: str = "create", **extra: dict[int, list[int]]) -> None:
         data = {"partitions": {str(p): r for p, r in assignment.items()}, "version": 3,
                 **{k: {str(p): r for p, r in v.items()} for k, v in extra.items()}}
-        self.txn(self.controller, ZnodeOp(op, "/brokers/topics/t", json.dumps(data).encode(), 0))
+        # The controller's rewrite checks its epoch (a multi), as its partition state writes do; a topic's creation
+        # is the admin's write.
+        check = (ZnodeOp("check", "/controller_epoch", None, 1),) if op == "setData" else ()
+        self.txn(self.controller, *check, ZnodeOp(op, "/brokers/topics/t", json.dumps(data).encode(), 0))
 
     def state(self, partition: int, leader: int, isr: list[int], leader_epoch: int, session: int | None = None,
               recovering: bool = False, by_leader: bool = False) -> None:
@@ -445,6 +448,35 @@ def test_each_admin_reassignment_to_the_replicas_a_partition_has_is_its_own_even
     assert_every_history_equal(observed, decisions)
 
 
+def test_one_reassignment_of_several_partitions_is_one_event_also_when_a_leader_writes_its_isr_in_between() -> None:
+    # A real 2.6 run (make test's smoke run, seed 3): one AlterPartitionReassignments of two partitions. t-0's leader
+    # took its new replica into the ISR itself (a bare setData) while the controller went on to t-1; the watch on
+    # t-0's state queued its completion behind the request, so it comes after t-1's start. Read as two requests, the
+    # completion found t-1's written and nothing to explain it (then a controlled shutdown of broker 3).
+    z = Ensemble((4, 1, 2, 3))
+    z.txn(z.sessions[1], ZnodeOp("create", "/isr_change_notification/isr_change_0000000000",
+                                 b'{"version":1,"partitions":[]}', 0))  # leaders announce their ISR: protocol 2.x
+    z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 2, [2, 3, 1], 0)
+    z.topic({0: [4, 1, 2, 3], 1: [2, 3, 1]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [3]})
+    z.state(0, 1, [1, 2, 3], 1)
+    z.state(0, 1, [1, 2, 3, 4], 1, session=z.sessions[1], by_leader=True)
+    z.topic({0: [4, 1, 2, 3], 1: [2, 3, 4, 1]}, op="setData", adding_replicas={0: [4], 1: [4]},
+            removing_replicas={0: [3], 1: [1]})
+    z.state(1, 2, [2, 3, 1], 1)
+    z.state(0, 1, [1, 2, 3, 4], 2)  # t-0's completion: B3, B4, B6
+    z.state(0, 1, [1, 2, 4], 3)
+    z.topic({0: [4, 1, 2], 1: [2, 3, 4, 1]}, op="setData", adding_replicas={1: [4]}, removing_replicas={1: [1]})
+    events, observed, decisions = replayed(z.history())
+    [request] = [e for e in events if e["type"] == "ReassignPartitions"]
+    assert request["partitions"] == [{"topic": "t", "partition": 0, "replicas": [4, 1, 2]},
+                                     {"topic": "t", "partition": 1, "replicas": [2, 3, 4]}]
+    assert [e["type"] for e in events[-2:]] == ["ReassignPartitions", "IsrChange"]
+    assert [o["cause"] for o in observed[-2:]] == ["IsrChange"] * 2
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_leaders_own_isr_write_inside_a_startup_goes_before_it_also_when_the_leader_is_the_controller() -> None:
     # A real 2.6 run (zk campaign seed 66): broker 1 leads t-0 and is the controller (one ZooKeeper session). Broker 2
     # restarts; the controller's startup handling sends it LeaderAndIsr, broker 1 as leader takes it back into the
@@ -648,3 +680,38 @@ def test_a_notification_takes_the_mark_after_it_and_one_just_before() -> None:
     assert marks.answer(2, at + 9) == {("t5", 0), ("t0", 1)}
     assert marks.answer(1, at + 333) == {("t0", 1), ("t3", 0), ("t4", 3)}
     assert marks.answer(1, at + 400) is None  # taken
+def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_completion() -> None:
+    # A real 3.9 run (zk campaign seed 303, from the ZooKeeper directory alone): a reassignment through the znode
+    # names t-0 with the replicas it has: a bare bump, then /brokers/topics/t rewritten unchanged (B6). t-1 has no
+    # leader: the rewrite is not a reassignment in place of t-1 (seed 111's reading of a rewrite with no bump).
+    z = Ensemble()
+    z.topic({0: [1, 3], 1: [2]})
+    z.state(0, 1, [1, 3], 0)
+    z.state(1, 2, [2], 0)
+    z.session_end(2)
+    z.state(1, -1, [2], 1)
+    z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions",
+                          b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,3]}]}', 0))
+    z.state(0, 1, [1, 3], 1)
+    z.topic({0: [1, 3], 1: [2]}, op="setData")
+    converted = convert(z.history())
+    [reassignment] = [e for e in converted.events if e["type"] == "ReassignPartitions"]
+    assert reassignment["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 3]}]
+    assert converted.observed[-1]["cause_event_id"] == reassignment["event_id"] and not converted.unexplained
+
+
+def test_a_deletion_the_controllers_session_ended_inside_is_marked_unanswered_and_a_completed_one_is_not() -> None:
+    # zklog/regressions/zookeeper-3.0-deletion-cut-short: both replicas live, the topic's znodes still there when the
+    # controller's session ends: its StopReplica answers never came back to it.
+    def deleted(completed: bool) -> dict[str, Any]:
+        z = created()
+        z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/t", None, 0))
+        z.state(0, -1, [1], 1)
+        if completed:
+            z.txn(z.controller, ZnodeOp("delete", "/brokers/topics/t"))
+        z.close(z.controller, "/controller", "/brokers/ids/1", clean=True)
+        [event] = [e for e in convert(z.history()).events if e["type"] == "DeleteTopic"]
+        return event
+
+    assert deleted(completed=False)["stop_replica_answered"] is False
+    assert "stop_replica_answered" not in deleted(completed=True)

@@ -1,0 +1,180 @@
+"""The report's inputs read from columns: the audit as a Delta table through pyarrow (only the columns the report
+reads, sorted into log order by Arrow, a message kept only where the report shows one), the decisions with only
+what the timeline and the reassignments read. Audit rows reach the analysis as `Row`s, read like dicts but held in
+slots, with repeated strings (event types, outcomes, states, topics, event ids) one object each: the report's
+peak memory is a fraction of reading every column of every row as a dict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from statemachine.errors import Outcome
+from streaming.io.delta import DECISION_ORDER, scan_delta
+
+# Audit columns the report never reads: run bookkeeping and the partition epochs (the decisions carry them).
+_UNREAD = ("batch_id", "processed_at", "partition_epoch_before", "partition_epoch_after")
+# Columns whose values repeat: kept as one string object per distinct value.
+_REPEATED = ("event_id", "event_type", "topic", "from_state", "to_state", "outcome", "error", "election", "action",
+             "broker_change", "leader_recovery_state_after", "principal", "event_ts")
+# What the timeline and the reassignments read of a decision.
+DECISION_FIELDS = (*DECISION_ORDER, "replicas", "adding_replicas", "removing_replicas")
+_BATCH = 20_000
+
+
+def _batches(table: Any) -> Iterator[list[dict[str, Any]]]:
+    """The table's rows as dicts, a batch at a time, maps as dicts and repeated strings shared."""
+    import pyarrow as pa
+
+    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
+    shared = [c for c in _REPEATED if c in table.column_names]
+    strings: dict[str, str] = {}
+    for batch in table.to_batches(max_chunksize=_BATCH):
+        rows = batch.to_pylist()
+        for row in rows:
+            for key in maps:
+                if row[key]:
+                    row[key] = dict(row[key])
+            for key in shared:
+                value = row[key]
+                if value is not None:
+                    row[key] = strings.setdefault(value, value)
+        yield rows
+
+
+class Row(Mapping[str, Any]):
+    """One audit row, read like a dict (`row["topic"]`, `row.get("error")`) but held in slots: a third of a dict's
+    memory. A row class per set of columns (`_row_class`)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.__slots__)
+
+    def __len__(self) -> int:
+        return len(self.__slots__)
+
+
+@cache
+def _row_class(names: tuple[str, ...]) -> type[Row]:
+    return type("AuditRow", (Row,), {"__slots__": names})
+
+
+def _rows(table: Any) -> Iterator[Row]:
+    """The table's rows as Rows, a batch at a time: repeated strings and broker lists shared (the report never
+    changes a row), maps as dicts."""
+    import pyarrow as pa
+
+    names = tuple(table.column_names)
+    cls = _row_class(names)
+    slots = [getattr(cls, n) for n in names]  # the slots' descriptors, to fill a row without its __init__
+    shared = {names.index(c) for c in _REPEATED if c in names}
+    lists = {i for i, f in enumerate(table.schema) if pa.types.is_list(f.type)}
+    maps = {i for i, f in enumerate(table.schema) if pa.types.is_map(f.type)}
+    strings: dict[str, str] = {}
+    brokers: dict[tuple[int, ...], list[int]] = {}
+    for batch in table.to_batches(max_chunksize=_BATCH):
+        columns = [batch.column(i).to_pylist() for i in range(len(names))]
+        for i in shared:
+            columns[i] = [v if v is None else strings.setdefault(v, v) for v in columns[i]]
+        for i in lists:
+            columns[i] = [v if v is None else brokers.setdefault(tuple(v), v) for v in columns[i]]
+        for i in maps:
+            columns[i] = [dict(v) if v else v for v in columns[i]]
+        for values in zip(*columns, strict=True):
+            row = cls.__new__(cls)
+            for slot, value in zip(slots, values, strict=True):
+                slot.__set__(row, value)
+            yield row
+
+
+def read_audit(path: Path) -> list[Row]:
+    """The audit table in log order (schemas.records.audit_sort_key: by offset, an event's cluster row first, then
+    its partitions by name and step), without the columns the report never reads."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = scan_delta(path)
+    if table is None:
+        return []
+    # One chunk per column: pyarrow 20's if_else over chunked arrays of unequal chunks reads past a buffer.
+    table = table.drop_columns([c for c in _UNREAD if c in table.column_names]).combine_chunks()
+    # A message is shown for cluster rows and rejections only: an accepted partition row's is never read.
+    shown = pc.or_(pc.is_null(table["partition"]), pc.equal(table["outcome"], str(Outcome.REJECTED)))
+    table = table.set_column(table.column_names.index("message"), "message",
+                             pc.if_else(shown, table["message"], None))
+    table = table.append_column("partition_row", pc.is_valid(table["partition"]))
+    order = pc.sort_indices(table, options=pc.SortOptions(
+        [(c, "ascending") for c in ("source_offset", "partition_row", "topic", "partition", "step")],
+        null_placement="at_start"))
+    table = table.drop_columns(["partition_row"])
+    # The report reads only which brokers a row's replica_states names: its keys, as a list column (a map of
+    # Python dicts costs the most of any column).
+    states = table["replica_states"].combine_chunks()
+    table = table.set_column(table.column_names.index("replica_states"), "replica_states",
+                             pa.ListArray.from_arrays(states.offsets, states.keys, mask=states.is_null()))
+    # A local replay writes the audit in log order already: no sorted copy beside it then.
+    in_order = pc.all(pc.equal(order, pa.array(range(len(order)), type=order.type))).as_py() is not False
+    return list(_rows(table if in_order else table.take(order)))
+
+
+def read_decisions(path: Path) -> list[dict[str, Any]]:
+    """A replay's decisions.jsonl (written in DECISION_ORDER), each with DECISION_FIELDS only."""
+    brokers: dict[tuple[int, ...], list[int]] = {}  # replica lists shared: the report never changes them
+
+    def slim(d: dict[str, Any]) -> dict[str, Any]:
+        return {f: brokers.setdefault(tuple(v), v) if isinstance(v := d.get(f), list) else v for f in DECISION_FIELDS}
+
+    with path.open(encoding="utf-8") as fh:
+        return [slim(json.loads(line)) for line in fh if line.strip()]
+
+
+def read_decisions_table(path: Path) -> list[dict[str, Any]]:
+    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER."""
+    table = scan_delta(path, columns=list(DECISION_FIELDS))
+    if table is None:
+        return []
+    table = table.sort_by([(c, "ascending") for c in DECISION_ORDER])
+    return [row for rows in _batches(table) for row in rows]
+
+
+def jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """A JSON lines file, row by row."""
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def table_rows(path: Path, columns: list[str] | None = None, order: str | None = None) -> Iterator[dict[str, Any]]:
+    """A Delta table's columns, row by row (in `order` when given), a batch at a time."""
+    table = scan_delta(path, columns=columns)
+    if table is None:
+        return
+    if order is not None:
+        table = table.sort_by(order)
+    for rows in _batches(table):
+        yield from rows
+
+
+def observed_rows(out_dir: Path) -> Iterator[dict[str, Any]] | None:
+    """The controller's partition changes in log order: a replay's observed.jsonl or `isrflow run`'s observed
+    table; None when there are none."""
+    if (out_dir / "observed.jsonl").exists():
+        return jsonl_rows(out_dir / "observed.jsonl")
+    if (out_dir / "observed" / "_delta_log").is_dir():
+        return table_rows(out_dir / "observed", order="source_offset")
+    return None

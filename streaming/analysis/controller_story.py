@@ -1,0 +1,279 @@
+"""The cluster's story from the controller's own records, for a replay of a real controller's history.
+
+isrflow's replay can be wrong (a record kind it does not model, a rule of a release it has not learnt); the
+controller's partition changes (`observed.jsonl` of a replay, the `observed` Delta table of `isrflow run` behind a
+bridge) are what happened. So on a real history the report's "What happened" tells those first, event by event in
+the log's order (consecutive events of one kind in one line), marks each place where isrflow's decisions differ
+(agreement.jsonl / the agreement table), and ends with the partitions as the controller's records leave them beside
+isrflow's. Above everything, `warnings` says how far the replay can be trusted (streaming.history.trust).
+
+Read as streams, row by row (the observed and agreement JSON lines, or their Delta tables a batch at a time),
+keeping one state per partition, the run being told and a count per event isrflow disagrees on: memory grows with
+the partitions and the disagreeing events, not with the controller's changes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schemas.events import PartitionSnapshot
+from statemachine.record import NO_LEADER
+from streaming.analysis.columns import jsonl_rows, observed_rows, table_rows
+from streaming.analysis.timeline import Index
+from streaming.analysis.words import Key, and_list, names, plural, pname
+from streaming.history.trust import AgreementFigures, ImportFacts, trust_warnings
+
+STORY_LINES = 40  # runs of events told one line each; the rest in one closing line
+EXAMPLES = 3  # partitions named per kind of change and per disagreement
+
+
+@dataclass
+class TrueStory:
+    """The top of a real history's report: the warnings, then the controller's story, each line with whether it
+    marks a difference of isrflow's."""
+
+    warnings: list[str]
+    lines: list[tuple[str, bool]]
+    figures: AgreementFigures | None
+
+
+def _agreement(out_dir: Path) -> Iterator[dict[str, Any]]:
+    if (out_dir / "agreement.jsonl").exists():
+        return jsonl_rows(out_dir / "agreement.jsonl")
+    if (out_dir / "agreement" / "_delta_log").is_dir():
+        return table_rows(out_dir / "agreement")
+    return iter(())
+
+
+@dataclass
+class _Differences:
+    """isrflow's disagreements per cause event: [the controller's decisions isrflow got wrong, decisions isrflow made
+    where the controller made none, the first few named]."""
+
+    by_event: dict[str, list[Any]] = field(default_factory=dict)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        entry = self.by_event.setdefault(row.get("cause_event_id") or "", [0, 0, []])
+        alone = row.get("controller") is None  # isrflow decided where the controller changed nothing
+        entry[1 if alone else 0] += 1
+        if len(entry[2]) < EXAMPLES:
+            where = pname(row["topic"], row["partition"])
+            entry[2].append(f"{where}: isrflow's change, none at the controller" if alone
+                            else f"{where} at offset {row['source_offset']}: "
+                                 + ("no decision of isrflow's" if row.get("isrflow") is None
+                                    else ", ".join(row["differing"])))
+
+
+def _differences(out_dir: Path) -> _Differences:
+    d = _Differences()
+    for row in _agreement(out_dir):
+        if not row["match"]:
+            d.add(row)
+    return d
+
+
+def agreement_figures(out_dir: Path) -> AgreementFigures | None:
+    """The agreement of a replay (agreement.jsonl, histories.jsonl) or of a run (the agreement table), or None."""
+    found = (out_dir / "agreement.jsonl").exists() or (out_dir / "agreement" / "_delta_log").is_dir()
+    if not found:
+        return None
+    decisions = disagreements = 0
+    for row in _agreement(out_dir):
+        decisions += 1
+        disagreements += not row["match"]
+    partitions = equal = 0
+    if (out_dir / "histories.jsonl").exists():
+        for row in jsonl_rows(out_dir / "histories.jsonl"):
+            partitions += 1
+            equal += bool(row["match"])
+    return AgreementFigures(decisions, disagreements, partitions, equal)
+
+
+def real_history_warnings(out_dir: Path) -> list[str]:
+    """What the report of `out_dir` says first (empty for a replay that is not of a real history, or that agrees)."""
+    return trust_warnings(ImportFacts.read(out_dir), agreement_figures(out_dir))
+
+
+@dataclass
+class _Run:
+    """Consecutive events of one cause and what the controller changed in them."""
+
+    cause: str
+    first: str  # the first event's id
+    events: list[str] = field(default_factory=list)
+    decisions: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def note(self, kind: str, example: str) -> None:
+        self.kinds[kind] += 1
+        shown = self.examples.setdefault(kind, [])
+        if len(shown) < EXAMPLES:
+            shown.append(example)
+
+
+# What a change did, in the order the story tells them: (kind, what n of them are called).
+_KINDS = (("created", ("new partition", None)), ("offline", ("partition taken offline", "partitions taken offline")),
+          ("online", ("partition back online", "partitions back online")), ("leader", ("leader move", None)),
+          ("shrink", ("ISR shrink", None)), ("expand", ("ISR expansion", None)),
+          ("replicas", ("replica set change", None)), ("directories", ("log dir placement", None)),
+          ("other", ("rewrite with no leader, ISR or replica change",
+                     "rewrites with no leader, ISR or replica change")))
+UNEXPLAINED = "Unexplained"  # the cause of a change no event explains (the ZooKeeper import's word)
+
+
+def _kind(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> tuple[str, str]:
+    """What one partition change did, and the partition named with it."""
+    name = pname(after["topic"], after["partition"])
+    leader = after["leader"]
+    if before is None:
+        return "created", f"{name} (leader {leader})"
+    if leader != before["leader"]:
+        if leader == NO_LEADER:
+            return "offline", name
+        if before["leader"] == NO_LEADER:
+            return "online", f"{name} (leader {leader})"
+        return "leader", f"{name} {before['leader']} → {leader}"
+    isr, was = set(after["isr"]), set(before["isr"])
+    if isr < was:
+        return "shrink", f"{name} {sorted(was)} → {sorted(isr)}"
+    if isr > was:
+        return "expand", f"{name} {sorted(was)} → {sorted(isr)}"
+    if after["replicas"] != before["replicas"]:
+        return "replicas", f"{name} {before['replicas']} → {after['replicas']}"
+    if before.get("directories") is not None and (after.get("directories") or []) != before["directories"]:
+        return "directories", name
+    return "other", name
+
+
+class _Teller:
+    def __init__(self, s: Index, differences: _Differences) -> None:
+        self.s = s
+        self.differences = differences
+        self.offset_of = {r["event_id"]: r["source_offset"] for r in s.a.audit}  # an event's offset in the log
+        self.lines: list[tuple[str, bool]] = []
+        self.untold: list[_Run] = []
+        self.seen: set[str] = set()
+
+    def tell(self, run: _Run) -> None:
+        self.seen.update(run.events)
+        if len(self.lines) >= STORY_LINES:
+            self.untold.append(run)
+            return
+        offset = self.offset_of.get(run.first)
+        when = f"At {self.s.at(offset)}" if offset is not None else f"At {run.first}"
+        if len(run.events) > 1:
+            last = self.offset_of.get(run.events[-1])
+            if last is not None and offset is not None and self.s.at(last) != self.s.at(offset):
+                when = f"Between {self.s.at(offset)} and {self.s.at(last)}"
+        what = ("a change no event explains" if run.cause == UNEXPLAINED and len(run.events) == 1
+                else f"{plural(len(run.events), run.cause + ' event')}" if len(run.events) > 1
+                else f"{run.cause} ({run.first})")
+        done = [plural(run.kinds[k], *noun) + f" ({', '.join(run.examples[k])}"
+                + (", …)" if run.kinds[k] > EXAMPLES else ")") for k, noun in _KINDS if run.kinds[k]]
+        text = f"{when} {what}: the controller wrote {and_list(done)}."
+        differ = self._differ(run)
+        self.lines.append((text + differ, bool(differ)))
+
+    def _differ(self, run: _Run) -> str:
+        entries = [self.differences.by_event[e] for e in run.events if e in self.differences.by_event]
+        if not entries:
+            return ""
+        wrong, alone = sum(e[0] for e in entries), sum(e[1] for e in entries)
+        examples = [x for e in entries for x in e[2]][:EXAMPLES]
+        counts = [f"{wrong} of the controller's {plural(run.decisions, 'decision')}" if wrong else "",
+                  f"{plural(alone, 'change')} the controller did not make" if alone else ""]
+        return (f" isrflow differs here: {and_list([c for c in counts if c])} ({'; '.join(examples)}"
+                f"{'; …' if wrong + alone > EXAMPLES else ''}).")
+
+    def close(self) -> None:
+        if self.untold:
+            marked = sum(1 for run in self.untold if any(e in self.differences.by_event for e in run.events))
+            events = sum(len(run.events) for run in self.untold)
+            self.lines.append((f"… and {plural(events, 'more event')} with partition changes at the controller"
+                               + (f"; isrflow differs in {marked} of these {plural(len(self.untold), 'run')}."
+                                  if marked else "; isrflow agrees on all of them."), bool(marked)))
+        alone = {e: v for e, v in self.differences.by_event.items() if e not in self.seen}
+        if alone:
+            count = sum(v[0] + v[1] for v in alone.values())
+            examples = [x for v in alone.values() for x in v[2]][:EXAMPLES]
+            more = "; …" if count > EXAMPLES else ""
+            self.lines.append((f"isrflow made {plural(count, 'partition change')} the controller never made, for "
+                               f"{plural(len(alone), 'event')}: {'; '.join(examples)}{more}.", True))
+
+
+def _deleted_topics(s: Index) -> set[str]:
+    """Topics the log deletes and does not create again (its events, whatever isrflow made of them)."""
+    gone: set[str] = set()
+    for r in s.a.audit:
+        if r.get("event_type") == "DeleteTopic" and r.get("topic"):
+            gone.add(r["topic"])
+        elif r.get("event_type") == "CreateTopic" and r.get("topic"):
+            gone.discard(r["topic"])
+    return gone
+
+
+def _end_lines(s: Index, last: dict[Key, dict[str, Any]]) -> list[tuple[str, bool]]:
+    """The partitions as the controller's records leave them, beside isrflow's end."""
+    gone = _deleted_topics(s)
+    parts = {k: v for k, v in last.items() if k[0] not in gone}
+    offline = sorted(k for k, v in parts.items() if v["leader"] == NO_LEADER)
+    urp = sorted(k for k, v in parts.items() if v["leader"] != NO_LEADER
+                 and len(v["isr"]) < len([r for r in v["replicas"] if r not in (v.get("removing_replicas") or ())]))
+    text = (f"At the end of the log, by the controller's records, {plural(len(offline), 'partition')} "
+            f"{'is' if len(offline) == 1 else 'are'} offline: {names(offline)}" if offline
+            else f"At the end of the log, by the controller's records, every partition ({len(parts)}) has a leader")
+    text += f"; {plural(len(urp), 'partition')} under-replicated ({names(urp)})." if urp else "."
+    ours = [k for k in s.a.offline_at_end if k[0] not in gone]
+    lines = [(text, False)]
+    if ours != offline:
+        lines.append((f"isrflow's replay ends otherwise: {plural(len(ours), 'partition')} offline"
+                      + (f" ({names(ours)})" if ours else "")
+                      + f" where the controller's records have {len(offline)}.", True))
+    return lines
+
+
+def _seeded(s: Index, key: Key) -> dict[str, Any] | None:
+    """A partition the log's snapshot holds (its PartitionSnapshot event, which seeds the replay): its state before
+    the controller's first change in the log; None for a partition the log creates."""
+    rows = s.by_part.get(key)
+    if not rows or rows[0].get("event_type") != PartitionSnapshot.type or rows[0].get("leader_after") is None:
+        return None
+    first = rows[0]
+    return {"leader": first["leader_after"], "isr": first.get("isr_after") or [],
+            "replicas": first.get("replicas_after") or [], "directories": None}
+
+
+def true_story(s: Index, out_dir: Path) -> TrueStory | None:
+    """The controller's story of a real history (None when `out_dir` holds no controller's records)."""
+    observed = observed_rows(out_dir)
+    if observed is None:
+        return None
+    differences = _differences(out_dir)
+    teller = _Teller(s, differences)
+    last: dict[Key, dict[str, Any]] = {}
+    run: _Run | None = None
+    for o in observed:
+        event = o.get("cause_event_id") or f"metadata offset {o['source_offset']}"
+        cause = o.get("cause") or UNEXPLAINED
+        if run is None or run.cause != cause:
+            if run is not None:
+                teller.tell(run)
+            run = _Run(cause, event)
+        if not run.events or run.events[-1] != event:
+            run.events.append(event)
+        key = (o["topic"], int(o["partition"]))
+        kind, example = _kind(last.get(key) or _seeded(s, key), o)
+        run.note(kind, example)
+        run.decisions += bool(o.get("decision"))
+        last[key] = {f: o.get(f) for f in ("leader", "isr", "replicas", "removing_replicas")}
+        last[key]["directories"] = o.get("directories") or []
+    if run is not None:
+        teller.tell(run)
+    teller.close()
+    figures = agreement_figures(out_dir)
+    return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), figures)

@@ -1,0 +1,88 @@
+"""A table's rows as Arrow columns built from the records themselves, never from row dicts.
+
+`RecordColumns` takes the controller's frozen records (an AuditRow, a RequestRow) one by one, keeps only the tuple
+of their field values, and every `batch_rows` rows turns those tuples into one Arrow array per column of the
+table's schema: the same values `to_row` then `arrow_table` give (enum members as their values, tuples as
+lists, maps as (key, value) pairs), without a dict per row. Memory stays the Arrow columns plus one batch of tuples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+from typing import Any
+
+from schemas.records import plain, row_fields
+from schemas.tables import TableSchema
+
+BATCH_ROWS = 50_000
+
+
+def _scalars(values: tuple[Any, ...]) -> list[Any]:
+    return [v._value_ if isinstance(v, Enum) else v for v in values]
+
+
+def _tuples(values: tuple[Any, ...]) -> list[Any]:
+    return [None if v is None else [plain(x) for x in v] for v in values]
+
+
+def _maps(values: tuple[Any, ...]) -> list[Any]:
+    return [None if v is None else [(plain(k), plain(x)) for k, x in v.items()] for v in values]
+
+
+_BY_KIND = {"scalar": _scalars, "tuple": _tuples, "map": _maps}
+
+
+class RecordColumns:
+    """Records of `cls` as the columns of `schema`; the schema's columns that are no field of `cls` take
+    `constants` (the batch_id, the time the run wrote them), or null."""
+
+    def __init__(self, schema: TableSchema, cls: type, constants: dict[str, Any] | None = None,
+                 batch_rows: int | None = None) -> None:
+        self.arrow = schema.to_arrow()
+        fields_ = row_fields(cls)
+        self._values = fields_.values
+        index = {name: i for i, name in enumerate(fields_.names)}
+        kinds = {**dict.fromkeys(fields_.scalars, "scalar"), **dict.fromkeys(fields_.tuples, "tuple"),
+                 **dict.fromkeys(fields_.maps, "map")}
+        self._columns = [(index.get(f.name), _BY_KIND[kinds[f.name]] if f.name in index else None,
+                          (constants or {}).get(f.name)) for f in self.arrow]
+        self._rows: list[tuple[Any, ...]] = []
+        self.batch_rows = batch_rows or BATCH_ROWS
+        self._chunks: list[list[Any]] = [[] for _ in self.arrow]  # per column, its arrays of BATCH_ROWS rows
+        self.count = 0
+
+    def add(self, record: Any) -> None:
+        self._rows.append(self._values(record))
+        if len(self._rows) >= self.batch_rows:
+            self.flush()
+
+    def extend(self, records: Iterable[Any]) -> None:
+        for record in records:
+            self.add(record)
+
+    def flush(self) -> None:
+        """The rows added since the last batch, as one more array per column."""
+        import pyarrow as pa
+
+        if not self._rows:
+            return
+        n = len(self._rows)
+        by_field = list(zip(*self._rows, strict=True))
+        for (i, convert, constant), f, chunks in zip(self._columns, self.arrow, self._chunks, strict=True):
+            chunks.append(pa.array(convert(by_field[i]) if i is not None else [constant] * n, type=f.type))
+        self.count += n
+        self._rows = []
+
+    def table(self) -> Any:
+        """Every row added, as one Arrow table of one chunk (delta-rs writes a table's chunks in no fixed order),
+        joined a column at a time, each column's arrays let go once joined: the table is not held twice."""
+        import pyarrow as pa
+
+        self.flush()
+        columns = []
+        for i, f in enumerate(self.arrow):
+            chunks, self._chunks[i] = self._chunks[i], []
+            columns.append(pa.concat_arrays(chunks) if chunks else pa.array([], type=f.type))
+            del chunks
+        return pa.Table.from_arrays(columns, schema=self.arrow)
