@@ -234,6 +234,9 @@ class ControllerChange(Event):
     # not known). ZooKeeper-era onControllerFailover reads /brokers/ids: a broker that died or registered while no
     # controller was active (the old one died with it, say) is gone, or registered, from the failover on.
     live_brokers: Mapping[int, int] | None = None
+    # ZooKeeper mode (addition): the replicas brokers answered KAFKA_STORAGE_ERROR for to the failover's LeaderAndIsr
+    # requests, as broker id -> partitions: a log dir failed under them while no controller read its notification.
+    offline_replicas: Mapping[int, tuple[PartitionRef, ...]] | None = None
     # The reassignments in progress the new controller read from /brokers/topics (addition; initializeControllerContext,
     # then resumed by initializePartitionReassignments): a controller that died inside an event may have left one
     # that its own writes had nearly completed (the assignment is written last).
@@ -278,6 +281,9 @@ class UpdateFeatures(Event):
 
     type: ClassVar[str] = "UpdateFeatures"
     features: Mapping[str, int]
+    # ZooKeeper mode: the Kafka release the controllers run ("2.8.2"), as `import-zk` and the bridge read it from the
+    # cluster's writes (addition); the zk rules follow it unless run with --kafka-version.
+    kafka_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -338,6 +344,21 @@ class LogDirsOffline(_BrokerLogDirs):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LogDirEventNotification(Event):
+    """ZooKeeper mode: a log dir failed under broker `broker_id`, which wrote
+    /log_dir_event_notification/log_dir_event_<seq>. The controller sends it a LeaderAndIsr of every replica it
+    holds (onBrokerLogDirFailure); the broker answers KAFKA_STORAGE_ERROR for `offline_replicas`, the partitions of
+    the failed dir, and those replicas go offline (processLeaderAndIsrResponseReceived, onReplicasBecomeOffline):
+    leaders move away, ISRs shrink, only for those partitions. From then on they cannot lead. Addition, written by
+    `import-zk` (the answer, which ZooKeeper does not log, from the controller's state-change.log, else inferred
+    from the controller's writes that follow)."""
+
+    type: ClassVar[str] = "LogDirEventNotification"
+    broker_id: int
+    offline_replicas: tuple[PartitionRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ObservedDecision:
     """A partition change the real controller wrote (a KRaft PartitionChangeRecord or PartitionRecord, with the
     epochs as KRaft's merge rules leave them), as `isrflow bridge` publishes it after the event that caused it:
@@ -372,7 +393,7 @@ class ObservedDecision:
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
                    | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot
                    | UpdateFeatures | IsrChangeNotification | BrokerRegistration | AssignReplicasToDirs
-                   | LogDirsOffline | ControllerRegistration)
+                   | LogDirsOffline | ControllerRegistration | LogDirEventNotification)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig,
@@ -426,6 +447,14 @@ def _directory_assignments(value: Any, name: str) -> tuple[DirectoryAssignment, 
                  for a in value)
 
 
+def _replicas_by_broker(value: Any, name: str) -> dict[int, tuple[PartitionRef, ...]]:
+    if not isinstance(value, dict):
+        raise Invalid(f"field '{name}' must be an object of broker id -> [{{topic, partition}}]")
+    ids = broker_epochs(dict.fromkeys(value, 0), name)  # the keys checked as broker ids
+    return {b: _partition_refs(value[str(b)], f"{name}.{b}", with_replicas=False)  # type: ignore[misc]
+            for b in ids}
+
+
 _BROKER_LOG_DIRS = {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list}
 # Per type: field name -> validator. Validators return the normalised value.
 _FIELDS: dict[str, dict[str, Any]] = {
@@ -468,6 +497,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "LogDirsOffline": _BROKER_LOG_DIRS,
     "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
                              "assignments": _directory_assignments},
+    "LogDirEventNotification": {"broker_id": non_negative_int},
 }
 
 # Optional fields: name -> (validator, default).
@@ -481,7 +511,10 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True)},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
+                         "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),
                          "reassignments": (_replica_assignments, ())},
+    "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
+    "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "PartitionSnapshot": {
         "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
         "adding_replicas": (int_list, ()),

@@ -75,6 +75,19 @@ def _on_broker_failure(s: Step) -> None:
             _offline_replica(s, broker)
 
 
+def _on_log_dir_failure(s: Step) -> None:
+    """onBrokerLogDirFailure: the broker's replica to OnlineReplica again, which sends it a LeaderAndIsr of the
+    partition; its answer (KAFKA_STORAGE_ERROR for a replica in the failed dir) is the controller's next step. A
+    replica being deleted takes no such transition."""
+    broker = s.command.broker_id
+    assert broker is not None
+    _require_partition(s)
+    if s.record.queued_for_deletion or broker not in s.record.replica_states:
+        return
+    with s.batch(Phase.ONLINE_REPLICA):
+        _online_replica(s, broker)
+
+
 def _on_controlled_shutdown(s: Step) -> None:
     """doControlledShutdown: move leadership away, or take the follower out of the ISR."""
     broker, cmd = s.command.broker_id, s.command

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from schemas.events import BrokerChange, BrokerChangeKind, IsrChange, IsrChangeNotification
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import is_alter_partition_supported
+from statemachine.log_dirs import answered_again, lift_offline_dirs, offline_replicas
 from statemachine.record import Action
 from statemachine.states import PartitionState
 from statemachine.zk_releases import broker_failure_updates_metadata_when_nothing_changed
@@ -27,7 +28,11 @@ class BrokerEvents:
     def _on_broker_change(self, ev: BrokerChange, out: _Fanout) -> None:
         match ev.change:
             case BrokerChangeKind.STARTUP:
-                self._broker_startup(out, ev.new_brokers or {ev.broker_id: ev.broker_epoch}, ev.unclean_shutdown)
+                registered = ev.new_brokers or {ev.broker_id: ev.broker_epoch}
+                lifted = lift_offline_dirs(self.cluster, (b for b, e in registered.items()
+                                                          if self.cluster.broker_epochs.get(b) != e))
+                self._broker_startup(out, registered, ev.unclean_shutdown)
+                answered_again(self, out, lifted)
             case BrokerChangeKind.FAILURE:
                 self._broker_failure(out, ev.broker_id, ev.broker_epoch)
             case BrokerChangeKind.CONTROLLED_SHUTDOWN:
@@ -107,8 +112,17 @@ class BrokerEvents:
             raise Rejection(Error.STALE_BROKER_EPOCH,
                             f"failure of broker {broker} epoch {epoch}, but epoch {registered} is registered")
         self._unregister(out, broker)
-        offline_leaders = self._partitions_with_offline_leader()
         hosted = self.partitions_on(broker)
+        self._replicas_become_offline(out, broker, hosted, self._hosts_replicas_being_deleted(broker))
+        offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
+        out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
+                    + _names(offline))
+
+    def _replicas_become_offline(self, out: _Fanout, broker: int, hosted: list[Key], deleting: bool) -> None:
+        """onReplicasBecomeOffline of broker's replicas of `hosted` (all of them at its failure, those of a failed
+        log dir at its LeaderAndIsr answer): the partitions whose leader is offline elect, the replicas go offline,
+        and a replica of a topic being deleted (`deleting`) fails its deletion, which resumes the deletions."""
+        offline_leaders = self._partitions_with_offline_leader()
         # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
         # (their controlled-shutdown election had failed): they elect now too.
         live = self.cluster.live_brokers
@@ -117,9 +131,9 @@ class BrokerEvents:
                          and not r.queued_for_deletion]
         for key in sorted(hosted + led_elsewhere):
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
-        if self._hosts_replicas_being_deleted(broker):
+        if deleting:
             self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
-        if broker_failure_updates_metadata_when_nothing_changed(self.config.release):
+        if broker_failure_updates_metadata_when_nothing_changed(self.release):
             nothing_changed = not any(k in self.partitions and not self.partitions[k].queued_for_deletion
                                       for k in hosted) and not any(
                 d.election for h in out.handled for d in h.applied.decisions)
@@ -127,16 +141,14 @@ class BrokerEvents:
             nothing_changed = not offline_leaders
         if nothing_changed:
             out.metadata(self.cluster.broker_epochs)  # the brokers learn it is gone
-        offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
-        out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
-                    + _names(offline))
 
     def _partitions_with_offline_leader(self) -> list[Key]:
         """ControllerContext.partitionsWithOfflineLeader: the partitions with a leader and ISR, not being deleted,
-        whose leader is not a live broker (leader -1 included)."""
+        whose leader is not a live broker (leader -1 included) or whose leader's replica is in a failed log dir."""
         live = self.cluster.live_brokers
         return [k for k, r in self.partitions.items()
-                if r.has_leader_and_isr and not r.queued_for_deletion and r.leader not in live]
+                if r.has_leader_and_isr and not r.queued_for_deletion
+                and (r.leader not in live or r.leader in offline_replicas(self.cluster, r))]
 
     def _fenced_again(self, out: _Fanout, broker: int) -> None:
         """KRaft: a fenced broker keeps its registration, and its session timing out later fences it again (after

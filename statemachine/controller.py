@@ -36,6 +36,7 @@ from schemas.events import (
     IsrChange,
     IsrChangeNotification,
     LeaderImbalanceCheck,
+    LogDirEventNotification,
     LogDirsOffline,
     PartitionSnapshot,
     ReassignPartitions,
@@ -53,6 +54,7 @@ from statemachine.log_dirs import (
     offline_replicas,
     on_assign_replicas_to_dirs,
     on_broker_registration,
+    on_log_dir_event_notification,
     on_log_dirs_offline,
 )
 from statemachine.partition import apply_command
@@ -122,6 +124,11 @@ class ClusterView:
     # KRaft (KIP-858): each registered broker's log dirs and the epoch it registered them with (BrokerRegistration).
     log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
     registered_epochs: dict[int, int] = field(default_factory=dict)
+    # ZooKeeper mode: per broker, the replicas it answered KAFKA_STORAGE_ERROR for (replicasOnOfflineDirs): a log
+    # dir failed under them, they cannot lead (statemachine.log_dirs).
+    replicas_on_offline_dirs: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
+    # ZooKeeper mode: the release the controllers run, as the log named it (UpdateFeatures.kafka_version).
+    kafka_version: str | None = None
     # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases).
     controller_levels: dict[int, int] = field(default_factory=dict)
 
@@ -202,11 +209,12 @@ class _Fanout:
         replica of the partition is `offline`, and `fields`) and apply it at once to the controller's own record of
         the partition."""
         live, shutting_down = self._cluster_facts()
+        offline &= live | shutting_down
         live, shutting_down = (live - offline, shutting_down - offline) if offline else (live, shutting_down)
         ev, cv = self.event, self.controller.cluster
         command = Command(action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
                           controller_epoch=cv.controller_epoch, event_ts=ev.ts, principal=ev.principal,
-                          live_brokers=live, shutting_down_brokers=shutting_down,
+                          live_brokers=live, shutting_down_brokers=shutting_down, offline_replicas=offline,
                           broker_change=ev.change if isinstance(ev, BrokerChange) else None,
                           broker_epoch=ev.broker_epoch if isinstance(ev, BrokerChange | IsrChange) else None,
                           controller_id=None if cv.controller_id < 0 else cv.controller_id,
@@ -238,7 +246,7 @@ class _Fanout:
                    unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
                    else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
                    elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version,
-                   kafka_release=self.controller.config.release,
+                   kafka_release=self.controller.release,
                    controller_level=controller_level(self.controller), **fields)
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
@@ -310,6 +318,14 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
         return len(records) + len(removed)
 
     # -- queries ----------------------------------------------------------------------------------------
+    @property
+    def release(self) -> KafkaRelease:
+        """The release whose controller the zk rules follow: as configured (--kafka-version), else as the log named
+        it, else the last with ZooKeeper mode."""
+        if self.config.kafka_version is None and self.cluster.kafka_version is not None:
+            return KafkaRelease.parse(self.cluster.kafka_version)
+        return self.config.release
+
     def unclean_allowed(self, topic: str) -> bool:
         value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
@@ -407,6 +423,8 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
                 on_assign_replicas_to_dirs(self, event, out)
             case LogDirsOffline():
                 on_log_dirs_offline(self, event, out)
+            case LogDirEventNotification():
+                on_log_dir_event_notification(self, event, out)
             case ControllerRegistration():
                 on_controller_registration(self, event, out)
 

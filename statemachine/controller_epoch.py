@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from schemas.events import ControllerChange
 from statemachine.errors import Outcome
+from statemachine.log_dirs import answered_again, lift_offline_dirs
 from statemachine.record import Action
 
 if TYPE_CHECKING:
@@ -36,8 +37,10 @@ class ControllerEpoch:
         if not self.config.rules.reexamine_on_failover:
             out.cluster(f"controller epoch {cv.controller_epoch}: the new controller keeps the replicated state")
             return
-        # A new controller knows nothing of the old one's shutting-down brokers (they retry).
+        # A new controller knows nothing of the old one's shutting-down brokers (they retry), nor of replicas in
+        # failed log dirs (the brokers answer its LeaderAndIsr requests again).
         cv.shutting_down.clear()
+        lifted = lift_offline_dirs(cv, list(cv.replicas_on_offline_dirs))
         out.facts_changed()
         # initializeControllerContext reads every assignment: a reassignment in progress there is the new controller's
         # to resume, whatever the old one had written of it.
@@ -56,6 +59,7 @@ class ControllerEpoch:
                 for key in keys:
                     if self.partitions[key].queued_for_deletion:
                         out.partition(Action.RESUME_DELETION, key)
+        answered_again(self, out, lifted, ev.offline_replicas if isinstance(ev, ControllerChange) else None)
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
         out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
                     f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)

@@ -16,6 +16,7 @@ from statemachine.features import (
     unknown_metadata_version,
 )
 from statemachine.rules import eligible_leader_replicas_enabled
+from statemachine.zk_releases import KafkaRelease
 
 if TYPE_CHECKING:
     from statemachine.controller import _Fanout
@@ -49,6 +50,11 @@ class FeatureEvents:
     def _on_update_features(self, ev: UpdateFeatures, out: _Fanout) -> None:
         """Finalized feature levels from this point of the log on (Kafka's FeatureLevelRecord), checked as
         FeatureControlManager does the dependencies the rules rely on; level 0 turns a feature off."""
+        if ev.kafka_version is not None:
+            try:
+                KafkaRelease.parse(ev.kafka_version)
+            except ValueError as e:
+                raise Rejection(Error.INVALID_REQUEST, str(e)) from None
         levels = {**self.cluster.features, **ev.features}
         version = levels.get(METADATA_VERSION, self.metadata_version)
         lowest = self.config.rules.minimum_metadata_version
@@ -62,8 +68,11 @@ class FeatureEvents:
                             f"{metadata_version_name(version)}")
         before = {name: self.feature_level(name) for name in ev.features}
         self.cluster.features.update(ev.features)
+        if ev.kafka_version is not None:
+            self.cluster.kafka_version = ev.kafka_version
         unknown = unknown_metadata_version(version) if METADATA_VERSION in ev.features else None
         out.cluster("features: " + ", ".join(
             f"{name} {before[name]} -> {level}" + (f" ({metadata_version_name(level)})" if name == METADATA_VERSION
                                                    else "") for name, level in sorted(ev.features.items()))
-                    + (f"; WARNING: {unknown}" if unknown else ""))
+                    + (f"; WARNING: {unknown}" if unknown else "")
+                    + (f"; the controllers run Kafka {ev.kafka_version}" if ev.kafka_version is not None else ""))

@@ -1,4 +1,5 @@
-"""The controller's view of its brokers' log directories (KIP-858, JBOD in KRaft): the events that name them.
+"""The controller's view of its brokers' log directories: the events that name them, in KRaft (KIP-858) and in
+ZooKeeper mode (KIP-112).
 
 - BrokerRegistration: the log dirs a broker registered with (ClusterControlManager.registerBroker keeps them in the
   broker's registration); where a new replica on it goes follows from them (directories.default_directory).
@@ -9,16 +10,27 @@
   .handleDirectoriesOffline): its replicas in them go offline as for a failed broker, but only for those
   partitions (out of the ISR, a new leader where it led, the ELR where it is on), and the dirs leave its
   registration. From then on its replicas there cannot lead (`offline_replicas`), until it registers again.
+- LogDirEventNotification (ZooKeeper mode): a broker announced a failed log dir under
+  /log_dir_event_notification. The controller knows no dirs: it sends the broker a LeaderAndIsr of each replica it
+  holds (onBrokerLogDirFailure, OnlineReplica) and learns from the answer which are in the failed dir
+  (KAFKA_STORAGE_ERROR); those it had not known offline go offline as for a failed broker, only for those partitions
+  (processLeaderAndIsrResponseReceived, onReplicasBecomeOffline), and cannot lead from then on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from schemas.events import AssignReplicasToDirs, BrokerRegistration, LogDirsOffline
+from schemas.events import (
+    AssignReplicasToDirs,
+    BrokerRegistration,
+    LogDirEventNotification,
+    LogDirsOffline,
+    PartitionRef,
+)
 from statemachine.directories import default_directory, directory_name, is_online
-from statemachine.errors import Error, Rejection
+from statemachine.errors import Error, Outcome, Rejection
 from statemachine.record import Action, PartitionRecord
 
 if TYPE_CHECKING:
@@ -32,11 +44,14 @@ def default_directories(cv: ClusterView, replicas: Iterable[int]) -> dict[int, s
 
 
 def offline_replicas(cv: ClusterView, rec: PartitionRecord | None) -> frozenset[int]:
-    """The brokers whose replica of the partition is in a log dir they reported offline: none can lead it."""
-    if rec is None or not cv.log_dirs:
+    """The brokers whose replica of the partition is in a log dir they reported offline (KRaft), or that answered
+    KAFKA_STORAGE_ERROR for it (ZooKeeper mode: ControllerContext.isReplicaOnline): none can lead it."""
+    if rec is None or not (cv.log_dirs or cv.replicas_on_offline_dirs):
         return frozenset()
+    key = (rec.topic, rec.partition)
     return frozenset(b for b, d in zip(rec.replicas, rec.directories, strict=False)
-                     if b in cv.log_dirs and not is_online(d, cv.log_dirs[b]))
+                     if b in cv.log_dirs and not is_online(d, cv.log_dirs[b])) | frozenset(
+        b for b in rec.replicas if key in cv.replicas_on_offline_dirs.get(b, ()))
 
 
 def on_broker_registration(controller: Controller, ev: BrokerRegistration, out: _Fanout) -> None:
@@ -86,3 +101,55 @@ def on_assign_replicas_to_dirs(controller: Controller, ev: AssignReplicasToDirs,
     for a in ev.assignments:
         out.partition(Action.ASSIGN_REPLICAS_TO_DIRS, (a.topic, a.partition), broker_id=ev.broker_id,
                       directory=a.directory)
+
+
+def on_log_dir_event_notification(controller: Controller, ev: LogDirEventNotification, out: _Fanout) -> None:
+    cv, broker = controller.cluster, ev.broker_id
+    if broker not in cv.broker_epochs:
+        out.cluster(f"log dir event of broker {broker}, which is not registered: nothing to ask", Outcome.NO_OP)
+        return
+    hosted = controller.partitions_on(broker)
+    # onBrokerLogDirFailure: a LeaderAndIsr of every replica it holds (one batch).
+    for key in hosted:
+        out.partition(Action.LOG_DIR_FAILURE, key, broker_id=broker)
+    # Its answer: the replicas in the failed dir, those not known offline yet go offline.
+    known = cv.replicas_on_offline_dirs.get(broker, frozenset())
+    answered = {(r.topic, r.partition) for r in ev.offline_replicas} & set(hosted)
+    new = sorted(answered - known)
+    if answered:
+        cv.replicas_on_offline_dirs[broker] = known | answered
+    if new:
+        queued = cv.topics_queued_for_deletion
+        controller._replicas_become_offline(out, broker, new, any(k[0] in queued for k in new))
+    names = ", ".join(f"{t}-{p}" for t, p in new) or "none"
+    out.cluster(f"broker {broker} announced a failed log dir: asked about its {len(hosted)} replica(s), "
+                f"{len(answered)} in failed dirs, {len(new)} newly offline: {names}")
+
+
+def lift_offline_dirs(cv: ClusterView, brokers: Iterable[int]) -> dict[int, frozenset[tuple[str, int]]]:
+    """What the controller forgets of `brokers`' replicas in failed dirs while it asks them again: a broker's startup
+    clears its replicasOnOfflineDirs (onBrokerStartup), a new controller starts without any. Until their answers
+    (`answered_again`), those replicas count as online: a startup's or a failover's elections may pick them."""
+    return {b: cv.replicas_on_offline_dirs.pop(b) for b in sorted(brokers) if b in cv.replicas_on_offline_dirs}
+
+
+def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, frozenset[tuple[str, int]]],
+                   answered: Mapping[int, Iterable[PartitionRef]] | None = None) -> None:
+    """The registered brokers' answers to the LeaderAndIsr requests of a startup or a failover: the replicas of a
+    failed dir answer KAFKA_STORAGE_ERROR again (a dir stays failed: isrflow does not see a disk replaced) and go
+    offline again (processLeaderAndIsrResponseReceived); so do those the event names (`answered`: a dir that failed
+    while no controller read its notification)."""
+    cv = controller.cluster
+    lifted = dict(lifted)
+    for broker, refs in sorted((answered or {}).items()):
+        lifted[broker] = lifted.get(broker, frozenset()) | {(r.topic, r.partition) for r in refs}
+    # Every broker's answer is in before any is handled: an election for one broker's offline replicas passes over
+    # another's in a failed dir too (seed 437: the controller's own broker answered first).
+    cv.replicas_on_offline_dirs.update(lifted)
+    for broker, keys in sorted(lifted.items()):
+        hosted = sorted(keys & set(controller.partitions_on(broker)))
+        if broker in cv.broker_epochs and hosted:
+            queued = cv.topics_queued_for_deletion
+            controller._replicas_become_offline(out, broker, hosted, any(k[0] in queued for k in hosted))
+            out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR again for {len(hosted)} replica(s) in failed "
+                        f"dirs: " + ", ".join(f"{t}-{p}" for t, p in hosted))

@@ -17,6 +17,7 @@ from statemachine.broker_changes import (
     _on_broker_failure,
     _on_broker_startup,
     _on_controlled_shutdown,
+    _on_log_dir_failure,
     _on_unclean_registration,
 )
 from statemachine.directories import on_assign_replicas_to_dirs
@@ -163,6 +164,7 @@ _HANDLERS: dict[Action, Callable[[Step], None]] = {
     Action.REJECT: _on_reject,
     Action.RESTORE: _on_restore,
     Action.ASSIGN_REPLICAS_TO_DIRS: on_assign_replicas_to_dirs,
+    Action.LOG_DIR_FAILURE: _on_log_dir_failure,
 }
 
 

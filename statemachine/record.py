@@ -105,6 +105,8 @@ class Action(StrEnum):
     # KRaft with ELR: a broker back after an unclean shutdown leaves ISR and ELR; min ISR changed: ELR cleared.
     UNCLEAN_REGISTRATION = "UNCLEAN_REGISTRATION"
     CLEAR_ELR = "CLEAR_ELR"
+    # ZooKeeper mode: a log dir failed under the broker; the controller asks it about its replica (a LeaderAndIsr).
+    LOG_DIR_FAILURE = "LOG_DIR_FAILURE"
     # KRaft (KIP-858): a broker's AssignReplicasToDirs put its replica in one of its log dirs.
     ASSIGN_REPLICAS_TO_DIRS = "ASSIGN_REPLICAS_TO_DIRS"
     # A partition seeded from a metadata snapshot, as the snapshot holds it.
@@ -159,6 +161,9 @@ class Command:
     # Registered and not shutting down.
     live_brokers: frozenset[int] = frozenset()
     shutting_down_brokers: frozenset[int] = frozenset()
+    # Registered brokers whose replica of the partition is in a failed log dir: left out of the two above (they
+    # cannot lead it), yet still sent the ZooKeeper-era controller's requests.
+    offline_replicas: frozenset[int] = frozenset()
     unclean_allowed: bool = False
     # KRaft: the topic's effective min.insync.replicas (at most its replication factor), whether Eligible Leader
     # Replicas are on (the feature eligible.leader.replicas.version on a metadata version that supports it) and the
@@ -186,6 +191,11 @@ class Command:
     @property
     def live_or_shutting_down(self) -> frozenset[int]:
         return self.live_brokers | self.shutting_down_brokers
+
+    @property
+    def registered_brokers(self) -> frozenset[int]:
+        """The brokers the controller's requests reach (liveOrShuttingDownBrokerIds)."""
+        return self.live_brokers | self.shutting_down_brokers | self.offline_replicas
 
 
 @dataclass(frozen=True, slots=True)

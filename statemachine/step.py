@@ -109,7 +109,7 @@ class Step:
         self.sub += 1
 
     def _add(self, request: RequestType, brokers: Iterable[int], partition: RequestPartition | None) -> None:
-        registered = self.command.live_or_shutting_down
+        registered = self.command.registered_brokers
         self.sent.append(Added(self.phase, self.sub, request, tuple(b for b in brokers if b in registered),
                                partition))
 
@@ -118,7 +118,7 @@ class Step:
         holds it (leader -2 while its topic is being deleted); only the brokers when it never had a leader."""
         if self.phase is None:
             return
-        self._add(RequestType.UPDATE_METADATA, sorted(self.command.live_or_shutting_down), metadata_state(self.record))
+        self._add(RequestType.UPDATE_METADATA, sorted(self.command.registered_brokers), metadata_state(self.record))
 
     def send_leader_and_isr(self, brokers: Iterable[int], is_new: bool = False) -> None:
         """addLeaderAndIsrRequestForBrokers: the partition's state as the controller holds it to `brokers`, and

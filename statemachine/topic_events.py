@@ -21,7 +21,7 @@ from schemas.events import (
 )
 from statemachine.admin_checks import MIN_ISR_CONFIG, check_configs, checked_assignment
 from statemachine.errors import Error, Outcome, Rejection
-from statemachine.log_dirs import default_directories
+from statemachine.log_dirs import default_directories, offline_replicas
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import PartitionState, ReplicaState
 from statemachine.topic_deletion import replicas_not_deleted
@@ -136,12 +136,15 @@ class TopicEvents:
 
     def _resume_deletions(self, out: _Fanout) -> None:
         """TopicDeletionManager.resumeDeletions (after a replica's deletion, a replica host's failure or startup):
-        every replica whose deletion failed, of any topic being deleted, is retried (RETRY_DELETION)."""
+        every replica whose deletion failed, of any topic being deleted, is retried (RETRY_DELETION): on a dead
+        broker, or in a failed log dir of a live one (its StopReplica answered KAFKA_STORAGE_ERROR)."""
         live = self.cluster.live_brokers
         for topic in sorted(self.cluster.topics_queued_for_deletion):
             for key in self.partitions_of(topic):
-                if any(state is ReplicaState.DELETION_INELIGIBLE and broker not in live
-                       for broker, state in self.partitions[key].replica_states.items()):
+                rec = self.partitions[key]
+                offline = offline_replicas(self.cluster, rec)
+                if any(state is ReplicaState.DELETION_INELIGIBLE and (broker not in live or broker in offline)
+                       for broker, state in rec.replica_states.items()):
                     out.partition(Action.RETRY_DELETION, key)
 
     def _hosts_replicas_being_deleted(self, broker: int) -> bool:
@@ -210,7 +213,7 @@ class TopicEvents:
                 by_preferred.setdefault(rec.replicas[0], []).append((key, rec))
         reports = []
         # Before KAFKA-10149 a reassignment in progress anywhere holds every election back.
-        held_back = rebalance_waits_for_reassignments(self.config.release) and any(
+        held_back = rebalance_waits_for_reassignments(self.release) and any(
             r.reassignment_in_progress for r in self.partitions.values())
         for broker, hosted in sorted(by_preferred.items()):
             not_preferred = [(k, r) for k, r in hosted if r.has_leader_and_isr and r.leader != broker]

@@ -113,6 +113,28 @@ def listed_brokers(admin: KafkaAdminClient) -> set[int]:
     return {int(n["node_id"]) for n in admin.describe_cluster()["brokers"]}
 
 
+def jbod_dirs(first: Path, count: int) -> list[Path]:
+    """A broker's log dirs (`log.dirs`) when it has `count` of them: `first` (logs), then logs-1, logs-2, ..."""
+    return [first, *(first.parent / f"{first.name}-{i}" for i in range(1, count))]
+
+
+def fail_log_dir(dirs: list[Path], broker_id: int, index: int) -> Path:
+    """A disk failing under a running broker: its log dir `index` of `dirs` (1 or more: dir 0 holds what the broker
+    cannot run without, the metadata log in KRaft) is removed and a file put in its place, so the broker's next
+    write there fails (its recovery-point checkpoint, within `log.flush.offset.checkpoint.interval.ms`); it then
+    reports the dir offline and goes on with the others. Returns the failed dir."""
+    if not 0 < index < len(dirs):
+        raise ValueError(f"broker {broker_id} has log dirs 0..{len(dirs) - 1}; dir 0 cannot fail here")
+    shutil.rmtree(dirs[index])
+    dirs[index].write_text("a failed disk\n")
+    return dirs[index]
+
+
+# With several log dirs, a failed one shows within a second: the recovery-point checkpoint written into each dir
+# fails there (fail_log_dir).
+JBOD_SETTINGS = {"log.flush.offset.checkpoint.interval.ms": "1000"}
+
+
 def write_properties(path: Path, settings: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 

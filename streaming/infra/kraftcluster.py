@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import shutil
 import signal
 import subprocess
 import time
@@ -26,7 +25,15 @@ from pathlib import Path
 
 from streaming.engine import connectors
 from streaming.infra import jars
-from streaming.infra.cluster import KafkaTestCluster, ServerProcess, log4j_file_appender, write_properties
+from streaming.infra.cluster import (
+    JBOD_SETTINGS,
+    KafkaTestCluster,
+    ServerProcess,
+    fail_log_dir,
+    jbod_dirs,
+    log4j_file_appender,
+    write_properties,
+)
 from streaming.infra.localkafka import LOG4J2_PROPERTIES, SMALL_TEST_CLUSTER, free_port, new_cluster_id
 
 DATA_ROOT = connectors.CACHE / "kraft-clusters"
@@ -55,7 +62,7 @@ class KraftNode(ServerProcess):
     @property
     def log_dirs(self) -> list[Path]:
         """Every log dir (`log.dirs`): logs, logs-1, logs-2, ... (JBOD)."""
-        return [self.log_dir, *(self.dir / f"logs-{i}" for i in range(1, self.log_dir_count))]
+        return jbod_dirs(self.log_dir, self.log_dir_count)
 
     def format(self, cluster_id: str, extra: list[str]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -137,9 +144,7 @@ class KraftCluster(KafkaTestCluster):
                 # A follower leaves the ISR within seconds when its broker dies, as the test expects.
                 "replica.lag.time.max.ms": "4000",
                 **({"broker.rack": f"rack-{(broker_id - 1) % racks}"} if racks else {}),
-                # With several log dirs, a failed one shows within a second: the recovery-point checkpoint written
-                # into each dir fails there (fail_log_dir).
-                **({"log.flush.offset.checkpoint.interval.ms": "1000"} if log_dirs > 1 else {}),
+                **(JBOD_SETTINGS if log_dirs > 1 else {}),
             }, port, jar_set, log_dirs)
 
     @property
@@ -181,13 +186,7 @@ class KraftCluster(KafkaTestCluster):
         """A disk failing under a running broker: its log dir `index` (1 or more: dir 0 holds the metadata log) is
         removed and a file put in its place, so the broker's next write there fails; it then reports the dir
         offline in its heartbeats and goes on with the others. The broker cannot restart with it."""
-        node = self.brokers[broker_id]
-        if not 0 < index < len(node.log_dirs):
-            raise ValueError(f"broker {broker_id} has log dirs 0..{len(node.log_dirs) - 1}; dir 0 cannot fail here")
-        failed = node.log_dirs[index]
-        shutil.rmtree(failed)
-        failed.write_text("a failed disk\n")
-        return failed
+        return fail_log_dir(self.brokers[broker_id].log_dirs, broker_id, index)
 
     def _quorum(self) -> list[KraftNode]:
         return list(self.controllers.values())

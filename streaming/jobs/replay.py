@@ -61,7 +61,7 @@ def _import_history(source: str, prefix: str, out: Path, bounds: Bounds,
                     broker_logs: Mapping[str, Path] | None = None) -> _HistoryImport:
     """`kraft:PATH` / `zk:PATH`: the history (for kraft:, the window `bounds` of it) converted into
     `out/<kind>/events.jsonl`, the controller's decisions into `out/observed.jsonl` (for zk:, with the brokers' logs
-    given, `broker_logs`: controller_logs, server_logs)."""
+    given, `broker_logs`: controller_logs, server_logs, state_change)."""
     events, observed = _history_paths(prefix, out)
     read = HISTORY_SOURCES[prefix]
     if broker_logs:  # a zk: source's (_replay checks)
@@ -167,8 +167,7 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, pipe: kraft.Impor
             raise UsageError(f"{option} holds a ZooKeeper-mode cluster's logs: it goes with a zk: source")
         if not folder.is_dir():
             raise UsageError(f"{option} {folder}: no such directory")
-    broker_logs = {name: folder for name, folder in folders.items() if name != "state_change"}  # import_zk's
-    imported = (_import_history(options.source, prefix, layout.root, b, broker_logs)
+    imported = (_import_history(options.source, prefix, layout.root, b, folders)
                 if prefix is not None and pipe is None else None)
     if pipe is not None:
         pipe.first()

@@ -16,6 +16,7 @@ from streaming.zookeeper.convert import convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.release import ClusterRelease, read_release, with_protocol
 from streaming.zookeeper.serverlog import AlterPartitionLog, read_server_logs
+from streaming.zookeeper.statechange import read_offline_marks
 
 PREFIX = "zk:"
 
@@ -65,14 +66,15 @@ def folder_beside(source: Path, name: str) -> Path | None:
 
 def import_zk(source: Path, events_out: Path, observed_out: Path | None = None,
               bounds: Bounds | None = None, controller_logs: Path | None = None,
-              server_logs: Path | None = None) -> ZkImportSummary:
+              server_logs: Path | None = None, state_change: Path | None = None) -> ZkImportSummary:
     """Read `source` (a ZooKeeper `version-2` directory or the dataDir holding it, or one `log.*`/`snapshot.*`) and
     write the contract events to `events_out` (and every partition state write to `observed_out`): the whole
     retained history. With the brokers' controller.log files (`controller_logs`, default: a `controller` folder
     beside `source`), what each controller read of /brokers/ids is taken from them; with their server.log files
     (`server_logs`, default: a `server` folder beside it), the AlterPartition requests the controller answered
-    without a write; what the cluster wrote and logged says its protocol, which the events start with, and its
-    release (`ClusterRelease`)."""
+    without a write; with their state-change.log files (`state_change`, default: a `state-change` folder beside
+    it), the replicas each controller marked offline at a broker's log dir failure; what the cluster wrote and logged
+    says its protocol, which the events start with, and its release (`ClusterRelease`)."""
     if bounds is not None and bounds != Bounds():
         raise UsageError("a zk: source is replayed whole: --from-offset/--to-offset/--from/--to are for kafka:// and "
                          "kraft: sources")
@@ -81,7 +83,9 @@ def import_zk(source: Path, events_out: Path, observed_out: Path | None = None,
     reads = read_controller_logs(controller_logs) if controller_logs is not None else None
     server_logs = server_logs or folder_beside(source, "server")
     alter_partitions = read_server_logs(server_logs) if server_logs is not None else None
-    result = convert(history, reads, alter_partitions.requests if alter_partitions is not None else ())
+    state_change = state_change or folder_beside(source, "state-change")
+    marks = read_offline_marks(state_change) if state_change is not None else None
+    result = convert(history, reads, alter_partitions.requests if alter_partitions is not None else (), marks)
     release = read_release(history, server_logs)
     events = with_protocol(release, history, result.events)
     write_jsonl(events_out, events)

@@ -14,6 +14,7 @@ from typing import Any
 
 from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
 from streaming.zookeeper.serverlog import AlterPartitionRequest
+from streaming.zookeeper.statechange import OfflineMarks
 from streaming.zookeeper.txnlog import ZkTxn
 
 NO_LEADER = -1
@@ -76,7 +77,7 @@ class Cause:
 
     event: dict[str, Any]
     kind: str  # STARTUP, FAILURE, CONTROLLED_SHUTDOWN, FAILOVER, CREATED, CONFIG, DELETE, PARTITIONS, PREFERRED,
-    # UNCLEAN, ISR
+    # UNCLEAN, ISR, LOG_DIR
     broker: int | None = None
     topic: str | None = None
     partitions: set[tuple[str, int]] = field(default_factory=set)
@@ -89,6 +90,8 @@ class Cause:
     # the DeleteTopic events of the requests the controller's same read of /admin/delete_topics took
     queued_with: tuple[str, ...] = ()
     joined: list[dict[str, Any]] = field(default_factory=list)
+    # LOG_DIR: the replicas the controller marked offline (its state-change.log); None: not logged, inferred
+    logged: frozenset[tuple[str, int]] | None = None
     # the event whose handling this one is a step of, which goes on after it: a failover's read of a reassignment
     # asked through /admin/reassign_partitions while no controller was active (initializePartitionReassignments)
     within: Cause | None = None
@@ -170,6 +173,11 @@ def _event_id(zxid: int, suffix: str = "") -> str:
     return f"zk-{zxid}{suffix}"
 
 
+def event_ts(time_ms: int) -> str:
+    """A transaction's time (ms) as an event's `ts`."""
+    return datetime.fromtimestamp(max(time_ms, 0) / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def event_zxid(event: dict[str, Any]) -> int:
     """The zxid an event was read at (its id is `zk-<zxid>[-<suffix>]`)."""
     return int(event["event_id"].split("-")[1])
@@ -179,8 +187,18 @@ class Context:
     """The importer's state, which each znode's reader takes and updates; `result` is what it made."""
 
     def __init__(self, reads: ControllerReads | None = None,
-                 alter_partitions: Iterable[AlterPartitionRequest] = ()) -> None:
+                 alter_partitions: Iterable[AlterPartitionRequest] = (),
+                 offline_marks: OfflineMarks | None = None) -> None:
         self.result = ZkConverted()
+        # The replicas the controllers marked offline at a broker's answer (their state-change.log), when given.
+        self.offline_marks = offline_marks
+        # Per broker, its replicas in failed log dirs as far as known (marked, or inferred from the writes): its
+        # startups and the failovers ask it again, and the controller takes them offline again.
+        self.failed_replicas: dict[int, set[tuple[str, int]]] = {}
+        # The log dir notifications not deleted yet (path -> its LOG_DIR cause), and the brokers whose one a new
+        # controller's failover deleted unread (broker -> that failover's event id).
+        self.log_dir_events: dict[str, Cause] = {}
+        self.unread_log_dirs: dict[int, str] = {}
         # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
         # registrations each BrokerChange read took, in place of what the writes suggest.
         self.reads = reads if reads is not None else ControllerReads()
@@ -221,8 +239,7 @@ class Context:
         self.controller_writes: list[int] = []  # the zxids of the controller's event thread's newest writes
 
     def event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
-        ts = datetime.fromtimestamp(max(txn.time, 0) / 1000, UTC).isoformat(timespec="milliseconds")
-        event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": ts.replace("+00:00", "Z"),
+        event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": event_ts(txn.time),
                  "controller_epoch": self.controller_epoch, **fields}
         self.result.events.append(event)
         self.newest_event = event
@@ -245,9 +262,10 @@ class Context:
         return next((c for c in reversed(self.causes) if c.last_zxid == writes[-1]), None)
 
     def newest(self, cause: Cause) -> bool:
-        """Whether `cause` is the event the controller handles last so far: none after it but steps of it."""
+        """Whether `cause` is the event the controller handles last so far: none after it but steps of it, or log
+        dir notifications that wrote nothing yet (a broker writes one during a failover, read after it)."""
         later = self.causes[next(i for i, c in enumerate(self.causes) if c is cause) + 1:]
-        return all(c.within is cause for c in later)
+        return all(c.within is cause or (c.kind == "LOG_DIR" and not c.wrote) for c in later)
 
     def cause_of(self, event_id: str | None) -> Cause | None:
         return next((c for c in reversed(self.causes) if c.event["event_id"] == event_id), None)

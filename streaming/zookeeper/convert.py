@@ -13,7 +13,8 @@ module of its znodes, which holds the rules for them; they share the importer's 
 - `/brokers/topics/T/partitions/P/state`: the controller's decisions and the events that caused them
   (streaming.zookeeper.partitionstate), a leader's ISR changes, `/isr_change_notification` and the AlterPartition
   requests answered without a write (streaming.zookeeper.isrchanges);
-- `/admin/*` and `/config/*`: the admin tools' requests and configs (streaming.zookeeper.admin).
+- `/admin/*` and `/config/*`: the admin tools' requests and configs (streaming.zookeeper.admin);
+- `/log_dir_event_notification/*`: a log dir failed under a broker (streaming.zookeeper.logdirs).
 
 A history that starts at a snapshot: the ensemble's state as events at the snapshot's zxid that decide nothing:
 ControllerChange (with the registered brokers), one PartitionSnapshot per partition.
@@ -29,7 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from streaming.zookeeper import admin, brokers, isrchanges, partitionstate, topics
+from streaming.zookeeper import admin, brokers, isrchanges, logdirs, partitionstate, topics
 from streaming.zookeeper.context import (
     BROKER_DEFAULTS,
     ISR_CHANGE_NOTIFICATION,
@@ -43,6 +44,7 @@ from streaming.zookeeper.context import (
 )
 from streaming.zookeeper.controllerlog import ControllerReads
 from streaming.zookeeper.serverlog import AlterPartitionRequest
+from streaming.zookeeper.statechange import OfflineMarks
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
 # A ZooKeeper-era controller's failover makes its last write within seconds (the kept campaigns: 4 s at most); one
@@ -54,8 +56,9 @@ class Converter:
     """Feed a history (`convert`); read `result`."""
 
     def __init__(self, reads: ControllerReads | None = None,
-                 alter_partitions: Iterable[AlterPartitionRequest] = ()) -> None:
-        self.context = Context(reads, alter_partitions)
+                 alter_partitions: Iterable[AlterPartitionRequest] = (),
+                 offline_marks: OfflineMarks | None = None) -> None:
+        self.context = Context(reads, alter_partitions, offline_marks)
 
     @property
     def result(self) -> ZkConverted:
@@ -101,6 +104,13 @@ class Converter:
         return self.context.reassigning(key)
 
     def unsettled_from(self, quiet_since: int) -> int | None:
+        """`_unsettled_from`, and a log dir notification no controller has deleted yet (a new controller's failover
+        deleting it unread takes its event back: `logdirs.notification_deleted`)."""
+        held = [z for z in (self._unsettled_from(quiet_since),
+                            *(event_zxid(c.event) for c in self.context.log_dir_events.values())) if z is not None]
+        return min(held) if held else None
+
+    def _unsettled_from(self, quiet_since: int) -> int | None:
         """The zxid from which the output may still change (None: none of it): the newest event's, while the
         controller may still be handling it. Its partition writes follow it in later transactions, so it is open
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
@@ -149,6 +159,8 @@ class Converter:
                 admin.config_change(ctx, txn, op)
             elif path.startswith("/admin/"):
                 admin.admin_request(ctx, txn, op)
+            elif path.startswith(logdirs.LOG_DIR_EVENT_NOTIFICATION):
+                logdirs.log_dir_event(ctx, txn, op)
         if txn.session == ctx.controller_session and elected is None:
             brokers.failover_written(ctx, txn)
         if controllers_write(txn):
@@ -215,8 +227,10 @@ class Converter:
 
 
 def convert(history: ZkHistory, reads: ControllerReads | None = None,
-            alter_partitions: Iterable[AlterPartitionRequest] = ()) -> ZkConverted:
+            alter_partitions: Iterable[AlterPartitionRequest] = (),
+            offline_marks: OfflineMarks | None = None) -> ZkConverted:
     """`history` as contract events and the controller's observed decisions (with what the controllers logged they
-    read, `reads`, when their controller.log files are at hand, and the AlterPartition requests their leaders logged,
-    `alter_partitions`)."""
-    return Converter(reads, alter_partitions).convert(history)
+    read, `reads`, when their controller.log files are at hand, the AlterPartition requests their leaders logged,
+    `alter_partitions`, and the replicas they marked offline at a broker's answer, `offline_marks`, from their
+    state-change.log)."""
+    return Converter(reads, alter_partitions, offline_marks).convert(history)

@@ -10,7 +10,9 @@ still writing waits for the next poll) and the files ZooKeeper started since (a 
 A poll hands out only what is settled: the newest event and everything after it wait for a later poll while the
 controller may still be handling it (`Converter.unsettled_from`: a transaction less than `SETTLE_MS` old, by the
 server's clock, which is the follower's beside the server; an admin election or a reassignment not complete yet),
-so a bridge publishes an event with all its partition writes, and nothing it would have to correct. Transactions
+so a bridge publishes an event with all its partition writes, and nothing it would have to correct. The protocol
+and the release the writes show (streaming.zookeeper.release, as `replay zk:` reads them, without the brokers' logs)
+go out as an UpdateFeatures before the first event, and again where a later write changes them. Transactions
 gone before they were read (autopurge deleted the log past a lagging follower, or a resumed follower's history now
 starts at a snapshot after its position) end the follower with an error: zxids of one leader epoch are consecutive,
 so a gap shows.
@@ -24,7 +26,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from streaming.zookeeper.context import ZkConverted, event_zxid
+from streaming.zookeeper.context import ZkConverted, event_ts, event_zxid
 from streaming.zookeeper.convert import Converter
 from streaming.zookeeper.files import (
     LOG_HEADER_BYTES,
@@ -34,6 +36,7 @@ from streaming.zookeeper.files import (
     read_zk_history,
     snapshot_files,
 )
+from streaming.zookeeper.release import ClusterRelease, Signs, protocol_event
 from streaming.zookeeper.txnlog import ZkHistory
 
 # A ZooKeeper-era controller writes an event's partition states within milliseconds of each other (a few batches of
@@ -59,6 +62,8 @@ class ZkFollower:
             self.last_zxid = snapshot.zxid if snapshot is not None else 0
             seeded = self.converter.convert(ZkHistory(snapshot, [], snapshots[-1:], "the newest snapshot"))
             self.pending = ZkConverted(list(seeded.events), list(seeded.observed), list(seeded.unexplained))
+            self.signs, self.release = Signs().add(snapshot, []), ClusterRelease(None, None, ())
+            self._protocol(self.pending.events, self.last_zxid, seeded.events[0]["ts"] if seeded.events else None)
         else:
             history = read_zk_history(self.directory)
             self.last_zxid = history.snapshot.zxid if history.snapshot is not None else 0
@@ -67,8 +72,11 @@ class ZkFollower:
                     f"{self.directory}: the history now starts at the snapshot of zxid {self.last_zxid:#x}, after the "
                     f"last published zxid {after:#x}: the transactions between were purged before they were read")
             # Everything up to `after` was published: it is the state, not events.
-            self.converter.convert(ZkHistory(history.snapshot, [t for t in history.txns if t.zxid <= after],
-                                             history.files, history.origin))
+            published = [t for t in history.txns if t.zxid <= after]
+            self.converter.convert(ZkHistory(history.snapshot, published, history.files, history.origin))
+            # What it showed then went out then.
+            self.signs = Signs().add(history.snapshot, published)
+            self.release = self.signs.release()
             self.last_zxid = max(self.last_zxid, after)
             self.pending = ZkConverted()
         self._forget()
@@ -92,6 +100,9 @@ class ZkFollower:
                 raise TransactionsLost(f"{self.directory}: the transactions from zxid {a + 1:#x} to {b - 1:#x} were "
                                        "deleted (autopurge) before they were read")
         new = self.converter.feed(txns)
+        if txns:
+            self.signs.add(None, txns)
+            self._protocol(new.events, txns[0].zxid, event_ts(txns[0].time))
         out = ZkConverted(self.pending.events + new.events, self.pending.observed + new.observed,
                           self.pending.unexplained + new.unexplained)
         self._forget()
@@ -103,6 +114,17 @@ class ZkFollower:
             _split(out.events, event_zxid, hold), _split(out.observed, lambda o: o["source_offset"], hold),
             _split(out.unexplained, int, hold), strict=True))
         return settled
+
+    def _protocol(self, events: list[dict[str, Any]], zxid: int, ts: str | None) -> None:
+        """Put the protocol and release the writes now show at the front of `events` (at `zxid`), if they changed."""
+        now = self.signs.release()
+        shown = (now.metadata_version, now.kafka_version)
+        if not self.signs.settled() or shown == (self.release.metadata_version, self.release.kafka_version):
+            return
+        self.release = now
+        event = protocol_event(now, zxid, ts or event_ts(int(time.time() * 1000)))
+        if event is not None:
+            events.insert(0, event)
 
     def _forget(self) -> None:
         """The converter keeps its state, not its output (a bridge runs for months): only the observed rows of
@@ -120,4 +142,5 @@ def _split(items: list[Any], zxid: Callable[[Any], int], hold: int) -> tuple[lis
     """`items` (in zxid order) before zxid `hold`, and from it on."""
     cut = next((i for i, item in enumerate(items) if zxid(item) >= hold), len(items))
     return items[:cut], items[cut:]
+
 

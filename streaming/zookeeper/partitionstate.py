@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from streaming.zookeeper import admin, isrchanges
+from streaming.zookeeper import admin, isrchanges, logdirs
 from streaming.zookeeper.context import (
     NO_LEADER,
     UNCLEAN_CONFIG,
@@ -59,6 +59,10 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         return
     cause.partitions.add(key)
     cause.wrote, cause.last_write, cause.last_zxid = True, (txn.session, txn.cxid), txn.zxid
+    if cause.kind == "LOG_DIR":
+        logdirs.explained(ctx, cause, key)
+    elif cause.kind == "FAILOVER" and ctx.unread_log_dirs:
+        logdirs.failover_explained(ctx, cause, key, [b for b in ctx.brokers if _drops(b, before, after)])
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
@@ -140,11 +144,15 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # does it bump the leader epoch of a live leader alone (leader and ISR kept) outside a reassignment:
             # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write)
             return newest and (reassigning or key[0] in ctx.deleting or (
-                not any(_drops(b, before, after) for b in ctx.brokers) and
+                not any(_drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
+                        for b in ctx.brokers) and
                 ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))
         case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
             # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
             # shutdown's write right after a startup)
+            # A started broker's replica in a failed log dir answers KAFKA_STORAGE_ERROR: dropped again (JBOD).
+            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key) for b in cause.brokers):
+                return True
             return not any(_drops(b, before, after) for b in cause.brokers) and (
                 before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))
                                                and _may_drop_from_isr(ctx, key, before, after)
@@ -152,8 +160,10 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
         case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
             # once the broker registered again: what drops it then is of its new incarnation. A failure of a
             # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).
+            # A leaderless partition whose last ISR member it was: the ISR written unchanged, the epoch bumped.
             return cause.broker not in ctx.brokers and (
                 _drops(cause.broker, before, after) or
+                (before.leader == after.leader == NO_LEADER and before.isr == after.isr == (cause.broker,)) or
                 (before.leader not in ctx.brokers and after.leader != before.leader) or
                 (key[0] in ctx.deleting and topic is not None and cause.broker in topic.replicas.get(key[1], ())))
         case "CONTROLLED_SHUTDOWN":  # while the broker is still registered (its session's end is a failure)
@@ -172,6 +182,8 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
         case "ISR":  # a leader's ISR change that lets a reassignment complete
             return key in cause.partitions and reassigning and _clean(before, after) and \
                 set(topic.target(key[1])) <= set(before.isr)
+        case "LOG_DIR":  # the broker's answer: its replicas in the failed dir leave leaderships and ISRs
+            return logdirs.fits(ctx, cause, key, _drops(cause.broker, before, after))
         case "PREFERRED" | "UNCLEAN":  # one write per partition it names: a second is another event's (seed 124: a
             # controlled shutdown right after)
             return key in cause.partitions and newest and ctx.written_for.get(key) != cause.event["event_id"]

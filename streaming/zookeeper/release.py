@@ -29,7 +29,7 @@ from typing import Any
 from statemachine.features import IBP_2_7_IV2, METADATA_VERSION, ZOOKEEPER_ERA_PROTOCOL, metadata_version_name
 from statemachine.zk_releases import KafkaRelease
 from streaming.zookeeper.statechange import read_broker_logs
-from streaming.zookeeper.txnlog import ZkHistory
+from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn
 
 # The releases a directory with no broker log is taken as, by generation.
 LAST_2_X = KafkaRelease(2, 8, 2)
@@ -57,12 +57,12 @@ class ClusterRelease:
         return f"protocol {protocol}, release {release} ({'; '.join(self.evidence) or 'no sign'})"
 
 
-def _writes(history: ZkHistory) -> Iterable[tuple[str, bytes]]:
+def _writes(snapshot: ZkSnapshot | None, txns: Iterable[ZkTxn]) -> Iterable[tuple[str, bytes]]:
     """Every znode's data as the snapshot holds it, then as each logged create or setData wrote it."""
-    if history.snapshot is not None:
-        for node in history.snapshot.nodes.values():
+    if snapshot is not None:
+        for node in snapshot.nodes.values():
             yield node.path, node.data
-    for txn in history.txns:
+    for txn in txns:
         for op in txn.ops:
             if op.kind in ("create", "setData") and op.data is not None:
                 yield op.path, op.data
@@ -77,9 +77,9 @@ def _json(data: bytes) -> dict[str, Any]:
 
 
 @dataclass
-class _Signs:
+class Signs:
     """What the writes show: the registrations' and /feature's versions, /controller's, whether a leader announced
-    an ISR change, whether a state carried a recovery state."""
+    an ISR change, whether a state carried a recovery state. `add` more writes as they come (the bridge)."""
 
     registrations: set[int] = field(default_factory=set)
     features: set[int] = field(default_factory=set)
@@ -87,24 +87,34 @@ class _Signs:
     notified: bool = False
     recovering: bool = False
 
+    def add(self, snapshot: ZkSnapshot | None, txns: Iterable[ZkTxn]) -> Signs:
+        for path, data in _writes(snapshot, txns):
+            if path.startswith("/isr_change_notification/"):
+                self.notified = True
+            elif _REGISTRATION.match(path):
+                self.registrations.add(int(_json(data).get("version", 0)))
+            elif path == "/feature":
+                self.features.add(int(_json(data).get("version", 0)))
+            elif path == "/controller":
+                self.controllers.add(int(_json(data).get("version", 0)))
+            elif _STATE.match(path) and "leader_recovery_state" in _json(data):
+                self.recovering = True
+        return self
 
-def _signs(history: ZkHistory) -> _Signs:
-    signs = _Signs()
-    for path, data in _writes(history):
-        if path.startswith("/isr_change_notification/"):
-            signs.notified = True
-        elif _REGISTRATION.match(path):
-            signs.registrations.add(int(_json(data).get("version", 0)))
-        elif path == "/feature":
-            signs.features.add(int(_json(data).get("version", 0)))
-        elif path == "/controller":
-            signs.controllers.add(int(_json(data).get("version", 0)))
-        elif _STATE.match(path) and "leader_recovery_state" in _json(data):
-            signs.recovering = True
-    return signs
+    def settled(self) -> bool:
+        """Whether the protocol the writes so far show is the one later writes show too (the bridge publishes it
+        then): a sign of level 0, or /feature written (3.3-IV0 on is its version 2), or nothing to say. Registrations
+        of version 5 before the first controller wrote /feature may still turn out 3.3 or later."""
+        return self.notified or 4 in self.registrations or bool(self.features) or 5 not in self.registrations
+
+    def release(self) -> ClusterRelease:
+        """The protocol and the release the writes so far show (no broker log)."""
+        level, why = _protocol(self)
+        release, named = _release(self, level)
+        return ClusterRelease(level, release, (*why, *named))
 
 
-def _protocol(signs: _Signs) -> tuple[int | None, list[str]]:
+def _protocol(signs: Signs) -> tuple[int | None, list[str]]:
     """The protocol level the directory shows (None: from 3.2-IV0 on, or no sign), and why."""
     if signs.notified:
         return ZOOKEEPER_ERA_PROTOCOL, ["leaders announced ISR changes under /isr_change_notification"]
@@ -119,7 +129,7 @@ def _protocol(signs: _Signs) -> tuple[int | None, list[str]]:
     return None, []
 
 
-def _release(signs: _Signs, level: int | None) -> tuple[KafkaRelease | None, list[str]]:
+def _release(signs: Signs, level: int | None) -> tuple[KafkaRelease | None, list[str]]:
     """The release the directory implies: a /controller of version 1 only (kraftControllerEpoch came with 3.4,
     whatever the protocol) is a release before 3.4, taken as the last of its generation, 2.8.2 for a protocol before
     3.0 and 3.3.2 else (None: 3.4 or later, or no sign)."""
@@ -150,7 +160,7 @@ def read_kafka_version(server_logs: Path) -> tuple[KafkaRelease | None, list[str
 
 def read_release(history: ZkHistory, server_logs: Path | None = None) -> ClusterRelease:
     """The protocol from the directory; the release from the brokers' server.log, else as the directory implies."""
-    signs = _signs(history)
+    signs = Signs().add(history.snapshot, history.txns)
     level, why = _protocol(signs)
     release, named = read_kafka_version(server_logs) if server_logs is not None else (None, [])
     if release is None:
@@ -158,13 +168,29 @@ def read_release(history: ZkHistory, server_logs: Path | None = None) -> Cluster
     return ClusterRelease(level, release, (*why, *named))
 
 
+def protocol_event(release: ClusterRelease, zxid: int, ts: str) -> dict[str, Any] | None:
+    """The UpdateFeatures that puts `release` in force at `zxid`: metadata.version at the protocol's level, and the
+    release the controllers run (`kafka_version`) when the writes imply one. None when no protocol is named (from
+    3.2-IV0 on the zk rules decide alike: the configured version holds; a release implied alone, 3.3.2 from a
+    /controller of version 1, is not published: it differs from 3.9.1 only in the automatic rebalance)."""
+    if release.metadata_version is None:
+        return None
+    return {"type": "UpdateFeatures", "event_id": f"zk-{zxid}-protocol", "ts": ts, "controller_epoch": 0,
+            "features": {METADATA_VERSION: release.metadata_version},
+            **({"kafka_version": str(release.kafka_version)} if release.kafka_version is not None else {})}
+
+
 def with_protocol(release: ClusterRelease, history: ZkHistory, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`events` with the protocol the directory shows in force from their start (an UpdateFeatures of
-    metadata.version first, as a kraft: log's feature levels), unless nothing names one or the importer already
-    set it (a leader's own ISR announcement, level 0). Like the importer's, it comes before any controller (epoch 0)
-    at the history's start (its snapshot's zxid, or 0)."""
-    if release.metadata_version is None or not events or any(e["type"] == "UpdateFeatures" for e in events):
+    """`events` with the protocol the directory shows in force from their start (`protocol_event` first, as a kraft:
+    log's feature levels), unless nothing names one or the importer already set it (a leader's own ISR
+    announcement, level 0). Like the importer's, it comes before any controller (epoch 0) at the history's start
+    (its snapshot's zxid, or 0)."""
+    if not events:
         return events
-    start = history.snapshot.zxid if history.snapshot is not None else 0
-    return [{"type": "UpdateFeatures", "event_id": f"zk-{start}-protocol", "ts": events[0]["ts"], "controller_epoch": 0,
-             "features": {METADATA_VERSION: release.metadata_version}}, *events]
+    own = next((e for e in events if e["type"] == "UpdateFeatures"), None)
+    if own is not None:  # the importer's (level 0): the release goes with it
+        if release.kafka_version is not None:
+            own.setdefault("kafka_version", str(release.kafka_version))
+        return events
+    first = protocol_event(release, history.snapshot.zxid if history.snapshot is not None else 0, events[0]["ts"])
+    return events if first is None else [first, *events]

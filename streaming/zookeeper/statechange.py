@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -302,3 +302,62 @@ def _broker_line(out: StateChangeLog, received: _Received, msg: str, at: datetim
 def read_state_change_log(path: Path) -> StateChangeLog:
     with open(path, encoding="utf-8", errors="replace") as f:
         return parse_state_change_log(f)
+
+
+# The controller's answer to a broker's LeaderAndIsr response naming replicas in a failed log dir (KAFKA_STORAGE_ERROR;
+# processLeaderAndIsrResponseReceived, at INFO): the replicas it takes offline (streaming.zookeeper.logdirs).
+_MARK = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ \[Controller id=(?P<id>\d+)"
+                   r"(?: epoch=\d+)?\] Mark replicas (?P<replicas>.*) on broker (?P<broker>\d+) as offline")
+# A mark answers the notification it follows within this long (a LeaderAndIsr round trip, on a loaded machine).
+ANSWER_MS = 30_000
+
+
+@dataclass(frozen=True)
+class OfflineMark:
+    """One `Mark replicas ... on broker B as offline` line of a controller's state-change.log."""
+
+    at_ms: int  # the line's time, read as UTC like ZooKeeper's
+    controller: int
+    broker: int
+    replicas: tuple[tuple[str, int], ...]
+
+
+@dataclass
+class OfflineMarks:
+    """Every mark of the controllers' state-change logs, oldest first; a notification takes the first one after it."""
+
+    marks: list[OfflineMark] = field(default_factory=list)
+
+    def answer(self, broker: int, since_ms: int) -> frozenset[tuple[str, int]] | None:
+        """The replicas of `broker` marked offline in answer to a notification at `since_ms`: the first mark logged
+        within ANSWER_MS after it, and those of the second before it (an answer to another LeaderAndIsr that reached
+        the broker after its dir failed, before its notification: its controller's own broker, say). Taken: a later
+        notification won't get them. None: no mark."""
+        before = [m for m in self.marks if m.broker == broker and since_ms - 1000 <= m.at_ms < since_ms]
+        after = next((m for m in self.marks if m.broker == broker and since_ms <= m.at_ms <= since_ms + ANSWER_MS),
+                     None)
+        taken = [*before, *([after] if after is not None else [])]
+        if not taken:
+            return None
+        self.marks = [m for m in self.marks if all(m is not t for t in taken)]
+        return frozenset(r for m in taken for r in m.replicas)
+
+
+def parse_offline_marks(lines: Iterable[str]) -> list[OfflineMark]:
+    out = []
+    for raw in lines:
+        m = _MARK.match(raw)
+        if m is not None:
+            replicas = tuple((tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])) for tp in m["replicas"].split(","))
+            at = int(log_time(m["time"]).replace(tzinfo=UTC).timestamp() * 1000)
+            out.append(OfflineMark(at, int(m["id"]), int(m["broker"]), replicas))
+    return out
+
+
+def read_offline_marks(folder: Path) -> OfflineMarks:
+    """The marks in every `*.log` of `folder` (one state-change.log per broker, as `broker-N.log`)."""
+    marks: list[OfflineMark] = []
+    for path in sorted(folder.glob("*.log")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            marks.extend(parse_offline_marks(f))
+    return OfflineMarks(sorted(marks, key=lambda m: m.at_ms))

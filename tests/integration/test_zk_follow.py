@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from statemachine.features import IBP_2_7_IV2, ZOOKEEPER_ERA_PROTOCOL
 from streaming.zookeeper.convert import convert, event_zxid
 from streaming.zookeeper.files import LOG_HEADER_BYTES, decode_txn, read_zk_history
 from streaming.zookeeper.follow import SETTLE_MS, TransactionsLost, ZkFollower
+from streaming.zookeeper.release import read_release, with_protocol
 
 LOG = Path(__file__).parent / "zklog" / "zookeeper-3.9-ibp-default" / "version-2"
 
@@ -128,3 +130,23 @@ def test_transactions_purged_before_they_were_read_end_the_follower(tmp_path: Pa
     shutil.copy(LOG / "log.48", running / "log.48")
     with pytest.raises(TransactionsLost, match="purged before they were read"):
         ZkFollower(running, after=0x20)
+
+
+@pytest.mark.parametrize(("kept", "level", "release"), [
+    ("regressions/zookeeper-2.8-scripted", IBP_2_7_IV2, "2.8.2"),  # AlterIsr, /controller of version 1
+    ("zookeeper-3.9-ibp-2.6", ZOOKEEPER_ERA_PROTOCOL, None),  # leaders write their ISR; Kafka 3.4 or later
+])
+def test_the_follower_publishes_the_protocol_and_release_replay_reads(tmp_path: Path, kept: str, level: int,
+                                                                     release: str | None) -> None:
+    source = Path(__file__).parent / "zklog" / kept / "version-2"
+    history = read_zk_history(source)
+    [replays] = [e for e in with_protocol(read_release(history), history, convert(history).events)
+                 if e["type"] == "UpdateFeatures"]
+    shutil.copytree(source, tmp_path / "version-2")
+    follower = ZkFollower(tmp_path / "version-2")  # from the newest snapshot, its state seeded as events
+    events = json.loads(json.dumps(follower.poll().events))
+    first = events[0]
+    assert (first["type"], first["features"], first.get("kafka_version")) == \
+        ("UpdateFeatures", replays["features"], replays.get("kafka_version"))
+    assert (first["features"], first.get("kafka_version")) == ({"metadata.version": level}, release)
+    assert event_zxid(first) == max(int(p.name.split(".")[1], 16) for p in source.glob("snapshot.*"))

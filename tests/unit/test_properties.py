@@ -290,11 +290,23 @@ class LogBuilder:
             for t, p in named])
 
     def _dirs_offline(self) -> str:
-        """A broker's heartbeat names one of its log dirs offline (a disk failed)."""
+        """A broker's heartbeat names one of its log dirs offline (a disk failed), or in ZooKeeper mode it
+        announces one (`_log_dir_event`)."""
         broker = self.draw(st.sampled_from(self.brokers), "broker")
+        if self.draw(st.booleans(), "ZooKeeper mode"):
+            return self._log_dir_event(broker)
         epoch = self.controller.cluster.registered_epochs.get(broker, 0)
         return self.envelope("LogDirsOffline", broker_id=broker, broker_epoch=epoch,
                              log_dirs=[f"dir-{broker}-{self.draw(st.integers(0, 1), 'offline dir')}"])
+
+    def _log_dir_event(self, broker: int) -> str:
+        """ZooKeeper mode: a broker announces a failed log dir and answers KAFKA_STORAGE_ERROR for some replicas,
+        mostly its own (one it does not hold is ignored)."""
+        keys = [k for k, r in sorted(self.controller.partitions.items()) if broker in r.replicas] or \
+            [(self.some_topic(), 0)]
+        named = self.draw(st.lists(st.sampled_from(keys), max_size=3, unique=True), "in the failed dir")
+        return self.envelope("LogDirEventNotification", broker_id=broker,
+                             offline_replicas=[{"topic": t, "partition": p} for t, p in named])
 
     def _imbalance(self) -> str:
         return self.envelope("LeaderImbalanceCheck")
@@ -580,7 +592,7 @@ def test_the_generator_reaches_the_interesting_paths() -> None:
     seen: set[str] = set()
 
     # Derandomized: a fixed set of logs, so that this guard never flickers.
-    @settings(SETTINGS, max_examples=200, derandomize=True)
+    @settings(SETTINGS, max_examples=400, derandomize=True)
     @given(st.data(), configs)
     def collect(data: st.DataObject, config: ControllerConfig) -> None:
         reassigning: set[tuple[str, int]] = set()

@@ -18,6 +18,7 @@ from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition
+from streaming.zookeeper.statechange import OfflineMarks, parse_offline_marks
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
 DATA = Path(__file__).parent / "zkdata"
@@ -605,6 +606,80 @@ def test_a_reassignment_in_place_of_a_leaderless_partition_is_read_from_the_unch
                              [{"topic": "t", "partition": 1, "replicas": None}]]
 
 
+def log_dir_failure(z: Ensemble, broker: int) -> None:
+    """Broker `broker` announces a failed log dir; the controller reads and deletes the notification."""
+    path = "/log_dir_event_notification/log_dir_event_0000000000"
+    z.txn(z.sessions[broker], ZnodeOp("create", path, b'{"version":1,"broker":%d,"event":1}' % broker, 0))
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", path))
+
+
+def failed_under_2() -> Ensemble:
+    """t-0 led by broker 2, t-1 followed by it; a log dir fails under it, t-0's leadership moves."""
+    z = Ensemble()
+    z.topic({0: [2, 1, 3], 1: [1, 2, 3]})
+    z.state(0, 2, [2, 1, 3], 0)
+    z.state(1, 1, [1, 2, 3], 0)
+    log_dir_failure(z, 2)
+    z.state(0, 1, [1, 3], 1)
+    return z
+
+
+def test_a_log_dir_failure_names_from_the_directory_alone_the_replicas_its_writes_drop() -> None:
+    # t-1's replica on 2 is in its other dir: t-1 is not written.
+    events, observed, decisions = replayed(failed_under_2().history())
+    [event] = [e for e in events if e["type"] == "LogDirEventNotification"]
+    assert (event["broker_id"], event["offline_replicas"]) == (2, [{"topic": "t", "partition": 0}])
+    assert observed[-1]["cause_event_id"] == event["event_id"]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_log_dir_failure_takes_its_replicas_from_the_controllers_mark() -> None:
+    z = failed_under_2()
+    z.state(1, 1, [1, 3], 1)  # both in the failed dir: t-1's ISR shrinks too
+    at = datetime.fromtimestamp(z.txns[-3].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    marks = parse_offline_marks([f"[{at}] INFO [Controller id=1] Mark replicas t-1,t-0 on broker 2 as offline "
+                                 "(state.change.logger)\n"])
+    converted = Converter(offline_marks=OfflineMarks(marks)).convert(z.history())
+    [event] = [e for e in converted.events if e["type"] == "LogDirEventNotification"]
+    assert sorted((r["topic"], r["partition"]) for r in event["offline_replicas"]) == [("t", 0), ("t", 1)]
+    assert [o["cause"] for o in converted.observed[-2:]] == ["LogDirEventNotification"] * 2
+
+
+def test_a_log_dir_notification_a_failover_deletes_unread_is_the_failovers_answer() -> None:
+    # The controller (broker 1) is gone, its session not expired yet, when broker 2 announces a failed dir; broker 3's
+    # failover deletes the notification unread and its LeaderAndIsr brings broker 2's answer: t-0 leaves 2.
+    z = Ensemble()
+    z.topic({0: [2, 1, 3]})
+    z.state(0, 2, [2, 1, 3], 0)
+    path = "/log_dir_event_notification/log_dir_event_0000000000"
+    z.txn(z.sessions[2], ZnodeOp("create", path, b'{"version":1,"broker":2,"event":1}', 0))
+    z.close(z.sessions[1], "/brokers/ids/1", "/controller")
+    z.txn(z.sessions[3], ZnodeOp("create", "/controller", b'{"brokerid":3}'),
+          ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    z.controller = z.sessions[3]
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", path))
+    z.state(0, 2, [2, 3], 1)  # the failover: dead 1 out of the ISR
+    z.state(0, 3, [3], 2)  # then 2's answer: its replica offline, 3 leads
+    events, observed, decisions = replayed(z.history())
+    assert "LogDirEventNotification" not in {e["type"] for e in events}
+    [failover] = [e for e in events if e["type"] == "ControllerChange" and e["controller_id"] == 3]
+    assert failover["offline_replicas"] == {"2": [{"topic": "t", "partition": 0}]}
+    assert observed[-1]["cause_event_id"] == failover["event_id"]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_notification_takes_the_mark_after_it_and_one_just_before() -> None:
+    # Kafka 2.8.2, campaign seed 415: broker 1, the controller's own broker, answered KAFKA_STORAGE_ERROR for t0-1 to a
+    # LeaderAndIsr sent for broker 2's failed dir, before its own notification (13.333) came; its answer to that
+    # notification named the rest of its failed dir.
+    lines = [f"[2026-11-26 21:26:13,{ms}] INFO [Controller id=1] Mark replicas {replicas} on broker {broker} as "
+             "offline (state.change.logger)\n" for ms, replicas, broker in (("108", "t5-0,t0-1", 2), ("230", "t0-1", 1),
+                                                                    ("410", "t3-0,t4-3", 1))]
+    marks = OfflineMarks(parse_offline_marks(lines))
+    at = int(datetime(2026, 11, 26, 21, 26, 13, tzinfo=UTC).timestamp() * 1000)
+    assert marks.answer(2, at + 9) == {("t5", 0), ("t0", 1)}
+    assert marks.answer(1, at + 333) == {("t0", 1), ("t3", 0), ("t4", 3)}
+    assert marks.answer(1, at + 400) is None  # taken
 def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_completion() -> None:
     # A real 3.9 run (zk campaign seed 303, from the ZooKeeper directory alone): a reassignment through the znode
     # names t-0 with the replicas it has: a bare bump, then /brokers/topics/t rewritten unchanged (B6). t-1 has no

@@ -23,7 +23,7 @@ from statemachine.zk_releases import KafkaRelease
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.release import read_release, with_protocol
 
-from .cluster import cluster_with
+from .cluster import Cluster, cluster_with
 
 KAFKA_2_8 = ControllerConfig(metadata_version=IBP_2_7_IV2, kafka_version=KafkaRelease.parse("2.8.2"))
 REGRESSIONS = Path(__file__).parents[1] / "integration" / "zklog" / "regressions"
@@ -134,9 +134,24 @@ def test_a_kafka_2_8_clusters_protocol_starts_its_events_and_its_server_log_name
     first = {"type": "CreateTopic", "event_id": "zk-5", "ts": "2026-11-26T17:00:00.000Z", "controller_epoch": 1}
     protocol, *rest = with_protocol(release, history, [first])
     assert rest == [first] and protocol == {"type": "UpdateFeatures", "event_id": "zk-0-protocol", "ts": first["ts"],
-                                            "controller_epoch": 0, "features": {"metadata.version": IBP_2_7_IV2}}
+                                            "controller_epoch": 0, "features": {"metadata.version": IBP_2_7_IV2},
+                                            "kafka_version": "2.8.2"}
     event = parse_event(json.dumps(protocol))
     assert isinstance(event, UpdateFeatures), event  # a level below 0, and still a valid event
     controller = Controller(ControllerConfig())
     controller.handle_event(event, 0)
     assert controller.metadata_version == IBP_2_7_IV2
+
+
+def test_the_release_an_update_features_names_is_followed_unless_configured() -> None:
+    # The importer and the bridge name the release the cluster's writes imply (UpdateFeatures.kafka_version).
+    c = Cluster()
+    assert c.controller.release == KafkaRelease(3, 9, 1)
+    row = c.send("UpdateFeatures", features={"metadata.version": IBP_2_7_IV2}, kafka_version="2.8.2").cluster_row
+    assert row.outcome == "ACCEPTED" and "the controllers run Kafka 2.8.2" in row.message
+    assert c.controller.release == KafkaRelease(2, 8, 2)
+    configured = Cluster(ControllerConfig(kafka_version=KafkaRelease(3, 0, 2)))
+    configured.send("UpdateFeatures", features={"metadata.version": IBP_2_7_IV2}, kafka_version="2.8.2")
+    assert configured.controller.release == KafkaRelease(3, 0, 2)
+    bad = Cluster().send("UpdateFeatures", features={"metadata.version": IBP_2_7_IV2}, kafka_version="two").cluster_row
+    assert (bad.outcome, bad.error) == ("REJECTED", "INVALID_REQUEST")

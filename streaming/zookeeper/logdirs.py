@@ -1,0 +1,99 @@
+"""A log dir failing under a broker in ZooKeeper mode (KIP-112): `/log_dir_event_notification/log_dir_event_<seq>`.
+
+The broker creates the znode (`{"version":1,"broker":B,"event":1}`); the controller's LogDirEventNotification handler
+reads it, sends the broker a LeaderAndIsr of every replica it holds and deletes the znode. The broker answers
+KAFKA_STORAGE_ERROR for the replicas in the failed dir, and the controller takes those offline
+(processLeaderAndIsrResponseReceived): an election where the broker led, the broker out of the ISR. That answer
+is no znode: ZooKeeper's log shows the notification and the writes after it, not which replicas the broker named.
+
+- With the controller's `state-change.log` (the `state.change.logger` at INFO, Kafka's own default): its line
+  `Mark replicas T-P,... on broker B as offline` names them; the event carries them.
+- From the directory alone they are inferred from the controller's writes that follow: each partition whose
+  leadership or ISR the broker leaves there. A replica of the failed dir that was neither leader nor in the ISR
+  changes no znode and stays unknown (the rules then think it online: it could be elected later, where the
+  controller would not).
+
+The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
+startup's): those lines are not read yet (docs/zookeeper.md, "JBOD").
+"""
+
+from __future__ import annotations
+
+import json
+
+from streaming.zookeeper.context import Cause, Context, event_zxid
+from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
+
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
+
+
+def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
+    """A broker's notification: a LogDirEventNotification event, its offline replicas from the controller's mark
+    when logged, else filled by the writes it explains (`fits`, `explained`). Its delete says whether a controller
+    read it (`notification_deleted`)."""
+    if op.kind == "delete" and op.path in ctx.log_dir_events:
+        notification_deleted(ctx, ctx.log_dir_events.pop(op.path))
+        return
+    if op.kind != "create" or op.path.count("/") != 2:
+        return
+    broker = int(json.loads(op.data or b"{}").get("broker", -1))
+    if broker < 0:
+        return
+    marked = ctx.offline_marks.answer(broker, txn.time) if ctx.offline_marks is not None else None
+    event = ctx.event(txn, "LogDirEventNotification", broker_id=broker, offline_replicas=[
+        {"topic": t, "partition": p} for t, p in sorted(marked or ())])
+    cause = ctx.cause(Cause(event, "LOG_DIR", broker))
+    cause.logged = marked
+    ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
+    ctx.log_dir_events[op.path] = cause
+
+
+def notification_deleted(ctx: Context, cause: Cause) -> None:
+    """The controller that read a notification deletes it (processLogDirEventNotification). One deleted by a new
+    controller's failover (onControllerFailover deletes them all, unread) was read by none: the dir failed while
+    the old controller was gone (killed, its session not yet expired). Its event is no event; the failover's
+    LeaderAndIsr requests bring the broker's answer, which its ControllerChange carries (`offline_replicas`, from
+    the mark, else from the failover's writes that drop the broker: `failover_explained`)."""
+    failover = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
+    if failover is None or event_zxid(failover.event) < event_zxid(cause.event):
+        return  # read by the controller that was active when it came
+    if cause.event in ctx.result.events:
+        ctx.result.events.remove(cause.event)
+    ctx.forget_cause(cause)
+    answers = failover.event.setdefault("offline_replicas", {})
+    answers.setdefault(str(cause.broker), []).extend(
+        r for r in cause.event["offline_replicas"] if r not in answers.get(str(cause.broker), []))
+    ctx.unread_log_dirs[cause.broker] = failover.event["event_id"]
+
+
+def fits(ctx: Context, cause: Cause, key: tuple[str, int], dropped: bool) -> bool:
+    """Whether a controller write is the answer's: it takes the still registered broker out of the partition's
+    leadership or ISR (`dropped`), for a replica the controller marked offline when its mark is known."""
+    return cause.broker in ctx.brokers and dropped and (cause.logged is None or key in cause.logged)
+
+
+def explained(ctx: Context, cause: Cause, key: tuple[str, int]) -> None:
+    """From the directory alone, a write the answer explains names one of its offline replicas."""
+    named = cause.event["offline_replicas"]
+    if cause.logged is None and {"topic": key[0], "partition": key[1]} not in named:
+        named.append({"topic": key[0], "partition": key[1]})
+        ctx.failed_replicas.setdefault(cause.broker or 0, set()).add(key)
+
+
+def in_failed_dir(ctx: Context, broker: int, key: tuple[str, int], failover: Cause | None = None) -> bool:
+    """Whether the broker's replica of `key` is known to be in a failed dir, or may be (a `failover` that deleted
+    the broker's notification unread: its answer names which): asked again (its startup, a failover), it answers
+    KAFKA_STORAGE_ERROR and the controller drops it from the leadership and the ISR."""
+    unread = failover is not None and ctx.unread_log_dirs.get(broker) == failover.event["event_id"]
+    return key in ctx.failed_replicas.get(broker, ()) or unread
+
+
+def failover_explained(ctx: Context, failover: Cause, key: tuple[str, int], dropped: list[int]) -> None:
+    """A failover's write that drops brokers whose notification it deleted unread: from the directory alone, their
+    answers name the partition."""
+    answers = failover.event.get("offline_replicas") or {}
+    for broker in dropped:
+        if ctx.unread_log_dirs.get(broker) == failover.event["event_id"] and \
+                key not in ctx.failed_replicas.get(broker, ()):
+            answers.setdefault(str(broker), []).append({"topic": key[0], "partition": key[1]})
+            ctx.failed_replicas.setdefault(broker, set()).add(key)

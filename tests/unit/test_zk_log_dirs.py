@@ -1,0 +1,90 @@
+"""A log dir failing under a broker in ZooKeeper mode (LogDirEventNotification): the replicas it answered
+KAFKA_STORAGE_ERROR for go offline, only those; they cannot lead afterwards; a startup or a failover asks the broker
+again and takes them offline again."""
+
+from __future__ import annotations
+
+from .cluster import Cluster, Result
+
+
+def failed_dir(c: Cluster, broker: int, *replicas: tuple[str, int]) -> Result:
+    return c.send("LogDirEventNotification", broker_id=broker,
+                  offline_replicas=[{"topic": t, "partition": p} for t, p in replicas])
+
+
+def jbod() -> Cluster:
+    """Brokers 1-3; t-0 led by 2, t-1 followed by 2, t-2 led by 2 (not in the failed dir), u-0 only on 2."""
+    c = Cluster()
+    c.start(1, 2, 3)
+    c.create("t", [2, 1, 3], [1, 2, 3], [2, 3, 1])
+    c.create("u", [2])
+    return c
+
+
+def test_only_the_failed_dirs_replicas_leave_leaderships_and_isrs() -> None:
+    c = jbod()
+    result = failed_dir(c, 2, ("t", 0), ("t", 1), ("u", 0))
+    led = result.decision("t", 0)
+    assert (led.leader, sorted(led.isr)) == (1, [1, 3])
+    followed = result.decision("t", 1)
+    assert (followed.leader, sorted(followed.isr)) == (1, [1, 3])
+    # Its only replica: no other leader, the last ISR member stays (leader -1).
+    alone = result.decision("u", 0)
+    assert (alone.leader, alone.isr) == (-1, (2,))
+    assert result.decisions_for("t", 2) == []  # in the broker's other dir: untouched
+    assert c.rec("t", 2).leader == 2
+    assert {d.cause for d in result.decisions} == {"LogDirEventNotification"}
+    assert "3 in failed dirs, 3 newly offline: t-0, t-1, u-0" in result.cluster_row.message
+
+
+def test_a_replica_in_a_failed_dir_is_not_elected_while_its_broker_lives() -> None:
+    c = jbod()
+    failed_dir(c, 2, ("t", 1))
+    # t-1's leader 1 fails: 3 leads, not 2, whose replica is offline though its broker is live.
+    d = c.failure(1).decision("t", 1)
+    assert (d.leader, d.isr) == (3, (3,))
+    # Its replica of t-0, in its other dir, still leads.
+    assert c.rec("t", 0).leader == 2
+
+
+def test_the_same_dir_announced_again_changes_nothing() -> None:
+    c = jbod()
+    failed_dir(c, 2, ("t", 0))
+    again = failed_dir(c, 2, ("t", 0))
+    assert again.decisions == []
+    assert "1 in failed dirs, 0 newly offline" in again.cluster_row.message
+
+
+def test_a_restarted_broker_is_asked_again_its_replicas_elected_then_offline_again() -> None:
+    c = jbod()
+    failed_dir(c, 2, ("u", 0))
+    c.failure(2)
+    started = c.startup(2)
+    # onBrokerStartup forgets the broker's offline replicas: u-0 elects 2; its answer takes it offline again.
+    assert [(d.leader, d.isr) for d in started.decisions_for("u", 0)] == [(2, (2,)), (-1, (2,))]
+    assert c.rec("u", 0).leader == -1
+
+
+def test_a_failover_asks_the_brokers_again() -> None:
+    c = jbod()
+    failed_dir(c, 2, ("u", 0))
+    result = c.controller_change(1)
+    assert [(d.leader, d.isr) for d in result.decisions_for("u", 0)] == [(2, (2,)), (-1, (2,))]
+
+
+def test_a_notification_of_an_unregistered_broker_asks_nothing() -> None:
+    c = jbod()
+    c.failure(2)
+    result = failed_dir(c, 2, ("t", 0))
+    assert result.decisions == []
+    assert result.cluster_row.outcome == "NO_OP"
+
+
+def test_a_failover_takes_offline_the_replicas_its_answers_name() -> None:
+    # A dir failed while no controller read the notification: the failover's LeaderAndIsr requests get the answer.
+    c = jbod()
+    answers = {"2": [{"topic": "u", "partition": 0}, {"topic": "t", "partition": 0}]}
+    result = c.controller_change(1, offline_replicas=answers)
+    assert [(d.leader, d.isr) for d in result.decisions_for("u", 0)] == [(-1, (2,))]
+    assert (result.decision("t", 0).leader, sorted(result.decision("t", 0).isr)) == (1, [1, 3])
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0), ("t", 0)})}
