@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from schemas.events import AssignReplicasToDirs, BrokerRegistration, LogDirsOffline
-from statemachine.directories import default_directory, directory_name, is_online
+from schemas.events import AssignReplicasToDirs, BrokerRegistration, DirectoryAssignment, LogDirsOffline
+from statemachine.directories import default_directory, is_online, placement
 from statemachine.errors import Error, Rejection
 from statemachine.record import Action, PartitionRecord
 
@@ -78,11 +78,17 @@ def on_log_dirs_offline(controller: Controller, ev: LogDirsOffline, out: _Fanout
                 f"them; {moved} leader(s) moved away from broker {broker}, {shrunk} ISR(s) shrank")
 
 
+def _directory_of(controller: Controller, broker: int, a: DirectoryAssignment) -> str | None:
+    rec = controller.partitions.get((a.topic, a.partition))
+    return None if rec is None else dict(zip(rec.replicas, rec.directories, strict=False)).get(broker)
+
+
 def on_assign_replicas_to_dirs(controller: Controller, ev: AssignReplicasToDirs, out: _Fanout) -> None:
     cv = controller.cluster
     _check_registration(cv, ev.broker_id, ev.broker_epoch)
-    out.cluster(f"broker {ev.broker_id} assigns {len(ev.assignments)} replica(s) to its log dirs: " + ", ".join(
-        f"{a.topic}-{a.partition} to {directory_name(a.directory)}" for a in ev.assignments))
+    out.cluster(f"broker {ev.broker_id} assigns {len(ev.assignments)} replica(s) to its log dirs: " + "; ".join(
+        placement(ev.broker_id, f"{a.topic}-{a.partition}", _directory_of(controller, ev.broker_id, a), a.directory)
+        for a in ev.assignments))
     for a in ev.assignments:
         out.partition(Action.ASSIGN_REPLICAS_TO_DIRS, (a.topic, a.partition), broker_id=ev.broker_id,
                       directory=a.directory)
