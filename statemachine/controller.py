@@ -311,6 +311,10 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
 
     # -- queries ----------------------------------------------------------------------------------------
     def unclean_allowed(self, topic: str) -> bool:
+        """Whether the topic's config lets an offline partition elect uncleanly (under the kraft rules, only where
+        the controller's release reads the config: `unclean_by_config`)."""
+        if not self.config.rules.unclean_by_config(controller_level(self)):
+            return False
         value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
 

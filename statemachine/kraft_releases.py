@@ -7,6 +7,11 @@ metadata.version may decide differently by release:
   every replica it adds is in the ISR, unless it removes more replicas than it adds (then, as before, every target
   replica must be); Kafka 4.1 and 4.2 wait for every target replica (PartitionReassignmentReplicas
   .maybeCompleteReassignment; read from the classes of kafka-metadata 4.2.0, 4.3.0 and 4.4.0).
+- `elects_uncleanly_by_config`: from Kafka 3.9 on, a topic's `unclean.leader.election.enable` (else the cluster
+  default, else the controller's own) lets an offline partition elect a replica outside the ISR; the Kafka 3.7 and
+  3.8 controllers never do by config, whatever it says (ConfigurationControlManager
+  .uncleanLeaderElectionEnabledForTopic returns false, "TODO: support configuring unclean leader election", at tags
+  3.7.0 and 3.8.0 and in kafka-metadata 3.8.1; 3.9.1 reads the config). An admin UNCLEAN election still elects.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ def release_name(level: int) -> str:
 
 def completes_reassignment_once_the_adding_replicas_caught_up(controller_level: int) -> bool:
     return controller_level >= KAFKA_4_3
+
+
+def elects_uncleanly_by_config(controller_level: int) -> bool:
+    return controller_level >= RELEASE_LEVELS["3.9"]
 
 
 def controller_level(controller: Controller) -> int:
