@@ -18,7 +18,7 @@ hold several operations, so records are split by pattern (see docs/kraft.md):
   they seed the state and decide nothing.
 - TOPIC_RECORD [+ CONFIG_RECORD] + PARTITION_RECORDs -> CreateTopic; PARTITION_RECORD alone -> CreatePartitions;
   REMOVE_TOPIC_RECORD -> DeleteTopic; CONFIG_RECORD -> AlterTopicConfig (a cluster default goes to every topic
-  without its own value).
+  without its own value; min.insync.replicas to every topic, whose ELR its ClearElrRecord clears).
 - FEATURE_LEVEL_RECORD (metadata.version among them) -> UpdateFeatures at its offset; a snapshot's levels -> one
   UpdateFeatures before its other seeds.
 
@@ -57,8 +57,7 @@ MODELLED = frozenset({
     "REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "UNREGISTER_BROKER_RECORD",
     "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD",
     "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", "REGISTER_CONTROLLER_RECORD",
-    *TRANSACTION_MARKERS,
-})
+    *TRANSACTION_MARKERS})
 
 
 @dataclass
@@ -550,13 +549,12 @@ class Converter:
                 if name == MIN_ISR:
                     self._min_isr_events[resource] = event["event_id"]
         elif d.get("resourceType") == BROKER_RESOURCE and resource == "":
-            if value is None:
-                self.cluster_configs.pop(name, None)
-            else:
-                self.cluster_configs[name] = value
+            self.cluster_configs = {k: v for k, v in {**self.cluster_configs, name: value}.items() if v is not None}
             for topic, own in self.topic_configs.items():
-                if name not in own:
-                    event = self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs={name: value})
+                # A min.insync.replicas default clears every topic's ELR (ClearElrRecord ""): own values again too.
+                if name not in own or name == MIN_ISR:
+                    kept = {name: own.get(name, value)}
+                    event = self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs=kept)
                     if name == MIN_ISR:
                         self._min_isr_events[topic] = event["event_id"]
 
