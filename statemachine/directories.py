@@ -97,12 +97,12 @@ def on_assign_replicas_to_dirs(s: Step) -> None:
         s.note(f"broker {broker}'s replica is in log dir {directory_name(directory)} already")
         return
     s.write(rec.leader, rec.isr, (), bump_leader_epoch=False, sent=False)
-    s.note(placement(broker, f"{rec.topic}-{rec.partition}", before, directory))
+    s.note(f"broker {broker} {placement(f'{rec.topic}-{rec.partition}', before, directory)}")
 
 
-def placement(broker: int, partition: str, before: str | None, directory: str) -> str:
-    """An assignment in words: a replica placed (it was UNASSIGNED or MIGRATING), or moved from one log dir of its
-    broker to another (AlterReplicaLogDirs: the broker swapped in the future replica, then assigned it)."""
+def placement(partition: str, before: str | None, directory: str) -> str:
+    """A broker's assignment in words: its replica placed (it was UNASSIGNED or MIGRATING), or moved from one of
+    its log dirs to another (AlterReplicaLogDirs: the broker swapped in the future replica, then assigned it)."""
     if before is None or before in (UNASSIGNED, MIGRATING):
-        return f"broker {broker} placed {partition} in log dir {directory_name(directory)}"
-    return f"broker {broker} moved {partition} from log dir {directory_name(before)} to {directory_name(directory)}"
+        return f"placed {partition} in log dir {directory_name(directory)}"
+    return f"moved {partition} from log dir {directory_name(before)} to {directory_name(directory)}"

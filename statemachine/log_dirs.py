@@ -87,7 +87,7 @@ def on_assign_replicas_to_dirs(controller: Controller, ev: AssignReplicasToDirs,
     cv = controller.cluster
     _check_registration(cv, ev.broker_id, ev.broker_epoch)
     out.cluster(f"broker {ev.broker_id} assigns {len(ev.assignments)} replica(s) to its log dirs: " + "; ".join(
-        placement(ev.broker_id, f"{a.topic}-{a.partition}", _directory_of(controller, ev.broker_id, a), a.directory)
+        placement(f"{a.topic}-{a.partition}", _directory_of(controller, ev.broker_id, a), a.directory)
         for a in ev.assignments))
     for a in ev.assignments:
         out.partition(Action.ASSIGN_REPLICAS_TO_DIRS, (a.topic, a.partition), broker_id=ev.broker_id,

@@ -95,4 +95,4 @@ def test_an_intra_broker_move_is_an_assignment_from_one_log_dir_to_another_and_s
     assert (d.directories, d.leader_epoch, d.partition_epoch) == ((UNASSIGNED, "b2", "a3"), before.leader_epoch,
                                                                   before.partition_epoch + 1)
     assert moved.row("t", 0).message == "broker 2 moved t-0 from log dir a2 to b2"
-    assert "t-0 from log dir a2 to b2" in (moved.cluster_row.message or "")
+    assert moved.cluster_row.message == "broker 2 assigns 1 replica(s) to its log dirs: moved t-0 from log dir a2 to b2"
