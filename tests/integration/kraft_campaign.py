@@ -78,10 +78,8 @@ class Version:
 VERSIONS = {
     "4.4": Version("4.4", KAFKA_44, None, True),
     "4.1": Version("4.1", KAFKA_BROKER, None, True),
-    # Formatted below 3.6-IV0 (an ISR shrink bumps the leader epoch) and upgraded to 3.6-IV2 mid-run; not to
-    # 3.7-IV2 or later, whose directory assignments isrflow does not model (docs/kraft.md).
-    "3.9": Version("3.9", KAFKA_39, "3.5-IV2", None, upgrade_to=14, jbod=False),
     # Each formatted at a level drawn from 3.3-IV3 (the oldest Kafka 4 still formats at) to the release's newest.
+    "3.9": Version("3.9", KAFKA_39, None, None, levels=(7, 21)),
     "4.3": Version("4.3", KAFKA_43, None, True, levels=(7, 30)),
     "4.2": Version("4.2", KAFKA_42, None, True, levels=(7, 29)),
     "4.0": Version("4.0", KAFKA_40, None, True, levels=(7, 25)),
