@@ -272,9 +272,12 @@ class _BrokerLogDirs(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerRegistration(_BrokerLogDirs):
     """A broker registered (a RegisterBrokerRecord) with these log dirs, in force until it registers again. Decides
-    nothing: where new replicas on it go (statemachine.directories). Addition, written by `import-kraft`."""
+    nothing: where new replicas on it go (statemachine.directories). `max_metadata_version`: the newest
+    metadata.version its Kafka supports (its release), which the kraft rules follow while no controller has
+    registered (statemachine.kraft_releases). Addition, written by `import-kraft`."""
 
     type: ClassVar[str] = "BrokerRegistration"
+    max_metadata_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -450,6 +453,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "DeleteTopic": {"topics": (string_list, ())},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
+    "BrokerRegistration": {"max_metadata_version": (
+        lambda v, n: None if v is None else non_negative_int(v, n, INT16_MAX), None)},
     "PartitionSnapshot": {
         "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
         "adding_replicas": (int_list, ()),

@@ -122,8 +122,10 @@ class ClusterView:
     # KRaft (KIP-858): each registered broker's log dirs and the epoch it registered them with (BrokerRegistration).
     log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
     registered_epochs: dict[int, int] = field(default_factory=dict)
-    # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases).
+    # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases);
+    # each registered broker's, the release while no controller registered (below metadata.version 3.7-IV0).
     controller_levels: dict[int, int] = field(default_factory=dict)
+    broker_levels: dict[int, int] = field(default_factory=dict)
 
     @property
     def live_brokers(self) -> frozenset[int]:

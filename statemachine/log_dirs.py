@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from schemas.events import AssignReplicasToDirs, BrokerRegistration, DirectoryAssignment, LogDirsOffline
 from statemachine.directories import default_directory, is_online, placement
 from statemachine.errors import Error, Rejection
+from statemachine.kraft_releases import release_name
 from statemachine.record import Action, PartitionRecord
 
 if TYPE_CHECKING:
@@ -41,9 +42,13 @@ def offline_replicas(cv: ClusterView, rec: PartitionRecord | None) -> frozenset[
 
 def on_broker_registration(controller: Controller, ev: BrokerRegistration, out: _Fanout) -> None:
     cv = controller.cluster
-    cv.log_dirs[ev.broker_id] = tuple(ev.log_dirs)
-    cv.registered_epochs[ev.broker_id] = ev.broker_epoch
-    out.cluster(f"broker {ev.broker_id} (epoch {ev.broker_epoch}) registered with "
+    if ev.log_dirs or ev.broker_id in cv.log_dirs:  # a registration naming none (below 3.7-IV2) places nothing
+        cv.log_dirs[ev.broker_id] = tuple(ev.log_dirs)
+        cv.registered_epochs[ev.broker_id] = ev.broker_epoch
+    if ev.max_metadata_version is not None:
+        cv.broker_levels[ev.broker_id] = ev.max_metadata_version
+    release = "" if ev.max_metadata_version is None else f" (Kafka {release_name(ev.max_metadata_version)})"
+    out.cluster(f"broker {ev.broker_id} (epoch {ev.broker_epoch}){release} registered with "
                 f"{len(ev.log_dirs)} log dir(s): {', '.join(ev.log_dirs) or 'none'}")
 
 

@@ -52,6 +52,7 @@ from statemachine.features import (
 from statemachine.kraft_releases import (
     completes_reassignment_once_the_adding_replicas_caught_up,
     elects_uncleanly_by_config,
+    waits_for_every_target_when_removing_more,
 )
 from statemachine.zk_releases import KafkaRelease, alter_partition_checks_live_brokers
 
@@ -99,16 +100,17 @@ def every_target_in_the_isr(isr: Sequence[int], target: Sequence[int], adding: S
 def caught_up_by_release(isr: Sequence[int], target: Sequence[int], adding: Sequence[int],
                          removing: Sequence[int], controller_level: int) -> bool:
     """KRaft (PartitionReassignmentReplicas.maybeCompleteReassignment), by the controller's release
-    (statemachine.kraft_releases): the ISR less the replicas being removed must not be empty; Kafka 4.1 and 4.2
-    then wait for every target replica in it; from 4.3 on, for every replica being added, and for every target
-    replica only when the reassignment removes more than it adds (a target replica that stays, fenced say, need not
-    be)."""
+    (statemachine.kraft_releases): the ISR less the replicas being removed must not be empty; Kafka 3.8 to 4.2
+    then wait for every target replica in it; 3.7 and 4.3 on, for every replica being added (a target replica
+    that stays, fenced say, need not be), and from 4.3 on for every target replica when the reassignment removes
+    more than it adds."""
     remaining = [r for r in isr if r not in removing]
     if not remaining:
         return False
     if completes_reassignment_once_the_adding_replicas_caught_up(controller_level):
         return all(r in remaining for r in adding) and (
-            len(adding) >= len(removing) or all(r in remaining for r in target))
+            len(adding) >= len(removing) or not waits_for_every_target_when_removing_more(controller_level)
+            or all(r in remaining for r in target))
     return all(r in remaining for r in target)
 
 

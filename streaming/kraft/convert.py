@@ -173,7 +173,7 @@ class Converter:
                         max_metadata_version=level)
             n += 1
         for broker_id, broker in sorted(self.brokers.items()):
-            if broker.log_dirs:
+            if broker.log_dirs or broker.max_level is not None:
                 self._registration(at, broker_id, broker, f"-snapshot-{n}")
                 n += 1
         for broker_id, broker in sorted(self.brokers.items()):
@@ -246,9 +246,9 @@ class Converter:
                 self._registration(r, broker_id, known)
             return pending
         broker = Broker(d.get("brokerEpoch", r.offset), incarnation, bool(d.get("fenced", True)),
-                        bool(d.get("inControlledShutdown", False)), log_dirs(d))
+                        bool(d.get("inControlledShutdown", False)), log_dirs(d), supported_metadata_version(d))
         self.brokers[broker_id] = broker
-        if broker.log_dirs:
+        if broker.log_dirs or broker.max_level is not None:
             self._registration(r, broker_id, broker)
         # A broker back after an unclean shutdown is first removed from ISR and ELR (the broker is still fenced);
         # its STARTUP event says so and becomes the cause of these changes.
@@ -257,8 +257,9 @@ class Converter:
         return others
 
     def _registration(self, r: MetadataRecord, broker_id: int, broker: Broker, id_suffix: str = "") -> None:
+        level = {} if broker.max_level is None else {"max_metadata_version": broker.max_level}
         self._event(r, "BrokerRegistration", id_suffix, broker_id=broker_id, broker_epoch=broker.epoch,
-                    log_dirs=list(broker.log_dirs))
+                    log_dirs=list(broker.log_dirs), **level)
 
     def _registration_change(self, r: MetadataRecord, pending: list[Change]) -> tuple[str, int, list[Change],
                                                                                         dict[str, Any]] | None:
@@ -573,7 +574,7 @@ class Converter:
         elif r.type == "REGISTER_BROKER_RECORD":
             self.brokers[d["brokerId"]] = Broker(d.get("brokerEpoch", 0), d.get("incarnationId", ""),
                                                  bool(d.get("fenced", True)), bool(d.get("inControlledShutdown")),
-                                                 log_dirs(d))
+                                                 log_dirs(d), supported_metadata_version(d))
         elif r.type == "CONFIG_RECORD" and d.get("value") is not None:
             target = self.topic_configs.setdefault(d["resourceName"], {}) if d.get("resourceType") == TOPIC_RESOURCE \
                 else self.cluster_configs
