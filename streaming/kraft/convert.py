@@ -551,7 +551,7 @@ class Converter:
                     self._min_isr_events[resource] = event["event_id"]
         elif d.get("resourceType") == BROKER_RESOURCE and resource == "":
             self.cluster_configs = {k: v for k, v in {**self.cluster_configs, name: value}.items() if v is not None}
-            for topic, own in self.topic_configs.items():
+            for topic, own in sorted(self.topic_configs.items()):  # by name: a snapshot's order is not the log's
                 # A min.insync.replicas default clears every topic's ELR (ClearElrRecord ""): own values again too.
                 if name not in own or name == MIN_ISR:
                     kept = {name: own.get(name, value)}
