@@ -457,8 +457,15 @@ def run_drawn(seed: int, ops: int, work: Path, version: Version, engines: tuple[
     return run(seed, ops, work, version, engines, keep=keep, log_dirs=drawn_log_dirs(seed, version))
 
 
+def recheck(here: Path) -> list[RunResult]:
+    """Compare a kept run (`kafka-<version>[-dirs-<n>]-seed-<n>`) again, on the local engine, as after a fix."""
+    version, seed = here.name.removeprefix("kafka-").split("-seed-")
+    shutil.rmtree(here / "local", ignore_errors=True)
+    return [compare(here / "metadata", here / "local", "local", int(seed), version.split("-dirs-")[0])]
+
+
 def main(argv: list[str] | None = None) -> int:
-    return campaign(argv, VERSIONS, "4.1,3.9", "out/kraft-campaign", run_drawn)
+    return campaign(argv, VERSIONS, "4.1,3.9", "out/kraft-campaign", run_drawn, recheck)
 
 
 if __name__ == "__main__":
