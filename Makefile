@@ -51,9 +51,9 @@ faults: install jars
 # The differential campaign on real KRaft clusters (docs/kraft.md, "The campaign"): RUNS seeded random scripts of
 # OPS operations from SEED on, over the Kafka VERSIONS in turn, each replayed from the controller's log and compared with it (make test runs one
 # short run); SPARK=1 also replays the first run with the Spark engine. Each seed draws 1 to 3 log dirs per broker
-# (from 3.7-IV2; a broker may then lose one under it). VERSIONS of 3.7, 3.8, 3.9, 4.0, 4.1, 4.2, 4.3, 4.4: 3.7, 3.8,
-# 4.0, 4.2 and 4.3 each draw the metadata.version they are formatted at and upgrade to their newest mid-run; each
-# release but 4.1 has its own jars, fetched on its first run.
+# (from 3.7-IV2; a broker may then lose one under it, or move a replica to another). VERSIONS of 3.7, 3.8, 3.9, 4.0,
+# 4.1, 4.2, 4.3, 4.4: 3.7, 3.8, 3.9, 4.0, 4.2 and 4.3 each draw the metadata.version they are formatted at and
+# upgrade to their newest mid-run; each release but 4.1 has its own jars, fetched on its first run.
 RUNS ?= 20
 SEED ?= 1
 OPS ?= 30

@@ -35,7 +35,7 @@ from schemas.fields import (
     string,
     string_list,
 )
-from schemas.records import Long
+from schemas.records import ObservedDecision
 
 
 class BrokerChangeKind(StrEnum):
@@ -111,7 +111,8 @@ _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
 _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
-                        "topics", "reassignments", "stop_replica_answered"})
+                        "topics", "reassignments", "stop_replica_answered", "offline_replicas", "kafka_version",
+                        "max_metadata_version"})
 
 
 def _plain(value: Any) -> Any:
@@ -298,9 +299,12 @@ class _BrokerLogDirs(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerRegistration(_BrokerLogDirs):
     """A broker registered (a RegisterBrokerRecord) with these log dirs, in force until it registers again. Decides
-    nothing: where new replicas on it go (statemachine.directories). Addition, written by `import-kraft`."""
+    nothing: where new replicas on it go (statemachine.directories). `max_metadata_version`: the newest
+    metadata.version its Kafka supports (its release), which the kraft rules follow while no controller has
+    registered (statemachine.kraft_releases). Addition, written by `import-kraft`."""
 
     type: ClassVar[str] = "BrokerRegistration"
+    max_metadata_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -356,38 +360,6 @@ class LogDirEventNotification(Event):
     type: ClassVar[str] = "LogDirEventNotification"
     broker_id: int
     offline_replicas: tuple[PartitionRef, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ObservedDecision:
-    """A partition change the real controller wrote (a KRaft PartitionChangeRecord or PartitionRecord, with the
-    epochs as KRaft's merge rules leave them), as `isrflow bridge` publishes it after the event that caused it:
-    an observed row of the import (streaming/kraft/convert.py). Not an event: it changes no state and is
-    compared with isrflow's decisions of its cause event. isrflow's addition to the contract."""
-
-    type: ClassVar[str] = "ObservedDecision"
-    topic: str
-    partition: int
-    leader: int  # -1: no leader
-    isr: tuple[int, ...]
-    leader_epoch: int
-    partition_epoch: int
-    replicas: tuple[int, ...]
-    adding_replicas: tuple[int, ...]
-    removing_replicas: tuple[int, ...]
-    leader_recovery_state: str  # a LeaderRecoveryState's text
-    eligible_leader_replicas: tuple[int, ...]
-    last_known_elr: tuple[int, ...]
-    source_offset: Long  # the metadata log offset of the controller's record
-    cause: str
-    cause_event_id: str | None  # None: no event explains the change
-    decision: bool  # a new leader or a smaller ISR (what agreement compares)
-    # KIP-858: each replica's log directory (addition: a bridge of an older isrflow wrote none).
-    directories: tuple[str, ...] = ()
-
-    def to_row(self) -> dict[str, Any]:
-        """The observed row as the import writes it (observed.jsonl) and the observed table holds it."""
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
 
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
@@ -515,6 +487,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                          "reassignments": (_replica_assignments, ())},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
+    "BrokerRegistration": {"max_metadata_version": (
+        lambda v, n: None if v is None else non_negative_int(v, n, INT16_MAX), None)},
     "PartitionSnapshot": {
         "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
         "adding_replicas": (int_list, ()),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from enum import Enum
 from functools import cache
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 # A 64-bit integer column (log offsets); a bare `int` is a 32-bit one, as in Kafka's schemas.
 Long = Annotated[int, "long"]
@@ -288,3 +288,35 @@ def parse_ts(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObservedDecision:
+    """A partition change the real controller wrote (a KRaft PartitionChangeRecord or PartitionRecord, with the
+    epochs as KRaft's merge rules leave them), as `isrflow bridge` publishes it after the event that caused it:
+    an observed row of the import (streaming/kraft/convert.py). Not an event: it changes no state and is
+    compared with isrflow's decisions of its cause event. isrflow's addition to the contract."""
+
+    type: ClassVar[str] = "ObservedDecision"
+    topic: str
+    partition: int
+    leader: int  # -1: no leader
+    isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    leader_recovery_state: str  # a LeaderRecoveryState's text
+    eligible_leader_replicas: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+    source_offset: Long  # the metadata log offset of the controller's record
+    cause: str
+    cause_event_id: str | None  # None: no event explains the change
+    decision: bool  # a new leader or a smaller ISR (what agreement compares)
+    # KIP-858: each replica's log directory (addition: a bridge of an older isrflow wrote none).
+    directories: tuple[str, ...] = ()
+
+    def to_row(self) -> dict[str, Any]:
+        """The observed row as the import writes it (observed.jsonl) and the observed table holds it."""
+        return to_row(self)

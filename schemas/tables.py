@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.events import ObservedDecision
-from schemas.records import AgreementRow, AuditRow, Decision, RequestRow, field_types
+from schemas.records import AgreementRow, AuditRow, Decision, ObservedDecision, RequestRow, field_types
 
 # The column types we use, in Spark's DDL words.
 STRING = "string"

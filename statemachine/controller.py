@@ -129,8 +129,10 @@ class ClusterView:
     replicas_on_offline_dirs: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
     # ZooKeeper mode: the release the controllers run, as the log named it (UpdateFeatures.kafka_version).
     kafka_version: str | None = None
-    # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases).
+    # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases);
+    # each registered broker's, the release while no controller registered (below metadata.version 3.7-IV0).
     controller_levels: dict[int, int] = field(default_factory=dict)
+    broker_levels: dict[int, int] = field(default_factory=dict)
 
     @property
     def live_brokers(self) -> frozenset[int]:
@@ -327,6 +329,10 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
         return self.config.release
 
     def unclean_allowed(self, topic: str) -> bool:
+        """Whether the topic's config lets an offline partition elect uncleanly (under the kraft rules, only where
+        the controller's release reads the config: `unclean_by_config`)."""
+        if not self.config.rules.unclean_by_config(controller_level(self)):
+            return False
         value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
 

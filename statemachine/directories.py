@@ -20,7 +20,8 @@ Where the controller sets them (ReplicationControlManager, PartitionChangeBuilde
   default; below 3.7-IV2 every replica is MIGRATING;
 - `on_assign_replicas_to_dirs`: the broker's AssignReplicasToDirs sets its own replica's directory, a change with
   nothing else (partition epoch + 1, the leader epoch as it was). After an upgrade past 3.7-IV2 each broker assigns
-  its MIGRATING replicas so: the directory migration.
+  its MIGRATING replicas so: the directory migration. An intra-broker move (AlterReplicaLogDirs) is the same
+  request once the broker has swapped in the future replica: the replica goes from one log dir to another.
 """
 
 from __future__ import annotations
@@ -91,8 +92,17 @@ def on_assign_replicas_to_dirs(s: Step) -> None:
         s.note("the ZooKeeper-era controller keeps no log directories")
         return
     s.assigned[broker] = directory
-    if dict(zip(rec.replicas, rec.directories, strict=False)).get(broker) == directory:
+    before = dict(zip(rec.replicas, rec.directories, strict=False)).get(broker)
+    if before == directory:
         s.note(f"broker {broker}'s replica is in log dir {directory_name(directory)} already")
         return
     s.write(rec.leader, rec.isr, (), bump_leader_epoch=False, sent=False)
-    s.note(f"broker {broker} assigned its replica to log dir {directory_name(directory)}")
+    s.note(f"broker {broker} {placement(f'{rec.topic}-{rec.partition}', before, directory)}")
+
+
+def placement(partition: str, before: str | None, directory: str) -> str:
+    """A broker's assignment in words: its replica placed (it was UNASSIGNED or MIGRATING), or moved from one of
+    its log dirs to another (AlterReplicaLogDirs: the broker swapped in the future replica, then assigned it)."""
+    if before is None or before in (UNASSIGNED, MIGRATING):
+        return f"placed {partition} in log dir {directory_name(directory)}"
+    return f"moved {partition} from log dir {directory_name(before)} to {directory_name(directory)}"

@@ -25,12 +25,14 @@ from typing import TYPE_CHECKING
 from schemas.events import (
     AssignReplicasToDirs,
     BrokerRegistration,
+    DirectoryAssignment,
     LogDirEventNotification,
     LogDirsOffline,
     PartitionRef,
 )
-from statemachine.directories import default_directory, directory_name, is_online
+from statemachine.directories import default_directory, is_online, placement
 from statemachine.errors import Error, Outcome, Rejection
+from statemachine.kraft_releases import release_name
 from statemachine.record import Action, PartitionRecord
 
 if TYPE_CHECKING:
@@ -56,9 +58,13 @@ def offline_replicas(cv: ClusterView, rec: PartitionRecord | None) -> frozenset[
 
 def on_broker_registration(controller: Controller, ev: BrokerRegistration, out: _Fanout) -> None:
     cv = controller.cluster
-    cv.log_dirs[ev.broker_id] = tuple(ev.log_dirs)
-    cv.registered_epochs[ev.broker_id] = ev.broker_epoch
-    out.cluster(f"broker {ev.broker_id} (epoch {ev.broker_epoch}) registered with "
+    if ev.log_dirs or ev.broker_id in cv.log_dirs:  # a registration naming none (below 3.7-IV2) places nothing
+        cv.log_dirs[ev.broker_id] = tuple(ev.log_dirs)
+        cv.registered_epochs[ev.broker_id] = ev.broker_epoch
+    if ev.max_metadata_version is not None:
+        cv.broker_levels[ev.broker_id] = ev.max_metadata_version
+    release = "" if ev.max_metadata_version is None else f" (Kafka {release_name(ev.max_metadata_version)})"
+    out.cluster(f"broker {ev.broker_id} (epoch {ev.broker_epoch}){release} registered with "
                 f"{len(ev.log_dirs)} log dir(s): {', '.join(ev.log_dirs) or 'none'}")
 
 
@@ -93,11 +99,17 @@ def on_log_dirs_offline(controller: Controller, ev: LogDirsOffline, out: _Fanout
                 f"them; {moved} leader(s) moved away from broker {broker}, {shrunk} ISR(s) shrank")
 
 
+def _directory_of(controller: Controller, broker: int, a: DirectoryAssignment) -> str | None:
+    rec = controller.partitions.get((a.topic, a.partition))
+    return None if rec is None else dict(zip(rec.replicas, rec.directories, strict=False)).get(broker)
+
+
 def on_assign_replicas_to_dirs(controller: Controller, ev: AssignReplicasToDirs, out: _Fanout) -> None:
     cv = controller.cluster
     _check_registration(cv, ev.broker_id, ev.broker_epoch)
-    out.cluster(f"broker {ev.broker_id} assigns {len(ev.assignments)} replica(s) to its log dirs: " + ", ".join(
-        f"{a.topic}-{a.partition} to {directory_name(a.directory)}" for a in ev.assignments))
+    out.cluster(f"broker {ev.broker_id} assigns {len(ev.assignments)} replica(s) to its log dirs: " + "; ".join(
+        placement(f"{a.topic}-{a.partition}", _directory_of(controller, ev.broker_id, a), a.directory)
+        for a in ev.assignments))
     for a in ev.assignments:
         out.partition(Action.ASSIGN_REPLICAS_TO_DIRS, (a.topic, a.partition), broker_id=ev.broker_id,
                       directory=a.directory)

@@ -49,7 +49,11 @@ from statemachine.features import (
     is_leader_epoch_bump_required_on_isr_shrink,
     is_leader_recovery_supported,
 )
-from statemachine.kraft_releases import completes_reassignment_once_the_adding_replicas_caught_up
+from statemachine.kraft_releases import (
+    completes_reassignment_once_the_adding_replicas_caught_up,
+    elects_uncleanly_by_config,
+    waits_for_every_target_when_removing_more,
+)
 from statemachine.zk_releases import KafkaRelease, alter_partition_checks_live_brokers
 
 
@@ -96,16 +100,17 @@ def every_target_in_the_isr(isr: Sequence[int], target: Sequence[int], adding: S
 def caught_up_by_release(isr: Sequence[int], target: Sequence[int], adding: Sequence[int],
                          removing: Sequence[int], controller_level: int) -> bool:
     """KRaft (PartitionReassignmentReplicas.maybeCompleteReassignment), by the controller's release
-    (statemachine.kraft_releases): the ISR less the replicas being removed must not be empty; Kafka 4.1 and 4.2
-    then wait for every target replica in it; from 4.3 on, for every replica being added, and for every target
-    replica only when the reassignment removes more than it adds (a target replica that stays, fenced say, need not
-    be)."""
+    (statemachine.kraft_releases): the ISR less the replicas being removed must not be empty; Kafka 3.8 to 4.2
+    then wait for every target replica in it; 3.7 and 4.3 on, for every replica being added (a target replica
+    that stays, fenced say, need not be), and from 4.3 on for every target replica when the reassignment removes
+    more than it adds."""
     remaining = [r for r in isr if r not in removing]
     if not remaining:
         return False
     if completes_reassignment_once_the_adding_replicas_caught_up(controller_level):
         return all(r in remaining for r in adding) and (
-            len(adding) >= len(removing) or all(r in remaining for r in target))
+            len(adding) >= len(removing) or not waits_for_every_target_when_removing_more(controller_level)
+            or all(r in remaining for r in target))
     return all(r in remaining for r in target)
 
 
@@ -173,6 +178,10 @@ def _always_for_every_release(_metadata_version: int, _release: KafkaRelease) ->
 
 def _never(_metadata_version: int) -> bool:
     return False
+
+
+def _every_release(_controller_level: int) -> bool:
+    return True
 
 
 def eligible_leader_replicas_enabled(elr_version: int, metadata_version: int) -> bool:
@@ -314,6 +323,10 @@ class Rules:
     # Whether partitions keep each replica's log directory (KIP-858, statemachine.directories): KRaft's
     # PartitionRecord and PartitionChangeRecord carry them; the ZooKeeper-era controller never knew them.
     assigns_directories: bool = False
+    # Whether unclean.leader.election.enable lets an offline partition elect uncleanly, by the controller's release
+    # (the newest metadata.version level it supports). ZK: always. KRaft: from Kafka 3.9 on
+    # (kraft_releases.elects_uncleanly_by_config).
+    unclean_by_config: Callable[[int], bool] = _every_release
 
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
@@ -336,7 +349,7 @@ KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shut
               reassignment_steps_bump_the_leader_epoch=False, unclean_needs_the_isr_offline=False,
               minimum_metadata_version=MINIMUM_KRAFT_VERSION,
               eligible_leader_replicas=True, assigns_directories=True,
-              reassignment_caught_up=caught_up_by_release)
+              reassignment_caught_up=caught_up_by_release, unclean_by_config=elects_uncleanly_by_config)
 RULE_SETS = {r.name: r for r in (ZK, KRAFT)}
 
 

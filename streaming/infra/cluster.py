@@ -19,7 +19,12 @@ from typing import Any, Self
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import KafkaConnectionError, KafkaError, NoBrokersAvailable, NodeNotReadyError
-from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ElectionType, ElectLeadersRequest
+from kafka.protocol.admin import (
+    AlterConfigsRequest,
+    AlterPartitionReassignmentsRequest,
+    ElectionType,
+    ElectLeadersRequest,
+)
 
 from streaming.engine import connectors
 from streaming.infra import jars
@@ -299,6 +304,24 @@ class KafkaTestCluster:
     def alter_topic_config(self, name: str, configs: dict[str, str]) -> None:
         # AlterConfigs (not incremental) replaces the topic's whole dynamic config, as ConfigCommand's old path.
         self._call(lambda a: a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs)]))
+
+    def alter_broker_config(self, broker_id: int | None, configs: dict[str, str]) -> None:
+        """AlterConfigs of broker `broker_id`'s dynamic config, or with None of the cluster default every broker
+        takes (`kafka-configs --entity-default`), replacing the whole set. A broker's own goes to that broker, as
+        Kafka's Admin sends it (kafka-python sends any to the least loaded one)."""
+        resource = ConfigResource(ConfigResourceType.BROKER, "" if broker_id is None else str(broker_id), configs)
+
+        def send(a: KafkaAdminClient) -> Any:
+            request = AlterConfigsRequest[0](resources=[a._convert_alter_config_resource_request(resource)],
+                                             validate_only=False)
+            future = a._send_request_to_node(a._client.least_loaded_node() if broker_id is None else broker_id,
+                                             request)
+            a._wait_for_futures([future])
+            return future.value
+
+        errors = [(code, message) for code, message, _, _ in self._call(send).resources if code]
+        if errors:
+            raise RuntimeError(f"broker config refused: {errors}")
 
     def elect(self, election: str, partitions: dict[str, list[int]]) -> dict[tuple[str, int], int]:
         """Admin ElectLeaders (`election` PREFERRED or UNCLEAN): the error code per partition (0 = elected;

@@ -18,7 +18,7 @@ hold several operations, so records are split by pattern (see docs/kraft.md):
   they seed the state and decide nothing.
 - TOPIC_RECORD [+ CONFIG_RECORD] + PARTITION_RECORDs -> CreateTopic; PARTITION_RECORD alone -> CreatePartitions;
   REMOVE_TOPIC_RECORD -> DeleteTopic; CONFIG_RECORD -> AlterTopicConfig (a cluster default goes to every topic
-  without its own value).
+  without its own value; min.insync.replicas to every topic, whose ELR its ClearElrRecord clears).
 - FEATURE_LEVEL_RECORD (metadata.version among them) -> UpdateFeatures at its offset; a snapshot's levels -> one
   UpdateFeatures before its other seeds.
 
@@ -57,8 +57,7 @@ MODELLED = frozenset({
     "REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "UNREGISTER_BROKER_RECORD",
     "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD",
     "REMOVE_TOPIC_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD", "FEATURE_LEVEL_RECORD", "REGISTER_CONTROLLER_RECORD",
-    *TRANSACTION_MARKERS,
-})
+    *TRANSACTION_MARKERS})
 
 
 class Converter:
@@ -168,7 +167,7 @@ class Converter:
                         max_metadata_version=level)
             n += 1
         for broker_id, broker in sorted(self.brokers.items()):
-            if broker.log_dirs:
+            if broker.log_dirs or broker.max_level is not None:
                 self._registration(at, broker_id, broker, f"-snapshot-{n}")
                 n += 1
         for broker_id, broker in sorted(self.brokers.items()):
@@ -241,9 +240,9 @@ class Converter:
                 self._registration(r, broker_id, known)
             return pending
         broker = Broker(d.get("brokerEpoch", r.offset), incarnation, bool(d.get("fenced", True)),
-                        bool(d.get("inControlledShutdown", False)), log_dirs(d))
+                        bool(d.get("inControlledShutdown", False)), log_dirs(d), supported_metadata_version(d))
         self.brokers[broker_id] = broker
-        if broker.log_dirs:
+        if broker.log_dirs or broker.max_level is not None:
             self._registration(r, broker_id, broker)
         # A broker back after an unclean shutdown is first removed from ISR and ELR (the broker is still fenced);
         # its STARTUP event says so and becomes the cause of these changes.
@@ -252,8 +251,9 @@ class Converter:
         return others
 
     def _registration(self, r: MetadataRecord, broker_id: int, broker: Broker, id_suffix: str = "") -> None:
+        level = {} if broker.max_level is None else {"max_metadata_version": broker.max_level}
         self._event(r, "BrokerRegistration", id_suffix, broker_id=broker_id, broker_epoch=broker.epoch,
-                    log_dirs=list(broker.log_dirs))
+                    log_dirs=list(broker.log_dirs), **level)
 
     def _registration_change(self, r: MetadataRecord, pending: list[Change]) -> tuple[str, int, list[Change],
                                                                                         dict[str, Any]] | None:
@@ -544,13 +544,12 @@ class Converter:
                 if name == MIN_ISR:
                     self._min_isr_events[resource] = event["event_id"]
         elif d.get("resourceType") == BROKER_RESOURCE and resource == "":
-            if value is None:
-                self.cluster_configs.pop(name, None)
-            else:
-                self.cluster_configs[name] = value
-            for topic, own in self.topic_configs.items():
-                if name not in own:
-                    event = self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs={name: value})
+            self.cluster_configs = {k: v for k, v in {**self.cluster_configs, name: value}.items() if v is not None}
+            for topic, own in sorted(self.topic_configs.items()):  # by name: a snapshot's order is not the log's
+                # A min.insync.replicas default clears every topic's ELR (ClearElrRecord ""): own values again too.
+                if name not in own or name == MIN_ISR:
+                    kept = {name: own.get(name, value)}
+                    event = self._event(r, "AlterTopicConfig", f"-{topic}", topic=topic, configs=kept)
                     if name == MIN_ISR:
                         self._min_isr_events[topic] = event["event_id"]
 
@@ -569,7 +568,7 @@ class Converter:
         elif r.type == "REGISTER_BROKER_RECORD":
             self.brokers[d["brokerId"]] = Broker(d.get("brokerEpoch", 0), d.get("incarnationId", ""),
                                                  bool(d.get("fenced", True)), bool(d.get("inControlledShutdown")),
-                                                 log_dirs(d))
+                                                 log_dirs(d), supported_metadata_version(d))
         elif r.type == "CONFIG_RECORD" and d.get("value") is not None:
             target = self.topic_configs.setdefault(d["resourceName"], {}) if d.get("resourceType") == TOPIC_RESOURCE \
                 else self.cluster_configs

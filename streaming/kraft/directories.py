@@ -21,7 +21,8 @@ _DIRECTORIES_ONLY = frozenset({"partitionId", "topicId", "directories"})
 
 
 def supported_metadata_version(registration: Mapping[str, Any]) -> int | None:
-    """The newest metadata.version level a RegisterControllerRecord says its controller supports: its release."""
+    """The newest metadata.version level a RegisterControllerRecord (or RegisterBrokerRecord) says its controller
+    (or broker) supports: its release."""
     return next((f.get("maxSupportedVersion") for f in registration.get("features") or ()
                  if f.get("name") == "metadata.version"), None)
 

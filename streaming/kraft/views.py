@@ -84,6 +84,7 @@ class Broker:
     fenced: bool = True
     in_controlled_shutdown: bool = False
     log_dirs: list[str] = field(default_factory=list)  # as registered (KIP-858)
+    max_level: int | None = None  # the newest metadata.version its Kafka supports, as registered: its release
     # The observed rows of the PCRs that took this incarnation out of ISR/ELR at its registration (an unclean
     # shutdown before it): its STARTUP carries `unclean_shutdown` and becomes their cause.
     unclean_registration: list[dict[str, Any]] = field(default_factory=list)

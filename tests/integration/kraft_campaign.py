@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kraft_scenario import update_features
+from kraft_scenario import move_replica_log_dir, update_features
 
 from statemachine.controller import ControllerConfig
 from statemachine.features import IBP_3_7_IV2, IBP_4_0_IV1, metadata_version_name
@@ -78,16 +78,19 @@ class Version:
 VERSIONS = {
     "4.4": Version("4.4", KAFKA_44, None, True),
     "4.1": Version("4.1", KAFKA_BROKER, None, True),
-    # Formatted below 3.6-IV0 (an ISR shrink bumps the leader epoch) and upgraded to 3.6-IV2 mid-run; not to
-    # 3.7-IV2 or later, whose directory assignments isrflow does not model (docs/kraft.md).
-    "3.9": Version("3.9", KAFKA_39, "3.5-IV2", None, upgrade_to=14, jbod=False),
     # Each formatted at a level drawn from 3.3-IV3 (the oldest Kafka 4 still formats at) to the release's newest.
+    "3.9": Version("3.9", KAFKA_39, None, None, levels=(7, 21)),
     "4.3": Version("4.3", KAFKA_43, None, True, levels=(7, 30)),
     "4.2": Version("4.2", KAFKA_42, None, True, levels=(7, 29)),
     "4.0": Version("4.0", KAFKA_40, None, True, levels=(7, 25)),
     "3.8": Version("3.8", KAFKA_38, None, None, levels=(7, 20)),
     "3.7": Version("3.7", KAFKA_37, None, None, levels=(7, 19)),
 }
+# The Admin requests a KRaft run draws besides the common ones: several topics or partitions in one request
+# (CreateTopics, DeleteTopics, AlterPartitionReassignments, CreatePartitions, ElectLeaders) and dynamic broker
+# configs (the cluster default and a broker's own).
+KRAFT_EXTRA = ("create_topics", "delete_topics", "reassign_many", "create_partitions_many", "elect_many",
+               "broker_config")
 # How many log dirs each broker of a run has, drawn per seed (apart from the script's draws) when the campaign runs.
 LOG_DIRS = (1, 3)
 
@@ -134,10 +137,11 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
     """A seeded random script of `ops` operations (after two topics are created) for a Kafka `version`: ELR
     turned on and off where it exists, else one metadata.version upgrade; `extra` adds operations a cluster kind
     has of its own (a ZooKeeper session's expiry: "expire"); brokers with several `log_dirs` may lose one under
-    them ("fail_dir"; such a broker is never stopped again, it could not restart)."""
+    them ("fail_dir"; such a broker is never stopped again, it could not restart) and move a replica to another of
+    their log dirs ("move_dir", AlterReplicaLogDirs)."""
     rng = random.Random(seed)
-    failed: set[int] = set()
-    extra = (*extra, "fail_dir") if log_dirs > 1 else extra
+    failed: dict[int, int] = {}  # broker -> its log dir that failed
+    extra = (*extra, "fail_dir", "move_dir") if log_dirs > 1 else extra
     m = _Model(up=set(range(1, brokers + 1)), elr=bool(version.elr))
     upgraded = version.upgrade_to is None
     out = [m.new_topic(rng), m.new_topic(rng)]
@@ -152,10 +156,18 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
             if broker not in failed:
                 m.up.discard(broker)
                 out.append(Op(kind, (broker,)))
-        elif kind == "fail_dir" and m.up - failed:
-            broker = rng.choice(sorted(m.up - failed))
-            failed.add(broker)
-            out.append(Op(kind, (broker, rng.randint(1, log_dirs - 1))))
+        elif kind == "fail_dir" and m.up - set(failed):
+            broker = rng.choice(sorted(m.up - set(failed)))
+            failed[broker] = rng.randint(1, log_dirs - 1)
+            out.append(Op(kind, (broker, failed[broker])))
+        elif kind == "move_dir" and topic:
+            # A replica of a running broker to another of its log dirs (one that has not failed).
+            partition = rng.choice(sorted(m.topics[topic]))
+            holders = sorted(set(m.topics[topic][partition]) & m.up)
+            if holders:
+                broker = rng.choice(holders)
+                index = rng.choice([i for i in range(log_dirs) if i != failed.get(broker)])
+                out.append(Op(kind, (broker, topic, partition, index)))
         elif kind == "restart" and down():
             broker = rng.choice(down())
             m.up.add(broker)
@@ -205,6 +217,16 @@ def script(seed: int, ops: int, version: Version = VERSIONS["4.1"], brokers: int
                 m.topics[t][p] = rng.sample(range(1, brokers + 1), len(m.topics[t][p]))
                 moves.append((t, p, m.topics[t][p]))
             out.append(Op(kind, tuple(moves)))
+        elif kind == "elect_many" and len(m.topics) > 1:
+            chosen_topics = rng.sample(sorted(m.topics), rng.randint(2, min(3, len(m.topics))))
+            out.append(Op(kind, (rng.choice(["PREFERRED", "UNCLEAN"]),
+                                 {t: sorted(rng.sample(sorted(m.topics[t]), rng.randint(1, len(m.topics[t]))))
+                                  for t in chosen_topics})))
+        elif kind == "broker_config":
+            # The cluster default (None: --entity-default) or one running broker's own dynamic config.
+            entity = rng.choice([None, rng.choice(sorted(m.up))])
+            out.append(Op(kind, (entity, {"min.insync.replicas": str(rng.randint(1, 2)),
+                                          "unclean.leader.election.enable": rng.choice(["true", "false"])})))
         elif kind == "create_partitions_many" and len(m.topics) > 1:
             grown = []
             for t in rng.sample(sorted(m.topics), 2):
@@ -248,6 +270,12 @@ def execute(c: Any, op: Op) -> str:
             c.expire_session(a[0])
         elif op.kind == "fail_dir":
             c.fail_log_dir(a[0], a[1])
+        elif op.kind == "move_dir":
+            move_replica_log_dir(c, *a)
+        elif op.kind == "elect_many":
+            c.elect(a[0], a[1])
+        elif op.kind == "broker_config":
+            c.alter_broker_config(a[0], a[1])
         elif op.kind == "expire_controller":
             expired = c.active_controller()
             c.expire_session(expired)
@@ -327,7 +355,7 @@ def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], eng
         log: Any = print, keep: bool = False, log_dirs: int = 1) -> list[RunResult]:
     """One campaign run: the script of `seed` on a fresh cluster of `version` whose brokers have `log_dirs` log dirs
     each, then one comparison per engine."""
-    steps = script(seed, ops, version, log_dirs=log_dirs)
+    steps = script(seed, ops, version, extra=KRAFT_EXTRA, log_dirs=log_dirs)
     here = work / f"kafka-{version.name}-seed-{seed}" if log_dirs == 1 else \
         work / f"kafka-{version.name}-dirs-{log_dirs}-seed-{seed}"
     with KraftCluster(brokers=BROKERS, elr=version.elr, racks=RACKS, extra_controller_config=CONTROLLER_CONFIG,
@@ -429,8 +457,15 @@ def run_drawn(seed: int, ops: int, work: Path, version: Version, engines: tuple[
     return run(seed, ops, work, version, engines, keep=keep, log_dirs=drawn_log_dirs(seed, version))
 
 
+def recheck(here: Path) -> list[RunResult]:
+    """Compare a kept run (`kafka-<version>[-dirs-<n>]-seed-<n>`) again, on the local engine, as after a fix."""
+    version, seed = here.name.removeprefix("kafka-").split("-seed-")
+    shutil.rmtree(here / "local", ignore_errors=True)
+    return [compare(here / "metadata", here / "local", "local", int(seed), version.split("-dirs-")[0])]
+
+
 def main(argv: list[str] | None = None) -> int:
-    return campaign(argv, VERSIONS, "4.1,3.9", "out/kraft-campaign", run_drawn)
+    return campaign(argv, VERSIONS, "4.1,3.9", "out/kraft-campaign", run_drawn, recheck)
 
 
 if __name__ == "__main__":

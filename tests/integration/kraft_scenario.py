@@ -11,6 +11,7 @@ from streaming.infra.jars import kafka_broker_classpath
 from streaming.infra.kraftcluster import KraftCluster
 
 UPDATE_FEATURES = Path(__file__).parent / "kraftlog" / "UpdateFeatures.java"
+ALTER_REPLICA_LOG_DIRS = Path(__file__).parent / "kraftlog" / "AlterReplicaLogDirs.java"
 
 
 def run_scenario(c: KraftCluster) -> None:
@@ -65,6 +66,18 @@ def update_features(c: KraftCluster, **levels: int) -> None:
     subprocess.run([java_executable(), "-Xmx128m", "-cp", kafka_broker_classpath(), str(UPDATE_FEATURES),
                     c.bootstrap_servers, *(f"{name.replace('_', '.')}={level}" for name, level in levels.items())],
                    check=True, capture_output=True, timeout=120)
+
+
+def move_replica_log_dir(c: KraftCluster, broker: int, topic: str, partition: int, index: int) -> None:
+    """Admin AlterReplicaLogDirs (what kafka-reassign-partitions sends for the `log_dirs` of its JSON): broker's
+    replica of topic-partition to its log dir `index`, waiting until the broker has swapped it in (and so told the
+    controller, AssignReplicasToDirs)."""
+    moved = subprocess.run([java_executable(), "-Xmx128m", "-cp", kafka_broker_classpath(), str(ALTER_REPLICA_LOG_DIRS),
+                            c.bootstrap_servers, str(broker), topic, str(partition),
+                            str(c.brokers[broker].log_dirs[index])],
+                           check=False, capture_output=True, text=True, timeout=120)
+    if moved.returncode != 0:
+        raise RuntimeError(moved.stderr.strip().splitlines()[-1] if moved.stderr.strip() else "the move failed")
 
 
 def turn_elr_off_mid_run(c: KraftCluster) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kraft_campaign import VERSIONS, run, script, summary
+from kraft_campaign import KRAFT_EXTRA, VERSIONS, run, script, summary
 
 pytestmark = pytest.mark.kraft_cluster
 
@@ -21,6 +21,21 @@ def test_a_seed_always_gives_the_same_script_and_different_seeds_differ() -> Non
     assert {"kill", "terminate", "restart", "reassign", "cancel", "preferred", "unclean", "config",
             "create_partitions", "create_topic", "delete_topic", "elr", "kill_controller",
             "restart_controller"} <= kinds
+
+
+def test_a_kraft_run_with_several_log_dirs_draws_moves_and_requests_naming_several_topics() -> None:
+    scripts = [script(seed, 30, VERSIONS["4.4"], extra=KRAFT_EXTRA, log_dirs=3) for seed in range(1, 6)]
+    assert {"fail_dir", "move_dir", *KRAFT_EXTRA} <= {op.kind for ops in scripts for op in ops}
+    for ops in scripts:
+        failed: dict[int, int] = {}
+        for op in ops:
+            if op.kind == "fail_dir":
+                failed[op.args[0]] = op.args[1]
+            elif op.kind == "move_dir":  # (broker, topic, partition, log dir): never to the dir that failed under it
+                assert 0 <= op.args[3] < 3 and op.args[3] != failed.get(op.args[0])
+            elif op.kind == "elect_many":
+                assert len(op.args[1]) >= 2
+    assert not any(op.kind == "move_dir" for seed in range(1, 6) for op in script(seed, 30, extra=KRAFT_EXTRA))
 
 
 def test_smoke_run_reproduces_every_partition_history(tmp_path: Path) -> None:

@@ -71,3 +71,22 @@ def test_the_import_written_batch_by_batch_is_the_conversion_of_the_whole_log(na
     assert (tmp_path / "observed.jsonl").read_text() == "".join(jsonl_line(o) for o in whole.observed)
     assert (summary.events, summary.observed) == (len(whole.events), len(whole.observed)) != (0, 0)
 
+
+def test_an_intra_broker_move_is_told_as_a_move_from_one_log_dir_to_another(tmp_path: Path) -> None:
+    """Kafka 4.4.0, 2 log dirs per broker: broker 4 moved its replica of t1-0 to its other log dir (Admin
+    AlterReplicaLogDirs); the controller's directories-only change after the swap is explained as a move."""
+    log = Path(__file__).parent / "kraftlog" / "regressions" / "kafka-4.4-jbod-moves"
+    replay(ReplayOptions(f"kraft:{log}", tmp_path, engine="local", config=ControllerConfig(rules=KRAFT)))
+    registered = {e["broker_id"]: e["log_dirs"] for e in read_jsonl(tmp_path / "kraft" / "events.jsonl")
+                  if e["type"] == "BrokerRegistration"}
+    assignments = [d for d in read_jsonl(tmp_path / "decisions.jsonl")
+                   if (d["topic"], d["partition"]) == ("t1", 0) and d["cause"] == "AssignReplicasToDirs"]
+    # Broker 4's directory as each assignment left it: UNASSIGNED, placed in one dir, moved to the other.
+    dirs = [dict(zip(d["replicas"], d["directories"], strict=True))[4] for d in assignments]
+    changes = [i for i in range(1, len(dirs)) if dirs[i] != dirs[i - 1]]
+    [move] = [i for i in changes if dirs[i - 1] in registered[4]]
+    placed, moved = dirs[move - 1], dirs[move]
+    assert placed != moved and {placed, moved} == set(registered[4])
+    assert assignments[move]["leader_epoch"] == assignments[move - 1]["leader_epoch"]
+    assert assignments[move]["partition_epoch"] > assignments[move - 1]["partition_epoch"]
+    assert f"broker 4 moved t1-0 from log dir {placed} to {moved}" in explain(str(tmp_path), "t1", 0)

@@ -145,16 +145,17 @@ def test_partition_for_an_existing_topic_delete_and_configs() -> None:
     log.batch(("CONFIG_RECORD", {"resourceType": 2, "resourceName": "t", "name": "unclean.leader.election.enable",
                                  "value": "true"}))
     log.batch(("CONFIG_RECORD", {"resourceType": 4, "resourceName": "", "name": "min.insync.replicas",
-                                 "value": "1"}))  # t has its own value: unaffected
+                                 "value": "1"}))  # t keeps its own value (again: its ELR is cleared)
     log.batch(("CONFIG_RECORD", {"resourceType": 4, "resourceName": "", "name": "unclean.leader.election.enable",
                                  "value": "false"}))  # cluster default, t overrides it too
     log.batch(("CONFIG_RECORD", {"resourceType": 4, "resourceName": "", "name": "retention.ms", "value": "1"}))
     log.batch(("REMOVE_TOPIC_RECORD", {"topicId": T1}))
     evs = convert(log.records).events
-    assert [e["type"] for e in evs[-4:]] == ["CreatePartitions", "AlterTopicConfig", "AlterTopicConfig",
-                                             "DeleteTopic"]
-    assert evs[-4]["assignment"] == {"2": [3, 1]}
-    assert evs[-3]["configs"] == {"unclean.leader.election.enable": "true"}
+    assert [e["type"] for e in evs[-5:]] == ["CreatePartitions", "AlterTopicConfig", "AlterTopicConfig",
+                                             "AlterTopicConfig", "DeleteTopic"]
+    assert evs[-5]["assignment"] == {"2": [3, 1]}
+    assert evs[-4]["configs"] == {"unclean.leader.election.enable": "true"}
+    assert evs[-3]["configs"] == {"min.insync.replicas": "2"}
     assert evs[-2]["configs"] == {"retention.ms": "1"}
 
 
@@ -307,6 +308,22 @@ def test_clear_elr_empties_the_elr_of_the_altered_topic_with_one_partition_epoch
     assert (cleared["partition"], cleared["eligible_leader_replicas"], cleared["partition_epoch"]) == (0, [], 2)
     assert (cleared["cause"], cleared["cause_event_id"]) == ("AlterTopicConfig", alter["event_id"])
     assert len([o for o in result.observed if o["source_offset"] == cleared["source_offset"]]) == 1  # not t-1
+
+
+def test_a_cluster_default_min_isr_clears_the_elr_of_a_topic_with_its_own_value_too() -> None:
+    """Kafka's ClearElrRecord with no topic (ConfigurationControlManager.createClearElrRecordsAsNeeded, for the
+    cluster default) clears every topic's ELR, those with their own min.insync.replicas (t: 2) included: t gets its
+    own value again, which clears its ELR in the shadow as the record does in Kafka."""
+    log = started_cluster()
+    log.batch(pcr(0, isr=[1], eligibleLeaderReplicas=[2]))
+    log.batch(("CONFIG_RECORD", {"resourceType": 4, "resourceName": "", "name": "min.insync.replicas", "value": "1"}),
+              ("CLEAR_ELR_RECORD", {}))
+    result = convert(log.records)
+    alter = result.events[-1]
+    assert (alter["type"], alter["topic"], alter["configs"]) == ("AlterTopicConfig", "t", {"min.insync.replicas": "2"})
+    cleared = result.observed[-1]
+    assert (cleared["partition"], cleared["eligible_leader_replicas"], cleared["cause_event_id"]) == (
+        0, [], alter["event_id"])
 
 
 def test_features_and_cluster_defaults_reach_the_replay() -> None:

@@ -80,3 +80,19 @@ def test_an_offline_log_dir_moves_only_its_partitions_and_its_replicas_cannot_le
     # A preferred election cannot bring broker 1 back as t-0's leader: its replica there is offline.
     assert c.elect("PREFERRED", ("t", 0)).decisions_for("t", 0) == []
     assert c.rec("t", 0).leader == 2
+
+
+def test_an_intra_broker_move_is_an_assignment_from_one_log_dir_to_another_and_says_so() -> None:
+    """AlterReplicaLogDirs: once broker 2 has swapped in its future replica, its AssignReplicasToDirs names the new
+    dir; the controller writes the same directories-only change as for a first placement."""
+    c = jbod()
+    c.create("t", [1, 2, 3])
+    placed = assign(c, 2, ("t", 0, "a2"))
+    assert placed.row("t", 0).message == "broker 2 placed t-0 in log dir a2"
+    before = c.rec("t", 0)
+    moved = assign(c, 2, ("t", 0, "b2"))
+    d = moved.decision("t", 0)
+    assert (d.directories, d.leader_epoch, d.partition_epoch) == ((UNASSIGNED, "b2", "a3"), before.leader_epoch,
+                                                                  before.partition_epoch + 1)
+    assert moved.row("t", 0).message == "broker 2 moved t-0 from log dir a2 to b2"
+    assert moved.cluster_row.message == "broker 2 assigns 1 replica(s) to its log dirs: moved t-0 from log dir a2 to b2"
