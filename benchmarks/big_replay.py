@@ -46,11 +46,15 @@ from harness import load
 from streaming.engine.connectors import ROOT, java_executable
 from streaming.infra.jars import kafka_broker_classpath
 
-CACHE = ROOT / ".cache" / "big-replay"
+# "dirs": logs whose partition records name each replica's log dir (KIP-858); a log cached before has none.
+CACHE = ROOT / ".cache" / "big-replay" / "dirs"
 METADATA_VERSION = 27  # 4.1-IV1
 NO_OP_EVERY = 200  # the controller's NO_OP_RECORD: one batch after every this many records
 ELECTIONS_PER_BATCH = 1000  # preferred elections an auto leader rebalance writes in one batch
 ALTER_PARTITION_MAX = 5  # partitions of one leader in one AlterPartition batch
+# MetadataVersion.partitionRecordVersion() and partitionChangeRecordVersion() at 4.1-IV1: version 2, which carries
+# `directories` (from version 1) and the ELR fields (version 2).
+PARTITION_RECORD_VERSION = 2
 
 
 @dataclass
@@ -96,7 +100,10 @@ class Cluster:
             p.leader = fields["leader"]
         if "replicas" in fields:
             p.replicas = list(fields["replicas"])
-        return self.record("PARTITION_CHANGE_RECORD", data)
+            # PartitionChangeBuilder.setAssignmentChanges: a change of the replicas names their directories, a
+            # remaining replica's kept and a new one's its broker's default, here always the broker's only log dir.
+            data["directories"] = directories(p.replicas)
+        return self.record("PARTITION_CHANGE_RECORD", data, PARTITION_RECORD_VERSION)
 
     def batches(self, changes: list[tuple[Partition, dict[str, Any]]], size: int) -> Iterator[dict[str, Any]]:
         for start in range(0, len(changes), size):
@@ -105,13 +112,24 @@ class Cluster:
             yield from self.end_batch()
 
 
+def log_dir(broker: int) -> str:
+    """The broker's only log dir, which its registrations name."""
+    return topic_id(20_000_000 + broker)
+
+
+def directories(replicas: list[int]) -> list[str]:
+    """Where each replica is: on its broker's only log dir (ClusterControlManager.defaultDir), where the controller
+    put it and where it stays (a broker with one log dir never moves a replica to another)."""
+    return [log_dir(r) for r in replicas]
+
+
 def registration(broker: int, epoch: int, incarnation: int, fenced: bool) -> dict[str, Any]:
     return {"brokerId": broker, "isMigratingZkBroker": False, "incarnationId": topic_id(10_000_000 + incarnation),
             "brokerEpoch": epoch, "endPoints": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092 + broker,
                                                  "securityProtocol": 0}],
             "features": [{"name": "metadata.version", "minSupportedVersion": 7, "maxSupportedVersion": 27}],
             "rack": f"rack-{broker % 3}", "fenced": fenced, "inControlledShutdown": False,
-            "logDirs": [topic_id(20_000_000 + broker)]}
+            "logDirs": [log_dir(broker)]}
 
 
 def snapshot_records(cluster: Cluster, topics: int, per_topic: int) -> Iterator[dict[str, Any]]:
@@ -135,10 +153,10 @@ def snapshot_records(cluster: Cluster, topics: int, per_topic: int) -> Iterator[
             p = Partition(t, k, replicas, list(replicas), replicas[0])
             cluster.partitions.append(p)
             epoch = i % 7
-            yield {"batch": 2 + t // 100, "type": "PARTITION_RECORD", "version": 0, "data": {
+            yield {"batch": 2 + t // 100, "type": "PARTITION_RECORD", "version": PARTITION_RECORD_VERSION, "data": {
                 "partitionId": k, "topicId": topic_id(t), "replicas": replicas, "isr": replicas,
                 "removingReplicas": [], "addingReplicas": [], "leader": replicas[0], "leaderEpoch": epoch,
-                "partitionEpoch": epoch + i % 3}}
+                "partitionEpoch": epoch + i % 3, "directories": directories(replicas)}}
 
 
 def churn(cluster: Cluster, count: int) -> Iterator[dict[str, Any]]:

@@ -24,9 +24,10 @@ def topic_id_text(value: str) -> str:
 
 
 def directories(recorded: list[str] | None, replicas: tuple[int, ...], kept: tuple[str, ...]) -> tuple[str, ...]:
-    """The replicas' directories a record leaves (PartitionRegistration): the record's, else those kept; all
-    MIGRATING when none is known (a record below 3.7-IV2 has none; defaultToMigrating)."""
-    dirs = tuple(recorded) if recorded else kept
+    """The replicas' directories a record leaves (PartitionRegistration): the record's, else (None: a change that
+    leaves them) those kept; all MIGRATING when none is known (a record below 3.7-IV2 has none, an empty list names
+    none: defaultToMigrating)."""
+    dirs = tuple(recorded) if recorded is not None else kept
     return (MIGRATING,) * len(replicas) if all(d == MIGRATING for d in dirs) else dirs
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from schemas.events import ControllerEvent, CreateTopic, Malformed, parse_event
 from schemas.records import to_row
 from statemachine.controller import Controller, ControllerConfig
+from statemachine.directories import MIGRATING
 from statemachine.rules import KRAFT
 from streaming.history.agreement import agreement_rate, agreement_rows
 from streaming.history.histories import history_rows
@@ -182,6 +183,21 @@ def test_merge_keeps_missing_tagged_fields() -> None:
     after = v.merge({"isr": [1]})
     assert (after.leader, after.leader_epoch, after.partition_epoch, after.elr) == (1, 3, 8, (5,))
     assert v.merge({"leader": 1}).leader_epoch == 4  # setting the same leader again still bumps
+
+
+def test_directories_read_as_partition_registration_reads_them() -> None:
+    M = MIGRATING
+    # A record without directories (PartitionRecord below version 1): every replica MIGRATING (defaultToMigrating).
+    assert PartitionView.from_record({"replicas": [1, 2], "isr": [1, 2], "leader": 1}).directories == (M, M)
+    v = PartitionView((1, 2), (1, 2), 1, 3, 7, directories=("d1", "d2"))
+    # A change without them keeps them; with replicas but none, still the old ones (merge does not re-place them).
+    assert v.merge({"isr": [1]}).directories == ("d1", "d2")
+    assert v.merge({"replicas": [1, 2, 3]}).directories == ("d1", "d2")
+    # An empty list set is none known: MIGRATING for each replica, as Kafka's merge reads it.
+    assert v.merge({"replicas": [1, 2, 3], "directories": []}).directories == (M, M, M)
+    # All MIGRATING, kept through a change of the replicas: one MIGRATING per new replica.
+    assert PartitionView((1, 2), (1, 2), 1, 3, 7, directories=(M, M)).merge({"replicas": [1, 2, 3]}).directories \
+        == (M, M, M)
 
 
 def test_topic_ids_in_any_base64_form_are_one_id() -> None:
