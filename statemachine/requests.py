@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
 from schemas.records import RequestRow
@@ -132,6 +132,9 @@ class _Batch:
                 + [Request(index, sr, b, _sorted(s)) for b, s in sorted(self.stop_replica.items())])
 
 
+_PARTITION_FIELDS = tuple(f.name for f in fields(RequestPartition))
+
+
 def _with(p: RequestPartition, **changes: object) -> RequestPartition:
     return RequestPartition(**{**asdict(p), **changes})
 
@@ -165,10 +168,29 @@ def batches(added: Sequence[tuple[int, str, Added]]) -> list[Request]:
 
 def request_rows(requests: Iterable[Request], event_id: str, event_type: str, source_offset: int,
                  controller_epoch: int) -> list[RequestRow]:
-    """Each request as a row of requests.jsonl / the requests table; the partitions as a JSON list."""
+    """Each request as a row of requests.jsonl / the requests table; the partitions as a JSON list of their
+    fields that are set, in field order."""
+    # A failure's requests share their partition states (one UpdateMetadata tuple for every broker, one state per
+    # partition in each broker's LeaderAndIsr): each is written once, keyed by identity. The list keeps every
+    # request alive meanwhile, so no id is reused.
+    requests = list(requests)
+    states: dict[int, str] = {}
+    lists: dict[int, str] = {}
+
+    def state_json(p: RequestPartition) -> str:
+        text = states.get(id(p))
+        if text is None:
+            text = states[id(p)] = json.dumps({k: v for k in _PARTITION_FIELDS if (v := getattr(p, k)) is not None},
+                                              separators=(",", ":"))
+        return text
+
+    def partitions_json(partitions: tuple[RequestPartition, ...]) -> str:
+        text = lists.get(id(partitions))
+        if text is None:
+            text = lists[id(partitions)] = "[" + ",".join(map(state_json, partitions)) + "]"
+        return text
+
     return [RequestRow(event_id=event_id, event_type=event_type, source_offset=source_offset,
                        controller_epoch=controller_epoch, batch=r.batch, request=str(r.request), broker=r.broker,
-                       partition_count=len(r.partitions),
-                       partitions=json.dumps([{k: v for k, v in asdict(p).items() if v is not None}
-                                              for p in r.partitions], separators=(",", ":")))
+                       partition_count=len(r.partitions), partitions=partitions_json(r.partitions))
             for r in requests]

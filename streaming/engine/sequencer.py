@@ -21,7 +21,7 @@ from schemas.events import Malformed, ObservedDecision, parse_record
 from schemas.records import to_row
 from schemas.tables import COMMAND, EVENT, OBSERVED, QUARANTINE, REQUESTS, TableSchema
 from statemachine.controller import Controller, ControllerConfig, HandledEvent, SnapshotError
-from statemachine.requests import request_rows
+from statemachine.requests import Request, request_rows
 from streaming.engine.collector import young_collection_only
 from streaming.engine.counts import BatchCounts, Stopwatch
 from streaming.engine.faults import crash_point
@@ -148,8 +148,16 @@ class _BatchRows:
     quarantine: list[dict[str, Any]] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
     observed: list[dict[str, Any]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
+    # Each event's requests as the controller sent them, with what request_rows needs (event id, type, offset,
+    # controller epoch): turned into rows only after silver is committed, off the path to the decisions.
+    requests: list[tuple[list[Request], str, str, int, int]] = field(default_factory=list)
     touched: set[tuple[str, int]] = field(default_factory=set)
+    processed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def request_rows(self) -> list[dict[str, Any]]:
+        """The requests table's rows of the batch, in log order."""
+        return [{**to_row(r), "processed_at": self.processed_at}
+                for sent in self.requests for r in request_rows(*sent)]
 
     def counts(self) -> dict[str, int]:
         """The batch's records for the progress line. Behind `isrflow bridge` the topic holds the controller's
@@ -191,8 +199,7 @@ class Sequencer:
 
     def _sequence(self, controller: Controller, rows: list[Any], batch_id: int, out: _BatchRows) -> None:
         """The batch's events in log order through the controller: bronze, quarantine, silver, observed and
-        requests rows."""
-        processed_at = datetime.now(UTC)
+        requests (`_BatchRows.request_rows`)."""
         for row in rows:
             offset, raw = int(row["source_offset"]), row["value"]
             event = parse_record(None if raw is None else bytes(raw))
@@ -217,8 +224,8 @@ class Sequencer:
                 if c.partition is not None:
                     out.touched.add((c.topic, c.partition))
             if handled.requests:
-                out.requests.extend({**to_row(r), "processed_at": processed_at} for r in request_rows(
-                    handled.requests, event.event_id, event.type, offset, controller.cluster.controller_epoch))
+                out.requests.append((handled.requests, event.event_id, event.type, offset,
+                                     controller.cluster.controller_epoch))
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
         clock = Stopwatch()
@@ -233,23 +240,20 @@ class Sequencer:
             self._sequence(controller, rows, batch_id, out)
         clock.lap("core")
         spark, lake = self.spark, self.lake
-
-        def silver() -> None:
-            # The observed rows first: the partition query, woken by the commands, reads the controller's
-            # decisions of the events it decides from the observed table.
-            append_idempotent(spark, out.observed, OBSERVED, lake.observed, "isrflow-observed", batch_id)
-            append_idempotent(spark, out.commands, COMMAND, lake.commands, "isrflow-commands", batch_id)
-
-        # Different tables and a state file, each idempotent per batch id: written at once. A batch re-run after a
-        # crash restarts from the same saved state, so it yields the same rows (requests included) for each table
-        # whose commit had not been made.
+        # Silver first, alone: its commit wakes the partition query, which decides. The observed rows before the
+        # commands: the partition query reads the controller's decisions of the events it decides from there.
+        append_idempotent(spark, out.observed, OBSERVED, lake.observed, "isrflow-observed", batch_id)
+        append_idempotent(spark, out.commands, COMMAND, lake.commands, "isrflow-commands", batch_id)
+        clock.lap("silver")
+        # Then the rest, while the partition query runs: different tables and a state file, each idempotent per
+        # batch id, written at once. A batch re-run after a crash restarts from the same saved state, so it yields
+        # the same rows (requests included) for each table whose commit had not been made.
         clock.together({
             "bronze": lambda: append_idempotent(spark, out.bronze, EVENT, lake.bronze, "isrflow-bronze", batch_id),
             "quarantine": lambda: append_idempotent(spark, out.quarantine, QUARANTINE, lake.quarantine,
                                                     "isrflow-quarantine", batch_id),
-            "silver": silver,
-            "requests": lambda: append_idempotent(spark, out.requests, REQUESTS, lake.requests, "isrflow-requests",
-                                                  batch_id),
+            "requests": lambda: append_idempotent(spark, out.request_rows(), REQUESTS, lake.requests,
+                                                  "isrflow-requests", batch_id),
             "state": lambda: self.state.save(controller, batch_id, out.touched, self._last_offset),
         })
         crash_point("sequencer-committed")

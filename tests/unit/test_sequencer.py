@@ -34,7 +34,7 @@ def sequenced(tmp_path: Path, log: list[bytes], size: int, config: ControllerCon
         batch = [{"source_offset": o, "value": raw} for o, raw in enumerate(log[start:start + size], start=start)]
         sequencer._sequence(controller, batch, batch_id, out)
         sequencer.state.save(controller, batch_id, out.touched, start - 1)
-        rows.extend(out.requests)
+        rows.extend(out.request_rows())
     return rows
 
 
