@@ -163,24 +163,25 @@ def read_audit(path: Path) -> list[Row]:
     return list(_rows(audit_batches(path)))
 
 
-def read_decisions(path: Path) -> list[dict[str, Any]]:
-    """A replay's decisions.jsonl (written in DECISION_ORDER), each with DECISION_FIELDS only."""
+def read_decisions(path: Path) -> Iterator[dict[str, Any]]:
+    """A replay's decisions.jsonl (written in DECISION_ORDER) line by line, each with DECISION_FIELDS only."""
     brokers: dict[tuple[int, ...], list[int]] = {}  # replica lists shared: the report never changes them
 
     def slim(d: dict[str, Any]) -> dict[str, Any]:
         return {f: brokers.setdefault(tuple(v), v) if isinstance(v := d.get(f), list) else v for f in DECISION_FIELDS}
 
     with path.open(encoding="utf-8") as fh:
-        return [slim(json.loads(line)) for line in fh if line.strip()]
+        yield from (slim(json.loads(line)) for line in fh if line.strip())
 
 
-def read_decisions_table(path: Path) -> list[dict[str, Any]]:
-    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER."""
+def read_decisions_table(path: Path) -> Iterator[dict[str, Any]]:
+    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER, a batch at a time."""
     table = scan_delta(path, columns=list(DECISION_FIELDS))
     if table is None:
-        return []
+        return
     table = table.sort_by([(c, "ascending") for c in DECISION_ORDER])
-    return [row for rows in _batches(table) for row in rows]
+    for rows in _batches(table):
+        yield from rows
 
 
 def jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:

@@ -8,6 +8,7 @@ import io
 import itertools
 import re
 from collections import Counter, defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from schemas.tables import AUDIT, DECISION
 from statemachine.controller import ControllerConfig
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import build_report, write_report
-from streaming.analysis.timeline import Analysis, broker_event, reassignments
+from streaming.analysis.timeline import Analysis, analyse, broker_event, reassignments
 from streaming.engine.local import ReplayResult, run_local, write_outputs
 from streaming.infra.scenario import ScenarioBuilder, round_robin_assignment
 from streaming.io.delta import read_decisions_jsonl, read_delta, write_delta
@@ -238,6 +239,20 @@ def test_reassignment_summary_and_moves(replays: dict[str, tuple[Path, Analysis,
     assert "1 cancelled (inventory-9)" in text
     assert "Brokers 4 and 5 joined the cluster at 15:00:05 and 15:00:06." in text
     assert "dropped broker 1" not in text  # replicas removed by a reassignment are not lagging followers
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_the_decisions_the_report_keeps_give_what_every_decision_gives(
+        replays: dict[str, tuple[Path, Analysis, str]], name: str) -> None:
+    out, analysis, _ = replays[name]
+    every = read_decisions_jsonl(out / "decisions.jsonl")
+    assert analysis.inputs.decision_count == len(every)
+    assert reassignments(analysis.inputs.decisions) == reassignments(every)
+    # The timeline from every decision: the same partitions (removing replicas included) and points.
+    whole = analyse(replace(analysis.inputs, decisions=every))
+    assert whole.partitions == analysis.partitions and whole.points == analysis.points
+    if name == "reassignment":  # the test is not empty: a few decisions kept, not all
+        assert 0 < len(analysis.inputs.decisions) < len(every)
 
 
 def test_zombie_summary(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
