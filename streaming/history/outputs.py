@@ -5,14 +5,14 @@ history (`histories.jsonl`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streaming.engine.collector import young_collection_only
 from streaming.history.agreement import COMPARED, agreement_rate, agreement_rows
-from streaming.history.histories import history_rows, history_totals
+from streaming.history.histories import history_stream, history_totals
 from streaming.history.trust import AgreementFigures
 from streaming.io.jsonl import read_jsonl, write_jsonl
 
@@ -65,10 +65,17 @@ def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
         controller, ours = compared_rows(observed), compared_rows(decisions)
         rows = agreement_rows(controller, ours)
         write_jsonl(out / "agreement.jsonl", rows)
-        histories = history_rows(controller, ours)
-        write_jsonl(out / "histories.jsonl", histories)
-    return Agreement(agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"]),
-                     *history_totals(histories))
+        figures = agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"])
+        del rows  # written: not held beside the histories
+        tallied: list[dict[str, Any]] = []  # what the totals read of each history, not its first difference
+
+        def written(histories: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+            for h in histories:
+                tallied.append({k: h[k] for k in ("match", "states_compared", "states_equal")})
+                yield h
+
+        write_jsonl(out / "histories.jsonl", written(history_stream(controller, ours)))
+    return Agreement(*figures, *history_totals(tallied))
 
 
 def _cell(values: Mapping[str, Any] | None) -> str:
