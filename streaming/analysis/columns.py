@@ -8,13 +8,13 @@ peak memory is a fraction of reading every column of every row as a dict.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from functools import cache
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from statemachine.errors import Outcome
 from streaming.io.delta import DECISION_ORDER, delta_dataset, scan_delta
+from streaming.io.rows import Row, make_row, row_class
 
 # Audit columns the report never reads: run bookkeeping and the partition epochs (the decisions carry them).
 _UNREAD = ("batch_id", "processed_at", "partition_epoch_before", "partition_epoch_after")
@@ -46,33 +46,6 @@ def _batches(table: Any) -> Iterator[list[dict[str, Any]]]:
         yield rows
 
 
-class Row(Mapping[str, Any]):
-    """One audit row, read like a dict (`row["topic"]`, `row.get("error")`) but held in slots: a third of a dict's
-    memory. A row class per set of columns (`_row_class`)."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.__slots__)
-
-    def __len__(self) -> int:
-        return len(self.__slots__)
-
-
-@cache
-def _row_class(names: tuple[str, ...]) -> type[Row]:
-    return type("AuditRow", (Row,), {"__slots__": names})
-
-
 def _rows(batches: Iterable[Any]) -> Iterator[Row]:
     """Record batches' rows as Rows: repeated strings and broker lists shared (the report never changes a row),
     maps as dicts."""
@@ -82,8 +55,7 @@ def _rows(batches: Iterable[Any]) -> Iterator[Row]:
     brokers: dict[tuple[int, ...], list[int]] = {}
     for batch in batches:
         names = tuple(batch.schema.names)
-        cls = _row_class(names)
-        slots = [getattr(cls, n) for n in names]  # the slots' descriptors, to fill a row without its __init__
+        cls = row_class(names)
         shared = {names.index(c) for c in _REPEATED if c in names}
         columns = [batch.column(i).to_pylist() for i in range(len(names))]
         for i in shared:
@@ -94,10 +66,7 @@ def _rows(batches: Iterable[Any]) -> Iterator[Row]:
             elif pa.types.is_map(f.type):
                 columns[i] = [dict(v) if v else v for v in columns[i]]
         for values in zip(*columns, strict=True):
-            row = cls.__new__(cls)
-            for slot, value in zip(slots, values, strict=True):
-                slot.__set__(row, value)
-            yield row
+            yield make_row(cls, values)
 
 
 # What fixes an audit row's place in the log (schemas.records.audit_sort_key).
