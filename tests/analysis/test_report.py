@@ -19,6 +19,7 @@ from markupsafe import escape
 from schemas.records import audit_sort_key
 from schemas.tables import AUDIT, DECISION
 from statemachine.controller import ControllerConfig
+from streaming.analysis.columns import read_audit
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import build_report, write_report
 from streaming.analysis.timeline import Analysis, analyse, broker_event, reassignments
@@ -253,6 +254,19 @@ def test_the_decisions_the_report_keeps_give_what_every_decision_gives(
     assert whole.partitions == analysis.partitions and whole.points == analysis.points
     if name == "reassignment":  # the test is not empty: a few decisions kept, not all
         assert 0 < len(analysis.inputs.decisions) < len(every)
+
+
+def test_an_audit_out_of_log_order_is_read_in_log_order(replays: dict[str, tuple[Path, Analysis, str]],
+                                                        tmp_path: Path) -> None:
+    out, _, _ = replays["incident"]
+    rows = read_delta(out / "audit")
+    half = len(rows) // 2  # two files, each backwards: read whole and sorted, not batch by batch
+    write_delta(tmp_path / "audit", list(reversed(rows[half:])), AUDIT)
+    write_delta(tmp_path / "audit", list(reversed(rows[:half])), AUDIT, mode="append")
+    in_order = [dict(r) for r in read_audit(out / "audit")]
+    assert [dict(r) for r in read_audit(tmp_path / "audit")] == in_order
+    assert [(r["source_offset"], r["topic"] or "") for r in in_order] == sorted(
+        (r["source_offset"], r["topic"] or "") for r in in_order)
 
 
 def test_zombie_summary(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
