@@ -8,13 +8,13 @@ peak memory is a fraction of reading every column of every row as a dict.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from functools import cache
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from statemachine.errors import Outcome
-from streaming.io.delta import DECISION_ORDER, scan_delta
+from streaming.io.delta import DECISION_ORDER, delta_dataset, scan_delta
+from streaming.io.rows import Row, make_row, row_class
 
 # Audit columns the report never reads: run bookkeeping and the partition epochs (the decisions carry them).
 _UNREAD = ("batch_id", "processed_at", "partition_epoch_before", "partition_epoch_after")
@@ -46,109 +46,111 @@ def _batches(table: Any) -> Iterator[list[dict[str, Any]]]:
         yield rows
 
 
-class Row(Mapping[str, Any]):
-    """One audit row, read like a dict (`row["topic"]`, `row.get("error")`) but held in slots: a third of a dict's
-    memory. A row class per set of columns (`_row_class`)."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.__slots__)
-
-    def __len__(self) -> int:
-        return len(self.__slots__)
-
-
-@cache
-def _row_class(names: tuple[str, ...]) -> type[Row]:
-    return type("AuditRow", (Row,), {"__slots__": names})
-
-
-def _rows(table: Any) -> Iterator[Row]:
-    """The table's rows as Rows, a batch at a time: repeated strings and broker lists shared (the report never
-    changes a row), maps as dicts."""
+def _rows(batches: Iterable[Any]) -> Iterator[Row]:
+    """Record batches' rows as Rows: repeated strings and broker lists shared (the report never changes a row),
+    maps as dicts."""
     import pyarrow as pa
 
-    names = tuple(table.column_names)
-    cls = _row_class(names)
-    slots = [getattr(cls, n) for n in names]  # the slots' descriptors, to fill a row without its __init__
-    shared = {names.index(c) for c in _REPEATED if c in names}
-    lists = {i for i, f in enumerate(table.schema) if pa.types.is_list(f.type)}
-    maps = {i for i, f in enumerate(table.schema) if pa.types.is_map(f.type)}
     strings: dict[str, str] = {}
     brokers: dict[tuple[int, ...], list[int]] = {}
-    for batch in table.to_batches(max_chunksize=_BATCH):
+    for batch in batches:
+        names = tuple(batch.schema.names)
+        cls = row_class(names)
+        shared = {names.index(c) for c in _REPEATED if c in names}
         columns = [batch.column(i).to_pylist() for i in range(len(names))]
         for i in shared:
             columns[i] = [v if v is None else strings.setdefault(v, v) for v in columns[i]]
-        for i in lists:
-            columns[i] = [v if v is None else brokers.setdefault(tuple(v), v) for v in columns[i]]
-        for i in maps:
-            columns[i] = [dict(v) if v else v for v in columns[i]]
+        for i, f in enumerate(batch.schema):
+            if pa.types.is_list(f.type):
+                columns[i] = [v if v is None else brokers.setdefault(tuple(v), v) for v in columns[i]]
+            elif pa.types.is_map(f.type):
+                columns[i] = [dict(v) if v else v for v in columns[i]]
         for values in zip(*columns, strict=True):
-            row = cls.__new__(cls)
-            for slot, value in zip(slots, values, strict=True):
-                slot.__set__(row, value)
-            yield row
+            yield make_row(cls, values)
 
 
-def read_audit(path: Path) -> list[Row]:
-    """The audit table in log order (schemas.records.audit_sort_key: by offset, an event's cluster row first, then
-    its partitions by name and step), without the columns the report never reads."""
+# What fixes an audit row's place in the log (schemas.records.audit_sort_key).
+_ORDER = ("source_offset", "partition_row", "topic", "partition", "step")
+
+
+def _log_order(table: Any) -> Any:
+    """The indices that put `table` (with at least the columns of audit_sort_key) into log order; None when it is
+    in log order already, as a local replay writes it."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = scan_delta(path)
-    if table is None:
-        return []
-    # One chunk per column: pyarrow 20's if_else over chunked arrays of unequal chunks reads past a buffer.
-    table = table.drop_columns([c for c in _UNREAD if c in table.column_names]).combine_chunks()
-    # A message is shown for cluster rows and rejections only: an accepted partition row's is never read.
-    shown = pc.or_(pc.is_null(table["partition"]), pc.equal(table["outcome"], str(Outcome.REJECTED)))
-    table = table.set_column(table.column_names.index("message"), "message",
-                             pc.if_else(shown, table["message"], None))
-    table = table.append_column("partition_row", pc.is_valid(table["partition"]))
-    order = pc.sort_indices(table, options=pc.SortOptions(
-        [(c, "ascending") for c in ("source_offset", "partition_row", "topic", "partition", "step")],
-        null_placement="at_start"))
-    table = table.drop_columns(["partition_row"])
-    # The report reads only which brokers a row's replica_states names: its keys, as a list column (a map of
-    # Python dicts costs the most of any column).
-    states = table["replica_states"].combine_chunks()
-    table = table.set_column(table.column_names.index("replica_states"), "replica_states",
-                             pa.ListArray.from_arrays(states.offsets, states.keys, mask=states.is_null()))
-    # A local replay writes the audit in log order already: no sorted copy beside it then.
+    keys = table.select([c for c in _ORDER if c != "partition_row"])
+    keys = keys.append_column("partition_row", pc.is_valid(keys["partition"]))
+    order = pc.sort_indices(keys, options=pc.SortOptions([(c, "ascending") for c in _ORDER],
+                                                         null_placement="at_start"))
     in_order = pc.all(pc.equal(order, pa.array(range(len(order)), type=order.type))).as_py() is not False
-    return list(_rows(table if in_order else table.take(order)))
+    return None if in_order else order
 
 
-def read_decisions(path: Path) -> list[dict[str, Any]]:
-    """A replay's decisions.jsonl (written in DECISION_ORDER), each with DECISION_FIELDS only."""
+def _slim(batch: Any) -> Any:
+    """An audit batch as the report reads it: a message only where the page shows one (cluster rows and
+    rejections), and `replica_states` as its brokers, a list column built from the map's keys (a map of Python
+    dicts costs the most of any column)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = batch.schema.names
+    shown = pc.or_(pc.is_null(batch["partition"]), pc.equal(batch["outcome"], str(Outcome.REJECTED)))
+    columns = list(batch.columns)
+    # Unsliced copies (a batch's columns can be slices of the file's): pyarrow 20's if_else over a sliced string
+    # array reads past its buffer, and a map's offsets index its keys only when it starts at 0.
+    message, states = pa.concat_arrays([batch["message"]]), pa.concat_arrays([batch["replica_states"]])
+    columns[names.index("message")] = pc.if_else(shown, message, None)
+    columns[names.index("replica_states")] = pa.ListArray.from_arrays(states.offsets, states.keys,
+                                                                      mask=states.is_null())
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def audit_batches(path: Path) -> Iterator[Any]:
+    """The audit table in log order (schemas.records.audit_sort_key: by offset, an event's cluster row first, then
+    its partitions by name and step), without the columns the report never reads, as record batches of at most
+    _BATCH rows. A table in log order (a local replay's) is read a batch at a time, never whole; another is read
+    whole and sorted by Arrow."""
+
+    dataset = delta_dataset(path)
+    if dataset is None:
+        return
+    columns = [c for c in dataset.schema.names if c not in _UNREAD]
+    order = _log_order(dataset.to_table(columns=[c for c in _ORDER if c != "partition_row"]))
+    if order is None:
+        for fragment in dataset.get_fragments():  # the table's file order, as scan_delta reads it
+            for batch in fragment.to_batches(columns=columns, batch_size=_BATCH, use_threads=False):
+                yield _slim(batch)
+        return
+    whole = dataset.to_table(columns=columns).take(order)
+    for batch in whole.to_batches(max_chunksize=_BATCH):
+        yield _slim(batch)
+
+
+def read_audit(path: Path) -> list[Row]:
+    """The audit table in log order (`audit_batches`) as Rows."""
+    return list(_rows(audit_batches(path)))
+
+
+def read_decisions(path: Path) -> Iterator[dict[str, Any]]:
+    """A replay's decisions.jsonl (written in DECISION_ORDER) line by line, each with DECISION_FIELDS only."""
     brokers: dict[tuple[int, ...], list[int]] = {}  # replica lists shared: the report never changes them
 
     def slim(d: dict[str, Any]) -> dict[str, Any]:
         return {f: brokers.setdefault(tuple(v), v) if isinstance(v := d.get(f), list) else v for f in DECISION_FIELDS}
 
     with path.open(encoding="utf-8") as fh:
-        return [slim(json.loads(line)) for line in fh if line.strip()]
+        yield from (slim(json.loads(line)) for line in fh if line.strip())
 
 
-def read_decisions_table(path: Path) -> list[dict[str, Any]]:
-    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER."""
+def read_decisions_table(path: Path) -> Iterator[dict[str, Any]]:
+    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER, a batch at a time."""
     table = scan_delta(path, columns=list(DECISION_FIELDS))
     if table is None:
-        return []
+        return
     table = table.sort_by([(c, "ascending") for c in DECISION_ORDER])
-    return [row for rows in _batches(table) for row in rows]
+    for rows in _batches(table):
+        yield from rows
 
 
 def jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:

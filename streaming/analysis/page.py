@@ -37,7 +37,7 @@ def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]
         "cards": [
             ("events", a.events), ("partitions", len({(r["topic"], r["partition"]) for r in a.audit
                                                    if r.get("partition") is not None})),
-            ("decisions", len(a.decisions)), ("went offline", len(a.ever_offline)),
+            ("decisions", a.inputs.decision_count), ("went offline", len(a.ever_offline)),
             ("offline at peak", peak), ("under-replicated at peak", upeak),
             ("unclean elections", len(a.unclean)), ("leader changes", len(a.leader_changes)),
             ("rejected rows", len(a.rejected)), ("quarantined", len(a.inputs.quarantine)),

@@ -45,7 +45,7 @@ def summarise(a: Analysis) -> list[str]:
     lines = [
         f"Replayed {plural(a.events, 'event')} (offsets {offsets[0]} to {offsets[-1]}){span}: "
         f"{plural(len(s.by_part), 'partition')} in {plural(len(a.topics), 'topic')} on "
-        f"{plural(len(a.brokers), 'broker')}; {plural(len(a.decisions), 'LeaderAndIsr decision')}, "
+        f"{plural(len(a.brokers), 'broker')}; {plural(a.inputs.decision_count, 'LeaderAndIsr decision')}, "
         f"{plural(len(a.rejected), 'rejected audit row')}, {plural(len(a.inputs.quarantine), 'quarantined record')}."]
     lines[:0] = [f"WARNING at {s.at(r['source_offset'])}: {r['message'].split('WARNING: ', 1)[1]}."
                  for r in s.cluster_rows if r.get("event_type") == UpdateFeatures.type

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -48,9 +48,10 @@ ELECTION_ORDER = (Election.INITIAL, Election.OFFLINE, Election.OFFLINE_UNCLEAN, 
 @dataclass
 class Inputs:
     audit: list[dict[str, Any]]
-    decisions: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]  # only those a reassignment reads (`reassignment_decisions`)
     quarantine: list[dict[str, Any]]
     source: str = ""
+    decision_count: int = 0  # every decision
 
 
 def read_inputs(out_dir: Path) -> Inputs:
@@ -61,10 +62,46 @@ def read_inputs(out_dir: Path) -> Inputs:
     decisions_path = out_dir / "decisions.jsonl"
     # A replay writes decisions.jsonl; `isrflow run` a `decisions` Delta table beside its audit.
     decisions = read_decisions(decisions_path) if decisions_path.exists() else \
-        read_decisions_table(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else []
+        read_decisions_table(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else iter(())
+    counted = _Counted(decisions)
+    kept = reassignment_decisions(counted)
     quarantine_path = out_dir / "quarantine"
     quarantine = read_delta(quarantine_path) if (quarantine_path / "_delta_log").is_dir() else []
-    return Inputs(audit, decisions, quarantine, str(out_dir))
+    return Inputs(audit, kept, quarantine, str(out_dir), counted.count)
+
+
+class _Counted:
+    """An iterable that counts what went through it."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items, self.count = items, 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self.items:
+            self.count += 1
+            yield item
+
+
+def reassignment_decisions(decisions: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Of decisions in DECISION_ORDER (as every replay writes them), the ones the timeline and `reassignments`
+    read: those with adding or removing replicas, the one after each such run that ends it, and the one before a
+    run starts (its replicas are where the reassignment came from). Every other decision leaves a partition's
+    removing replicas as they were (empty) and opens or closes no reassignment, so the report is the same without
+    it, and the report holds a few decisions instead of every one."""
+    kept: list[Mapping[str, Any]] = []
+    last: dict[Key, tuple[Mapping[str, Any], bool]] = {}  # a partition's last decision: (it, whether kept)
+    for d in decisions:
+        key = key_of(d)
+        moving = bool(d.get("adding_replicas") or d.get("removing_replicas"))
+        before = last.get(key)
+        ended = before is not None and bool(before[0].get("adding_replicas") or before[0].get("removing_replicas"))
+        if moving and before is not None and not ended and not before[1]:
+            kept.append(before[0])  # where the reassignment started from
+        keep = moving or ended
+        if keep:
+            kept.append(d)
+        last[key] = (d, keep)
+    return kept
 
 
 def as_int(value: Any) -> int:
@@ -264,8 +301,10 @@ def analyse(inputs: Inputs) -> Analysis:
         for key, removing in removing_at.get(offset, {}).items():
             if key in parts:
                 update(key, removing=removing)
-        points.append(Point(offset, times.get(offset), len(offline), len(urp),
-                            {b: n for b, n in leaders.items() if n > 0}))
+        led = {b: n for b, n in leaders.items() if n > 0}
+        if points and points[-1].leaders == led:  # most events move no leader: one dict for a run of points
+            led = points[-1].leaders
+        points.append(Point(offset, times.get(offset), len(offline), len(urp), led))
 
     part_rows = [r for r in audit if r.get("partition") is not None]
     leader_changes = [r for r in part_rows if r.get("outcome") == Outcome.ACCEPTED

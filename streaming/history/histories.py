@@ -12,7 +12,7 @@ sets), so the first difference names the offset where the two histories part.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from streaming.history.agreement import COMPARED, differing_fields
@@ -36,8 +36,13 @@ def _side(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def history_rows(observed: Iterable[Mapping[str, Any]],
                  decisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per partition either side wrote: states compared, states equal, and the first difference."""
+    return list(history_stream(observed, decisions))
+
+
+def history_stream(observed: Iterable[Mapping[str, Any]],
+                   decisions: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """`history_rows` one partition at a time, in the same order: a writer holds none of them."""
     theirs, ours = by_partition(observed), by_partition(decisions)
-    rows = []
     for key in sorted(theirs.keys() | ours.keys()):
         controller, isrflow = theirs.get(key, []), ours.get(key, [])
         compared = max(len(controller), len(isrflow))
@@ -53,12 +58,16 @@ def history_rows(observed: Iterable[Mapping[str, Any]],
             differing = list(COMPARED) if c is None or i is None else differing_fields(c, i)
             difference = {"state": first, "source_offset": min(r["source_offset"] for r in both),
                           "differing": differing, "controller": _side(c), "isrflow": _side(i)}
-        rows.append({"topic": key[0], "partition": key[1], "states_compared": compared, "states_equal": equal,
-                     "match": first is None, "first_difference": difference})
-    return rows
+        yield {"topic": key[0], "partition": key[1], "states_compared": compared, "states_equal": equal,
+               "match": first is None, "first_difference": difference}
 
 
-def history_totals(rows: list[Mapping[str, Any]]) -> tuple[int, int, int, int]:
-    """(partitions, partitions with an equal history, states compared, states equal)."""
-    return (len(rows), sum(1 for r in rows if r["match"]), sum(r["states_compared"] for r in rows),
-            sum(r["states_equal"] for r in rows))
+def history_totals(rows: Iterable[Mapping[str, Any]]) -> tuple[int, int, int, int]:
+    """(partitions, partitions with an equal history, states compared, states equal), in one pass."""
+    partitions = equal = states = states_equal = 0
+    for r in rows:
+        partitions += 1
+        equal += bool(r["match"])
+        states += r["states_compared"]
+        states_equal += r["states_equal"]
+    return partitions, equal, states, states_equal

@@ -5,22 +5,23 @@ history (`histories.jsonl`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streaming.engine.collector import young_collection_only
 from streaming.history.agreement import COMPARED, agreement_rate, agreement_rows
-from streaming.history.histories import history_rows, history_totals
+from streaming.history.histories import history_stream, history_totals
 from streaming.history.trust import AgreementFigures
 from streaming.io.jsonl import read_jsonl, write_jsonl
+from streaming.io.rows import Row, make_row, row_class
 
 # What the agreement and the histories read of a row of either side.
 _READ = ("topic", "partition", "source_offset", "cause", "cause_event_id", "decision", *COMPARED)
 
 
-def compared_rows(path: Path) -> list[dict[str, Any]]:
+def compared_rows(path: Path) -> list[Row]:
     """A JSON lines file of partition states (observed.jsonl, decisions.jsonl) with only the fields compared, equal
     values shared (the same lists of brokers and log dirs, the same strings, over and over): a fraction of the
     memory of every field of every row. Nothing downstream changes a row."""
@@ -30,8 +31,10 @@ def compared_rows(path: Path) -> list[dict[str, Any]]:
         key = tuple(value) if isinstance(value, list) else value
         return shared.setdefault(key, value) if isinstance(value, list | str) else value
 
+    cls = row_class(_READ)  # in slots: a fraction of a dict's memory
     with path.open(encoding="utf-8") as fh:
-        return [{f: one(row.get(f)) for f in _READ} for row in (json.loads(line) for line in fh if line.strip())]
+        return [make_row(cls, (one(row.get(f)) for f in _READ))
+                for row in (json.loads(line) for line in fh if line.strip())]
 
 
 @dataclass(frozen=True)
@@ -65,10 +68,17 @@ def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
         controller, ours = compared_rows(observed), compared_rows(decisions)
         rows = agreement_rows(controller, ours)
         write_jsonl(out / "agreement.jsonl", rows)
-        histories = history_rows(controller, ours)
-        write_jsonl(out / "histories.jsonl", histories)
-    return Agreement(agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"]),
-                     *history_totals(histories))
+        figures = agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"])
+        del rows  # written: not held beside the histories
+        tallied: list[dict[str, Any]] = []  # what the totals read of each history, not its first difference
+
+        def written(histories: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+            for h in histories:
+                tallied.append({k: h[k] for k in ("match", "states_compared", "states_equal")})
+                yield h
+
+        write_jsonl(out / "histories.jsonl", written(history_stream(controller, ours)))
+    return Agreement(*figures, *history_totals(tallied))
 
 
 def _cell(values: Mapping[str, Any] | None) -> str:

@@ -109,6 +109,13 @@ def scan_delta(path: Location, expression: Any = None, columns: list[str] | None
     A table at a URI (s3a://, abfss://, gs://) is read through delta-rs's own object-store reader, which
     takes its credentials and endpoint from the cloud's usual environment variables (AWS_*, AZURE_*,
     GOOGLE_*)."""
+    dataset = delta_dataset(path)
+    return None if dataset is None else dataset.to_table(filter=expression, columns=columns)
+
+
+def delta_dataset(path: Location) -> Any:
+    """A Delta table's current files as a pyarrow dataset, its fragments in the table's file order (None for a
+    table with no files): what `scan_delta` reads, for a reader that goes through it a batch at a time."""
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
@@ -116,8 +123,7 @@ def scan_delta(path: Location, expression: Any = None, columns: list[str] | None
     files = table.file_uris()
     if not files:
         return None
-    dataset = table.to_pyarrow_dataset() if isinstance(path, Uri) else ds.dataset(files, format="parquet")
-    return dataset.to_table(filter=expression, columns=columns)
+    return table.to_pyarrow_dataset() if isinstance(path, Uri) else ds.dataset(files, format="parquet")
 
 
 def read_delta(path: Location, expression: Any = None) -> list[dict[str, Any]]:

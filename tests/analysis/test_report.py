@@ -8,6 +8,7 @@ import io
 import itertools
 import re
 from collections import Counter, defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,10 @@ from markupsafe import escape
 from schemas.records import audit_sort_key
 from schemas.tables import AUDIT, DECISION
 from statemachine.controller import ControllerConfig
+from streaming.analysis.columns import read_audit
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import build_report, write_report
-from streaming.analysis.timeline import Analysis, broker_event, reassignments
+from streaming.analysis.timeline import Analysis, analyse, broker_event, reassignments
 from streaming.engine.local import ReplayResult, run_local, write_outputs
 from streaming.infra.scenario import ScenarioBuilder, round_robin_assignment
 from streaming.io.delta import read_decisions_jsonl, read_delta, write_delta
@@ -238,6 +240,33 @@ def test_reassignment_summary_and_moves(replays: dict[str, tuple[Path, Analysis,
     assert "1 cancelled (inventory-9)" in text
     assert "Brokers 4 and 5 joined the cluster at 15:00:05 and 15:00:06." in text
     assert "dropped broker 1" not in text  # replicas removed by a reassignment are not lagging followers
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_the_decisions_the_report_keeps_give_what_every_decision_gives(
+        replays: dict[str, tuple[Path, Analysis, str]], name: str) -> None:
+    out, analysis, _ = replays[name]
+    every = read_decisions_jsonl(out / "decisions.jsonl")
+    assert analysis.inputs.decision_count == len(every)
+    assert reassignments(analysis.inputs.decisions) == reassignments(every)
+    # The timeline from every decision: the same partitions (removing replicas included) and points.
+    whole = analyse(replace(analysis.inputs, decisions=every))
+    assert whole.partitions == analysis.partitions and whole.points == analysis.points
+    if name == "reassignment":  # the test is not empty: a few decisions kept, not all
+        assert 0 < len(analysis.inputs.decisions) < len(every)
+
+
+def test_an_audit_out_of_log_order_is_read_in_log_order(replays: dict[str, tuple[Path, Analysis, str]],
+                                                        tmp_path: Path) -> None:
+    out, _, _ = replays["incident"]
+    rows = read_delta(out / "audit")
+    half = len(rows) // 2  # two files, each backwards: read whole and sorted, not batch by batch
+    write_delta(tmp_path / "audit", list(reversed(rows[half:])), AUDIT)
+    write_delta(tmp_path / "audit", list(reversed(rows[:half])), AUDIT, mode="append")
+    in_order = [dict(r) for r in read_audit(out / "audit")]
+    assert [dict(r) for r in read_audit(tmp_path / "audit")] == in_order
+    assert [(r["source_offset"], r["topic"] or "") for r in in_order] == sorted(
+        (r["source_offset"], r["topic"] or "") for r in in_order)
 
 
 def test_zombie_summary(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
