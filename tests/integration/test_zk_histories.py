@@ -59,9 +59,6 @@ NOT_YET: dict[str, str] = {
                                      "did not elect it, broker 3's failure did (every partition whose leader is not "
                                      "live); isrflow elects it at the next failover (states equal, one decision's "
                                      "cause)",
-    "zookeeper-2.6-seed-718": "t1-1 (replicas [3, 4], broker 4 dead) reassigned in place to [3, 4] through the znode, "
-                              "with three other partitions: the controller bumped its leader epoch once (epoch 2), "
-                              "isrflow twice (in the znode's event and at t1-1's own write), one epoch ahead after",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
