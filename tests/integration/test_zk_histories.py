@@ -54,11 +54,6 @@ NOT_YET: dict[str, str] = {
                                      "(BrokerChange), which read the ISR the leader (protocol 2.6) had just written "
                                      "with 2 in it; isrflow completes it at that ISR write (states equal, one "
                                      "decision's cause)",
-    "zookeeper-2.8-dirs-3-seed-707": "t0-1 left leaderless (leader -1, ISR [2]) by its reassignment's completion "
-                                     "while broker 2 was dead, OnlinePartition in the controller: broker 2's startup "
-                                     "did not elect it, broker 3's failure did (every partition whose leader is not "
-                                     "live); isrflow elects it at the next failover (states equal, one decision's "
-                                     "cause)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
