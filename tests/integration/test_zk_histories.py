@@ -50,10 +50,6 @@ NOT_YET: dict[str, str] = {
     "zookeeper-2.8-dirs-2-seed-460": "t1 and t2 deleted with replicas in broker 3's and broker 4's failed log dirs, "
                                      "through two failovers: the controllers' retries and failed deletions differ "
                                      "from isrflow's (as 412 and 422)",
-    "zookeeper-2.6-dirs-2-seed-702": "t1-0's reassignment [1, 3] -> [2, 3] completed by broker 2's startup "
-                                     "(BrokerChange), which read the ISR the leader (protocol 2.6) had just written "
-                                     "with 2 in it; isrflow completes it at that ISR write (states equal, one "
-                                     "decision's cause)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
