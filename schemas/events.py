@@ -112,7 +112,7 @@ _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # JSON of every v1 event stays as it was.
 _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
                         "topics", "reassignments", "stop_replica_answered", "offline_replicas", "kafka_version",
-                        "max_metadata_version"})
+                        "max_metadata_version", "reassignment_completed_by_queued_event"})
 
 
 def _plain(value: Any) -> Any:
@@ -161,6 +161,10 @@ class IsrChange(Event):
     # controller answers the request with one UpdateMetadata naming them all, after the last one's change
     # (KafkaController.processAlterPartition). Empty: the request named this partition alone.
     request_partitions: tuple[PartitionRef, ...] = ()
+    # Addition: below protocol 2.7 (the leader writes its own ISR), an ISR that lets a reassignment complete, which
+    # an event queued before its notification completed instead: a broker's startup that read this ISR from
+    # ZooKeeper (onBrokerStartup -> onPartitionReassignment -> isReassignmentComplete). That event comes next.
+    reassignment_completed_by_queued_event: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -477,7 +481,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "BrokerChange": {"unclean_shutdown": (boolean, False),
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
-                  "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
+                  "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
+                  "reassignment_completed_by_queued_event": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (boolean, False)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True)},

@@ -124,11 +124,14 @@ class BrokerEvents:
         and a replica of a topic being deleted (`deleting`) fails its deletion, which resumes the deletions."""
         offline_leaders = self._partitions_with_offline_leader()
         # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
-        # (their controlled-shutdown election had failed): they elect now too.
+        # (their controlled-shutdown election had failed): they elect now too. And those left leaderless (-1)
+        # while OnlinePartition, as a reassignment's completion does when it removes the leader and no target is
+        # live (its election failed, removeReplicasFromIsr wrote -1): no startup elects them, a failure does (707).
         live = self.cluster.live_brokers
+        left_online = not self.config.rules.elects_when_a_reassignment_drops_the_leader
         led_elsewhere = [k for k, r in self.partitions.items()
-                         if r.leader >= 0 and r.leader not in live and broker not in r.replicas
-                         and not r.queued_for_deletion]
+                         if (r.leader >= 0 or (left_online and r.state is PartitionState.ONLINE))
+                         and r.leader not in live and broker not in r.replicas and not r.queued_for_deletion]
         for key in sorted(hosted + led_elsewhere):
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         if deleting:
@@ -186,7 +189,8 @@ class BrokerEvents:
             leader_epoch, partition_epoch = rec.leader_epoch, rec.partition_epoch
         out.partition(Action.ISR_CHANGE, (ev.topic, ev.partition), broker_id=ev.broker_id, isr=ev.isr,
                       leader_epoch=leader_epoch, partition_epoch=partition_epoch,
-                      leader_recovery_state=ev.leader_recovery_state)
+                      leader_recovery_state=ev.leader_recovery_state,
+                      reassignment_completed_by_queued_event=ev.reassignment_completed_by_queued_event)
         # processAlterPartition: one UpdateMetadata naming every partition of the request, accepted or not, once all
         # are written (after the last one's change), before any reassignment it lets complete. Below protocol 2.7 the
         # leader wrote it itself: the controller sends nothing until it reads the notification.

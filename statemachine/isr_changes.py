@@ -67,6 +67,9 @@ def _on_isr_change(s: Step) -> None:
         s.record = s.record.evolve(cached_isr=cached[0], cached_partition_epoch=cached[1])
         s.note("written by the leader itself (below protocol 2.7)")
     rec = s.record
+    if cmd.reassignment_completed_by_queued_event:
+        s.note("the reassignment it lets complete is completed by the event queued before it")
+        return
     if rec.reassignment_in_progress and s.rules.reassignment_caught_up(
             rec.isr, rec.target_replicas, rec.adding_replicas, rec.removing_replicas, cmd.controller_level):
         with s.batch(Phase.REASSIGNMENT):

@@ -142,6 +142,8 @@ class Command:
     through_znode: bool = False
     # DELETE: the replicas' StopReplica answers came back to the controller (false: it stopped first).
     stop_replica_answered: bool = True
+    # ISR_CHANGE: the reassignment it lets complete is completed by an event queued before it (a startup).
+    reassignment_completed_by_queued_event: bool = False
     # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.
     isr: tuple[int, ...] | None = None
     leader: int | None = None

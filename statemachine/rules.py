@@ -290,7 +290,8 @@ class Rules:
     reassignment_steps_bump_the_leader_epoch: bool
     # Whether a reassignment that drops the leader's replica elects a new leader as for an offline partition. KRaft:
     # yes, in the same change. ZK: no; the removed leader goes offline (leader -1) and the partition, still
-    # OnlinePartition to the state machine, waits for a failover or a later reassignment.
+    # OnlinePartition to the state machine, waits for a failover, a later reassignment, or any broker's failure
+    # (onReplicasBecomeOffline elects every partition whose leader is not live, -1 too; a startup does not).
     elects_when_a_reassignment_drops_the_leader: bool
     # Whether an offline election may go unclean only when no ISR member is live. ZK: PartitionStateMachine
     # (collectUncleanLeaderElectionState) sorts partitions by whether their ISR has a live broker, replica or not, and

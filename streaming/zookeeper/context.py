@@ -262,10 +262,14 @@ class Context:
         return next((c for c in reversed(self.causes) if c.last_zxid == writes[-1]), None)
 
     def newest(self, cause: Cause) -> bool:
-        """Whether `cause` is the event the controller handles last so far: none after it but steps of it, or log
-        dir notifications that wrote nothing yet (a broker writes one during a failover, read after it)."""
+        """Whether `cause` is the event the controller handles last so far: none after it but steps of it, log
+        dir notifications that wrote nothing yet (a broker writes one during a failover, read after it), or a
+        leader's own ISR write (below protocol 2.7) that the controller wrote for `cause` after: its notification
+        is queued behind `cause`, still being handled (seed 718: t1-5's leader took a replica in while the
+        controller worked through a reassignment of four partitions, the last one's write still to come)."""
         later = self.causes[next(i for i, c in enumerate(self.causes) if c is cause) + 1:]
-        return all(c.within is cause or (c.kind == "LOG_DIR" and not c.wrote) for c in later)
+        return all(c.within is cause or (c.kind == "LOG_DIR" and not c.wrote) or
+                   (c.kind == "ISR" and not c.wrote and cause.last_zxid > event_zxid(c.event)) for c in later)
 
     def cause_of(self, event_id: str | None) -> Cause | None:
         return next((c for c in reversed(self.causes) if c.event["event_id"] == event_id), None)

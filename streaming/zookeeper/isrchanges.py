@@ -26,6 +26,7 @@ from streaming.zookeeper.context import (
     Context,
     PartitionState,
     controllers_write,
+    event_zxid,
     follows_on,
 )
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
@@ -67,6 +68,20 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
     else:
         ctx.cause(cause)
     ctx.observe(txn, key, before, after, "IsrChange", event["event_id"])
+
+
+def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], before: PartitionState) -> None:
+    """A broker's startup writing a reassigning partition whose leader (below protocol 2.7) wrote its own ISR, with
+    every target in it, after the startup's registration: the startup, queued before that write's notification,
+    read the ISR from ZooKeeper and completed the reassignment (onBrokerStartup -> onPartitionReassignment ->
+    isReassignmentComplete), not the leader's change (seed 702: the ISR written 26 ms after broker 2 registered)."""
+    topic = ctx.topics.get(key[0])
+    isr_change = next((e for e in reversed(ctx.result.events) if e["event_id"] == ctx.written_for.get(key)), None)
+    if isr_change is None or isr_change["type"] != "IsrChange" or not ctx.protocol_before_3 or topic is None or \
+            not topic.reassigning(key[1]) or not set(topic.target(key[1])) <= set(before.isr) or \
+            event_zxid(isr_change) < event_zxid(startup.event):
+        return
+    isr_change["reassignment_completed_by_queued_event"] = True
 
 
 def _same_request(ctx: Context, last: Batch | None, txn: ZkTxn, leader: int) -> Batch | None:

@@ -65,6 +65,8 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         logdirs.failover_explained(ctx, cause, key, [b for b in ctx.brokers if _drops(b, before, after)])
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
+    if cause.kind == "STARTUP":
+        isrchanges.completed_by_startup(ctx, cause, key, before)
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
 

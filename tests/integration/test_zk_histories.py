@@ -50,18 +50,6 @@ NOT_YET: dict[str, str] = {
     "zookeeper-2.8-dirs-2-seed-460": "t1 and t2 deleted with replicas in broker 3's and broker 4's failed log dirs, "
                                      "through two failovers: the controllers' retries and failed deletions differ "
                                      "from isrflow's (as 412 and 422)",
-    "zookeeper-2.6-dirs-2-seed-702": "t1-0's reassignment [1, 3] -> [2, 3] completed by broker 2's startup "
-                                     "(BrokerChange), which read the ISR the leader (protocol 2.6) had just written "
-                                     "with 2 in it; isrflow completes it at that ISR write (states equal, one "
-                                     "decision's cause)",
-    "zookeeper-2.8-dirs-3-seed-707": "t0-1 left leaderless (leader -1, ISR [2]) by its reassignment's completion "
-                                     "while broker 2 was dead, OnlinePartition in the controller: broker 2's startup "
-                                     "did not elect it, broker 3's failure did (every partition whose leader is not "
-                                     "live); isrflow elects it at the next failover (states equal, one decision's "
-                                     "cause)",
-    "zookeeper-2.6-seed-718": "t1-1 (replicas [3, 4], broker 4 dead) reassigned in place to [3, 4] through the znode, "
-                              "with three other partitions: the controller bumped its leader epoch once (epoch 2), "
-                              "isrflow twice (in the znode's event and at t1-1's own write), one epoch ahead after",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])

@@ -333,3 +333,38 @@ def test_zk_a_new_partition_a_reassignment_gave_a_live_replica_elects_at_any_bro
     out = cluster.startup(2)
     d = out.decision("t", 0)
     assert (d.leader, d.isr, d.leader_epoch, d.election) == (3, (3,), 0, "INITIAL")
+
+
+def test_zk_a_partition_a_completion_left_leaderless_elects_at_any_brokers_failure_not_at_a_startup() -> None:
+    # What a real Kafka 2.8.2 controller did (zk campaign seed 707): t0-1 reassigned from [4] to [2]; broker 2 died
+    # and the leader's AlterIsr then put 2 in the ISR, so the completion took leader 4 out with no live target to
+    # elect: leader -1, ISR [2], still OnlinePartition. Broker 2's startup elected nothing (it tries New and Offline
+    # partitions); broker 3's failure did (onReplicasBecomeOffline: every partition whose leader is not live). Below
+    # protocol 2.7 here, where the leader's ISR naming a dead broker goes through as it did at 2.8.
+    cluster = cluster_with(2, 3, 4, config=ControllerConfig(rules=ZK, metadata_version=ZOOKEEPER_ERA_PROTOCOL))
+    cluster.create("t", [4])
+    cluster.reassign(("t", 0, [2]))  # RS [2, 4], AR [2], RR [4]
+    cluster.failure(2)
+    cluster.isr_change("t", 0, [4, 2])  # completes: 4 out, no live replica of [2] to elect
+    rec = cluster.rec("t", 0)
+    assert (rec.replicas, rec.leader, rec.isr, rec.state) == ((2,), -1, (2,), P.ONLINE), rec
+    assert cluster.startup(2).decisions_for("t", 0) == []
+    assert [(d.leader, d.isr) for d in cluster.failure(3).decisions_for("t", 0)] == [(2, (2,))]
+
+
+@pytest.mark.parametrize("queued", [True, False])
+def test_zk_a_startup_queued_before_the_leaders_isr_write_completes_the_reassignment_below_protocol_2_7(
+        queued: bool) -> None:
+    # What a real Kafka 3.9.1 controller did at inter.broker.protocol 2.6 (zk campaign seed 702): t1-0 reassigned
+    # from [1, 3] to [2, 3]; broker 2 registered again and 26 ms later the leader wrote the ISR [3, 1, 2] itself. The
+    # startup, handled first, read that ISR from ZooKeeper and completed the reassignment (a leader epoch bump, then
+    # 1 out of the ISR); the leader's change then found nothing to complete.
+    cluster = cluster_with(1, 2, 3, config=ControllerConfig(rules=ZK, metadata_version=ZOOKEEPER_ERA_PROTOCOL))
+    cluster.create("t", [3, 1])
+    cluster.reassign(("t", 0, [2, 3]))  # RS [2, 3, 1], AR [2], RR [1]
+    cluster.failure(2)
+    out = cluster.isr_change("t", 0, [3, 1, 2], reassignment_completed_by_queued_event=queued)
+    assert [d.isr for d in out.decisions_for("t", 0)] == ([(3, 1, 2)] if queued else [(3, 1, 2), (3, 1, 2), (3, 2)])
+    assert cluster.rec("t", 0).reassignment_in_progress is queued
+    started = [(d.leader, d.isr, d.replicas) for d in cluster.startup(2).decisions_for("t", 0)]
+    assert started == ([(3, (3, 1, 2), (2, 3)), (3, (3, 2), (2, 3))] if queued else [])

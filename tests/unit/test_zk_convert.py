@@ -715,3 +715,29 @@ def test_a_deletion_the_controllers_session_ended_inside_is_marked_unanswered_an
 
     assert deleted(completed=False)["stop_replica_answered"] is False
     assert "stop_replica_answered" not in deleted(completed=True)
+
+
+def test_a_startup_queued_before_a_leaders_own_isr_write_completes_the_reassignment_the_write_caught_up() -> None:
+    # A real 2.6 run (zk campaign seed 702): t-0 being reassigned from [3, 1] to [2, 3]; broker 2 registered again
+    # and the leader, 3, then wrote the ISR [3, 1, 2] itself. The startup, queued first, read that ISR from
+    # ZooKeeper and completed the reassignment (a bump, then 1 out of the ISR, then the assignment): the IsrChange is
+    # marked so that isrflow leaves the completion to the startup.
+    z = Ensemble()
+    z.txn(z.sessions[1], ZnodeOp("create", "/isr_change_notification/isr_change_0000000000",
+                                 b'{"version":1,"partitions":[]}', 0))  # leaders announce their ISR: protocol 2.x
+    z.topic({0: [3, 1]})
+    z.state(0, 3, [3, 1], 0)
+    z.topic({0: [2, 3, 1]}, op="setData", adding_replicas={0: [2]}, removing_replicas={0: [1]})
+    z.state(0, 3, [3, 1], 1)  # A: 2 not yet in the ISR
+    z.session_end(2)
+    z.sessions[2] = 0x2002
+    z.txn(z.sessions[2], ZnodeOp("create", "/brokers/ids/2", b"{}", 0, ephemeral=True))
+    z.state(0, 3, [3, 1, 2], 1, by_leader=True)
+    z.state(0, 3, [3, 1, 2], 2)  # the startup's completion: B3, B4, B6
+    z.state(0, 3, [3, 2], 3)
+    z.topic({0: [2, 3]}, op="setData")
+    events, observed, decisions = replayed(z.history())
+    [isr_change] = [e for e in events if e["type"] == "IsrChange"]
+    assert isr_change.get("reassignment_completed_by_queued_event") is True
+    assert [o["cause"] for o in observed[-2:]] == ["BrokerChange"] * 2
+    assert_every_history_equal(observed, decisions)
