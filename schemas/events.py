@@ -161,9 +161,8 @@ class IsrChange(Event):
     # controller answers the request with one UpdateMetadata naming them all, after the last one's change
     # (KafkaController.processAlterPartition). Empty: the request named this partition alone.
     request_partitions: tuple[PartitionRef, ...] = ()
-    # Addition: below protocol 2.7 (the leader writes its own ISR), an ISR that lets a reassignment complete, which
-    # an event queued before its notification completed instead: a broker's startup that read this ISR from
-    # ZooKeeper (onBrokerStartup -> onPartitionReassignment -> isReassignmentComplete). That event comes next.
+    # Addition: below protocol 2.7, an ISR a leader wrote that lets a reassignment complete, which a broker's startup
+    # queued before it completes instead, reading it (onBrokerStartup -> isReassignmentComplete). The startup is next.
     reassignment_completed_by_queued_event: bool = False
 
 
