@@ -477,14 +477,20 @@ def test_one_reassignment_of_several_partitions_is_one_event_also_when_a_leader_
     assert_every_history_equal(observed, decisions)
 
 
+def leaders_write_their_isr() -> Ensemble:
+    """An ensemble below protocol 2.7: a leader announces its own ISR writes under /isr_change_notification."""
+    z = Ensemble()
+    z.txn(z.sessions[1], ZnodeOp("create", "/isr_change_notification/isr_change_0000000000",
+                                 b'{"version":1,"partitions":[]}', 0))
+    return z
+
+
 def test_a_leaders_own_isr_write_inside_a_startup_goes_before_it_also_when_the_leader_is_the_controller() -> None:
     # A real 2.6 run (zk campaign seed 66): broker 1 leads t-0 and is the controller (one ZooKeeper session). Broker 2
     # restarts; the controller's startup handling sends it LeaderAndIsr, broker 1 as leader takes it back into the
     # ISR (a bare setData, no /controller_epoch check) and the handling goes on to resume the reassignment onto 2,
     # reading that ISR: a leader epoch bump with ISR [1, 2].
-    z = Ensemble()
-    z.txn(z.sessions[1], ZnodeOp("create", "/isr_change_notification/isr_change_0000000000",
-                                 b'{"version":1,"partitions":[]}', 0))  # leaders announce their ISR: protocol 2.x
+    z = leaders_write_their_isr()
     z.topic({0: [1, 2]})
     z.state(0, 1, [1, 2], 0)
     z.session_end(2)
@@ -722,9 +728,7 @@ def test_a_startup_queued_before_a_leaders_own_isr_write_completes_the_reassignm
     # and the leader, 3, then wrote the ISR [3, 1, 2] itself. The startup, queued first, read that ISR from
     # ZooKeeper and completed the reassignment (a bump, then 1 out of the ISR, then the assignment): the IsrChange is
     # marked so that isrflow leaves the completion to the startup.
-    z = Ensemble()
-    z.txn(z.sessions[1], ZnodeOp("create", "/isr_change_notification/isr_change_0000000000",
-                                 b'{"version":1,"partitions":[]}', 0))  # leaders announce their ISR: protocol 2.x
+    z = leaders_write_their_isr()
     z.topic({0: [3, 1]})
     z.state(0, 3, [3, 1], 0)
     z.topic({0: [2, 3, 1]}, op="setData", adding_replicas={0: [2]}, removing_replicas={0: [1]})
