@@ -113,15 +113,17 @@ class BrokerEvents:
                             f"failure of broker {broker} epoch {epoch}, but epoch {registered} is registered")
         self._unregister(out, broker)
         hosted = self.partitions_on(broker)
-        self._replicas_become_offline(out, broker, hosted, self._hosts_replicas_being_deleted(broker))
+        self._replicas_become_offline(out, broker, hosted)
         offline = [k for k in hosted if k in self.partitions and self.partitions[k].state is PartitionState.OFFLINE]
         out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
                     + _names(offline))
 
-    def _replicas_become_offline(self, out: _Fanout, broker: int, hosted: list[Key], deleting: bool) -> None:
+    def _replicas_become_offline(self, out: _Fanout, broker: int, hosted: list[Key]) -> None:
         """onReplicasBecomeOffline of broker's replicas of `hosted` (all of them at its failure, those of a failed
         log dir at its LeaderAndIsr answer): the partitions whose leader is offline elect, the replicas go offline,
-        and a replica of a topic being deleted (`deleting`) fails its deletion, which resumes the deletions."""
+        and a replica of a topic being deleted fails its deletion, which resumes the deletions."""
+        queued = self.cluster.topics_queued_for_deletion
+        deleting = bool(queued) and any(k[0] in queued for k in hosted)
         offline_leaders = self._partitions_with_offline_leader()
         # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
         # (their controlled-shutdown election had failed): they elect now too. And those left leaderless (-1)

@@ -131,8 +131,7 @@ def on_log_dir_event_notification(controller: Controller, ev: LogDirEventNotific
     if answered:
         cv.replicas_on_offline_dirs[broker] = known | answered
     if new:
-        queued = cv.topics_queued_for_deletion
-        controller._replicas_become_offline(out, broker, new, any(k[0] in queued for k in new))
+        controller._replicas_become_offline(out, broker, new)
     names = ", ".join(f"{t}-{p}" for t, p in new) or "none"
     out.cluster(f"broker {broker} announced a failed log dir: asked about its {len(hosted)} replica(s), "
                 f"{len(answered)} in failed dirs, {len(new)} newly offline: {names}")
@@ -161,7 +160,6 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     for broker, keys in sorted(lifted.items()):
         hosted = sorted(keys & set(controller.partitions_on(broker)))
         if broker in cv.broker_epochs and hosted:
-            queued = cv.topics_queued_for_deletion
-            controller._replicas_become_offline(out, broker, hosted, any(k[0] in queued for k in hosted))
+            controller._replicas_become_offline(out, broker, hosted)
             out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR again for {len(hosted)} replica(s) in failed "
                         f"dirs: " + ", ".join(f"{t}-{p}" for t, p in hosted))

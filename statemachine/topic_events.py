@@ -147,10 +147,6 @@ class TopicEvents:
                        for broker, state in rec.replica_states.items()):
                     out.partition(Action.RETRY_DELETION, key)
 
-    def _hosts_replicas_being_deleted(self, broker: int) -> bool:
-        queued = self.cluster.topics_queued_for_deletion
-        return bool(queued) and any(broker in r.replicas for k, r in self.partitions.items() if k[0] in queued)
-
     def _on_alter_topic_config(self, ev: AlterTopicConfig, out: _Fanout) -> None:
         cv, topic = self.cluster, ev.topic
         if topic not in cv.topics:
