@@ -124,7 +124,11 @@ class BrokerEvents:
         and a replica of a topic being deleted fails its deletion, which resumes the deletions."""
         queued = self.cluster.topics_queued_for_deletion
         deleting = bool(queued) and any(k[0] in queued for k in hosted)
-        offline_leaders = self._partitions_with_offline_leader()
+        # Before KAFKA-13225 the failure's own UpdateMetadata goes out when no partition had an offline leader
+        # before it: read now, before any change, and only when the requests are recorded (nothing else reads it).
+        updates_when_nothing_changed = broker_failure_updates_metadata_when_nothing_changed(self.release)
+        offline_leaders = (self._partitions_with_offline_leader()
+                           if out.requests and not updates_when_nothing_changed else [])
         # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
         # (their controlled-shutdown election had failed): they elect now too. And those left leaderless (-1)
         # while OnlinePartition, as a reassignment's completion does when it removes the leader and no target is
@@ -138,7 +142,9 @@ class BrokerEvents:
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         if deleting:
             self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
-        if broker_failure_updates_metadata_when_nothing_changed(self.release):
+        if not out.requests:
+            return
+        if updates_when_nothing_changed:
             nothing_changed = not any(k in self.partitions and not self.partitions[k].queued_for_deletion
                                       for k in hosted) and not any(
                 d.election for h in out.handled for d in h.applied.decisions)
