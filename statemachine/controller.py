@@ -17,6 +17,7 @@ import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from schemas import codec
@@ -67,6 +68,8 @@ from statemachine.topic_events import TopicEvents
 from statemachine.zk_releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 
 Key = tuple[str, int]
+# The release a log names (UpdateFeatures.kafka_version), parsed once per text: every partition command reads it.
+_release_named = cache(KafkaRelease.parse)
 
 
 @dataclass(frozen=True)
@@ -325,7 +328,7 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
         """The release whose controller the zk rules follow: as configured (--kafka-version), else as the log named
         it, else the last with ZooKeeper mode."""
         if self.config.kafka_version is None and self.cluster.kafka_version is not None:
-            return KafkaRelease.parse(self.cluster.kafka_version)
+            return _release_named(self.cluster.kafka_version)
         return self.config.release
 
     def unclean_allowed(self, topic: str) -> bool:
