@@ -20,7 +20,14 @@ from statemachine.errors import Outcome
 from statemachine.requests import request_rows
 from streaming.engine.collector import young_collection_only
 from streaming.io.columns import RecordColumns
-from streaming.io.delta import decision_line, now_utc, write_arrow_delta, write_decisions_jsonl, write_delta
+from streaming.io.delta import (
+    DECISION_ORDER,
+    decision_line,
+    now_utc,
+    write_arrow_delta,
+    write_decisions_jsonl,
+    write_delta,
+)
 from streaming.io.jsonl import jsonl_line, write_jsonl
 
 
@@ -113,7 +120,7 @@ class LocalSummary:
 
 
 _DECISION_VALUES = row_fields(Decision).values
-_PARTITION_ORDER = operator.attrgetter("topic", "partition", "partition_epoch")
+_DECISION_ORDER = operator.attrgetter(*DECISION_ORDER)  # write_decisions_jsonl's order, on the records
 
 
 def replay_local(records: Iterable[tuple[int, bytes]], out_dir: Path, config: ControllerConfig | None = None,
@@ -136,7 +143,7 @@ def replay_local(records: Iterable[tuple[int, bytes]], out_dir: Path, config: Co
                 quarantine.append({**_quarantine_row(r, source), "quarantined_at": stamp})
             made = [d for handled in r.handled for d in handled.applied.decisions]
             if len(made) > 1:
-                made.sort(key=_PARTITION_ORDER)
+                made.sort(key=_DECISION_ORDER)
             decisions_out.writelines(decision_line(_DECISION_VALUES(d), decided_at) for d in made)
             decisions += len(made)
             for handled in r.handled:
