@@ -32,6 +32,10 @@ def spark_tmp() -> Path:
     return Path(tempfile.gettempdir()) / "isrflow-spark"
 
 
+# The driver's heap on a small machine, enough for REPLAY_BATCH_EVENTS events a micro-batch (replay_sizing).
+DRIVER_MEMORY_MIB = 1024
+
+
 def small_machine_conf() -> dict[str, str]:
     """Sized to 2 cores: Spark's 200 shuffle partitions and Delta's 50 log-replay partitions are that many
     tiny tasks per micro-batch or table read (a first Delta read of a 1-commit table took 24 s)."""
@@ -42,7 +46,7 @@ def small_machine_conf() -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.sql.warehouse.dir": str(tmp / "warehouse"),
         "spark.local.dir": str(tmp / "local"),
-        "spark.driver.memory": "1g",
+        "spark.driver.memory": f"{DRIVER_MEMORY_MIB}m",
     }
 
 
@@ -50,7 +54,6 @@ def small_machine_conf() -> dict[str, str]:
 # events) ran at this size in the driver's default 1 GiB heap; the whole log in one micro-batch did not (the staging
 # task alone was 248 MB). docs/performance.md, "A 100,000-partition log".
 REPLAY_BATCH_EVENTS = 100_000
-DRIVER_MEMORY_MIB = 1024  # small_machine_conf's, enough for REPLAY_BATCH_EVENTS events a micro-batch
 
 
 def replay_sizing(events: int | None, batch_size: int | None, machine_bytes: int | None = None
