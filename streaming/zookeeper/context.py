@@ -96,9 +96,14 @@ class Cause:
     # asked through /admin/reassign_partitions while no controller was active (initializePartitionReassignments)
     within: Cause | None = None
 
+    @property
+    def read_topics(self) -> set[str]:
+        """DELETE: the topics its read of /admin/delete_topics took: its own and those of the requests it joined."""
+        return {str(self.topic), *(e["topic"] for e in self.joined)}
+
     def deletes(self, topic: str) -> bool:
         """Whether it is a deletion request whose read of /admin/delete_topics took `topic`."""
-        return self.kind == "DELETE" and (self.topic == topic or topic in self.event.get("topics", ()))
+        return self.kind == "DELETE" and topic in self.read_topics
 
     @property
     def brokers(self) -> set[int]:
