@@ -686,6 +686,8 @@ def test_a_notification_takes_the_mark_after_it_and_one_just_before() -> None:
     assert marks.answer(2, at + 9) == {("t5", 0), ("t0", 1)}
     assert marks.answer(1, at + 333) == {("t0", 1), ("t3", 0), ("t4", 3)}
     assert marks.answer(1, at + 400) is None  # taken
+
+
 def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_completion() -> None:
     # A real 3.9 run (zk campaign seed 303, from the ZooKeeper directory alone): a reassignment through the znode
     # names t-0 with the replicas it has: a bare bump, then /brokers/topics/t rewritten unchanged (B6). t-1 has no
