@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from statemachine.visit_order import reassignment_order
 from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
@@ -94,7 +93,7 @@ def _deletion_asked(ctx: Context, txn: ZkTxn, topic: str) -> None:
         ctx.cause(Cause(event, "DELETE", topic=topic, queued_with=tuple(str(c.topic) for c in queued)))
         return
     batch.joined.append(event)
-    _group(batch.event, batch.joined)
+    _group(batch)
 
 
 def read_with_later_request(ctx: Context, later: Cause) -> None:
@@ -115,16 +114,16 @@ def read_with_later_request(ctx: Context, later: Cause) -> None:
         if not unread:
             continue
         earlier.joined = [e for e in earlier.joined if e not in unread]
-        _group(earlier.event, earlier.joined)
+        _group(earlier)
         first, *rest = sorted([*unread, later.event, *later.joined], key=event_zxid)
         later.event, later.joined, later.topic = first, rest, first["topic"]
-        _group(first, rest)
+        _group(later)
 
 
-def _group(first: dict[str, Any], joined: list[dict[str, Any]]) -> None:
+def _group(deletion: Cause) -> None:
     """The DeleteTopic events of one read of /admin/delete_topics each name all its topics (none when it took one)."""
-    topics = sorted({first["topic"], *(e["topic"] for e in joined)})
-    for event in (first, *joined):
+    topics = sorted(deletion.read_topics)
+    for event in (deletion.event, *deletion.joined):
         if len(topics) > 1:
             event["topics"] = topics
         else:
@@ -138,11 +137,10 @@ def deletions_left_unanswered(ctx: Context) -> None:
     finds the topic still being deleted (deletion-cut-short: the deletion asked of controller 3 just before its
     broker's controlled shutdown). Each DeleteTopic event of that read says so."""
     for cause in ctx.causes:
-        topics = {str(cause.topic), *(e["topic"] for e in cause.joined)}
         if cause.kind != "DELETE" or not cause.wrote or event_zxid(cause.event) < ctx.controller_since or \
-                not topics <= set(ctx.topics):
+                not cause.read_topics <= set(ctx.topics):
             continue
-        replicas = {b for t in topics for r in ctx.topics[t].replicas.values() for b in r}
+        replicas = {b for t in cause.read_topics for r in ctx.topics[t].replicas.values() for b in r}
         if replicas <= set(ctx.brokers):
             for event in (cause.event, *cause.joined):
                 event["stop_replica_answered"] = False

@@ -47,8 +47,7 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     # those it reads with them (failover_written).
     # And the reassignments in progress it reads in /brokers/topics (seed 311: one its predecessor, killed between
     # the completion's ISR shrink and its assignment write, had nearly completed).
-    reassignments = [{"topic": t, "partition": p, "replicas": list(a.replicas[p]),
-                      "adding_replicas": list(a.adding.get(p, ())), "removing_replicas": list(a.removing.get(p, ()))}
+    reassignments = [{"topic": t, "partition": p, **a.fields(p)}
                      for t, a in sorted(ctx.topics.items()) for p in sorted(a.replicas) if a.reassigning(p)]
     event = ctx.event(txn, "ControllerChange", controller_id=max(elected, 0),
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())},

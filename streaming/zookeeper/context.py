@@ -59,6 +59,12 @@ class TopicAssignment:
 
         return cls(ids(d.get("partitions")), ids(d.get("adding_replicas")), ids(d.get("removing_replicas")))
 
+    def fields(self, partition: int) -> dict[str, list[int]]:
+        """The partition's replicas, adding_replicas and removing_replicas, as events and observed rows name them."""
+        return {"replicas": list(self.replicas.get(partition, ())),
+                "adding_replicas": list(self.adding.get(partition, ())),
+                "removing_replicas": list(self.removing.get(partition, ()))}
+
     def target(self, partition: int) -> tuple[int, ...]:
         removing = self.removing.get(partition, ())
         return tuple(r for r in self.replicas.get(partition, ()) if r not in removing)
@@ -96,9 +102,14 @@ class Cause:
     # asked through /admin/reassign_partitions while no controller was active (initializePartitionReassignments)
     within: Cause | None = None
 
+    @property
+    def read_topics(self) -> set[str]:
+        """DELETE: the topics its read of /admin/delete_topics took: its own and those of the requests it joined."""
+        return {str(self.topic), *(e["topic"] for e in self.joined)}
+
     def deletes(self, topic: str) -> bool:
         """Whether it is a deletion request whose read of /admin/delete_topics took `topic`."""
-        return self.kind == "DELETE" and (self.topic == topic or topic in self.event.get("topics", ()))
+        return self.kind == "DELETE" and topic in self.read_topics
 
     @property
     def brokers(self) -> set[int]:
@@ -288,8 +299,7 @@ class Context:
         self.result.observed.append({
             "topic": key[0], "partition": key[1], "leader": after.leader, "isr": list(after.isr),
             "leader_epoch": after.leader_epoch, "partition_epoch": after.version,
-            "replicas": list(topic.replicas.get(key[1], ())), "adding_replicas": list(topic.adding.get(key[1], ())),
-            "removing_replicas": list(topic.removing.get(key[1], ())),
+            **topic.fields(key[1]),
             "leader_recovery_state": "RECOVERING" if after.recovering else "RECOVERED",
             "eligible_leader_replicas": [], "last_known_elr": [], "source_offset": txn.zxid, "cause": cause,
             "cause_event_id": event_id,

@@ -142,5 +142,3 @@ def _split(items: list[Any], zxid: Callable[[Any], int], hold: int) -> tuple[lis
     """`items` (in zxid order) before zxid `hold`, and from it on."""
     cut = next((i for i, item in enumerate(items) if zxid(item) >= hold), len(items))
     return items[:cut], items[cut:]
-
-

@@ -107,10 +107,13 @@ class Signs:
         of version 5 before the first controller wrote /feature may still turn out 3.3 or later."""
         return self.notified or 4 in self.registrations or bool(self.features) or 5 not in self.registrations
 
-    def release(self) -> ClusterRelease:
-        """The protocol and the release the writes so far show (no broker log)."""
+    def release(self, server_logs: Path | None = None) -> ClusterRelease:
+        """The protocol the writes so far show; the release from the brokers' server.log, else as the writes imply
+        (the bridge reads no broker log)."""
         level, why = _protocol(self)
-        release, named = _release(self, level)
+        release, named = read_kafka_version(server_logs) if server_logs is not None else (None, [])
+        if release is None:
+            release, named = _release(self, level)
         return ClusterRelease(level, release, (*why, *named))
 
 
@@ -160,12 +163,7 @@ def read_kafka_version(server_logs: Path) -> tuple[KafkaRelease | None, list[str
 
 def read_release(history: ZkHistory, server_logs: Path | None = None) -> ClusterRelease:
     """The protocol from the directory; the release from the brokers' server.log, else as the directory implies."""
-    signs = Signs().add(history.snapshot, history.txns)
-    level, why = _protocol(signs)
-    release, named = read_kafka_version(server_logs) if server_logs is not None else (None, [])
-    if release is None:
-        release, named = _release(signs, level)
-    return ClusterRelease(level, release, (*why, *named))
+    return Signs().add(history.snapshot, history.txns).release(server_logs)
 
 
 def protocol_event(release: ClusterRelease, zxid: int, ts: str) -> dict[str, Any] | None:

@@ -306,8 +306,7 @@ def read_state_change_log(path: Path) -> StateChangeLog:
 
 # The controller's answer to a broker's LeaderAndIsr response naming replicas in a failed log dir (KAFKA_STORAGE_ERROR;
 # processLeaderAndIsrResponseReceived, at INFO): the replicas it takes offline (streaming.zookeeper.logdirs).
-_MARK = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ \[Controller id=(?P<id>\d+)"
-                   r"(?: epoch=\d+)?\] Mark replicas (?P<replicas>.*) on broker (?P<broker>\d+) as offline")
+_MARK = re.compile(r"^Mark replicas (?P<replicas>.*) on broker (?P<broker>\d+) as offline")
 # A mark answers the notification it follows within this long (a LeaderAndIsr round trip, on a loaded machine).
 ANSWER_MS = 30_000
 
@@ -327,6 +326,7 @@ class OfflineMarks:
     """Every mark of the controllers' state-change logs, oldest first; a notification takes the first one after it."""
 
     marks: list[OfflineMark] = field(default_factory=list)
+    other_lines: int = 0  # state.change.logger lines that are not marks
 
     def answer(self, broker: int, since_ms: int) -> frozenset[tuple[str, int]] | None:
         """The replicas of `broker` marked offline in answer to a notification at `since_ms`: the first mark logged
@@ -343,21 +343,21 @@ class OfflineMarks:
         return frozenset(r for m in taken for r in m.replicas)
 
 
-def parse_offline_marks(lines: Iterable[str]) -> list[OfflineMark]:
-    out = []
-    for raw in lines:
-        m = _MARK.match(raw)
-        if m is not None:
-            replicas = tuple((tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])) for tp in m["replicas"].split(","))
-            at = int(log_time(m["time"]).replace(tzinfo=UTC).timestamp() * 1000)
-            out.append(OfflineMark(at, int(m["id"]), int(m["broker"]), replicas))
+def parse_offline_marks(lines: Iterable[str], into: OfflineMarks | None = None) -> OfflineMarks:
+    """Add the marks in one state-change.log's lines to `into` (a new OfflineMarks by default), oldest first."""
+    out = into if into is not None else OfflineMarks()
+    for m in layout_lines(lines, _LINE, out):
+        s = _MARK.match(m["msg"]) if m["who"] == "Controller" else None
+        if s is None:
+            out.other_lines += 1
+            continue
+        replicas = tuple((tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])) for tp in s["replicas"].split(","))
+        at = int(log_time(m["time"]).replace(tzinfo=UTC).timestamp() * 1000)
+        out.marks.append(OfflineMark(at, int(m["id"]), int(s["broker"]), replicas))
+    out.marks.sort(key=lambda mark: mark.at_ms)
     return out
 
 
 def read_offline_marks(folder: Path) -> OfflineMarks:
     """The marks in every `*.log` of `folder` (one state-change.log per broker, as `broker-N.log`)."""
-    marks: list[OfflineMark] = []
-    for path in sorted(folder.glob("*.log")):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            marks.extend(parse_offline_marks(f))
-    return OfflineMarks(sorted(marks, key=lambda m: m.at_ms))
+    return read_broker_logs(folder, parse_offline_marks, OfflineMarks())

@@ -65,15 +65,8 @@ def topic_changed(ctx: Context, txn: ZkTxn, topic: str, new: TopicAssignment) ->
         if (topic, p) in ctx.znode_reassignments:
             continue  # /admin/reassign_partitions asked for it: its event
         moves.append({"topic": topic, "partition": p, "replicas": replicas})
-    keys = {(m["topic"], m["partition"]) for m in moves}
-    request = _next_partitions_of(ctx, txn, keys) if moves and controllers_write(txn) else None
-    if request is not None:
-        request.event["partitions"] += moves
-        request.partitions |= keys
-        request.last_zxid = txn.zxid
-    elif moves:
-        event = ctx.event(txn, "ReassignPartitions", f"-{topic}", partitions=moves)
-        ctx.cause(Cause(event, "PARTITIONS", partitions=keys, last_zxid=txn.zxid))
+    if moves:
+        _reassignment(ctx, txn, moves, f"-{topic}", done=False, joins=controllers_write(txn))
     elif new == old and txn.session == ctx.controller_session:
         _reassigned_in_place(ctx, txn, topic, _logged_assignment(ctx, topic))
 
@@ -84,6 +77,26 @@ def _logged_assignment(ctx: Context, topic: str) -> int | None:
     if not ctx.logged_assignments or ctx.logged_assignments[0][0] != topic:
         return None
     return ctx.logged_assignments.pop(0)[1]
+
+
+def _reassignment(ctx: Context, txn: ZkTxn, moves: list[dict[str, Any]], suffix: str, done: bool,
+                  bump: int | None = None, joins: bool = True) -> dict[str, Any]:
+    """The ReassignPartitions event of `moves` written by `txn`: the Admin API request the controller is handling
+    when they are its next partitions (`_next_partitions_of`, unless not `joins`), else a new one (read at `bump`,
+    the write the reassignment bumped, when given). `done`: a reassignment in place, complete with its one write: it
+    explains no later write, nor is it one of the partitions the request may still write."""
+    keys = {(m["topic"], m["partition"]) for m in moves}
+    request = _next_partitions_of(ctx, txn, keys, bump) if joins else None
+    if request is not None:
+        request.event["partitions"] += moves
+        if not done:
+            request.partitions |= keys
+        request.last_zxid = txn.zxid
+        return request.event
+    at = txn if bump is None else ZkTxn(bump, txn.time, txn.session, txn.cxid, ())
+    event = ctx.event(at, "ReassignPartitions", suffix, partitions=moves)
+    ctx.cause(Cause(event, "PARTITIONS", partitions=set() if done else keys, wrote=done, last_zxid=txn.zxid))
+    return event
 
 
 def _next_partitions_of(ctx: Context, txn: ZkTxn, keys: set[tuple[str, int]], bump: int | None = None
@@ -152,14 +165,7 @@ def _reassigned_in_place(ctx: Context, txn: ZkTxn, topic: str, logged: int | Non
         return
     if partition in leaderless:
         move = {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}
-        request = _next_partitions_of(ctx, txn, {(topic, partition)})
-        if request is not None:
-            request.event["partitions"].append(move)
-            request.last_zxid = txn.zxid
-            return
-        event = ctx.event(txn, "ReassignPartitions", f"-{topic}-{partition}", partitions=[move])
-        # completed: it explains no later write
-        ctx.cause(Cause(event, "PARTITIONS", wrote=True, last_zxid=txn.zxid))
+        _reassignment(ctx, txn, [move], f"-{topic}-{partition}", done=True)
 
 
 def _bumped_in_place(ctx: Context, txn: ZkTxn, topic: str, last: dict[str, Any]) -> None:
@@ -168,17 +174,9 @@ def _bumped_in_place(ctx: Context, txn: ZkTxn, topic: str, last: dict[str, Any])
     if previous is None or (previous["leader"], previous["isr"], previous["leader_epoch"] + 1) != (
             last["leader"], last["isr"], last["leader_epoch"]):
         return
-    move = {"topic": topic, "partition": key[1], "replicas": last["replicas"]}
-    request = _next_partitions_of(ctx, txn, {key}, bump=last["source_offset"])
-    if request is not None:  # done with its one write: not one of the partitions it may still write
-        request.event["partitions"].append(move)
-        request.last_zxid = txn.zxid
-        event = request.event
-    else:
-        bump = ZkTxn(last["source_offset"], txn.time, txn.session, txn.cxid, ())
-        event = ctx.event(bump, "ReassignPartitions", f"-{topic}-{key[1]}", partitions=[move])
-        # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
-        ctx.cause(Cause(event, "PARTITIONS", wrote=True, last_zxid=txn.zxid))
+    # Completed with its one write: it explains no later write (a second such reassignment is one of its own).
+    event = _reassignment(ctx, txn, [{"topic": topic, "partition": key[1], "replicas": last["replicas"]}],
+                          f"-{topic}-{key[1]}", done=True, bump=last["source_offset"])
     ctx.result.unexplained.pop()
     last.update(cause="ReassignPartitions", cause_event_id=event["event_id"])
     ctx.written_for[key] = event["event_id"]

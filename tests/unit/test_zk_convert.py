@@ -18,7 +18,7 @@ from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition
-from streaming.zookeeper.statechange import OfflineMarks, parse_offline_marks
+from streaming.zookeeper.statechange import parse_offline_marks
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
 DATA = Path(__file__).parent / "zkdata"
@@ -645,7 +645,7 @@ def test_a_log_dir_failure_takes_its_replicas_from_the_controllers_mark() -> Non
     at = datetime.fromtimestamp(z.txns[-3].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
     marks = parse_offline_marks([f"[{at}] INFO [Controller id=1] Mark replicas t-1,t-0 on broker 2 as offline "
                                  "(state.change.logger)\n"])
-    converted = Converter(offline_marks=OfflineMarks(marks)).convert(z.history())
+    converted = Converter(offline_marks=marks).convert(z.history())
     [event] = [e for e in converted.events if e["type"] == "LogDirEventNotification"]
     assert sorted((r["topic"], r["partition"]) for r in event["offline_replicas"]) == [("t", 0), ("t", 1)]
     assert [o["cause"] for o in converted.observed[-2:]] == ["LogDirEventNotification"] * 2
@@ -681,11 +681,13 @@ def test_a_notification_takes_the_mark_after_it_and_one_just_before() -> None:
     lines = [f"[2026-11-26 21:26:13,{ms}] INFO [Controller id=1] Mark replicas {replicas} on broker {broker} as "
              "offline (state.change.logger)\n" for ms, replicas, broker in (("108", "t5-0,t0-1", 2), ("230", "t0-1", 1),
                                                                     ("410", "t3-0,t4-3", 1))]
-    marks = OfflineMarks(parse_offline_marks(lines))
+    marks = parse_offline_marks(lines)
     at = int(datetime(2026, 11, 26, 21, 26, 13, tzinfo=UTC).timestamp() * 1000)
     assert marks.answer(2, at + 9) == {("t5", 0), ("t0", 1)}
     assert marks.answer(1, at + 333) == {("t0", 1), ("t3", 0), ("t4", 3)}
     assert marks.answer(1, at + 400) is None  # taken
+
+
 def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_completion() -> None:
     # A real 3.9 run (zk campaign seed 303, from the ZooKeeper directory alone): a reassignment through the znode
     # names t-0 with the replicas it has: a bare bump, then /brokers/topics/t rewritten unchanged (B6). t-1 has no
