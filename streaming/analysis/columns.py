@@ -7,13 +7,13 @@ peak memory is a fraction of reading every column of every row as a dict.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from statemachine.errors import Outcome
 from streaming.io.delta import DECISION_ORDER, delta_dataset, scan_delta
+from streaming.io.jsonl import jsonl_rows
 from streaming.io.rows import Row, make_row, row_class
 
 # Audit columns the report never reads: run bookkeeping and the partition epochs (the decisions carry them).
@@ -139,8 +139,7 @@ def read_decisions(path: Path) -> Iterator[dict[str, Any]]:
     def slim(d: dict[str, Any]) -> dict[str, Any]:
         return {f: brokers.setdefault(tuple(v), v) if isinstance(v := d.get(f), list) else v for f in DECISION_FIELDS}
 
-    with path.open(encoding="utf-8") as fh:
-        yield from (slim(json.loads(line)) for line in fh if line.strip())
+    yield from (slim(d) for d in jsonl_rows(path))
 
 
 def read_decisions_table(path: Path) -> Iterator[dict[str, Any]]:
@@ -151,14 +150,6 @@ def read_decisions_table(path: Path) -> Iterator[dict[str, Any]]:
     table = table.sort_by([(c, "ascending") for c in DECISION_ORDER])
     for rows in _batches(table):
         yield from rows
-
-
-def jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """A JSON lines file, row by row."""
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
 
 
 def table_rows(path: Path, columns: list[str] | None = None, order: str | None = None) -> Iterator[dict[str, Any]]:

@@ -22,10 +22,11 @@ from typing import Any
 
 from schemas.events import PartitionSnapshot
 from statemachine.record import NO_LEADER
-from streaming.analysis.columns import jsonl_rows, observed_rows, table_rows
+from streaming.analysis.columns import observed_rows, table_rows
 from streaming.analysis.timeline import Index
 from streaming.analysis.words import Key, and_list, names, plural, pname
 from streaming.history.trust import AgreementFigures, ImportFacts, trust_warnings
+from streaming.io.jsonl import jsonl_rows
 
 STORY_LINES = 40  # runs of events told one line each; the rest in one closing line
 EXAMPLES = 3  # partitions named per kind of change and per disagreement

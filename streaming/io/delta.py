@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.tables import DECISION, TableSchema
+from streaming.io.jsonl import read_jsonl
 from streaming.io.storage import Location, Uri
 
 # delta-rs logs a warning per write for the quarantine's binary column (no statistics): not for users.
@@ -144,8 +145,8 @@ def read_delta(path: Location, expression: Any = None) -> list[dict[str, Any]]:
 
 
 def read_decisions_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """A replay's decisions.jsonl, every row."""
+    return read_jsonl(path)
 
 
 def comparable(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
