@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from statemachine.errors import Outcome
-from streaming.io.delta import DECISION_ORDER, delta_dataset, scan_delta
+from streaming.io.delta import DECISION_ORDER, delta_dataset, dict_batches, scan_delta
 from streaming.io.jsonl import jsonl_rows
 from streaming.io.rows import Row, make_row, row_class
 
@@ -24,26 +24,6 @@ _REPEATED = ("event_id", "event_type", "topic", "from_state", "to_state", "outco
 # What the timeline and the reassignments read of a decision.
 DECISION_FIELDS = (*DECISION_ORDER, "replicas", "adding_replicas", "removing_replicas")
 _BATCH = 20_000
-
-
-def _batches(table: Any) -> Iterator[list[dict[str, Any]]]:
-    """The table's rows as dicts, a batch at a time, maps as dicts and repeated strings shared."""
-    import pyarrow as pa
-
-    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
-    shared = [c for c in _REPEATED if c in table.column_names]
-    strings: dict[str, str] = {}
-    for batch in table.to_batches(max_chunksize=_BATCH):
-        rows = batch.to_pylist()
-        for row in rows:
-            for key in maps:
-                if row[key]:
-                    row[key] = dict(row[key])
-            for key in shared:
-                value = row[key]
-                if value is not None:
-                    row[key] = strings.setdefault(value, value)
-        yield rows
 
 
 def _rows(batches: Iterable[Any]) -> Iterator[Row]:
@@ -144,22 +124,25 @@ def read_decisions(path: Path) -> Iterator[dict[str, Any]]:
 
 def read_decisions_table(path: Path) -> Iterator[dict[str, Any]]:
     """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER, a batch at a time."""
-    table = scan_delta(path, columns=list(DECISION_FIELDS))
-    if table is None:
-        return
-    table = table.sort_by([(c, "ascending") for c in DECISION_ORDER])
-    for rows in _batches(table):
-        yield from rows
+    return table_rows(path, list(DECISION_FIELDS), [(c, "ascending") for c in DECISION_ORDER])
 
 
-def table_rows(path: Path, columns: list[str] | None = None, order: str | None = None) -> Iterator[dict[str, Any]]:
-    """A Delta table's columns, row by row (in `order` when given), a batch at a time."""
+def table_rows(path: Path, columns: list[str] | None = None,
+               order: str | list[tuple[str, str]] | None = None) -> Iterator[dict[str, Any]]:
+    """A Delta table's columns, row by row (in `order` when given), a batch at a time, repeated strings shared."""
     table = scan_delta(path, columns=columns)
     if table is None:
         return
     if order is not None:
         table = table.sort_by(order)
-    for rows in _batches(table):
+    shared = [c for c in _REPEATED if c in table.column_names]
+    strings: dict[str, str] = {}
+    for rows in dict_batches(table, _BATCH):
+        for row in rows:
+            for key in shared:
+                value = row[key]
+                if value is not None:
+                    row[key] = strings.setdefault(value, value)
         yield from rows
 
 
