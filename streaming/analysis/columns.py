@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from statemachine.errors import Outcome
+from streaming.history.agreement import from_table_rows
 from streaming.io.delta import DECISION_ORDER, delta_dataset, dict_batches, scan_delta
 from streaming.io.jsonl import jsonl_rows
 from streaming.io.rows import Row, make_row, row_class
@@ -153,4 +154,14 @@ def observed_rows(out_dir: Path) -> Iterator[dict[str, Any]] | None:
         return jsonl_rows(out_dir / "observed.jsonl")
     if (out_dir / "observed" / "_delta_log").is_dir():
         return table_rows(out_dir / "observed", order="source_offset")
+    return None
+
+
+def agreement_rows_in(out_dir: Path) -> Iterator[dict[str, Any]] | None:
+    """A replay's agreement.jsonl, or the `agreement` Delta table `isrflow run` writes behind a bridge, in
+    agreement.jsonl's shape (streaming.history.agreement.from_table_rows), row by row; None when there is neither."""
+    if (out_dir / "agreement.jsonl").exists():
+        return jsonl_rows(out_dir / "agreement.jsonl")
+    if (out_dir / "agreement" / "_delta_log").is_dir():
+        return (from_table_rows([r])[0] for r in table_rows(out_dir / "agreement"))
     return None
