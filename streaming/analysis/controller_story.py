@@ -25,6 +25,7 @@ from statemachine.record import NO_LEADER
 from streaming.analysis.columns import agreement_rows_in, observed_rows
 from streaming.analysis.timeline import Index
 from streaming.analysis.words import Key, and_list, names, plural, pname
+from streaming.history.outcomes import deleted_topics
 from streaming.history.trust import AgreementFigures, ImportFacts, trust_warnings
 from streaming.io.jsonl import jsonl_rows
 
@@ -196,20 +197,9 @@ class _Teller:
                                f"{plural(len(alone), 'event')}: {'; '.join(examples)}{more}.", True))
 
 
-def _deleted_topics(s: Index) -> set[str]:
-    """Topics the log deletes and does not create again (its events, whatever isrflow made of them)."""
-    gone: set[str] = set()
-    for r in s.a.audit:
-        if r.get("event_type") == "DeleteTopic" and r.get("topic"):
-            gone.add(r["topic"])
-        elif r.get("event_type") == "CreateTopic" and r.get("topic"):
-            gone.discard(r["topic"])
-    return gone
-
-
 def _end_lines(s: Index, last: dict[Key, dict[str, Any]]) -> list[tuple[str, bool]]:
     """The partitions as the controller's records leave them, beside isrflow's end."""
-    gone = _deleted_topics(s)
+    gone = deleted_topics(s.a.audit, type_key="event_type")  # the log's, whatever isrflow made of them
     parts = {k: v for k, v in last.items() if k[0] not in gone}
     offline = sorted(k for k, v in parts.items() if v["leader"] == NO_LEADER)
     urp = sorted(k for k, v in parts.items() if v["leader"] != NO_LEADER
