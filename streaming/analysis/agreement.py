@@ -6,16 +6,16 @@ cluster's history under the kraft rules: the migration question) is read for."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from html import escape
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from streaming.analysis.columns import jsonl_rows, observed_rows, table_rows
-from streaming.history.agreement import COMPARED, from_table_rows
+from streaming.analysis.columns import agreement_rows_in, observed_rows
+from streaming.history.agreement import COMPARED
 from streaming.history.outcomes import deleted_topics, outcome_rows
+from streaming.io.jsonl import jsonl_rows, read_jsonl
 from streaming.zookeeper.requests import REQUEST_WORDS, requests_agreement
 
 RECENT = 3
@@ -23,26 +23,11 @@ SHOWN_REQUESTS = 20  # the first disagreeing requests the report lists
 SHOWN = 500  # the first disagreements and differing histories the report lists (all are in the JSON lines files)
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    with path.open() as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
 def _side(values: Mapping[str, Any] | None, differing: list[str]) -> str:
     if values is None:
         return "<em>no decision</em>"
     return "<br>".join((f"<b>{f}={escape(str(values.get(f)))}</b>" if f in differing
                         else f"{f}={escape(str(values.get(f)))}") for f in COMPARED)
-
-
-def _agreement_rows(out_dir: Path) -> Iterator[dict[str, Any]] | None:
-    """A replay's agreement.jsonl, or the `agreement` Delta table `isrflow run` writes behind a bridge (the same rows),
-    row by row; None when there is neither."""
-    if (out_dir / "agreement.jsonl").exists():
-        return jsonl_rows(out_dir / "agreement.jsonl")
-    if (out_dir / "agreement" / "_delta_log").is_dir():
-        return (from_table_rows([r])[0] for r in table_rows(out_dir / "agreement"))
-    return None
 
 
 def _recent(out_dir: Path, bad: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
@@ -64,7 +49,7 @@ def agreement_section(out_dir: Path) -> str | None:
     compared anything. Read as a stream: the figures count every row, the table shows the first SHOWN
     disagreements in log order (a table returns rows in any order: the shown ones are the lowest offsets)."""
     out_dir = Path(out_dir)
-    found = _agreement_rows(out_dir)
+    found = agreement_rows_in(out_dir)
     if found is None:
         return None
     total = agreed = 0
@@ -118,7 +103,7 @@ def requests_section(out_dir: Path) -> str | None:
     path = Path(out_dir) / "requests.jsonl"
     if not path.exists():
         return None
-    rows = _rows(path)
+    rows = read_jsonl(path)
     if not rows:
         return None
     counts = {kind: sum(1 for r in rows if r["request"] == kind) for kind in REQUEST_WORDS}
@@ -128,7 +113,7 @@ def requests_section(out_dir: Path) -> str | None:
              + " requests (isrflow's model, <code>requests.jsonl</code>).</p>"]
     compared_path = Path(out_dir) / "requests_agreement.jsonl"
     if compared_path.exists():
-        compared = _rows(compared_path)
+        compared = read_jsonl(compared_path)
         parts.append(f"<p>Beside the controller's state-change logs, per broker in order: "
                      f"{escape(requests_agreement(compared).counted())} requests agree.</p>")
         bad = [r for r in compared if not r["match"]][:SHOWN_REQUESTS]

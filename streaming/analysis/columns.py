@@ -7,13 +7,14 @@ peak memory is a fraction of reading every column of every row as a dict.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from statemachine.errors import Outcome
-from streaming.io.delta import DECISION_ORDER, delta_dataset, scan_delta
+from streaming.history.agreement import from_table_rows
+from streaming.io.delta import DECISION_ORDER, delta_dataset, dict_batches, scan_delta
+from streaming.io.jsonl import jsonl_rows
 from streaming.io.rows import Row, make_row, row_class
 
 # Audit columns the report never reads: run bookkeeping and the partition epochs (the decisions carry them).
@@ -24,26 +25,6 @@ _REPEATED = ("event_id", "event_type", "topic", "from_state", "to_state", "outco
 # What the timeline and the reassignments read of a decision.
 DECISION_FIELDS = (*DECISION_ORDER, "replicas", "adding_replicas", "removing_replicas")
 _BATCH = 20_000
-
-
-def _batches(table: Any) -> Iterator[list[dict[str, Any]]]:
-    """The table's rows as dicts, a batch at a time, maps as dicts and repeated strings shared."""
-    import pyarrow as pa
-
-    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
-    shared = [c for c in _REPEATED if c in table.column_names]
-    strings: dict[str, str] = {}
-    for batch in table.to_batches(max_chunksize=_BATCH):
-        rows = batch.to_pylist()
-        for row in rows:
-            for key in maps:
-                if row[key]:
-                    row[key] = dict(row[key])
-            for key in shared:
-                value = row[key]
-                if value is not None:
-                    row[key] = strings.setdefault(value, value)
-        yield rows
 
 
 def _rows(batches: Iterable[Any]) -> Iterator[Row]:
@@ -139,36 +120,30 @@ def read_decisions(path: Path) -> Iterator[dict[str, Any]]:
     def slim(d: dict[str, Any]) -> dict[str, Any]:
         return {f: brokers.setdefault(tuple(v), v) if isinstance(v := d.get(f), list) else v for f in DECISION_FIELDS}
 
-    with path.open(encoding="utf-8") as fh:
-        yield from (slim(json.loads(line)) for line in fh if line.strip())
+    yield from (slim(d) for d in jsonl_rows(path))
 
 
 def read_decisions_table(path: Path) -> Iterator[dict[str, Any]]:
     """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER, a batch at a time."""
-    table = scan_delta(path, columns=list(DECISION_FIELDS))
-    if table is None:
-        return
-    table = table.sort_by([(c, "ascending") for c in DECISION_ORDER])
-    for rows in _batches(table):
-        yield from rows
+    return table_rows(path, list(DECISION_FIELDS), [(c, "ascending") for c in DECISION_ORDER])
 
 
-def jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """A JSON lines file, row by row."""
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
-def table_rows(path: Path, columns: list[str] | None = None, order: str | None = None) -> Iterator[dict[str, Any]]:
-    """A Delta table's columns, row by row (in `order` when given), a batch at a time."""
+def table_rows(path: Path, columns: list[str] | None = None,
+               order: str | list[tuple[str, str]] | None = None) -> Iterator[dict[str, Any]]:
+    """A Delta table's columns, row by row (in `order` when given), a batch at a time, repeated strings shared."""
     table = scan_delta(path, columns=columns)
     if table is None:
         return
     if order is not None:
         table = table.sort_by(order)
-    for rows in _batches(table):
+    shared = [c for c in _REPEATED if c in table.column_names]
+    strings: dict[str, str] = {}
+    for rows in dict_batches(table, _BATCH):
+        for row in rows:
+            for key in shared:
+                value = row[key]
+                if value is not None:
+                    row[key] = strings.setdefault(value, value)
         yield from rows
 
 
@@ -179,4 +154,14 @@ def observed_rows(out_dir: Path) -> Iterator[dict[str, Any]] | None:
         return jsonl_rows(out_dir / "observed.jsonl")
     if (out_dir / "observed" / "_delta_log").is_dir():
         return table_rows(out_dir / "observed", order="source_offset")
+    return None
+
+
+def agreement_rows_in(out_dir: Path) -> Iterator[dict[str, Any]] | None:
+    """A replay's agreement.jsonl, or the `agreement` Delta table `isrflow run` writes behind a bridge, in
+    agreement.jsonl's shape (streaming.history.agreement.from_table_rows), row by row; None when there is neither."""
+    if (out_dir / "agreement.jsonl").exists():
+        return jsonl_rows(out_dir / "agreement.jsonl")
+    if (out_dir / "agreement" / "_delta_log").is_dir():
+        return (from_table_rows([r])[0] for r in table_rows(out_dir / "agreement"))
     return None

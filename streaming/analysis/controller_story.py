@@ -15,17 +15,19 @@ the partitions and the disagreeing events, not with the controller's changes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from schemas.events import PartitionSnapshot
 from statemachine.record import NO_LEADER
-from streaming.analysis.columns import jsonl_rows, observed_rows, table_rows
+from streaming.analysis.columns import agreement_rows_in, observed_rows
 from streaming.analysis.timeline import Index
 from streaming.analysis.words import Key, and_list, names, plural, pname
+from streaming.history.outcomes import deleted_topics
 from streaming.history.trust import AgreementFigures, ImportFacts, trust_warnings
+from streaming.io.jsonl import jsonl_rows
 
 STORY_LINES = 40  # runs of events told one line each; the rest in one closing line
 EXAMPLES = 3  # partitions named per kind of change and per disagreement
@@ -39,14 +41,6 @@ class TrueStory:
     warnings: list[str]
     lines: list[tuple[str, bool]]
     figures: AgreementFigures | None
-
-
-def _agreement(out_dir: Path) -> Iterator[dict[str, Any]]:
-    if (out_dir / "agreement.jsonl").exists():
-        return jsonl_rows(out_dir / "agreement.jsonl")
-    if (out_dir / "agreement" / "_delta_log").is_dir():
-        return table_rows(out_dir / "agreement")
-    return iter(())
 
 
 @dataclass
@@ -68,34 +62,31 @@ class _Differences:
                                     else ", ".join(row["differing"])))
 
 
-def _differences(out_dir: Path) -> _Differences:
-    d = _Differences()
-    for row in _agreement(out_dir):
-        if not row["match"]:
-            d.add(row)
-    return d
-
-
-def agreement_figures(out_dir: Path) -> AgreementFigures | None:
-    """The agreement of a replay (agreement.jsonl, histories.jsonl) or of a run (the agreement table), or None."""
-    found = (out_dir / "agreement.jsonl").exists() or (out_dir / "agreement" / "_delta_log").is_dir()
-    if not found:
+def _agreement(out_dir: Path) -> tuple[_Differences, AgreementFigures] | None:
+    """isrflow's disagreements per event and the agreement figures of a replay (agreement.jsonl, histories.jsonl)
+    or of a run (the agreement table), the agreement read once; None when there is none."""
+    rows = agreement_rows_in(out_dir)
+    if rows is None:
         return None
+    differences = _Differences()
     decisions = disagreements = 0
-    for row in _agreement(out_dir):
+    for row in rows:
         decisions += 1
-        disagreements += not row["match"]
+        if not row["match"]:
+            disagreements += 1
+            differences.add(row)
     partitions = equal = 0
     if (out_dir / "histories.jsonl").exists():
         for row in jsonl_rows(out_dir / "histories.jsonl"):
             partitions += 1
             equal += bool(row["match"])
-    return AgreementFigures(decisions, disagreements, partitions, equal)
+    return differences, AgreementFigures(decisions, disagreements, partitions, equal)
 
 
 def real_history_warnings(out_dir: Path) -> list[str]:
     """What the report of `out_dir` says first (empty for a replay that is not of a real history, or that agrees)."""
-    return trust_warnings(ImportFacts.read(out_dir), agreement_figures(out_dir))
+    found = _agreement(out_dir)
+    return trust_warnings(ImportFacts.read(out_dir), found[1] if found is not None else None)
 
 
 @dataclass
@@ -206,20 +197,9 @@ class _Teller:
                                f"{plural(len(alone), 'event')}: {'; '.join(examples)}{more}.", True))
 
 
-def _deleted_topics(s: Index) -> set[str]:
-    """Topics the log deletes and does not create again (its events, whatever isrflow made of them)."""
-    gone: set[str] = set()
-    for r in s.a.audit:
-        if r.get("event_type") == "DeleteTopic" and r.get("topic"):
-            gone.add(r["topic"])
-        elif r.get("event_type") == "CreateTopic" and r.get("topic"):
-            gone.discard(r["topic"])
-    return gone
-
-
 def _end_lines(s: Index, last: dict[Key, dict[str, Any]]) -> list[tuple[str, bool]]:
     """The partitions as the controller's records leave them, beside isrflow's end."""
-    gone = _deleted_topics(s)
+    gone = deleted_topics(s.a.audit, type_key="event_type")  # the log's, whatever isrflow made of them
     parts = {k: v for k, v in last.items() if k[0] not in gone}
     offline = sorted(k for k, v in parts.items() if v["leader"] == NO_LEADER)
     urp = sorted(k for k, v in parts.items() if v["leader"] != NO_LEADER
@@ -253,7 +233,7 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
     observed = observed_rows(out_dir)
     if observed is None:
         return None
-    differences = _differences(out_dir)
+    differences, figures = _agreement(out_dir) or (_Differences(), None)
     teller = _Teller(s, differences)
     last: dict[Key, dict[str, Any]] = {}
     run: _Run | None = None
@@ -275,5 +255,4 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
     if run is not None:
         teller.tell(run)
     teller.close()
-    figures = agreement_figures(out_dir)
     return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), figures)

@@ -35,8 +35,7 @@ def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]
         "true_story": story.lines if story is not None else [],
         "agreement": story.figures.counted() if story is not None and story.figures is not None else None,
         "cards": [
-            ("events", a.events), ("partitions", len({(r["topic"], r["partition"]) for r in a.audit
-                                                   if r.get("partition") is not None})),
+            ("events", a.events), ("partitions", len(s.by_part)),
             ("decisions", a.inputs.decision_count), ("went offline", len(a.ever_offline)),
             ("offline at peak", peak), ("under-replicated at peak", upeak),
             ("unclean elections", len(a.unclean)), ("leader changes", len(a.leader_changes)),

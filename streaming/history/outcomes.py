@@ -22,14 +22,16 @@ def _unclean(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
     return leader >= 0 and leader != before["leader"] and leader not in before["isr"] and after["isr"] == [leader]
 
 
-def deleted_topics(events: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Topics the history deletes and does not create again: gone on both sides, whatever each wrote last."""
+def deleted_topics(events: Iterable[Mapping[str, Any]], type_key: str = "type") -> set[str]:
+    """Topics the history deletes and does not create again: gone on both sides, whatever each wrote last. `events`
+    are the log's events, or with `type_key="event_type"` the audit's rows of them."""
     gone: set[str] = set()
     for e in events:
-        if e.get("type") == "DeleteTopic":
-            gone.add(e["topic"])
-        elif e.get("type") == "CreateTopic":
-            gone.discard(e["topic"])
+        kind, topic = e.get(type_key), e.get("topic")
+        if kind == "DeleteTopic" and topic:
+            gone.add(topic)
+        elif kind == "CreateTopic" and topic:
+            gone.discard(topic)
     return gone
 
 

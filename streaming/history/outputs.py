@@ -4,7 +4,6 @@ history (`histories.jsonl`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from streaming.engine.collector import young_collection_only
 from streaming.history.agreement import COMPARED, agreement_rate, agreement_rows
 from streaming.history.histories import history_stream, history_totals
 from streaming.history.trust import AgreementFigures
-from streaming.io.jsonl import read_jsonl, write_jsonl
+from streaming.io.jsonl import jsonl_rows, read_jsonl, write_jsonl
 from streaming.io.rows import Row, make_row, row_class
 
 # What the agreement and the histories read of a row of either side.
@@ -32,9 +31,7 @@ def compared_rows(path: Path) -> list[Row]:
         return shared.setdefault(key, value) if isinstance(value, list | str) else value
 
     cls = row_class(_READ)  # in slots: a fraction of a dict's memory
-    with path.open(encoding="utf-8") as fh:
-        return [make_row(cls, (one(row.get(f)) for f in _READ))
-                for row in (json.loads(line) for line in fh if line.strip())]
+    return [make_row(cls, (one(row.get(f)) for f in _READ)) for row in jsonl_rows(path)]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """A table's rows as Arrow columns built from the records themselves, never from row dicts.
 
 `RecordColumns` takes the controller's frozen records (an AuditRow, a RequestRow) one by one, keeps only the tuple
-of their field values, and every `batch_rows` rows turns those tuples into one Arrow array per column of the
+of their field values, and every BATCH_ROWS rows turns those tuples into one Arrow array per column of the
 table's schema: the same values `to_row` then `arrow_table` give (enum members as their values, tuples as
 lists, maps as (key, value) pairs), without a dict per row. Memory stays the Arrow columns plus one batch of tuples.
 """
@@ -37,8 +37,7 @@ class RecordColumns:
     """Records of `cls` as the columns of `schema`; the schema's columns that are no field of `cls` take
     `constants` (the batch_id, the time the run wrote them), or null."""
 
-    def __init__(self, schema: TableSchema, cls: type, constants: dict[str, Any] | None = None,
-                 batch_rows: int | None = None) -> None:
+    def __init__(self, schema: TableSchema, cls: type, constants: dict[str, Any] | None = None) -> None:
         self.arrow = schema.to_arrow()
         fields_ = row_fields(cls)
         self._values = fields_.values
@@ -48,13 +47,13 @@ class RecordColumns:
         self._columns = [(index.get(f.name), _BY_KIND[kinds[f.name]] if f.name in index else None,
                           (constants or {}).get(f.name)) for f in self.arrow]
         self._rows: list[tuple[Any, ...]] = []
-        self.batch_rows = batch_rows or BATCH_ROWS
+        self._batch_rows = BATCH_ROWS
         self._chunks: list[list[Any]] = [[] for _ in self.arrow]  # per column, its arrays of BATCH_ROWS rows
         self.count = 0
 
     def add(self, record: Any) -> None:
         self._rows.append(self._values(record))
-        if len(self._rows) >= self.batch_rows:
+        if len(self._rows) >= self._batch_rows:
             self.flush()
 
     def extend(self, records: Iterable[Any]) -> None:

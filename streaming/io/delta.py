@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from schemas.tables import DECISION, TableSchema
+from streaming.io.jsonl import read_jsonl
 from streaming.io.storage import Location, Uri
 
 # delta-rs logs a warning per write for the quarantine's binary column (no statistics): not for users.
@@ -128,24 +129,29 @@ def delta_dataset(path: Location) -> Any:
 
 def read_delta(path: Location, expression: Any = None) -> list[dict[str, Any]]:
     """A Delta table's rows as plain dicts (maps as dicts, arrays as lists), without Spark."""
+    table = scan_delta(path, expression)
+    return [] if table is None else [row for rows in dict_batches(table) for row in rows]
+
+
+def dict_batches(table: Any, max_rows: int | None = None) -> Iterator[list[dict[str, Any]]]:
+    """A pyarrow Table's rows as plain dicts (maps as dicts, arrays as lists), a record batch (of at most
+    `max_rows`) at a time."""
     import pyarrow as pa
 
-    table = scan_delta(path, expression)
-    if table is None:
-        return []
-    rows = table.to_pylist()
     # pyarrow gives a map as (key, value) pairs; only the map columns are looked at, not every value of every row.
     maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
-    for row in rows:
-        for key in maps:
-            if row[key]:
-                row[key] = dict(row[key])
-    return rows
+    for batch in table.to_batches(max_chunksize=max_rows):
+        rows = batch.to_pylist()
+        for row in rows:
+            for key in maps:
+                if row[key]:
+                    row[key] = dict(row[key])
+        yield rows
 
 
 def read_decisions_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """A replay's decisions.jsonl, every row."""
+    return read_jsonl(path)
 
 
 def comparable(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

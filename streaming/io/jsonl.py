@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,16 @@ def jsonl_line(row: Mapping[str, Any]) -> str:
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
-        fh.writelines(_ENCODE(row) + "\n" for row in rows)
+        fh.writelines(map(jsonl_line, rows))
+
+
+def jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """A JSON lines file, row by row (a reader that need not hold them all)."""
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open() as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return list(jsonl_rows(path))
