@@ -342,10 +342,7 @@ class KafkaTestCluster:
         def send(a: KafkaAdminClient) -> Any:
             request = AlterConfigsRequest[0](resources=[a._convert_alter_config_resource_request(resource)],
                                              validate_only=False)
-            future = a._send_request_to_node(a._client.least_loaded_node() if broker_id is None else broker_id,
-                                             request)
-            a._wait_for_futures([future])
-            return future.value
+            return self._to_node(a, request, a._client.least_loaded_node() if broker_id is None else broker_id)
 
         errors = [(code, message) for code, message, _, _ in self._call(send).resources if code]
         if errors:
@@ -356,7 +353,7 @@ class KafkaTestCluster:
         Kafka answers ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ... per partition)."""
         request = ElectLeadersRequest[1](election_type=ElectionType[election], timeout=15000,
                                          topic_partitions=[(t, ps) for t, ps in partitions.items()])
-        response = self._call(lambda a: self._to_controller(a, request))
+        response = self._call(lambda a: self._to_node(a, request))
         return {(t, p): code for t, results in response.replication_election_results for p, code, _ in results}
 
     def reassign(self, moves: dict[tuple[str, int], list[int] | None]) -> None:
@@ -366,16 +363,17 @@ class KafkaTestCluster:
             by_topic.setdefault(topic, []).append((partition, replicas, {}))
         request = AlterPartitionReassignmentsRequest[0](
             timeout_ms=15000, topics=[(t, ps, {}) for t, ps in by_topic.items()], tags={})
-        response = self._call(lambda a: self._to_controller(a, request))
+        response = self._call(lambda a: self._to_node(a, request))
         errors = [(t, p, code, msg) for t, ps, _ in response.responses for p, code, msg, _ in ps if code]
         if response.error_code or errors:
             raise RuntimeError(f"reassignment refused: {response.error_code} {errors}")
 
     @staticmethod
-    def _to_controller(admin: KafkaAdminClient, request: Any) -> Any:
-        # kafka-python has the request type but no Admin method for it: send it to the active controller
-        # (the broker that forwards it) with the client's own plumbing.
-        future = admin._send_request_to_node(admin._controller_id, request)
+    def _to_node(admin: KafkaAdminClient, request: Any, node: int | None = None) -> Any:
+        # kafka-python has the request type but no Admin method for it (or none that picks the broker): send it to
+        # broker `node`, by default the active controller (the broker that forwards it), with the client's own
+        # plumbing.
+        future = admin._send_request_to_node(admin._controller_id if node is None else node, request)
         admin._wait_for_futures([future])
         return future.value
 
