@@ -118,28 +118,6 @@ def listed_brokers(admin: KafkaAdminClient) -> set[int]:
     return {int(n["node_id"]) for n in admin.describe_cluster()["brokers"]}
 
 
-def jbod_dirs(first: Path, count: int) -> list[Path]:
-    """A broker's log dirs (`log.dirs`) when it has `count` of them: `first` (logs), then logs-1, logs-2, ..."""
-    return [first, *(first.parent / f"{first.name}-{i}" for i in range(1, count))]
-
-
-def fail_log_dir(dirs: list[Path], broker_id: int, index: int) -> Path:
-    """A disk failing under a running broker: its log dir `index` of `dirs` (1 or more: dir 0 holds what the broker
-    cannot run without, the metadata log in KRaft) is removed and a file put in its place, so the broker's next
-    write there fails (its recovery-point checkpoint, within `log.flush.offset.checkpoint.interval.ms`); it then
-    reports the dir offline and goes on with the others. Returns the failed dir."""
-    if not 0 < index < len(dirs):
-        raise ValueError(f"broker {broker_id} has log dirs 0..{len(dirs) - 1}; dir 0 cannot fail here")
-    shutil.rmtree(dirs[index])
-    dirs[index].write_text("a failed disk\n")
-    return dirs[index]
-
-
-# With several log dirs, a failed one shows within a second: the recovery-point checkpoint written into each dir
-# fails there (fail_log_dir).
-JBOD_SETTINGS = {"log.flush.offset.checkpoint.interval.ms": "1000"}
-
-
 def write_properties(path: Path, settings: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 
@@ -151,11 +129,45 @@ def log4j_file_appender(name: str, file_name: str) -> str:
             f"{prefix}.layout=org.apache.log4j.PatternLayout\n{prefix}.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
 
 
+# With several log dirs, a failed one shows within a second: the recovery-point checkpoint written into each dir
+# fails there (KafkaTestCluster.fail_log_dir).
+_JBOD_SETTINGS = {"log.flush.offset.checkpoint.interval.ms": "1000"}
+
+
+class KafkaProcess(ServerProcess):
+    """One Kafka process (a broker, or a KRaft controller) with its `settings` (server.properties) and
+    `log_dirs` log dirs (JBOD, `log.dirs`)."""
+
+    def __init__(self, node_id: int, directory: Path, jar_set: connectors.JarSet, port: int,
+                 settings: dict[str, str], log_dirs: int = 1) -> None:
+        super().__init__(node_id, directory, jar_set, port)
+        self.settings = settings
+        self.log_dir_count = log_dirs
+
+    @property
+    def config(self) -> Path:
+        return self.dir / "server.properties"
+
+    @property
+    def log_dir(self) -> Path:
+        """The first log dir (in KRaft it holds the metadata log: metadata.log.dir defaults to it)."""
+        return self.dir / "logs"
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        """Every log dir (`log.dirs`): logs, logs-1, logs-2, ... (JBOD)."""
+        return [self.log_dir, *(self.dir / f"logs-{i}" for i in range(1, self.log_dir_count))]
+
+    def write_server_properties(self) -> None:
+        jbod = _JBOD_SETTINGS if self.log_dir_count > 1 else {}
+        write_properties(self.config, {**jbod, **self.settings, "log.dirs": ",".join(str(d) for d in self.log_dirs)})
+
+
 class KafkaTestCluster:
     """Brokers (`self.brokers`, ids 1..N) beside the quorum's processes (KRaft controllers or a ZooKeeper server),
     each started by this object and stopped by its pid (`stop()`, also at exit and on leaving a `with`)."""
 
-    brokers: dict[int, ServerProcess]
+    brokers: dict[int, KafkaProcess]
     root: Path
     _owns_dir: bool
 
@@ -196,6 +208,22 @@ class KafkaTestCluster:
         """Start a stopped broker again and wait until the cluster lists it (unfenced)."""
         self.brokers[broker_id].start()
         self.wait_for_brokers({broker_id}, timeout)
+
+    def fail_log_dir(self, broker_id: int, index: int) -> Path:
+        """A disk failing under a running broker: its log dir `index` (1 or more: dir 0 holds what the broker
+        cannot run without, the metadata log in KRaft) is removed and a file put in its place, so the broker's next
+        write there fails (its recovery-point checkpoint, within `log.flush.offset.checkpoint.interval.ms`); it then
+        reports the dir offline and goes on with the others. In KRaft it reports it in its heartbeats and cannot
+        restart with it. In ZooKeeper mode it writes `/log_dir_event_notification/log_dir_event_<seq>`, the
+        controller sends it a LeaderAndIsr of every replica it holds, and takes offline those it answers
+        KAFKA_STORAGE_ERROR for (the failed dir's); restarted, it starts with that dir offline. Returns the failed
+        dir."""
+        dirs = self.brokers[broker_id].log_dirs
+        if not 0 < index < len(dirs):
+            raise ValueError(f"broker {broker_id} has log dirs 0..{len(dirs) - 1}; dir 0 cannot fail here")
+        shutil.rmtree(dirs[index])
+        dirs[index].write_text("a failed disk\n")
+        return dirs[index]
 
     def wait_fenced(self, broker_id: int, timeout: float = 30) -> None:
         """Wait until the cluster no longer lists `broker_id` (fenced or shut down)."""
@@ -314,10 +342,7 @@ class KafkaTestCluster:
         def send(a: KafkaAdminClient) -> Any:
             request = AlterConfigsRequest[0](resources=[a._convert_alter_config_resource_request(resource)],
                                              validate_only=False)
-            future = a._send_request_to_node(a._client.least_loaded_node() if broker_id is None else broker_id,
-                                             request)
-            a._wait_for_futures([future])
-            return future.value
+            return self._to_node(a, request, a._client.least_loaded_node() if broker_id is None else broker_id)
 
         errors = [(code, message) for code, message, _, _ in self._call(send).resources if code]
         if errors:
@@ -328,7 +353,7 @@ class KafkaTestCluster:
         Kafka answers ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ... per partition)."""
         request = ElectLeadersRequest[1](election_type=ElectionType[election], timeout=15000,
                                          topic_partitions=[(t, ps) for t, ps in partitions.items()])
-        response = self._call(lambda a: self._to_controller(a, request))
+        response = self._call(lambda a: self._to_node(a, request))
         return {(t, p): code for t, results in response.replication_election_results for p, code, _ in results}
 
     def reassign(self, moves: dict[tuple[str, int], list[int] | None]) -> None:
@@ -338,16 +363,17 @@ class KafkaTestCluster:
             by_topic.setdefault(topic, []).append((partition, replicas, {}))
         request = AlterPartitionReassignmentsRequest[0](
             timeout_ms=15000, topics=[(t, ps, {}) for t, ps in by_topic.items()], tags={})
-        response = self._call(lambda a: self._to_controller(a, request))
+        response = self._call(lambda a: self._to_node(a, request))
         errors = [(t, p, code, msg) for t, ps, _ in response.responses for p, code, msg, _ in ps if code]
         if response.error_code or errors:
             raise RuntimeError(f"reassignment refused: {response.error_code} {errors}")
 
     @staticmethod
-    def _to_controller(admin: KafkaAdminClient, request: Any) -> Any:
-        # kafka-python has the request type but no Admin method for it: send it to the active controller
-        # (the broker that forwards it) with the client's own plumbing.
-        future = admin._send_request_to_node(admin._controller_id, request)
+    def _to_node(admin: KafkaAdminClient, request: Any, node: int | None = None) -> Any:
+        # kafka-python has the request type but no Admin method for it (or none that picks the broker): send it to
+        # broker `node`, by default the active controller (the broker that forwards it), with the client's own
+        # plumbing.
+        future = admin._send_request_to_node(admin._controller_id if node is None else node, request)
         admin._wait_for_futures([future])
         return future.value
 

@@ -25,15 +25,7 @@ from pathlib import Path
 
 from streaming.engine import connectors
 from streaming.infra import jars
-from streaming.infra.cluster import (
-    JBOD_SETTINGS,
-    KafkaTestCluster,
-    ServerProcess,
-    fail_log_dir,
-    jbod_dirs,
-    log4j_file_appender,
-    write_properties,
-)
+from streaming.infra.cluster import KafkaProcess, KafkaTestCluster, log4j_file_appender
 from streaming.infra.localkafka import LOG4J2_PROPERTIES, SMALL_TEST_CLUSTER, free_port, new_cluster_id
 
 DATA_ROOT = connectors.CACHE / "kraft-clusters"
@@ -41,32 +33,16 @@ CONTROLLER_ID = 100
 LOG4J_PROPERTIES = "log4j.rootLogger=INFO, file\n" + log4j_file_appender("file", "server.log")
 
 
-class KraftNode(ServerProcess):
-    """One Kafka process (a controller or a broker) with its own config, log dir and log file."""
+class KraftNode(KafkaProcess):
+    """One Kafka process (a controller or a broker) with its own config, log dirs and log file."""
 
     def __init__(self, node_id: int, root: Path, settings: dict[str, str], port: int = 0,
                  jar_set: connectors.JarSet = connectors.KAFKA_BROKER, log_dirs: int = 1) -> None:
-        super().__init__(node_id, root / f"node-{node_id}", jar_set, port)
-        self.settings = settings
-        self.log_dir_count = log_dirs
-
-    @property
-    def config(self) -> Path:
-        return self.dir / "server.properties"
-
-    @property
-    def log_dir(self) -> Path:
-        """The first log dir: it holds the metadata log (metadata.log.dir defaults to it)."""
-        return self.dir / "logs"
-
-    @property
-    def log_dirs(self) -> list[Path]:
-        """Every log dir (`log.dirs`): logs, logs-1, logs-2, ... (JBOD)."""
-        return jbod_dirs(self.log_dir, self.log_dir_count)
+        super().__init__(node_id, root / f"node-{node_id}", jar_set, port, settings, log_dirs)
 
     def format(self, cluster_id: str, extra: list[str]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_properties(self.config, {**self.settings, "log.dirs": ",".join(str(d) for d in self.log_dirs)})
+        self.write_server_properties()
         if self.log4j2:
             (self.dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         else:
@@ -144,7 +120,6 @@ class KraftCluster(KafkaTestCluster):
                 # A follower leaves the ISR within seconds when its broker dies, as the test expects.
                 "replica.lag.time.max.ms": "4000",
                 **({"broker.rack": f"rack-{(broker_id - 1) % racks}"} if racks else {}),
-                **(JBOD_SETTINGS if log_dirs > 1 else {}),
             }, port, jar_set, log_dirs)
 
     @property
@@ -181,12 +156,6 @@ class KraftCluster(KafkaTestCluster):
             self.stop()
             raise
         return self
-
-    def fail_log_dir(self, broker_id: int, index: int) -> Path:
-        """A disk failing under a running broker: its log dir `index` (1 or more: dir 0 holds the metadata log) is
-        removed and a file put in its place, so the broker's next write there fails; it then reports the dir
-        offline in its heartbeats and goes on with the others. The broker cannot restart with it."""
-        return fail_log_dir(self.brokers[broker_id].log_dirs, broker_id, index)
 
     def _quorum(self) -> list[KraftNode]:
         return list(self.controllers.values())

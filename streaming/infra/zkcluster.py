@@ -32,11 +32,9 @@ from pathlib import Path
 from streaming.engine import connectors
 from streaming.infra import jars
 from streaming.infra.cluster import (
-    JBOD_SETTINGS,
+    KafkaProcess,
     KafkaTestCluster,
     ServerProcess,
-    fail_log_dir,
-    jbod_dirs,
     listed_brokers,
     log4j_file_appender,
     write_properties,
@@ -137,33 +135,21 @@ class ZooKeeperServer(ServerProcess):
             return False
 
 
-class ZkBroker(ServerProcess):
+class ZkBroker(KafkaProcess):
     """One Kafka broker in ZooKeeper mode."""
 
     def __init__(self, broker_id: int, root: Path, settings: dict[str, str], port: int, release: ZkRelease,
                  log_dirs: int = 1) -> None:
-        super().__init__(broker_id, root / f"broker-{broker_id}", release.jar_set, port)
-        self.settings = settings
+        super().__init__(broker_id, root / f"broker-{broker_id}", release.jar_set, port, settings, log_dirs)
         self.release = release
-        self.log_dir_count = log_dirs
-
-    @property
-    def log_dir(self) -> Path:
-        return self.dir / "logs"
-
-    @property
-    def log_dirs(self) -> list[Path]:
-        """Every log dir (`log.dirs`): logs, logs-1, logs-2, ... (JBOD)."""
-        return jbod_dirs(self.log_dir, self.log_dir_count)
 
     def write_config(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_properties(self.dir / "server.properties",
-                         {**self.settings, "log.dirs": ",".join(str(d) for d in self.log_dirs)})
+        self.write_server_properties()
         (self.dir / "log4j.properties").write_text(broker_log4j(self.release))
 
     def command(self) -> list[str]:
-        return self.java_cmd("kafka.Kafka", str(self.dir / "server.properties"))
+        return self.java_cmd("kafka.Kafka", str(self.config))
 
 
 class ZkCluster(KafkaTestCluster):
@@ -209,7 +195,6 @@ class ZkCluster(KafkaTestCluster):
                 "controlled.shutdown.retry.backoff.ms": "500",
                 **({"inter.broker.protocol.version": inter_broker_protocol} if inter_broker_protocol else {}),
                 **({"broker.rack": f"rack-{(broker_id - 1) % racks}"} if racks else {}),
-                **(JBOD_SETTINGS if log_dirs > 1 else {}),
                 **(extra_broker_config or {}),
             }, port, self.release, log_dirs)
 
@@ -324,13 +309,6 @@ class ZkCluster(KafkaTestCluster):
         # Until it learns that its session expired, the resumed broker still lists itself: ask the others.
         self.wait_until(lambda: broker_id in (self._listed_by_others(broker_id) or set()), timeout,
                         f"broker {broker_id} registered again")
-
-    def fail_log_dir(self, broker_id: int, index: int) -> Path:
-        """A disk failing under a running broker (streaming.infra.cluster.fail_log_dir): the broker writes
-        `/log_dir_event_notification/log_dir_event_<seq>`, the controller sends it a LeaderAndIsr of every replica
-        it holds, and takes offline those it answers KAFKA_STORAGE_ERROR for (the failed dir's). The broker keeps
-        serving the others; restarted, it starts with that dir offline."""
-        return fail_log_dir(self.brokers[broker_id].log_dirs, broker_id, index)
 
     def reassign_through_znode(self, moves: dict[tuple[str, int], list[int]]) -> None:
         """The legacy reassignment (kafka-reassign-partitions --zookeeper before Kafka 3.0): one

@@ -147,16 +147,11 @@ def replay(options: ReplayOptions) -> str:
 
 
 def _replay(options: ReplayOptions, kafka: KafkaSettings) -> str:
-    with ExitStack() as stack:
-        pipe = None
-        if options.source.startswith(kraft.PREFIX) and options.engine == "local":
-            # The import in a child process that feeds the replay as it converts: both cores work.
-            pipe = stack.enter_context(kraft.ImportPipe(Path(options.source[len(kraft.PREFIX):]),
-                                                        *_history_paths(kraft.PREFIX, options.out), options.bounds))
-        return _replay_with(options, kafka, pipe)
+    with ExitStack() as stack:  # holds a kraft: source's import pipe until the replay is written
+        return _replay_with(options, kafka, stack)
 
 
-def _replay_with(options: ReplayOptions, kafka: KafkaSettings, pipe: kraft.ImportPipe | None) -> str:
+def _replay_with(options: ReplayOptions, kafka: KafkaSettings, stack: ExitStack) -> str:
     layout = ReplayOutput(options.out)
     b = options.bounds
     prefix = _history_source(options.source)
@@ -167,12 +162,16 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, pipe: kraft.Impor
             raise UsageError(f"{option} holds a ZooKeeper-mode cluster's logs: it goes with a zk: source")
         if not folder.is_dir():
             raise UsageError(f"{option} {folder}: no such directory")
-    imported = (_import_history(options.source, prefix, layout.root, b, folders)
-                if prefix is not None and pipe is None else None)
-    if pipe is not None:
+    pipe: kraft.ImportPipe | None = None
+    imported: _HistoryImport | None = None
+    if prefix == kraft.PREFIX and options.engine == "local":
+        # The import in a child process that feeds the replay as it converts: both cores work.
+        pipe = stack.enter_context(kraft.ImportPipe(Path(options.source[len(prefix):]),
+                                                    *_history_paths(prefix, layout.root), b))
         pipe.first()
         records, total, source, described = pipe.records(), None, "file", options.source
-    elif imported is not None:
+    elif prefix is not None:
+        imported = _import_history(options.source, prefix, layout.root, b, folders)
         path = imported.events
         records, total, source, described = read_event_log(path), count_records(path), "file", options.source
     elif is_kafka_url(options.source):
@@ -208,8 +207,8 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, pipe: kraft.Impor
             spark = build_spark("isrflow-replay", options.master, {**sized, **options.spark_conf})
             replay_spark(spark, records, layout.root, config, batch_size, source, progress)
     agreement, warnings = "", ""
-    if pipe is not None and prefix is not None and pipe.summary is not None:
-        imported = _HistoryImport(*_history_paths(prefix, layout.root), pipe.summary)
+    if pipe is not None:  # its summary once the replay has read every line
+        imported = _HistoryImport(*_history_paths(kraft.PREFIX, layout.root), pipe.summary)
     if imported is not None:
         agreed = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
         agreement = f"\n  {imported.summary.describe()}\n  {agreed.describe(layout.root)}"

@@ -356,8 +356,7 @@ def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], eng
     """One campaign run: the script of `seed` on a fresh cluster of `version` whose brokers have `log_dirs` log dirs
     each, then one comparison per engine."""
     steps = script(seed, ops, version, extra=KRAFT_EXTRA, log_dirs=log_dirs)
-    here = work / f"kafka-{version.name}-seed-{seed}" if log_dirs == 1 else \
-        work / f"kafka-{version.name}-dirs-{log_dirs}-seed-{seed}"
+    here = run_dir(work, "kafka", version.name, seed, log_dirs)
     with KraftCluster(brokers=BROKERS, elr=version.elr, racks=RACKS, extra_controller_config=CONTROLLER_CONFIG,
                       release_version=version.release_version, jar_set=fetched(version.jar_set),
                       controllers=CONTROLLERS, log_dirs=log_dirs) as c:
@@ -365,6 +364,18 @@ def run(seed: int, ops: int, work: Path, version: Version = VERSIONS["4.1"], eng
                     here / "metadata", log)
     return kept_if_disagreeing([compare(copy, here / engine, engine, seed, version.name) for engine in engines],
                                here, copy, keep)
+
+
+def run_dir(work: Path, kind: str, version: str, seed: int, log_dirs: int) -> Path:
+    """A run's folder under `work`: `<kind>-<version>[-dirs-<log_dirs>]-seed-<seed>` (read back by `kept_run`)."""
+    dirs = "" if log_dirs == 1 else f"-dirs-{log_dirs}"
+    return work / f"{kind}-{version}{dirs}-seed-{seed}"
+
+
+def kept_run(here: Path, kind: str) -> tuple[str, int]:
+    """A kept run's version (with its `-dirs-<n>`, if any) and seed, from its folder's name (`run_dir`)."""
+    version, seed = here.name.removeprefix(f"{kind}-").split("-seed-")
+    return version, int(seed)
 
 
 def play(c: Any, steps: list[Op], label: str, history: Any, copy: Path, log: Any = print) -> Path:
@@ -459,9 +470,9 @@ def run_drawn(seed: int, ops: int, work: Path, version: Version, engines: tuple[
 
 def recheck(here: Path) -> list[RunResult]:
     """Compare a kept run (`kafka-<version>[-dirs-<n>]-seed-<n>`) again, on the local engine, as after a fix."""
-    version, seed = here.name.removeprefix("kafka-").split("-seed-")
+    version, seed = kept_run(here, "kafka")
     shutil.rmtree(here / "local", ignore_errors=True)
-    return [compare(here / "metadata", here / "local", "local", int(seed), version.split("-dirs-")[0])]
+    return [compare(here / "metadata", here / "local", "local", seed, version.split("-dirs-")[0])]
 
 
 def main(argv: list[str] | None = None) -> int:

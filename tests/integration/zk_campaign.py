@@ -29,7 +29,9 @@ from kraft_campaign import (
     compare,
     drawn_log_dirs,
     kept_if_disagreeing,
+    kept_run,
     play,
+    run_dir,
     script,
 )
 
@@ -75,8 +77,7 @@ def run(seed: int, ops: int, work: Path, version: ZkVersion = VERSIONS["3.9"], e
     read as controller) are kept beside ZooKeeper's directory, in `state-change/broker-N.log` and
     `controller/broker-N.log`; its server.log too (`server/broker-N.log`: the AlterPartition requests it sent)."""
     steps = script(seed, ops, version, extra=EXTRA, log_dirs=log_dirs)  # type: ignore[arg-type]
-    here = work / (f"zookeeper-{version.name}-seed-{seed}" if log_dirs == 1 else
-                   f"zookeeper-{version.name}-dirs-{log_dirs}-seed-{seed}")
+    here = run_dir(work, "zookeeper", version.name, seed, log_dirs)
     with ZkCluster(brokers=BROKERS, inter_broker_protocol=version.inter_broker_protocol, racks=RACKS,
                    kafka_version=version.kafka_version, log_dirs=log_dirs) as c:
         copy = play(c, steps, f"zookeeper {version.name} seed {seed} ({log_dirs} log dir(s))",
@@ -98,8 +99,8 @@ def _log_requests(here: Path, log: Any = print) -> None:
 
 def recheck(here: Path) -> list[RunResult]:
     """Compare a kept run (`zookeeper-<version>-seed-<n>`) again, on the local engine."""
-    version, seed = here.name.removeprefix("zookeeper-").split("-seed-")  # version: 3.9, or 3.9-dirs-2
-    results = [compare(here / "zookeeper", here / "local", "local", int(seed), version, "zk:", ZK)]
+    version, seed = kept_run(here, "zookeeper")  # version: 3.9, or 3.9-dirs-2
+    results = [compare(here / "zookeeper", here / "local", "local", seed, version, "zk:", ZK)]
     _log_requests(here)
     return results
 
