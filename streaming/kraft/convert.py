@@ -299,7 +299,9 @@ class Converter:
         then its registration without those dirs."""
         offline = [x for x in broker.log_dirs if x not in r.data["logDirs"]]
         broker.log_dirs = list(r.data["logDirs"])
-        mine, others = dropping(pending, broker_id)
+        # Only the partitions with the broker's replica in an offline dir are its changes: one Raft batch may also
+        # hold another operation's, e.g. the leader's AlterPartition completing a reassignment off this broker.
+        mine, others = dropping(pending, broker_id, offline)
         self._standalone(others)
         if offline:
             event = self._event(r, "LogDirsOffline", broker_id=broker_id, broker_epoch=broker.epoch,

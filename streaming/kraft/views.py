@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -72,6 +73,12 @@ class PartitionView:
             directories=directories(d.get("directories"), replicas, self.directories),
         )
 
+    def directory_of(self, broker: int) -> str | None:
+        """The log dir of `broker`'s replica, if the records named one."""
+        if broker not in self.replicas or len(self.directories) != len(self.replicas):
+            return None
+        return self.directories[self.replicas.index(broker)]
+
     def drops(self, after: PartitionView, broker: int) -> bool:
         """Whether the change from self to `after` takes `broker` out of the ISR, the ELR or leadership."""
         return ((broker in self.isr and broker not in after.isr) or (broker in self.elr and broker not in after.elr)
@@ -99,13 +106,16 @@ class Change:
     after: PartitionView
 
 
-def dropping(changes: list[Change], broker: int) -> tuple[list[Change], list[Change]]:
-    """`changes` split in one pass, each in order: those that take `broker` out of an ISR, an ELR or leadership,
-    and the others (a broker's failure moves a partition of its every ISR: no quadratic `not in`)."""
+def dropping(changes: list[Change], broker: int, in_dirs: Collection[str] | None = None
+             ) -> tuple[list[Change], list[Change]]:
+    """`changes` split in one pass, each in order: those that take `broker` out of an ISR, an ELR or leadership
+    (with `in_dirs`, only where the broker's replica was in one of those log dirs), and the others (a broker's
+    failure moves a partition of its every ISR: no quadratic `not in`)."""
     mine: list[Change] = []
     others: list[Change] = []
     for c in changes:
-        (mine if c.before.drops(c.after, broker) else others).append(c)
+        ours = c.before.drops(c.after, broker) and (in_dirs is None or c.before.directory_of(broker) in in_dirs)
+        (mine if ours else others).append(c)
     return mine, others
 
 

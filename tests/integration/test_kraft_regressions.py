@@ -16,8 +16,7 @@ from streaming.jobs.replay import ReplayOptions, replay
 from streaming.kraft.convert import convert
 
 # Kept logs isrflow does not reproduce yet (their README says what differs): strict, so a fix must remove them here.
-NOT_YET = {"kafka-4.1-dirs-3-seed-733": "t0-1's reassignment completed (ISR [3, 1], leader 3) in the batch of broker"
-                                        " 2's failed log dir, the adding replica never in the ISR before: no decision"}
+NOT_YET: dict[str, str] = {}
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
                for p in sorted((Path(__file__).parent / "kraftlog" / "regressions").iterdir())]
