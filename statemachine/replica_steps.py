@@ -43,9 +43,11 @@ def _offline_replica(s: Step, broker: int) -> None:
     # The last member stays, unless ELR is on: then the ISR may go empty (the member moves to the ELR).
     isr = rec.isr if len(rec.isr) == 1 and not s.elr_on else tuple(r for r in rec.isr if r != broker)
     leader = NO_LEADER if rec.leader == broker else rec.leader
-    live = s.command.live_or_shutting_down
-    s.write(leader, isr, () if rec.queued_for_deletion else (r for r in rec.replicas if r != broker and r in live),
-            sent=not rec.queued_for_deletion)
+    # The other replicas of the assignment, as sent: a registered broker whose own replica is in a failed log dir
+    # gets it too (seed 706).
+    registered = s.command.registered_brokers
+    others = () if rec.queued_for_deletion else (r for r in rec.replicas if r != broker and r in registered)
+    s.write(leader, isr, others, sent=not rec.queued_for_deletion)
     s.note(f"replica {broker} offline: ISR {list(rec.isr)} -> {list(isr)}"
            + (", leader -1" if leader == NO_LEADER and rec.leader == broker else ""))
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
 from schemas.records import RequestRow
+from statemachine.visit_order import reassignment_order
 
 LEADER_DURING_DELETE = -2  # LeaderAndIsr.LeaderDuringDelete and EpochDuringDelete: the topic is being deleted
 NO_EPOCH = -1
@@ -55,6 +56,10 @@ _ORDER: dict[str, tuple[Phase, ...]] = {
     "CONTROLLED_SHUTDOWN": (Phase.ELECTION, Phase.FOLLOWERS_STOPPED, Phase.OFFLINE_REPLICA),
 }
 _DEFAULT_ORDER = tuple(Phase)
+# maybeResumeReassignments: a new controller, and a broker's startup, resume the reassignments in progress by iterating
+# the controller's partitionsBeingReassigned, a Scala hash set (visit_order.reassignment_order), not in the order the
+# partitions come (seeds 702, 708).
+_RESUMING = frozenset({"CONTROLLER_FAILOVER", "BROKER_STARTUP"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,15 +151,26 @@ def _sorted(states: dict[tuple[str, int], RequestPartition]) -> tuple[RequestPar
 def batches(added: Sequence[tuple[int, str, Added]]) -> list[Request]:
     """One event's requests, batch by batch: `added` holds (run, action, addition) in the order the event made
     them, a run being a stretch of commands of one action (a failover's, then the event's own). Within a run the
-    additions go out by the action's order of phases; the reassignment's one partition after the other."""
+    additions go out by the action's order of phases; the reassignment's one partition after the other: in the
+    event's order, or, where the controller resumes them (`_RESUMING`), in its hash set's."""
     first_seen: dict[tuple[int, str, int], int] = {}
-    keyed = []
+    resumed: dict[int, set[tuple[str, int]]] = {}
     for i, (run, action, a) in enumerate(added):
+        if a.phase is Phase.REASSIGNMENT and a.partition is not None:
+            key = (a.partition.topic, a.partition.partition)
+            first_seen.setdefault((run, *key), i)
+            if action in _RESUMING:
+                resumed.setdefault(run, set()).add(key)
+    for run, keys in resumed.items():
+        for turn, key in enumerate(reassignment_order(keys)):
+            first_seen[(run, *key)] = turn
+    keyed = []
+    for run, action, a in added:
         order = _ORDER.get(action, _DEFAULT_ORDER)
         rank = order.index(a.phase) if a.phase in order else len(order)
         who = 0  # a step's batch covers every partition, but a reassignment's batches are the partition's own
         if a.phase is Phase.REASSIGNMENT and a.partition is not None:
-            who = first_seen.setdefault((run, a.partition.topic, a.partition.partition), i)
+            who = first_seen[(run, a.partition.topic, a.partition.partition)]
         keyed.append(((run, rank, who, a.sub), a))
     grouped: dict[tuple[int, int, int, int], _Batch] = {}
     for key, a in sorted(keyed, key=lambda item: item[0]):
