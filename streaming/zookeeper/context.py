@@ -23,6 +23,11 @@ UNCLEAN_CONFIG = "unclean.leader.election.enable"
 INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
 BROKER_DEFAULTS = "/config/brokers/<default>"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
+# onControllerFailover's first writes: the log dir event and ISR change notifications it finds, deleted unread.
+_FAILOVER_DELETES = ("/log_dir_event_notification/", ISR_CHANGE_NOTIFICATION)
+# The requests a new controller sends before (or between) those deletes: /feature read and written, the existence of
+# the preferred election and reassignment znodes, a listing of each notification folder.
+FAILOVER_PROLOGUE_REQUESTS = 8
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,10 @@ class Context:
         self.protocol_before_3 = False
         self.controller_since = 0  # the zxid of the active controller's election
         self.failover: Failover | None = None  # the active controller's, until its last write
+        # The cxid of the active controller's newest request known to be in its failover's prologue (its election,
+        # then the deletes of the notifications it finds: onControllerFailover deletes them unread before it reads
+        # anything else); None once it wrote anything else.
+        self.failover_prologue: int | None = None
         self.newest_event: dict[str, Any] | None = None
         # Below protocol 2.7: /isr_change_notification/isr_change_N -> (its creating zxid, the partitions it names).
         self.notifications: dict[str, tuple[int, list[tuple[str, int]]]] = {}
@@ -263,6 +272,20 @@ class Context:
 
     def controller_wrote(self, txn: ZkTxn) -> None:
         self.controller_writes = [*self.controller_writes[-7:], txn.zxid]
+        if self.in_failover_prologue(txn) and all(
+                op.kind == "check" or (op.kind == "delete" and op.path.startswith(_FAILOVER_DELETES))
+                for op in txn.ops):
+            self.failover_prologue = txn.cxid
+        else:
+            self.failover_prologue = None
+
+    def in_failover_prologue(self, txn: ZkTxn) -> bool:
+        """Whether the controller's `txn` comes in its failover's prologue: nothing but notification deletes written
+        since its election, and only the prologue's few reads (the /feature znode, two handlers' existence, the
+        notifications' two listings) between them: its reads of every topic and partition come after."""
+        last = self.failover_prologue
+        return last is not None and txn.session == self.controller_session and \
+            0 < txn.cxid - last <= FAILOVER_PROLOGUE_REQUESTS
 
     def handling(self, txn: ZkTxn, but: int | None = None) -> Cause | None:
         """The event the controller's newest write before `txn` was for (leaving out the write `but`), if the
