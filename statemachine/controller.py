@@ -186,6 +186,11 @@ class _Fanout:
             self._run = (self._run[0] + 1, action)
         return self._run[0]
 
+    def end_run(self) -> None:
+        """The additions that follow go in batches of their own, also when of the same action: another event the
+        controller handles within this one (a broker's answer to its LeaderAndIsr)."""
+        self._run = (self._run[0], "")
+
     def metadata(self, brokers: Iterable[int], records: Iterable[PartitionRecord] = (), *,
                  action: Action = Action.CLUSTER) -> None:
         """sendUpdateMetadataRequest(brokers, partitions): to the registered `brokers`, a batch of its own; with an

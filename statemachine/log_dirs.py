@@ -160,6 +160,9 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     for broker, keys in sorted(lifted.items()):
         hosted = sorted(keys & set(controller.partitions_on(broker)))
         if broker in cv.broker_epochs and hosted:
+            # Each answer is an event of its own (LeaderAndIsrResponseReceived): its own batches (seed 719). Which
+            # broker answers first is timing: isrflow takes them by id.
+            out.end_run()
             controller._replicas_become_offline(out, broker, hosted)
             out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR again for {len(hosted)} replica(s) in failed "
                         f"dirs: " + ", ".join(f"{t}-{p}" for t, p in hosted))
