@@ -23,10 +23,6 @@ NOT_YET: dict[str, str] = {
                               "controller deleted /admin/delete_topics/t3); and broker 2, restarted and killed, never "
                               "answered its StopReplica, so its failure retried it. isrflow folds both into the events "
                               "before (every history equal only because the two cancel out)",
-    "zookeeper-2.8-dirs-3-seed-412": "topics t1 to t4 deleted while broker 4's replicas of them were in its failed log "
-                                     "dir: the deletion of those never completes (their StopReplica answered "
-                                     "KAFKA_STORAGE_ERROR), and broker 4's session expiry retried it several times "
-                                     "(leader -1 bumps); isrflow fewer",
     "zookeeper-3.9-dirs-2-seed-411": "t3-2 being reassigned (adding 1) when a DeleteTopics named t3: the leader's "
                                      "AlterPartition adding 1 was written after the deletion requests' znodes and "
                                      "before the deletion's writes (the controller handled it first); the importer "
