@@ -14,6 +14,7 @@ from statemachine.features import is_alter_partition_supported
 from statemachine.log_dirs import answered_again, lift_offline_dirs, offline_replicas, storage_errors
 from statemachine.record import Action
 from statemachine.states import PartitionState, ReplicaState
+from statemachine.topic_deletion import replicas_not_deleted
 from statemachine.zk_releases import broker_failure_updates_metadata_when_nothing_changed
 
 if TYPE_CHECKING:
@@ -46,7 +47,8 @@ class BrokerEvents:
         KAFKA_STORAGE_ERROR: `storage_errors`)."""
         queued = self.cluster.topics_queued_for_deletion
         failing = {b: frozenset(k for k in storage_errors(self.cluster, b, keys) if k[0] in queued
-                                and k in self.partitions) for b, keys in lifted.items()}
+                                and k in self.partitions and b in replicas_not_deleted(self.partitions[k]))
+                   for b, keys in lifted.items()}
         return {b: keys for b, keys in sorted(failing.items()) if keys}
 
     def _stop_replica_answers(self, out: _Fanout, failing: Mapping[int, frozenset[Key]]) -> None:
