@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 from schemas.events import BrokerChange, BrokerChangeKind, IsrChange, IsrChangeNotification
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import is_alter_partition_supported
-from statemachine.log_dirs import answered_again, lift_offline_dirs, offline_replicas
+from statemachine.log_dirs import answered_again, lift_offline_dirs, offline_replicas, storage_errors
 from statemachine.record import Action
-from statemachine.states import PartitionState
+from statemachine.states import PartitionState, ReplicaState
+from statemachine.topic_deletion import replicas_not_deleted
 from statemachine.zk_releases import broker_failure_updates_metadata_when_nothing_changed
 
 if TYPE_CHECKING:
@@ -31,14 +32,49 @@ class BrokerEvents:
                 registered = ev.new_brokers or {ev.broker_id: ev.broker_epoch}
                 lifted = lift_offline_dirs(self.cluster, (b for b, e in registered.items()
                                                           if self.cluster.broker_epochs.get(b) != e))
-                self._broker_startup(out, registered, ev.unclean_shutdown)
+                failing = self._failing_deletions(lifted)
+                self._broker_startup(out, registered, ev.unclean_shutdown, stop_replica_answered=not failing)
                 answered_again(self, out, lifted)
+                if failing:
+                    self._stop_replica_answers(out, failing)
             case BrokerChangeKind.FAILURE:
                 self._broker_failure(out, ev.broker_id, ev.broker_epoch)
             case BrokerChangeKind.CONTROLLED_SHUTDOWN:
                 self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
 
-    def _broker_startup(self, out: _Fanout, registered: Mapping[int, int], unclean_shutdown: bool = False) -> None:
+    def _failing_deletions(self, lifted: Mapping[int, frozenset[Key]]) -> dict[int, frozenset[Key]]:
+        """The replicas of topics being deleted that starting brokers with a failed log dir cannot delete (they answer
+        KAFKA_STORAGE_ERROR: `storage_errors`)."""
+        queued = self.cluster.topics_queued_for_deletion
+        failing = {b: frozenset(k for k in storage_errors(self.cluster, b, keys) if k[0] in queued
+                                and k in self.partitions and b in replicas_not_deleted(self.partitions[k]))
+                   for b, keys in lifted.items()}
+        return {b: keys for b, keys in sorted(failing.items()) if keys}
+
+    def _stop_replica_answers(self, out: _Fanout, failing: Mapping[int, frozenset[Key]]) -> None:
+        """The StopReplica (delete) answers to a deletion the startup resumed, taken one by one: each is an event of
+        its own (TopicDeletionStopReplicaResponseReceived), and each ends in resumeDeletions, which retries a topic's
+        failed replicas once none of its replicas waits for an answer. A broker with a failed log dir answers first
+        (its LeaderAndIsr answer came before: answered_again), KAFKA_STORAGE_ERROR for `failing`; then the others,
+        their replicas deleted, by broker id (seed 412: broker 4's t4-0 retried twice, t3-1 once broker 1 had
+        answered, t2 once broker 2 had)."""
+        for broker, keys in failing.items():
+            for key in sorted(keys):
+                out.partition(Action.REPLICA_DELETION_FAILED, key, broker_id=broker)
+            self._resume_deletions(out)
+        queued = self.cluster.topics_queued_for_deletion
+        waiting: dict[int, list[Key]] = {}
+        for key in sorted(k for topic in sorted(queued) for k in self.partitions_of(topic)):
+            for broker, state in self.partitions[key].replica_states.items():
+                if state is ReplicaState.DELETION_STARTED:
+                    waiting.setdefault(broker, []).append(key)
+        for broker, keys in sorted(waiting.items()):
+            for key in keys:
+                out.partition(Action.REPLICA_DELETED, key, broker_id=broker)
+            self._resume_deletions(out)
+
+    def _broker_startup(self, out: _Fanout, registered: Mapping[int, int], unclean_shutdown: bool = False,
+                        stop_replica_answered: bool = True) -> None:
         """onBrokerStartup for the brokers (id -> epoch) one read of the registrations found new. A broker already
         registered with its epoch is not new to the controller (processBrokerChange): a failover's read, or an
         earlier startup of brokers read together, took it."""
@@ -89,7 +125,7 @@ class BrokerEvents:
             self._resume_deletions(out)
         for key in sorted(k for topic in queued for k in self.partitions_of(topic)
                           if self.partitions[k].queued_for_deletion):
-            out.partition(Action.RESUME_DELETION, key)
+            out.partition(Action.RESUME_DELETION, key, stop_replica_answered=stop_replica_answered)
         started = (f"brokers {_listed(new)} started together with epochs {_listed(new.values())}" if together
                    else f"broker {first} started with epoch {new[first]}")
         out.cluster(started + (" (bounce: failure, then startup)" if bounced else "")

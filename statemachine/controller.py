@@ -130,6 +130,9 @@ class ClusterView:
     # ZooKeeper mode: per broker, the replicas it answered KAFKA_STORAGE_ERROR for (replicasOnOfflineDirs): a log
     # dir failed under them, they cannot lead (statemachine.log_dirs).
     replicas_on_offline_dirs: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
+    # ZooKeeper mode: per broker, its replicas of topics being deleted whose logs it deleted (their StopReplica
+    # answered): whatever a later controller thinks of them, the broker holds no log of them any more.
+    deleted_logs: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
     # ZooKeeper mode: the release the controllers run, as the log named it (UpdateFeatures.kafka_version).
     kafka_version: str | None = None
     # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases);
@@ -237,6 +240,8 @@ class _Fanout:
         if before is not None and after is not None and after.queued_for_deletion and \
                 len(replicas_not_deleted(after)) < len(replicas_not_deleted(before)):
             self.replica_deleted = True
+            for broker in set(replicas_not_deleted(before)) - set(replicas_not_deleted(after)):
+                cv.deleted_logs[broker] = cv.deleted_logs.get(broker, frozenset()) | {(after.topic, after.partition)}
         if key is not None:
             if applied.record is None:
                 partitions.pop(key, None)

@@ -137,6 +137,17 @@ def on_log_dir_event_notification(controller: Controller, ev: LogDirEventNotific
                 f"{len(answered)} in failed dirs, {len(new)} newly offline: {names}")
 
 
+def storage_errors(cv: ClusterView, broker: int, known: frozenset[tuple[str, int]]) -> frozenset[tuple[str, int]]:
+    """What a broker with a failed log dir answers KAFKA_STORAGE_ERROR for when a controller asks about its replicas
+    (a LeaderAndIsr, not of a new replica): those in the failed dir (`known`), and those of topics being deleted
+    whose logs it deleted already. LogManager.getOrCreateLog creates no log that is not a new replica's while any
+    of its log dirs is offline (the log could be in that dir): the broker marks the partition offline, and answers
+    its StopReplica the same way (seeds 412, 422, 460)."""
+    if not known:
+        return known
+    return known | {k for k in cv.deleted_logs.get(broker, ()) if k[0] in cv.topics_queued_for_deletion}
+
+
 def lift_offline_dirs(cv: ClusterView, brokers: Iterable[int]) -> dict[int, frozenset[tuple[str, int]]]:
     """What the controller forgets of `brokers`' replicas in failed dirs while it asks them again: a broker's startup
     clears its replicasOnOfflineDirs (onBrokerStartup), a new controller starts without any. Until their answers
@@ -154,6 +165,7 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     lifted = dict(lifted)
     for broker, refs in sorted((answered or {}).items()):
         lifted[broker] = lifted.get(broker, frozenset()) | {(r.topic, r.partition) for r in refs}
+    lifted = {broker: storage_errors(cv, broker, keys) for broker, keys in lifted.items()}
     # Every broker's answer is in before any is handled: an election for one broker's offline replicas passes over
     # another's in a failed dir too (seed 437: the controller's own broker answered first).
     cv.replicas_on_offline_dirs.update(lifted)

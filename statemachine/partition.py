@@ -38,7 +38,14 @@ from statemachine.requests import Phase
 from statemachine.rules import ZK, Rules
 from statemachine.states import IllegalTransition, PartitionState, ReplicaState
 from statemachine.step import Step, audit
-from statemachine.topic_deletion import _on_complete_deletion, _on_delete, _on_resume_deletion, _on_retry_deletion
+from statemachine.topic_deletion import (
+    _on_complete_deletion,
+    _on_delete,
+    _on_replica_deleted,
+    _on_replica_deletion_failed,
+    _on_resume_deletion,
+    _on_retry_deletion,
+)
 from statemachine.visit_order import replica_state_machine_order
 
 P = PartitionState
@@ -157,6 +164,8 @@ _HANDLERS: dict[Action, Callable[[Step], None]] = {
     Action.DELETE: _on_delete,
     Action.RETRY_DELETION: _on_retry_deletion,
     Action.RESUME_DELETION: _on_resume_deletion,
+    Action.REPLICA_DELETION_FAILED: _on_replica_deletion_failed,
+    Action.REPLICA_DELETED: _on_replica_deleted,
     Action.COMPLETE_DELETION: _on_complete_deletion,
     Action.CONTROLLER_FAILOVER: _on_controller_failover,
     Action.UNCLEAN_REGISTRATION: _on_unclean_registration,

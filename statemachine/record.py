@@ -99,6 +99,10 @@ class Action(StrEnum):
     RETRY_DELETION = "RETRY_DELETION"
     # TopicDeletionManager.onTopicDeletion of a topic eligible again: every replica not deleted yet is deleted.
     RESUME_DELETION = "RESUME_DELETION"
+    # A broker's StopReplica (delete) answer, when the controller takes the answers one by one (a broker with a failed
+    # log dir answers KAFKA_STORAGE_ERROR): failReplicaDeletion, completeReplicaDeletion.
+    REPLICA_DELETION_FAILED = "REPLICA_DELETION_FAILED"
+    REPLICA_DELETED = "REPLICA_DELETED"
     # TopicDeletionManager.completeDeleteTopic: every replica of the topic deleted, its partitions cease to exist.
     COMPLETE_DELETION = "COMPLETE_DELETION"
     CONTROLLER_FAILOVER = "CONTROLLER_FAILOVER"

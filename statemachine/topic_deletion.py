@@ -56,9 +56,29 @@ def _on_complete_deletion(s: Step) -> None:
     s.note("all replicas of the topic deleted")
 
 
+def _on_replica_deletion_failed(s: Step) -> None:
+    """The broker answered the replica's StopReplica (delete) with an error (KAFKA_STORAGE_ERROR: a failed log dir):
+    TopicDeletionManager.failReplicaDeletion."""
+    assert s.command.broker_id is not None
+    _require_partition(s)
+    _fail_deletion(s, s.command.broker_id)
+
+
+def _on_replica_deleted(s: Step) -> None:
+    """The broker answered the replica's StopReplica (delete) without error: TopicDeletionManager
+    .completeReplicaDeletion, ReplicaDeletionStarted -> ReplicaDeletionSuccessful."""
+    broker = s.command.broker_id
+    assert broker is not None
+    _require_partition(s)
+    if s.record.replica_states.get(broker) is R.DELETION_STARTED:
+        s.move_replica(broker, R.DELETION_SUCCESSFUL)
+        s.note(f"replica {broker} deleted")
+
+
 def _fail_deletion(s: Step, broker: int) -> None:
-    """A replica whose deletion cannot go on (its broker is not live): ReplicaDeletionIneligible, from OfflineReplica
-    or ReplicaDeletionStarted only (TopicDeletionManager.failReplicaDeletion). One still OnlineReplica (a deletion
+    """A replica whose deletion cannot go on (its broker is not live, or it answered an error):
+    ReplicaDeletionIneligible, from OfflineReplica or ReplicaDeletionStarted only
+    (TopicDeletionManager.failReplicaDeletion). One still OnlineReplica (a deletion
     halted since the failover or its broker's startup had not started it) stays so: Kafka logs the transition as
     invalid and writes nothing."""
     state = s.record.replica_states[broker]

@@ -133,13 +133,19 @@ class TopicEvents:
                 del cv.topics[topic]
                 cv.topic_configs.pop(topic, None)
                 cv.topics_queued_for_deletion.discard(topic)
+                for broker, keys in list(cv.deleted_logs.items()):
+                    cv.deleted_logs[broker] = frozenset(k for k in keys if k[0] != topic)
 
     def _resume_deletions(self, out: _Fanout) -> None:
         """TopicDeletionManager.resumeDeletions (after a replica's deletion, a replica host's failure or startup):
         every replica whose deletion failed, of any topic being deleted, is retried (RETRY_DELETION): on a dead
-        broker, or in a failed log dir of a live one (its StopReplica answered KAFKA_STORAGE_ERROR)."""
+        broker, or in a failed log dir of a live one (its StopReplica answered KAFKA_STORAGE_ERROR). Not while a
+        replica of the topic is still ReplicaDeletionStarted (its answer not in yet): the topic waits for it."""
         live = self.cluster.live_brokers
         for topic in sorted(self.cluster.topics_queued_for_deletion):
+            if any(state is ReplicaState.DELETION_STARTED for key in self.partitions_of(topic)
+                   for state in self.partitions[key].replica_states.values()):
+                continue
             for key in self.partitions_of(topic):
                 rec = self.partitions[key]
                 offline = offline_replicas(self.cluster, rec)

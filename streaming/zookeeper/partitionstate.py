@@ -52,7 +52,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     if cause is not None and cause.kind == "DELETE" and not cause.wrote:
         admin.read_with_later_request(ctx, cause)
     if cause is None:
-        cause = _request(ctx, txn, key, before, after)
+        cause = _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after)
     if cause is None:
         ctx.result.unexplained.append(txn.zxid)
         ctx.observe(txn, key, before, after, "Unexplained", None)
@@ -116,6 +116,25 @@ def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: Pa
     return None if cause.wrote else own
 
 
+def _late_answer(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> Cause | None:
+    """A failed replica's deletion retried (a leaderless partition's bare leader epoch bump, or its ISR shrunk) after
+    later events had written: the StopReplica answers to a deletion the controller (re)started come back as events of
+    their own (TopicDeletionStopReplicaResponseReceived), queued behind the events that came meanwhile, and each ends
+    in resumeDeletions (seed 422: broker 3's answer to its startup's deletion 2.7 s later, after a reassignment's
+    completion; seed 460: broker 2's, after an ISR change). The write is the newest event that (re)started the
+    topic's deletion: a startup of a broker hosting one of its replicas, a deletion request that read it, or a
+    failover (a new controller hears no answers to its predecessor's requests)."""
+    topic = ctx.topics.get(key[0])
+    if key[0] not in ctx.deleting or topic is None or not (before.leader == after.leader == NO_LEADER and
+                                                           set(after.isr) <= set(before.isr)):
+        return None
+    hosts = {b for replicas in topic.replicas.values() for b in replicas}
+    for cause in reversed(ctx.causes):
+        if (cause.kind == "STARTUP" and cause.brokers & hosts) or cause.deletes(key[0]) or cause.kind == "FAILOVER":
+            return cause
+    return None
+
+
 def _live_replica_offline(ctx: Context, before: PartitionState, after: PartitionState) -> bool:
     """Whether a write takes a live broker's replica offline (OfflineReplica, removeReplicasFromIsr): out of the
     ISR, or the last ISR member, which stays, with the leader epoch bumped."""
@@ -170,8 +189,12 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
                 (key[0] in ctx.deleting and topic is not None and cause.broker in topic.replicas.get(key[1], ())))
         case "CONTROLLED_SHUTDOWN":  # while the broker is still registered (its session's end is a failure)
             return cause.broker in ctx.brokers and _drops(cause.broker, before, after)
-        case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly
-            return key[0] == cause.topic and (before.leader == NO_LEADER or after.leader not in before.isr)
+        case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly. Another
+            # config (a reassignment's throttles) writes nothing, nor does an election that elects nobody (seed 422:
+            # the Admin API reassignment's bump came after the throttles' znode)
+            return key[0] == cause.topic and after.leader >= 0 and \
+                str(cause.event["configs"].get(UNCLEAN_CONFIG)).lower() == "true" and \
+                (before.leader == NO_LEADER or after.leader not in before.isr)
         case "DELETE":  # replicas out of the ISR on their way to deletion; and, as every deletion request
             # resumes the deletions queued (TopicDeletionManager.resumeDeletions), the retried replicas of the
             # other topics being deleted (seed 108)

@@ -23,18 +23,10 @@ NOT_YET: dict[str, str] = {
                               "controller deleted /admin/delete_topics/t3); and broker 2, restarted and killed, never "
                               "answered its StopReplica, so its failure retried it. isrflow folds both into the events "
                               "before (every history equal only because the two cancel out)",
-    "zookeeper-2.8-dirs-3-seed-412": "topics t1 to t4 deleted while broker 4's replicas of them were in its failed log "
-                                     "dir: the deletion of those never completes (their StopReplica answered "
-                                     "KAFKA_STORAGE_ERROR), and broker 4's session expiry retried it several times "
-                                     "(leader -1 bumps); isrflow fewer",
     "zookeeper-3.9-dirs-2-seed-411": "t3-2 being reassigned (adding 1) when a DeleteTopics named t3: the leader's "
                                      "AlterPartition adding 1 was written after the deletion requests' znodes and "
                                      "before the deletion's writes (the controller handled it first); the importer "
                                      "puts it after them and isrflow refuses it (not the log dir failure: that agrees)",
-    "zookeeper-3.9-dirs-2-seed-422": "t0 and t4 deleted with broker 2's replicas in its failed log dir: a failure of "
-                                     "another broker hosting a replica being deleted retried them (the importer "
-                                     "gives that write no cause), and broker 2's bounce retried each three times; "
-                                     "isrflow once",
     "zookeeper-2.8-dirs-2-seed-437": "from the directory alone: broker 2's dir failed while no controller read its "
                                      "notification and broker 2 was down at the next failover; the answer came at its "
                                      "re-registration (t1-2 offline again), which only the controller's state-change "
@@ -47,9 +39,6 @@ NOT_YET: dict[str, str] = {
                                      "leader moved (leader 2, ISR [3, 2]) and before 3 left; the next failover "
                                      "completed it (two bumps); isrflow completes the event whole, as seed 311 "
                                      "(not the log dir failure)",
-    "zookeeper-2.8-dirs-2-seed-460": "t1 and t2 deleted with replicas in broker 3's and broker 4's failed log dirs, "
-                                     "through two failovers: the controllers' retries and failed deletions differ "
-                                     "from isrflow's (as 412 and 422)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])

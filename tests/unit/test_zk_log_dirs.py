@@ -88,3 +88,34 @@ def test_a_failover_takes_offline_the_replicas_its_answers_name() -> None:
     assert [(d.leader, d.isr) for d in result.decisions_for("u", 0)] == [(-1, (2,))]
     assert (result.decision("t", 0).leader, sorted(result.decision("t", 0).isr)) == (1, [1, 3])
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0), ("t", 0)})}
+
+
+def test_a_deletion_resumed_at_the_startup_of_a_broker_with_a_failed_dir_is_retried_per_answer() -> None:
+    # Seeds 412, 422: d-0 on 2 (healthy dir), 1 and dead 3; e-0 only on 2, in its failed dir. Both deleted: 1's and
+    # 2's replicas of d-0 go, 3's waits; e-0's fails at once (2 answered KAFKA_STORAGE_ERROR for it).
+    c = Cluster()
+    c.start(1, 2, 3)
+    c.create("d", [2, 1, 3])
+    c.create("e", [2])
+    failed_dir(c, 2, ("e", 0))
+    c.failure(3)
+    c.delete("d")
+    c.delete("e")
+    assert c.replica_states("d", 0) == {1: "ReplicaDeletionSuccessful", 2: "ReplicaDeletionSuccessful",
+                                        3: "OfflineReplica"}
+    # Broker 2's session expires and a new controller takes over: it knows d-0's deleted replicas again (2's, on a
+    # dead broker, failed and retried: OfflineReplica).
+    c.failure(2)
+    c.controller_change(1)
+    assert c.replica_states("d", 0) == {1: "OnlineReplica", 2: "OfflineReplica", 3: "OfflineReplica"}
+    # Broker 2 registers again. It holds no log of d-0 any more, and with a dir offline it creates none that is not
+    # a new replica's: it answers KAFKA_STORAGE_ERROR for d-0 too. Its LeaderAndIsr answer, then its StopReplica
+    # answer, each fail the deletion of its replicas and resumeDeletions retries them (a leader -1 bump where the
+    # ISR is [2]); d-0 waits for 1's answer first, which the startup had taken offline and asked to delete.
+    back = c.startup(2)
+    e0 = [(d.leader, d.isr) for d in back.decisions_for("e", 0)]
+    assert e0 == [(-1, (2,))] * 3  # offline for the resumed deletion, then a retry per answer
+    assert [r.action for r in back.rows("d", 0)].count("RETRY_DELETION") == 1  # once 1 had answered
+    assert c.replica_states("d", 0) == {1: "ReplicaDeletionSuccessful", 2: "OfflineReplica", 3: "OfflineReplica"}
+    assert c.replica_states("e", 0) == {2: "OfflineReplica"}
+    assert {"d", "e"} <= c.controller.cluster.topics_queued_for_deletion
