@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from statemachine.visit_order import reassignment_order
 from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
@@ -106,18 +107,49 @@ def read_with_later_request(ctx: Context, later: Cause) -> None:
     if ctx.logged_deletions:
         return
     for earlier in ctx.causes:
-        if earlier is later or earlier.kind != "DELETE" or not earlier.wrote or not earlier.joined:
+        if earlier is later or not (unread := _unread(ctx, earlier)):
             continue
-        written = {t for t, _ in earlier.partitions}
-        unread = [e for e in earlier.joined if e["topic"] not in written and any(
-            set(state.isr) & set(ctx.brokers) for (t, _), state in ctx.states.items() if t == e["topic"])]
-        if not unread:
-            continue
-        earlier.joined = [e for e in earlier.joined if e not in unread]
-        _group(earlier)
         first, *rest = sorted([*unread, later.event, *later.joined], key=event_zxid)
         later.event, later.joined, later.topic = first, rest, first["topic"]
         _group(later)
+
+
+def read_after_isr_change(ctx: Context) -> None:
+    """A leader's AlterPartition the controller wrote after a deletion request's first write: it handled that
+    request's TopicDeletion event whole before (onPartitionDeletion's one pass), so the requests queued with it of
+    whose topics it wrote nothing were not in its read; the controller's next read of /admin/delete_topics took them,
+    after this change (seed 411: t4's znode, then t6's and t3's; t4-0 written, then t3-2's AlterPartition, then t6
+    and t3 deleted). Their events move after it, as one read's. Without the controller's log only, and not once a
+    follower has handed them out."""
+    if ctx.logged_deletions:
+        return
+    events = ctx.result.events
+    for earlier in ctx.causes:
+        if earlier.kind != "DELETE" or not all(any(e is x for x in events) for e in earlier.joined) or \
+                not (unread := _unread(ctx, earlier)):
+            continue
+        for event in unread:
+            events.remove(event)
+        events.extend(unread)
+        ctx.newest_event = events[-1]
+        first, *rest = sorted(unread, key=event_zxid)
+        _group(ctx.cause(Cause(first, "DELETE", topic=first["topic"], joined=rest)))
+
+
+def _unread(ctx: Context, earlier: Cause) -> list[dict[str, Any]]:
+    """The requests joined to a deletion request that has written, whose topics its read did not take: none of their
+    partitions written, one with a live replica in its ISR (onPartitionDeletion takes every live replica of its
+    read's topics offline in one pass, broker by broker, before the controller handles anything else). They leave
+    `earlier`."""
+    if earlier.kind != "DELETE" or not earlier.wrote or not earlier.joined:
+        return []
+    written = {t for t, _ in earlier.partitions}
+    unread = [e for e in earlier.joined if e["topic"] not in written and any(
+        set(state.isr) & set(ctx.brokers) for (t, _), state in ctx.states.items() if t == e["topic"])]
+    if unread:
+        earlier.joined = [e for e in earlier.joined if e not in unread]
+        _group(earlier)
+    return unread
 
 
 def _group(deletion: Cause) -> None:

@@ -27,10 +27,6 @@ NOT_YET: dict[str, str] = {
                                      "dir: the deletion of those never completes (their StopReplica answered "
                                      "KAFKA_STORAGE_ERROR), and broker 4's session expiry retried it several times "
                                      "(leader -1 bumps); isrflow fewer",
-    "zookeeper-3.9-dirs-2-seed-411": "t3-2 being reassigned (adding 1) when a DeleteTopics named t3: the leader's "
-                                     "AlterPartition adding 1 was written after the deletion requests' znodes and "
-                                     "before the deletion's writes (the controller handled it first); the importer "
-                                     "puts it after them and isrflow refuses it (not the log dir failure: that agrees)",
     "zookeeper-3.9-dirs-2-seed-422": "t0 and t4 deleted with broker 2's replicas in its failed log dir: a failure of "
                                      "another broker hosting a replica being deleted retried them (the importer "
                                      "gives that write no cause), and broker 2's bounce retried each three times; "
