@@ -50,7 +50,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         return
     cause = _handled_by(ctx, txn, key, before, after)
     if cause is not None and cause.kind == "DELETE" and not cause.wrote:
-        admin.read_with_later_request(ctx, cause)
+        admin.read_with_later_request(ctx, txn, cause)
     if cause is None:
         cause = _request(ctx, txn, key, before, after)
     if cause is None:

@@ -39,10 +39,6 @@ NOT_YET: dict[str, str] = {
                                      "shutdown and the failover that followed, and before broker 1's own controlled "
                                      "shutdown: the importer gives it to the failover, isrflow makes it in broker 1's "
                                      "shutdown (states equal; not the log dir failure)",
-    "zookeeper-3.9-dirs-2-seed-443": "t0-0's reassignment from [3] to [2] cut by its controller's kill -9 after the "
-                                     "leader moved (leader 2, ISR [3, 2]) and before 3 left; the next failover "
-                                     "completed it (two bumps); isrflow completes the event whole, as seed 311 "
-                                     "(not the log dir failure)",
     "zookeeper-2.8-dirs-2-seed-460": "t1 and t2 deleted with replicas in broker 3's and broker 4's failed log dirs, "
                                      "through two failovers: the controllers' retries and failed deletions differ "
                                      "from isrflow's (as 412 and 422)",
