@@ -101,6 +101,8 @@ class Cause:
     # the event whose handling this one is a step of, which goes on after it: a failover's read of a reassignment
     # asked through /admin/reassign_partitions while no controller was active (initializePartitionReassignments)
     within: Cause | None = None
+    # FAILOVER: its last write (the delete of /admin/preferred_replica_election) is past: it writes nothing more
+    finished: bool = False
 
     @property
     def read_topics(self) -> set[str]:

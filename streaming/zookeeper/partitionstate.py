@@ -144,8 +144,11 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # dead brokers' replicas and those a reassignment or a deletion removes: a registered broker dropped
             # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30). Nor
             # does it bump the leader epoch of a live leader alone (leader and ISR kept) outside a reassignment:
-            # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write)
-            return newest and (reassigning or key[0] in ctx.deleting or (
+            # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write). The
+            # reassignments it resumes are written before its last write: a registered broker dropped from a
+            # reassigning partition after it is that broker's controlled shutdown too (seed 439); its requests'
+            # answers (a replica in a failed log dir) come after it
+            return newest and ((reassigning and not cause.finished) or key[0] in ctx.deleting or (
                 not any(_drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
                         for b in ctx.brokers) and
                 ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))

@@ -35,10 +35,6 @@ NOT_YET: dict[str, str] = {
                                      "notification and broker 2 was down at the next failover; the answer came at its "
                                      "re-registration (t1-2 offline again), which only the controller's state-change "
                                      "log names (with it: every history)",
-    "zookeeper-3.9-dirs-2-seed-439": "t0-1's ISR shrink (broker 1 out) at 0xa8, after controller 2's controlled "
-                                     "shutdown and the failover that followed, and before broker 1's own controlled "
-                                     "shutdown: the importer gives it to the failover, isrflow makes it in broker 1's "
-                                     "shutdown (states equal; not the log dir failure)",
     "zookeeper-2.8-dirs-2-seed-460": "t1 and t2 deleted with replicas in broker 3's and broker 4's failed log dirs, "
                                      "through two failovers: the controllers' retries and failed deletions differ "
                                      "from isrflow's (as 412 and 422)",
