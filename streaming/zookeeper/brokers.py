@@ -44,6 +44,7 @@ NO_NODE = -101  # ZooKeeper's error code of a delete that found no znode (Keeper
 def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     """`create /controller` by broker `elected` (the transaction also wrote /controller_epoch)."""
     ctx.controller_id, ctx.controller_session, ctx.controller_since = elected, txn.session, txn.zxid
+    ctx.answer_at_startup.clear()  # this one asks every registered broker again
     # The brokers registered at the election, which the new controller reads: the failover's live set, and
     # those it reads with them (failover_written).
     # And the reassignments in progress it reads in /brokers/topics (seed 311: one its predecessor, killed between

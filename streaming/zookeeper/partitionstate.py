@@ -67,6 +67,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         ctx.started_by[key] = cause.event["event_id"]
     if cause.kind == "STARTUP":
         isrchanges.completed_by_startup(ctx, cause, key, before)
+        logdirs.startup_explained(ctx, key, [b for b in cause.brokers if _drops(b, before, after)])
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
 
@@ -156,7 +157,8 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
             # shutdown's write right after a startup)
             # A started broker's replica in a failed log dir answers KAFKA_STORAGE_ERROR: dropped again (JBOD).
-            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key) for b in cause.brokers):
+            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, startup=True)
+                   for b in cause.brokers):
                 return True
             return not any(_drops(b, before, after) for b in cause.brokers) and (
                 before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))

@@ -31,10 +31,6 @@ NOT_YET: dict[str, str] = {
                                      "another broker hosting a replica being deleted retried them (the importer "
                                      "gives that write no cause), and broker 2's bounce retried each three times; "
                                      "isrflow once",
-    "zookeeper-2.8-dirs-2-seed-437": "from the directory alone: broker 2's dir failed while no controller read its "
-                                     "notification and broker 2 was down at the next failover; the answer came at its "
-                                     "re-registration (t1-2 offline again), which only the controller's state-change "
-                                     "log names (with it: every history)",
     "zookeeper-2.8-dirs-2-seed-460": "t1 and t2 deleted with replicas in broker 3's and broker 4's failed log dirs, "
                                      "through two failovers: the controllers' retries and failed deletions differ "
                                      "from isrflow's (as 412 and 422)",
