@@ -861,3 +861,35 @@ def test_an_isr_change_whose_completion_the_controllers_death_cut_after_the_lead
 
     assert isr_change(completed=False)["controller_died_after_leader_move"] is True
     assert "controller_died_after_leader_move" not in isr_change(completed=True)
+
+
+def test_a_broker_down_at_the_failover_that_deleted_its_notification_unread_answers_at_its_startup() -> None:
+    # A real 2.8.2 run (zk campaign seed 437, from the ZooKeeper directory alone): a dir failed under broker 2, the
+    # controller, whose session then expired; broker 1's failover deleted the notification unread while broker 2 was
+    # down. At broker 2's re-registration its startup elected it for t-1 and its answer (KAFKA_STORAGE_ERROR) took
+    # it offline again: the failover's ControllerChange restores that answer.
+    z = Ensemble((2, 1, 3))
+    z.topic({0: [2, 3], 1: [2, 3]})
+    z.state(0, 2, [2, 3], 0)
+    z.state(1, 2, [2, 3], 0)
+    z.state(1, 2, [2], 0)  # 3 out of t-1's ISR (its leader's AlterPartition)
+    path = "/log_dir_event_notification/log_dir_event_0000000000"
+    z.txn(z.sessions[2], ZnodeOp("create", path, b'{"version":1,"broker":2,"event":1}', 0))
+    z.close(z.sessions[2], "/brokers/ids/2", "/controller")
+    z.controller = z.sessions[1]
+    z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":1}'),
+          ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", path))
+    z.state(0, -1, [3], 1)  # the failover: the dead 2's replicas offline, then t-0 elects 3; t-1 keeps its last
+    z.state(1, -1, [2], 1)  # ISR member (no unclean election)
+    z.state(0, 3, [3], 2)
+    z.sessions[2] = 0x2002
+    z.txn(z.sessions[2], ZnodeOp("create", "/brokers/ids/2", b"{}", 0, ephemeral=True))
+    z.state(1, 2, [2], 2)  # the startup elects 2 for t-1; its answer takes it offline again
+    z.state(1, -1, [2], 3)
+    events, observed, decisions = replayed(z.history())
+    [failover] = [e for e in events if e["type"] == "ControllerChange" and e["controller_id"] == 1]
+    [startup] = [e for e in events if e["type"] == "BrokerChange" and e["change"] == "STARTUP"]
+    assert failover["offline_replicas"] == {"2": [{"topic": "t", "partition": 1}]}
+    assert [o["cause_event_id"] for o in observed[-2:]] == [startup["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
