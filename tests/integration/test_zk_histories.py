@@ -18,11 +18,15 @@ LOGS = sorted((Path(__file__).parent / "zklog").glob("zookeeper-*"))
 # Campaign runs isrflow once got wrong (zklog/regressions/README.md); the ones it does not reproduce yet are strict
 # xfails, so a fix must remove them here.
 NOT_YET: dict[str, str] = {
-    "zookeeper-3.0-seed-310": "one decision left (t1-0): the controller's broker, paused (SIGSTOP) inside the "
-                              "resumeDeletions that completed t3, never retried t1-0's failed replica (the next "
-                              "controller deleted /admin/delete_topics/t3); and broker 2, restarted and killed, never "
-                              "answered its StopReplica, so its failure retried it. isrflow folds both into the events "
-                              "before (every history equal only because the two cancel out)",
+    "zookeeper-3.0-seed-310": "one decision left (t1-0 at 0x111): the controller's broker, paused (SIGSTOP) inside the "
+                              "resumeDeletions that completed t3 (t3's znodes deleted, /admin/delete_topics/t3 left "
+                              "for the next controller), never retried t1-0's failed replica; isrflow folds the "
+                              "StopReplica answers and that retry into DeleteTopic zk-240-t1 (leader epoch 6 there, "
+                              "the controller's 6 at failover zk-272). And broker 2, restarted (zk-313-2) and killed "
+                              "8 s later, never answered its startup's StopReplica, so its failure (zk-315-2) retried "
+                              "it (epoch 9); isrflow took the answer as in. Every history equal only because the two "
+                              "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
+                              "to the deletion work",
     "zookeeper-2.8-dirs-3-seed-412": "topics t1 to t4 deleted while broker 4's replicas of them were in its failed log "
                                      "dir: the deletion of those never completes (their StopReplica answered "
                                      "KAFKA_STORAGE_ERROR), and broker 4's session expiry retried it several times "
