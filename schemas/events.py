@@ -112,7 +112,8 @@ _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # JSON of every v1 event stays as it was.
 _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
                         "topics", "reassignments", "stop_replica_answered", "offline_replicas", "kafka_version",
-                        "max_metadata_version", "reassignment_completed_by_queued_event"})
+                        "max_metadata_version", "reassignment_completed_by_queued_event",
+                        "controller_died_after_leader_move"})
 
 
 def _plain(value: Any) -> Any:
@@ -164,6 +165,10 @@ class IsrChange(Event):
     # Addition: below protocol 2.7, an ISR a leader wrote that lets a reassignment complete, which a broker's startup
     # queued before it completes instead, reading it (onBrokerStartup -> isReassignmentComplete). The startup is next.
     reassignment_completed_by_queued_event: bool = False
+    # Addition (ZooKeeper): the controller died (kill -9) inside the reassignment completion this change let it start,
+    # after it moved the leader (onPartitionReassignment B3) and before it took the removed replicas out of the ISR
+    # (B4): its handling ends there, and /brokers/topics/T keeps the reassignment for the next controller's failover.
+    controller_died_after_leader_move: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -481,7 +486,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
-                  "reassignment_completed_by_queued_event": (boolean, False)},
+                  "reassignment_completed_by_queued_event": (boolean, False),
+                  "controller_died_after_leader_move": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (boolean, False)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True)},

@@ -234,7 +234,8 @@ class BrokerEvents:
         out.partition(Action.ISR_CHANGE, (ev.topic, ev.partition), broker_id=ev.broker_id, isr=ev.isr,
                       leader_epoch=leader_epoch, partition_epoch=partition_epoch,
                       leader_recovery_state=ev.leader_recovery_state,
-                      reassignment_completed_by_queued_event=ev.reassignment_completed_by_queued_event)
+                      reassignment_completed_by_queued_event=ev.reassignment_completed_by_queued_event,
+                      controller_died_after_leader_move=ev.controller_died_after_leader_move)
         # processAlterPartition: one UpdateMetadata naming every partition of the request, accepted or not, once all
         # are written (after the last one's change), before any reassignment it lets complete. Below protocol 2.7 the
         # leader wrote it itself: the controller sends nothing until it reads the notification.

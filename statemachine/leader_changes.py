@@ -110,6 +110,12 @@ def _progress_reassignment(s: Step) -> None:
                                     f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
         if not elected and (not moved or not s.rules.reassignment_steps_bump_the_leader_epoch):
             s.write(rec.leader, rec.isr, (r for r in target if r in live))
+    if s.command.controller_died_after_leader_move:
+        # Its new replica set lived in its memory only (B2): ZooKeeper keeps the reassignment, for the next failover.
+        s.record = s.record.evolve(replicas=rec.replicas, adding_replicas=rec.adding_replicas,
+                                   removing_replicas=removing, reassignment_in_progress=True)
+        s.note(f"the controller died here, before taking {list(removing)} out of the ISR")
+        return
     _delete_replicas(s, removing)
     with s.batch(Phase.METADATA):  # the new replicas and ISR to every broker
         s.send_metadata()

@@ -148,6 +148,8 @@ class Command:
     stop_replica_answered: bool = True
     # ISR_CHANGE: the reassignment it lets complete is completed by an event queued before it (a startup).
     reassignment_completed_by_queued_event: bool = False
+    # ISR_CHANGE: the controller died inside the completion it lets start, after the leader moved (B3).
+    controller_died_after_leader_move: bool = False
     # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.
     isr: tuple[int, ...] | None = None
     leader: int | None = None

@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from statemachine.visit_order import reassignment_order
-from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
+from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid, follows_on
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -96,28 +97,88 @@ def _deletion_asked(ctx: Context, txn: ZkTxn, topic: str) -> None:
     _group(batch)
 
 
-def read_with_later_request(ctx: Context, later: Cause) -> None:
+def read_with_later_request(ctx: Context, txn: ZkTxn, later: Cause) -> None:
     """At a deletion request's first write, without the controller's log: the requests read as the earlier
     request's that the earlier one's writes show it did not read, read by this one's. onPartitionDeletion takes every
     live replica of its read's topics offline in one pass, broker by broker, before the controller handles anything
     else: a topic queued with the earlier request that has a live replica in an ISR and none of whose partitions it
     wrote came after its read (seed 310: one DeleteTopics of t5, t1 and t3; t1's znode came before the controller's
-    first write for t5, but its read took t5 alone, and t1's writes came in t3's pass)."""
+    first write for t5, but its read took t5 alone, and t1's writes came in t3's pass). So is one whose only write
+    so far is the earlier request's last, in the same broker batch as this one (pipelined: consecutive cxids): one
+    broker's replicas of one pass (seed 443: t4 read alone, t2 with t3, t2-1's write just before t3-1's)."""
     if ctx.logged_deletions:
         return
     for earlier in ctx.causes:
-        if earlier is later or earlier.kind != "DELETE" or not earlier.wrote or not earlier.joined:
+        if earlier is later:
             continue
-        written = {t for t, _ in earlier.partitions}
-        unread = [e for e in earlier.joined if e["topic"] not in written and any(
-            set(state.isr) & set(ctx.brokers) for (t, _), state in ctx.states.items() if t == e["topic"])]
-        if not unread:
+        batch_row = _in_later_batch(ctx, txn, earlier, later)
+        if not (unread := [*_unread(ctx, earlier), *(batch_row[0] if batch_row else [])]):
             continue
-        earlier.joined = [e for e in earlier.joined if e not in unread]
-        _group(earlier)
         first, *rest = sorted([*unread, later.event, *later.joined], key=event_zxid)
         later.event, later.joined, later.topic = first, rest, first["topic"]
         _group(later)
+        if batch_row:
+            batch_row[1]["cause_event_id"] = first["event_id"]
+
+
+def read_after_isr_change(ctx: Context) -> None:
+    """A leader's AlterPartition the controller wrote after a deletion request's first write: it handled that
+    request's TopicDeletion event whole before (onPartitionDeletion's one pass), so the requests queued with it of
+    whose topics it wrote nothing were not in its read; the controller's next read of /admin/delete_topics took them,
+    after this change (seed 411: t4's znode, then t6's and t3's; t4-0 written, then t3-2's AlterPartition, then t6
+    and t3 deleted). Their events move after it, as one read's. Without the controller's log only, and not once a
+    follower has handed them out."""
+    if ctx.logged_deletions:
+        return
+    events = ctx.result.events
+    for earlier in ctx.causes:
+        if earlier.kind != "DELETE" or not all(any(e is x for x in events) for e in earlier.joined) or \
+                not (unread := _unread(ctx, earlier)):
+            continue
+        for event in unread:
+            events.remove(event)
+        events.extend(unread)
+        ctx.newest_event = events[-1]
+        first, *rest = sorted(unread, key=event_zxid)
+        _group(ctx.cause(Cause(first, "DELETE", topic=first["topic"], joined=rest)))
+
+
+def _in_later_batch(ctx: Context, txn: ZkTxn, earlier: Cause, later: Cause
+                    ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    """The request joined to `earlier` of whose topic `earlier`'s last write, pipelined with `txn` (the first write
+    of `later`), is the only one: that write was `later`'s, and the request its read's. The request leaves `earlier`,
+    the write goes to `later`; returns the request and the write's row (still to hand out)."""
+    if earlier.kind != "DELETE" or earlier.last_write is None or \
+            not follows_on(txn, earlier.last_write[0], earlier.last_write[1]):
+        return None
+    rows = [r for r in ctx.result.observed if r["cause_event_id"] == earlier.event["event_id"]]
+    if not rows or rows[-1]["source_offset"] != earlier.last_zxid:
+        return None
+    last = rows[-1]
+    moved = [e for e in earlier.joined if e["topic"] == last["topic"]]
+    if not moved or sum(r["topic"] == last["topic"] for r in rows) > 1:
+        return None
+    earlier.joined = [e for e in earlier.joined if e not in moved]
+    earlier.partitions.discard((last["topic"], last["partition"]))
+    later.partitions.add((last["topic"], last["partition"]))
+    _group(earlier)
+    return moved, last
+
+
+def _unread(ctx: Context, earlier: Cause) -> list[dict[str, Any]]:
+    """The requests joined to a deletion request that has written, whose topics its read did not take: none of their
+    partitions written, one with a live replica in its ISR (onPartitionDeletion takes every live replica of its
+    read's topics offline in one pass, broker by broker, before the controller handles anything else). They leave
+    `earlier`."""
+    if earlier.kind != "DELETE" or not earlier.wrote or not earlier.joined:
+        return []
+    written = {t for t, _ in earlier.partitions}
+    unread = [e for e in earlier.joined if e["topic"] not in written and any(
+        set(state.isr) & set(ctx.brokers) for (t, _), state in ctx.states.items() if t == e["topic"])]
+    if unread:
+        earlier.joined = [e for e in earlier.joined if e not in unread]
+        _group(earlier)
+    return unread
 
 
 def _group(deletion: Cause) -> None:

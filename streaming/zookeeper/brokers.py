@@ -36,6 +36,7 @@ from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 LOG_DIR_NOTIFICATION = "/log_dir_event_notification/"
 PREFERRED_ELECTION = "/admin/preferred_replica_election"
+NO_NODE = -101  # ZooKeeper's error code of a delete that found no znode (KeeperException.Code.NONODE)
 
 
 # ---- the controller ---------------------------------------------------------------------------------------------
@@ -44,6 +45,7 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     """`create /controller` by broker `elected` (the transaction also wrote /controller_epoch)."""
     ctx.controller_id, ctx.controller_session, ctx.controller_since = elected, txn.session, txn.zxid
     ctx.failover_prologue = txn.cxid
+    ctx.answer_at_startup.clear()  # this one asks every registered broker again
     # The brokers registered at the election, which the new controller reads: the failover's live set, and
     # those it reads with them (failover_written).
     # And the reassignments in progress it reads in /brokers/topics (seed 311: one its predecessor, killed between
@@ -98,6 +100,11 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
                 if cause is not read[0]:
                     ctx.forget_cause(cause)
             read[0].started = tuple(c.broker for c in read)
+        # Its delete of the election znode, or that delete failing (ZooKeeper's NONODE: none there), is its end;
+        # another failed write (a znode it found there already, seed 309) is not.
+        if any(op.path == PREFERRED_ELECTION or op.error == NO_NODE for op in txn.ops) and \
+                (cause := ctx.cause_of(failover.event["event_id"])) is not None:
+            cause.finished = True
         ctx.failover = None
 
 

@@ -106,6 +106,8 @@ class Cause:
     # the event whose handling this one is a step of, which goes on after it: a failover's read of a reassignment
     # asked through /admin/reassign_partitions while no controller was active (initializePartitionReassignments)
     within: Cause | None = None
+    # FAILOVER: its last write (the delete of /admin/preferred_replica_election) is past: it writes nothing more
+    finished: bool = False
 
     @property
     def read_topics(self) -> set[str]:
@@ -215,6 +217,9 @@ class Context:
         # controller's failover deleted unread (broker -> that failover's event id).
         self.log_dir_events: dict[str, Cause] = {}
         self.unread_log_dirs: dict[int, str] = {}
+        # Those of them down at that failover: their answer comes at their next startup, and the failover's
+        # ControllerChange, which restores the answers it never got, names it (broker -> that event).
+        self.answer_at_startup: dict[int, dict[str, Any]] = {}
         # What the controllers logged they read (controller.log), when given: a failover's live brokers and which
         # registrations each BrokerChange read took, in place of what the writes suggest.
         self.reads = reads if reads is not None else ControllerReads()

@@ -144,6 +144,7 @@ class Converter:
                 if "/controller" in op.deleted:
                     admin.reassignment_left_unread(ctx)
                     admin.deletions_left_unanswered(ctx)
+                    isrchanges.completion_cut(ctx)
                 brokers.session_closed(ctx, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
                 brokers.registration(ctx, txn, op)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from streaming.zookeeper import admin
 from streaming.zookeeper.context import (
     ISR_CHANGE_NOTIFICATION,
     NO_LEADER,
@@ -67,6 +68,8 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
         ctx.causes.insert(len(ctx.causes) - 1, cause)  # the startup's writes are still to come
     else:
         ctx.cause(cause)
+        if controllers_write(txn):
+            admin.read_after_isr_change(ctx)
     ctx.observe(txn, key, before, after, "IsrChange", event["event_id"])
 
 
@@ -82,6 +85,24 @@ def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], bef
             event_zxid(isr_change) < event_zxid(startup.event):
         return
     isr_change["reassignment_completed_by_queued_event"] = True
+
+
+def completion_cut(ctx: Context) -> None:
+    """The controller's session ended (its broker killed) right after the newest event's write that moved a
+    reassigning partition's leader onto a target replica, an AlterPartition that let the reassignment complete:
+    it died inside the completion (onPartitionReassignment), after B3 and before B4 took the removed replicas out of
+    the ISR; /brokers/topics/T still shows the reassignment, which the next controller's failover completes again
+    (seed 443: t0-0 from [3] to [2], leader 2 with ISR [3, 2] written, then broker 3, the controller, killed)."""
+    newest = ctx.causes[-1] if ctx.causes else None
+    if newest is None or newest.kind != "ISR" or newest.event is not ctx.newest_event:
+        return
+    key = (newest.event["topic"], newest.event["partition"])
+    topic, state = ctx.topics.get(key[0]), ctx.states.get(key)
+    if topic is None or state is None or not topic.reassigning(key[1]) or \
+            ctx.written_for.get(key) != newest.event["event_id"] or newest.last_zxid != ctx.controller_wrote_at:
+        return
+    if state.leader in topic.target(key[1]) and set(topic.removing.get(key[1], ())) & set(state.isr):
+        newest.event["controller_died_after_leader_move"] = True
 
 
 def _same_request(ctx: Context, last: Batch | None, txn: ZkTxn, leader: int) -> Batch | None:

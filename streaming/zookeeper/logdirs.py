@@ -64,6 +64,8 @@ def notification_deleted(ctx: Context, cause: Cause) -> None:
     answers.setdefault(str(cause.broker), []).extend(
         r for r in cause.event["offline_replicas"] if r not in answers.get(str(cause.broker), []))
     ctx.unread_log_dirs[cause.broker] = failover.event["event_id"]
+    if cause.broker not in ctx.brokers:
+        ctx.answer_at_startup[cause.broker] = failover.event
 
 
 def fits(ctx: Context, cause: Cause, key: tuple[str, int], dropped: bool) -> bool:
@@ -80,12 +82,29 @@ def explained(ctx: Context, cause: Cause, key: tuple[str, int]) -> None:
         ctx.failed_replicas.setdefault(cause.broker or 0, set()).add(key)
 
 
-def in_failed_dir(ctx: Context, broker: int, key: tuple[str, int], failover: Cause | None = None) -> bool:
+def in_failed_dir(ctx: Context, broker: int, key: tuple[str, int], failover: Cause | None = None,
+                  startup: bool = False) -> bool:
     """Whether the broker's replica of `key` is known to be in a failed dir, or may be (a `failover` that deleted
-    the broker's notification unread: its answer names which): asked again (its startup, a failover), it answers
-    KAFKA_STORAGE_ERROR and the controller drops it from the leadership and the ISR."""
+    the broker's notification unread: its answer names which; the broker's `startup` after such a failover while it
+    was down): asked again (its startup, a failover), it answers KAFKA_STORAGE_ERROR and the controller drops it from
+    the leadership and the ISR."""
     unread = failover is not None and ctx.unread_log_dirs.get(broker) == failover.event["event_id"]
-    return key in ctx.failed_replicas.get(broker, ()) or unread
+    return key in ctx.failed_replicas.get(broker, ()) or unread or (startup and broker in ctx.answer_at_startup)
+
+
+def startup_explained(ctx: Context, key: tuple[str, int], dropped: list[int]) -> None:
+    """A startup's write that drops brokers whose notification a failover deleted unread while they were down: from
+    the directory alone, their answer, which that failover's ControllerChange restores, names the partition (seed
+    437: broker 2's dir failed, its controller's session expired, and broker 2 was down at the next failover; its
+    answer came at its re-registration). Not once a follower has handed that event out."""
+    for broker in dropped:
+        failover = ctx.answer_at_startup.get(broker)
+        if failover is None or not any(e is failover for e in ctx.result.events) or \
+                key in ctx.failed_replicas.get(broker, ()):
+            continue
+        failover.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
+            {"topic": key[0], "partition": key[1]})
+        ctx.failed_replicas.setdefault(broker, set()).add(key)
 
 
 def failover_explained(ctx: Context, failover: Cause, key: tuple[str, int], dropped: list[int]) -> None:

@@ -50,7 +50,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         return
     cause = _handled_by(ctx, txn, key, before, after)
     if cause is not None and cause.kind == "DELETE" and not cause.wrote:
-        admin.read_with_later_request(ctx, cause)
+        admin.read_with_later_request(ctx, txn, cause)
     if cause is None:
         cause = _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after)
     if cause is None:
@@ -67,6 +67,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         ctx.started_by[key] = cause.event["event_id"]
     if cause.kind == "STARTUP":
         isrchanges.completed_by_startup(ctx, cause, key, before)
+        logdirs.startup_explained(ctx, key, [b for b in cause.brokers if _drops(b, before, after)])
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
 
@@ -163,8 +164,11 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # dead brokers' replicas and those a reassignment or a deletion removes: a registered broker dropped
             # otherwise is that broker's controlled shutdown, a request that leaves no znode (seeds 21, 30). Nor
             # does it bump the leader epoch of a live leader alone (leader and ISR kept) outside a reassignment:
-            # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write)
-            return newest and (reassigning or key[0] in ctx.deleting or (
+            # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write). The
+            # reassignments it resumes are written before its last write: a registered broker dropped from a
+            # reassigning partition after it is that broker's controlled shutdown too (seed 439); its requests'
+            # answers (a replica in a failed log dir) come after it
+            return newest and ((reassigning and not cause.finished) or key[0] in ctx.deleting or (
                 not any(_drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
                         for b in ctx.brokers) and
                 ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))
@@ -172,7 +176,8 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
             # shutdown's write right after a startup)
             # A started broker's replica in a failed log dir answers KAFKA_STORAGE_ERROR: dropped again (JBOD).
-            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key) for b in cause.brokers):
+            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, startup=True)
+                   for b in cause.brokers):
                 return True
             return not any(_drops(b, before, after) for b in cause.brokers) and (
                 before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))

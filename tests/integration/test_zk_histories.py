@@ -18,27 +18,15 @@ LOGS = sorted((Path(__file__).parent / "zklog").glob("zookeeper-*"))
 # Campaign runs isrflow once got wrong (zklog/regressions/README.md); the ones it does not reproduce yet are strict
 # xfails, so a fix must remove them here.
 NOT_YET: dict[str, str] = {
-    "zookeeper-3.0-seed-310": "one decision left (t1-0): the controller's broker, paused (SIGSTOP) inside the "
-                              "resumeDeletions that completed t3, never retried t1-0's failed replica (the next "
-                              "controller deleted /admin/delete_topics/t3); and broker 2, restarted and killed, never "
-                              "answered its StopReplica, so its failure retried it. isrflow folds both into the events "
-                              "before (every history equal only because the two cancel out)",
-    "zookeeper-3.9-dirs-2-seed-411": "t3-2 being reassigned (adding 1) when a DeleteTopics named t3: the leader's "
-                                     "AlterPartition adding 1 was written after the deletion requests' znodes and "
-                                     "before the deletion's writes (the controller handled it first); the importer "
-                                     "puts it after them and isrflow refuses it (not the log dir failure: that agrees)",
-    "zookeeper-2.8-dirs-2-seed-437": "from the directory alone: broker 2's dir failed while no controller read its "
-                                     "notification and broker 2 was down at the next failover; the answer came at its "
-                                     "re-registration (t1-2 offline again), which only the controller's state-change "
-                                     "log names (with it: every history)",
-    "zookeeper-3.9-dirs-2-seed-439": "t0-1's ISR shrink (broker 1 out) at 0xa8, after controller 2's controlled "
-                                     "shutdown and the failover that followed, and before broker 1's own controlled "
-                                     "shutdown: the importer gives it to the failover, isrflow makes it in broker 1's "
-                                     "shutdown (states equal; not the log dir failure)",
-    "zookeeper-3.9-dirs-2-seed-443": "t0-0's reassignment from [3] to [2] cut by its controller's kill -9 after the "
-                                     "leader moved (leader 2, ISR [3, 2]) and before 3 left; the next failover "
-                                     "completed it (two bumps); isrflow completes the event whole, as seed 311 "
-                                     "(not the log dir failure)",
+    "zookeeper-3.0-seed-310": "one decision left (t1-0 at 0x111): the controller's broker, paused (SIGSTOP) inside the "
+                              "resumeDeletions that completed t3 (t3's znodes deleted, /admin/delete_topics/t3 left "
+                              "for the next controller), never retried t1-0's failed replica; isrflow folds the "
+                              "StopReplica answers and that retry into DeleteTopic zk-240-t1 (leader epoch 6 there, "
+                              "the controller's 6 at failover zk-272). And broker 2, restarted (zk-313-2) and killed "
+                              "8 s later, never answered its startup's StopReplica, so its failure (zk-315-2) retried "
+                              "it (epoch 9); isrflow took the answer as in. Every history equal only because the two "
+                              "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
+                              "to the deletion work",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])

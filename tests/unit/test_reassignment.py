@@ -194,6 +194,30 @@ def test_a_failover_completes_again_the_reassignment_its_predecessor_died_inside
     assert (bump.leader, bump.isr, bump.leader_epoch, bump.replicas) == (1, (1, 3), done.leader_epoch + 1, (1, 3))
     assert not cluster.rec("t", 0).reassignment_in_progress
 
+def test_a_completion_cut_after_the_leader_moved_ends_there_and_the_next_failover_completes_it() -> None:
+    # A real 3.9.1 cluster (zk campaign seed 443): t-0 reassigned from [3] to [2]; the AlterPartition adding 2 let the
+    # completion start, which moved the leader to 2 (B3), and then its controller, broker 3, was killed before it took
+    # 3 out of the ISR (B4). The next controller read the reassignment in /brokers/topics/t: its failover took the dead
+    # 3 out of the ISR and completed the reassignment again (two leader epoch bumps).
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [3])
+    cluster.reassign(("t", 0, [2]))
+    out = cluster.isr_change("t", 0, [3, 2], controller_died_after_leader_move=True)
+    accepted, moved = out.decisions_for("t", 0)
+    assert (accepted.leader, accepted.isr, moved.leader, moved.isr) == (3, (3, 2), 2, (3, 2))
+    assert moved.leader_epoch == accepted.leader_epoch + 1
+    cut = cluster.rec("t", 0)
+    assert (cut.replicas, cut.adding_replicas, cut.removing_replicas, cut.reassignment_in_progress) == \
+        ((2, 3), (2,), (3,), True)
+    read = {"topic": "t", "partition": 0, "replicas": [2, 3], "adding_replicas": [2], "removing_replicas": [3]}
+    live = {str(b): cluster.broker_epochs[b] for b in (1, 2)}
+    out = cluster.controller_change(controller_id=1, live_brokers=live, reassignments=[read])
+    shrunk, completed = out.decisions_for("t", 0)
+    assert [(d.leader, d.isr, d.leader_epoch) for d in (shrunk, completed)] == \
+        [(2, (2,), moved.leader_epoch + 1), (2, (2,), moved.leader_epoch + 2)]
+    assert (cluster.rec("t", 0).replicas, cluster.rec("t", 0).reassignment_in_progress) == ((2,), False)
+
+
 # =====================================================================================================
 # Epochs across a reassignment of a partition that never had a leader
 # =====================================================================================================

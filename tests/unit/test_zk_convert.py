@@ -747,3 +747,149 @@ def test_a_startup_queued_before_a_leaders_own_isr_write_completes_the_reassignm
     assert isr_change.get("reassignment_completed_by_queued_event") is True
     assert [o["cause"] for o in observed[-2:]] == ["BrokerChange"] * 2
     assert_every_history_equal(observed, decisions)
+
+
+def other_topic(z: Ensemble, name: str, partitions: dict[int, tuple[int, list[int]]]) -> None:
+    """Topic `name` created (the admin's write), each partition's first state written by the controller:
+    partition -> (leader, isr); its replicas are its ISR."""
+    data = {"partitions": {str(p): isr for p, (_, isr) in partitions.items()}, "version": 3}
+    z.txn(0x3000, ZnodeOp("create", f"/brokers/topics/{name}", json.dumps(data).encode(), 0))
+    for p, (leader, isr) in partitions.items():
+        write_state(z, name, p, leader, isr, 0, 0)
+
+
+def write_state(z: Ensemble, topic: str, partition: int, leader: int, isr: list[int], leader_epoch: int,
+                version: int) -> None:
+    """The controller's write of another topic's partition state (a multi checking /controller_epoch)."""
+    data = {"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr}
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1),
+          ZnodeOp("create" if version == 0 else "setData", f"/brokers/topics/{topic}/partitions/{partition}/state",
+                  json.dumps(data).encode(), version))
+
+
+def test_an_isr_change_the_controller_writes_after_a_deletions_first_write_ends_that_deletions_read() -> None:
+    # A real 3.9 run (zk campaign seed 411): one DeleteTopics of u and w, their znodes one after the other; the
+    # controller's first read took u alone (its replica offline), then it wrote w-0's AlterPartition, then deleted w:
+    # a deletion takes all its read's live replicas offline before the controller handles anything else.
+    z = created()
+    other_topic(z, "u", {0: (3, [3])})
+    other_topic(z, "w", {0: (1, [1, 2])})
+    write_state(z, "w", 0, 1, [1], 0, 1)  # 2 left w-0's ISR
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/u", None, 0))
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/w", None, 0))
+    write_state(z, "u", 0, -1, [3], 1, 1)
+    write_state(z, "w", 0, 1, [1, 2], 0, 2)  # w-0's leader takes 2 back
+    write_state(z, "w", 0, -1, [2], 1, 3)  # w deleted: 1's replica offline, then 2's (the last ISR member stays)
+    write_state(z, "w", 0, -1, [2], 2, 4)
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e.get("topic")) for e in events[-3:]] == [
+        ("DeleteTopic", "u"), ("IsrChange", "w"), ("DeleteTopic", "w")]
+    assert not any("topics" in e for e in events[-3:])
+    assert [o["cause_event_id"] for o in observed[-3:]] == [events[-2]["event_id"]] + [events[-1]["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_deletion_write_pipelined_with_a_later_requests_first_write_is_of_the_later_read() -> None:
+    # A real 3.9 run (zk campaign seed 443): DeleteTopics of u and w, then of v: the controller's first read took u
+    # alone; w's first write came in one broker batch with v's (pipelined: consecutive cxids), so the later read
+    # took w with v.
+    z = created()
+    for name in ("u", "w", "v"):
+        other_topic(z, name, {0: (3 if name == "u" else 1, [3] if name == "u" else [1])})
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/u", None, 0))
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/w", None, 0))
+    write_state(z, "u", 0, -1, [3], 1, 1)
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/v", None, 0))
+    z.reads(z.controller, 2)  # the next read of /admin/delete_topics, and of the states
+    write_state(z, "w", 0, -1, [1], 1, 1)  # broker 1's batch of the second pass
+    write_state(z, "v", 0, -1, [1], 1, 1)
+    events, observed, decisions = replayed(z.history())
+    deletions = {e["topic"]: e for e in events if e["type"] == "DeleteTopic"}
+    assert "topics" not in deletions["u"] and deletions["w"]["topics"] == deletions["v"]["topics"] == ["v", "w"]
+    assert [o["cause_event_id"] for o in observed[-2:]] == [deletions["w"]["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_broker_dropped_from_a_reassigning_partition_after_a_failovers_last_write_is_its_controlled_shutdown(
+) -> None:
+    # A real 3.9 run (zk campaign seed 439): a new controller's failover resumed t-0's reassignment (a bump) and
+    # ended with its delete of /admin/preferred_replica_election, failing (NONODE: none there); broker 3 dropped from
+    # t-0's ISR after that is broker 3's controlled shutdown, not the failover's.
+    def writes_after(failover_ended: bool) -> list[tuple[str, str | None]]:
+        z = Ensemble((4, 1, 2, 3, 5))
+        z.topic({0: [1, 2, 3]})
+        z.state(0, 1, [1, 2, 3], 0)
+        z.topic({0: [1, 2, 3, 5]}, op="setData", adding_replicas={0: [5]})
+        z.state(0, 1, [1, 2, 3], 1)
+        z.close(z.sessions[4], "/controller", "/brokers/ids/4")
+        z.controller = z.sessions[1]
+        z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":1}'),
+              ZnodeOp("setData", "/controller_epoch", b"2", 2))
+        z.state(0, 1, [1, 2, 3], 2)  # the failover resumes the reassignment
+        if failover_ended:
+            z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("error", error=-101))
+        z.state(0, 1, [1, 2], 3)
+        z.session_end(3, clean=True)
+        events, observed, decisions = replayed(z.history())
+        if failover_ended:
+            assert_every_history_equal(observed, decisions)
+        causes = {e["event_id"]: (e["type"], e.get("change")) for e in events}
+        return [causes[o["cause_event_id"]] for o in observed[-2:]]
+
+    assert writes_after(failover_ended=True) == [("ControllerChange", None), ("BrokerChange", "CONTROLLED_SHUTDOWN")]
+    # Without its end in the log, a reassigning partition's write before the next input may still be the failover's.
+    assert writes_after(failover_ended=False) == [("ControllerChange", None)] * 2
+
+
+def test_an_isr_change_whose_completion_the_controllers_death_cut_after_the_leader_moved_says_so() -> None:
+    # A real 3.9 run (zk campaign seed 443): t-0 reassigned from [3] to [2]; 2 joined the ISR, the completion moved
+    # the leader to 2 (B3), and the controller, broker 3, was killed before 3 left the ISR (B4).
+    def isr_change(completed: bool) -> dict[str, Any]:
+        z = Ensemble((3, 1, 2))
+        z.topic({0: [3]})
+        z.state(0, 3, [3], 0)
+        z.topic({0: [2, 3]}, op="setData", adding_replicas={0: [2]}, removing_replicas={0: [3]})
+        z.state(0, 3, [3], 1)
+        z.state(0, 3, [3, 2], 1)  # the AlterPartition
+        z.state(0, 2, [3, 2], 2)  # B3
+        if completed:
+            z.state(0, 2, [2], 3)  # B4, then B6
+            z.topic({0: [2]}, op="setData")
+        z.close(z.sessions[3], "/controller", "/brokers/ids/3")
+        [event] = [e for e in convert(z.history()).events if e["type"] == "IsrChange"]
+        return event
+
+    assert isr_change(completed=False)["controller_died_after_leader_move"] is True
+    assert "controller_died_after_leader_move" not in isr_change(completed=True)
+
+
+def test_a_broker_down_at_the_failover_that_deleted_its_notification_unread_answers_at_its_startup() -> None:
+    # A real 2.8.2 run (zk campaign seed 437, from the ZooKeeper directory alone): a dir failed under broker 2, the
+    # controller, whose session then expired; broker 1's failover deleted the notification unread while broker 2 was
+    # down. At broker 2's re-registration its startup elected it for t-1 and its answer (KAFKA_STORAGE_ERROR) took
+    # it offline again: the failover's ControllerChange restores that answer.
+    z = Ensemble((2, 1, 3))
+    z.topic({0: [2, 3], 1: [2, 3]})
+    z.state(0, 2, [2, 3], 0)
+    z.state(1, 2, [2, 3], 0)
+    z.state(1, 2, [2], 0)  # 3 out of t-1's ISR (its leader's AlterPartition)
+    path = "/log_dir_event_notification/log_dir_event_0000000000"
+    z.txn(z.sessions[2], ZnodeOp("create", path, b'{"version":1,"broker":2,"event":1}', 0))
+    z.close(z.sessions[2], "/brokers/ids/2", "/controller")
+    z.controller = z.sessions[1]
+    z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":1}'),
+          ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", path))
+    z.state(0, -1, [3], 1)  # the failover: the dead 2's replicas offline, then t-0 elects 3; t-1 keeps its last
+    z.state(1, -1, [2], 1)  # ISR member (no unclean election)
+    z.state(0, 3, [3], 2)
+    z.sessions[2] = 0x2002
+    z.txn(z.sessions[2], ZnodeOp("create", "/brokers/ids/2", b"{}", 0, ephemeral=True))
+    z.state(1, 2, [2], 2)  # the startup elects 2 for t-1; its answer takes it offline again
+    z.state(1, -1, [2], 3)
+    events, observed, decisions = replayed(z.history())
+    [failover] = [e for e in events if e["type"] == "ControllerChange" and e["controller_id"] == 1]
+    [startup] = [e for e in events if e["type"] == "BrokerChange" and e["change"] == "STARTUP"]
+    assert failover["offline_replicas"] == {"2": [{"topic": "t", "partition": 1}]}
+    assert [o["cause_event_id"] for o in observed[-2:]] == [startup["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
