@@ -13,7 +13,6 @@ import json
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from typing import Any, ClassVar
 
 from schemas.fields import (
@@ -36,54 +35,17 @@ from schemas.fields import (
     string_list,
 )
 from schemas.records import ObservedDecision
-
-
-class BrokerChangeKind(StrEnum):
-    STARTUP = "STARTUP"
-    FAILURE = "FAILURE"
-    CONTROLLED_SHUTDOWN = "CONTROLLED_SHUTDOWN"
-
-
-class ElectionType(StrEnum):
-    PREFERRED = "PREFERRED"
-    UNCLEAN = "UNCLEAN"
-
-
-class LeaderRecoveryState(StrEnum):
-    """KIP-704: an unclean leader is RECOVERING until it reports its log recovered."""
-
-    RECOVERED = "RECOVERED"
-    RECOVERING = "RECOVERING"
-
+from schemas.values import (
+    BrokerChangeKind,
+    DirectoryAssignment,
+    ElectionType,
+    LeaderRecoveryState,
+    Move,
+    PartitionRef,
+    ReplicaAssignment,
+)
 
 # -- the events: one class per type, each with the envelope ---------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class PartitionRef:
-    topic: str
-    partition: int
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """A ReassignPartitions entry: the target replicas, or None to cancel."""
-
-    topic: str
-    partition: int
-    replicas: tuple[int, ...] | None
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaAssignment:
-    """A partition's assignment with a reassignment in progress, as `/brokers/topics/T` holds it: the replica set
-    (target and original), and the replicas being added and removed (Kafka's ReplicaAssignment)."""
-
-    topic: str
-    partition: int
-    replicas: tuple[int, ...]
-    adding_replicas: tuple[int, ...]
-    removing_replicas: tuple[int, ...]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Event:
@@ -313,15 +275,6 @@ class BrokerRegistration(_BrokerLogDirs):
 
     type: ClassVar[str] = "BrokerRegistration"
     max_metadata_version: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DirectoryAssignment:
-    """An AssignReplicasToDirs entry: the log dir the broker put its replica of the partition in."""
-
-    topic: str
-    partition: int
-    directory: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
