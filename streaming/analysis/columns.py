@@ -108,9 +108,34 @@ def audit_batches(path: Path) -> Iterator[Any]:
         yield _slim(batch)
 
 
+class AuditRows:
+    """The audit table in log order (`audit_batches`) as Rows, read a batch at a time each time it is iterated."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[Row]:
+        return _rows(audit_batches(self.path))
+
+
 def read_audit(path: Path) -> list[Row]:
-    """The audit table in log order (`audit_batches`) as Rows."""
-    return list(_rows(audit_batches(path)))
+    """The audit table in log order (`audit_batches`) as Rows, all at once."""
+    return list(AuditRows(path))
+
+
+def event_offsets(path: Path, event_ids: Iterable[str]) -> dict[str, int]:
+    """The offset of each of these events in the audit table at `path` (the last, for an event logged again), read
+    from two columns filtered by Arrow."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    ids = sorted(set(event_ids))
+    dataset = delta_dataset(path) if ids else None
+    if dataset is None:
+        return {}
+    found = dataset.to_table(columns=["event_id", "source_offset"], filter=ds.field("event_id").isin(ids))
+    last = found.group_by("event_id").aggregate([("source_offset", "max")])
+    return dict(zip(last["event_id"].to_pylist(), pc.cast(last["source_offset_max"], "int64").to_pylist(), strict=True))
 
 
 def read_decisions(path: Path) -> Iterator[dict[str, Any]]:
