@@ -36,7 +36,7 @@ from statemachine.errors import Error, Outcome
 from statemachine.features import UNKNOWN_VERSION
 from statemachine.record import NO_LEADER, Action
 from statemachine.states import PartitionState
-from streaming.analysis.words import Key
+from streaming.analysis.words import Key, pname
 
 NON_EXISTENT = PartitionState.NON_EXISTENT
 NAMED = 5  # partitions a broker's sentence names per kind
@@ -74,8 +74,6 @@ class Named:
                 heapq.heapreplace(self.smallest, d)
 
     def names(self) -> str:
-        from streaming.analysis.words import pname
-
         keys = sorted(d.key for d in self.smallest)
         text = ", ".join(pname(*k) for k in keys)
         return text + (f" and {self.n - NAMED} more" if self.n > NAMED else "")
