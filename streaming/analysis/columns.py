@@ -55,17 +55,41 @@ _ORDER = ("source_offset", "partition_row", "topic", "partition", "step")
 
 
 def _log_order(table: Any) -> Any:
-    """The indices that put `table` (with at least the columns of audit_sort_key) into log order; None when it is
-    in log order already, as a local replay writes it."""
-    import pyarrow as pa
+    """The indices that put `table` (with at least the columns of audit_sort_key) into log order."""
     import pyarrow.compute as pc
 
     keys = table.select([c for c in _ORDER if c != "partition_row"])
     keys = keys.append_column("partition_row", pc.is_valid(keys["partition"]))
-    order = pc.sort_indices(keys, options=pc.SortOptions([(c, "ascending") for c in _ORDER],
-                                                         null_placement="at_start"))
-    in_order = pc.all(pc.equal(order, pa.array(range(len(order)), type=order.type))).as_py() is not False
-    return None if in_order else order
+    return pc.sort_indices(keys, options=pc.SortOptions([(c, "ascending") for c in _ORDER], null_placement="at_start"))
+
+
+def _by_offset(offsets: Any) -> bool:
+    """Whether the offsets never go down: the table holds each event's rows together, in the log's order of events
+    (as a local replay writes it, whatever the order of an event's own rows)."""
+    import pyarrow.compute as pc
+
+    offsets = offsets.combine_chunks()
+    return len(offsets) < 2 or pc.all(pc.greater_equal(offsets[1:], offsets[:-1])).as_py() is not False
+
+
+def _events_in_order(batches: Iterable[Any]) -> Iterator[Any]:
+    """Record batches of a table in the log's order of events, each re-cut to hold whole events and sorted into log
+    order by Arrow (a local replay writes a broker change's cluster row after its partitions' rows)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pending = None  # the rows of the last event of the batches so far: it may go on in the next batch
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        table = table if pending is None else pa.concat_tables([pending, table])
+        offsets = table["source_offset"]
+        cut = pc.index(offsets, offsets[-1]).as_py()
+        if cut:
+            whole = table.slice(0, cut)
+            yield from whole.take(_log_order(whole)).to_batches(max_chunksize=_BATCH)
+        pending = table.slice(cut)
+    if pending is not None and pending.num_rows:
+        yield from pending.take(_log_order(pending)).to_batches(max_chunksize=_BATCH)
 
 
 def _slim(batch: Any) -> Any:
@@ -87,30 +111,71 @@ def _slim(batch: Any) -> Any:
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 
+def _file_batches(fragment: Any, schema: Any, columns: list[str]) -> Iterator[Any]:
+    """A table file's `columns` a record batch at a time, its pages read as the batches need them (a dataset's
+    fragment decodes a whole row group, a whole replay's audit when it wrote one), a column the file lacks as nulls."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with fragment.filesystem.open_input_file(fragment.path) as source:
+        file = pq.ParquetFile(source)
+        present = [c for c in columns if c in file.schema_arrow.names]
+        for batch in file.iter_batches(batch_size=_BATCH, columns=present, use_threads=False):
+            if present != columns:  # a table written before a column was added
+                batch = pa.RecordBatch.from_arrays(
+                    [batch[c] if c in present else pa.nulls(len(batch), schema.field(c).type) for c in columns],
+                    names=columns)
+            yield batch
+
+
 def audit_batches(path: Path) -> Iterator[Any]:
     """The audit table in log order (schemas.records.audit_sort_key: by offset, an event's cluster row first, then
     its partitions by name and step), without the columns the report never reads, as record batches of at most
-    _BATCH rows. A table in log order (a local replay's) is read a batch at a time, never whole; another is read
-    whole and sorted by Arrow."""
+    _BATCH rows. A table with its events in the log's order (a local replay's) is read a batch at a time, never
+    whole, each event's rows sorted by Arrow; another is read whole and sorted by Arrow."""
 
     dataset = delta_dataset(path)
     if dataset is None:
         return
     columns = [c for c in dataset.schema.names if c not in _UNREAD]
-    order = _log_order(dataset.to_table(columns=[c for c in _ORDER if c != "partition_row"]))
-    if order is None:
-        for fragment in dataset.get_fragments():  # the table's file order, as scan_delta reads it
-            for batch in fragment.to_batches(columns=columns, batch_size=_BATCH, use_threads=False):
-                yield _slim(batch)
+    if _by_offset(dataset.to_table(columns=["source_offset"])["source_offset"]):
+        batches = (batch for fragment in dataset.get_fragments()  # the table's file order, as scan_delta reads it
+                   for batch in _file_batches(fragment, dataset.schema, columns))
+        yield from map(_slim, _events_in_order(batches))
         return
-    whole = dataset.to_table(columns=columns).take(order)
-    for batch in whole.to_batches(max_chunksize=_BATCH):
+    whole = dataset.to_table(columns=columns)
+    for batch in whole.take(_log_order(whole)).to_batches(max_chunksize=_BATCH):
         yield _slim(batch)
 
 
+class AuditRows:
+    """The audit table in log order (`audit_batches`) as Rows, read a batch at a time each time it is iterated."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[Row]:
+        return _rows(audit_batches(self.path))
+
+
 def read_audit(path: Path) -> list[Row]:
-    """The audit table in log order (`audit_batches`) as Rows."""
-    return list(_rows(audit_batches(path)))
+    """The audit table in log order (`audit_batches`) as Rows, all at once."""
+    return list(AuditRows(path))
+
+
+def event_offsets(path: Path, event_ids: Iterable[str]) -> dict[str, int]:
+    """The offset of each of these events in the audit table at `path` (the last, for an event logged again), read
+    from two columns filtered by Arrow."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    ids = sorted(set(event_ids))
+    dataset = delta_dataset(path) if ids else None
+    if dataset is None:
+        return {}
+    found = dataset.to_table(columns=["event_id", "source_offset"], filter=ds.field("event_id").isin(ids))
+    last = found.group_by("event_id").aggregate([("source_offset", "max")])
+    return dict(zip(last["event_id"].to_pylist(), pc.cast(last["source_offset_max"], "int64").to_pylist(), strict=True))
 
 
 def read_decisions(path: Path) -> Iterator[dict[str, Any]]:

@@ -20,12 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.events import PartitionSnapshot
 from statemachine.record import NO_LEADER
-from streaming.analysis.columns import agreement_rows_in, observed_rows
+from streaming.analysis.columns import agreement_rows_in, event_offsets, observed_rows
 from streaming.analysis.timeline import Index
 from streaming.analysis.words import Key, and_list, names, plural, pname
-from streaming.history.outcomes import deleted_topics
 from streaming.history.trust import AgreementFigures, ImportFacts, trust_warnings
 from streaming.io.jsonl import jsonl_rows
 
@@ -142,23 +140,24 @@ def _kind(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> tuple[s
 
 
 class _Teller:
-    def __init__(self, s: Index, differences: _Differences) -> None:
+    def __init__(self, s: Index, differences: _Differences, audit: Path) -> None:
         self.s = s
         self.differences = differences
-        self.offset_of = {r["event_id"]: r["source_offset"] for r in s.a.audit}  # an event's offset in the log
+        self.audit = audit
         self.lines: list[tuple[str, bool]] = []
+        self.told: list[_Run] = []  # the first STORY_LINES runs, told at `close` (their events' offsets read then)
         self.untold: list[_Run] = []
         self.seen: set[str] = set()
 
     def tell(self, run: _Run) -> None:
         self.seen.update(run.events)
-        if len(self.lines) >= STORY_LINES:
-            self.untold.append(run)
-            return
-        offset = self.offset_of.get(run.first)
+        (self.untold if len(self.told) >= STORY_LINES else self.told).append(run)
+
+    def _line(self, run: _Run, offset_of: Mapping[str, int]) -> tuple[str, bool]:
+        offset = offset_of.get(run.first)
         when = f"At {self.s.at(offset)}" if offset is not None else f"At {run.first}"
         if len(run.events) > 1:
-            last = self.offset_of.get(run.events[-1])
+            last = offset_of.get(run.events[-1])
             if last is not None and offset is not None and self.s.at(last) != self.s.at(offset):
                 when = f"Between {self.s.at(offset)} and {self.s.at(last)}"
         what = ("a change no event explains" if run.cause == UNEXPLAINED and len(run.events) == 1
@@ -168,7 +167,7 @@ class _Teller:
                 + (", …)" if run.kinds[k] > EXAMPLES else ")") for k, noun in _KINDS if run.kinds[k]]
         text = f"{when} {what}: the controller wrote {and_list(done)}."
         differ = self._differ(run)
-        self.lines.append((text + differ, bool(differ)))
+        return text + differ, bool(differ)
 
     def _differ(self, run: _Run) -> str:
         entries = [self.differences.by_event[e] for e in run.events if e in self.differences.by_event]
@@ -182,6 +181,8 @@ class _Teller:
                 f"{'; …' if wrong + alone > EXAMPLES else ''}).")
 
     def close(self) -> None:
+        offset_of = event_offsets(self.audit, {e for run in self.told for e in (run.first, run.events[-1])})
+        self.lines.extend(self._line(run, offset_of) for run in self.told)
         if self.untold:
             marked = sum(1 for run in self.untold if any(e in self.differences.by_event for e in run.events))
             events = sum(len(run.events) for run in self.untold)
@@ -199,7 +200,7 @@ class _Teller:
 
 def _end_lines(s: Index, last: dict[Key, dict[str, Any]]) -> list[tuple[str, bool]]:
     """The partitions as the controller's records leave them, beside isrflow's end."""
-    gone = deleted_topics(s.a.audit, type_key="event_type")  # the log's, whatever isrflow made of them
+    gone = s.a.facts.deleted_topics  # the log's, whatever isrflow made of them
     parts = {k: v for k, v in last.items() if k[0] not in gone}
     offline = sorted(k for k, v in parts.items() if v["leader"] == NO_LEADER)
     urp = sorted(k for k, v in parts.items() if v["leader"] != NO_LEADER
@@ -217,24 +218,14 @@ def _end_lines(s: Index, last: dict[Key, dict[str, Any]]) -> list[tuple[str, boo
     return lines
 
 
-def _seeded(s: Index, key: Key) -> dict[str, Any] | None:
-    """A partition the log's snapshot holds (its PartitionSnapshot event, which seeds the replay): its state before
-    the controller's first change in the log; None for a partition the log creates."""
-    rows = s.by_part.get(key)
-    if not rows or rows[0].get("event_type") != PartitionSnapshot.type or rows[0].get("leader_after") is None:
-        return None
-    first = rows[0]
-    return {"leader": first["leader_after"], "isr": first.get("isr_after") or [],
-            "replicas": first.get("replicas_after") or [], "directories": None}
-
-
 def true_story(s: Index, out_dir: Path) -> TrueStory | None:
     """The controller's story of a real history (None when `out_dir` holds no controller's records)."""
     observed = observed_rows(out_dir)
     if observed is None:
         return None
     differences, figures = _agreement(out_dir) or (_Differences(), None)
-    teller = _Teller(s, differences)
+    teller = _Teller(s, differences, out_dir / "audit")
+    seeds = s.a.facts.seeds  # a partition the log's snapshot holds: its state before the controller's first change
     last: dict[Key, dict[str, Any]] = {}
     run: _Run | None = None
     for o in observed:
@@ -247,7 +238,7 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
         if not run.events or run.events[-1] != event:
             run.events.append(event)
         key = (o["topic"], int(o["partition"]))
-        kind, example = _kind(last.get(key) or _seeded(s, key), o)
+        kind, example = _kind(last.get(key) or seeds.get(key), o)
         run.note(kind, example)
         run.decisions += bool(o.get("decision"))
         last[key] = {f: o.get(f) for f in ("leader", "isr", "replicas", "removing_replicas")}

@@ -16,7 +16,7 @@ from streaming.analysis.tables import (
     rejection_table,
     unclean_table,
 )
-from streaming.analysis.timeline import Analysis, key_of
+from streaming.analysis.timeline import Analysis
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -35,13 +35,13 @@ def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]
         "true_story": story.lines if story is not None else [],
         "agreement": story.figures.counted() if story is not None and story.figures is not None else None,
         "cards": [
-            ("events", a.events), ("partitions", len(s.by_part)),
+            ("events", a.events), ("partitions", len(a.facts.keys)),
             ("decisions", a.inputs.decision_count), ("went offline", len(a.ever_offline)),
             ("offline at peak", peak), ("under-replicated at peak", upeak),
-            ("unclean elections", len(a.unclean)), ("leader changes", len(a.leader_changes)),
-            ("rejected rows", len(a.rejected)), ("quarantined", len(a.inputs.quarantine)),
+            ("unclean elections", len(a.facts.unclean)), ("leader changes", a.leader_changes),
+            ("rejected rows", a.rejected), ("quarantined", len(a.inputs.quarantine)),
         ],
-        "alert": bool(a.unclean or a.offline_at_end),
+        "alert": bool(a.facts.unclean or a.offline_at_end),
         "plots": [
             {"id": "plot-health", "title": "Offline and under-replicated partitions", "png": plot_health(a),
              "caption": "Offline: the partition exists and has no leader. Under-replicated: it has a leader and "
@@ -59,7 +59,7 @@ def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]
         "rejected": rejected,
         "rejected_total": sum(r["rows"] for r in rejected),
         "leader_changes": leader_change_table(a),
-        "leader_changes_total": len({key_of(r) for r in a.leader_changes}),
+        "leader_changes_total": len(a.facts.changes),
         "quarantine": quarantine_table(a),
         "quarantine_total": len(a.inputs.quarantine),
         "brokers": broker_table(a),

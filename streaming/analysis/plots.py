@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, timedelta
 from typing import Any
 
@@ -13,7 +13,7 @@ from schemas.events import (
     BrokerChangeKind,
 )
 from statemachine.elections import Election
-from streaming.analysis.timeline import ELECTION_ORDER, Analysis, BrokerEvent, as_int
+from streaming.analysis.timeline import ELECTION_ORDER, Analysis, BrokerEvent
 from streaming.analysis.words import duration
 
 E = Election
@@ -129,19 +129,20 @@ def _bucket(span_s: float, use_time: bool) -> float:
     return span_s / 60
 
 
-def _bucketed(a: Analysis, rows: Iterable[Mapping[str, Any]], category: Any, use_time: bool
+def _bucketed(a: Analysis, rows: Mapping[tuple[int, Any], int], use_time: bool
               ) -> tuple[list[Any], dict[Any, list[int]], float]:
+    """Rows counted per (offset, category), in buckets of time (or offsets) per category."""
     xs, _ = _x(a)
     span_s = max(_span(xs, use_time), 1.0)
     width = _bucket(span_s, use_time)
     origin = xs[0] if xs else 0
     counts: dict[Any, Counter[int]] = defaultdict(Counter)
-    for r in rows:
-        x = a.time_of(r["source_offset"]) if use_time else r["source_offset"]
+    for (offset, category), n in rows.items():
+        x = a.time_of(offset) if use_time else offset
         if x is None:
             continue
         pos = (x - origin).total_seconds() if use_time else x - origin
-        counts[category(r)][int(pos // width)] += 1
+        counts[category][int(pos // width)] += n
     n = int(span_s // width) + 1
     starts = [origin + (timedelta(seconds=i * width) if use_time else i * width) for i in range(n)]
     return starts, {c: [cnt[i] for i in range(n)] for c, cnt in counts.items()}, width
@@ -198,7 +199,7 @@ def plot_leaders(a: Analysis) -> str:
     brokers = sorted(a.brokers)
     cmap = mpl.colormaps["tab10"]
     colors = {b: mpl.colors.to_hex(cmap(i % 10)) for i, b in enumerate(brokers)}
-    starts, series, width = _bucketed(a, a.leader_changes, lambda r: as_int(r.get("leader_after")), use_time)
+    starts, series, width = _bucketed(a, a.facts.change_counts, use_time)
     tallest = _bars(ax1, starts, series, width, use_time, colors, brokers, "broker {} ({})")
     ax1.set_ylabel("leader changes")
     ax1.set_title(f"Leader changes, by the broker that became leader (per {_bucket_words(width, use_time)})",
@@ -225,7 +226,7 @@ def plot_elections(a: Analysis) -> str:
     xs, use_time = _x(a)
     span_s = _span(xs, use_time)
     fig, (ax,) = _figure(1, 3.0)
-    starts, series, width = _bucketed(a, a.elections, lambda r: r["election"], use_time)
+    starts, series, width = _bucketed(a, a.facts.election_counts, use_time)
     order = [e for e in ELECTION_ORDER if e in series] + sorted(set(series) - set(ELECTION_ORDER))
     tallest = _bars(ax, starts, series, width, use_time, ELECTION_COLORS, order, "{} ({})")
     ax.set_ylabel("elections")

@@ -3,35 +3,22 @@ moments, rejections, quarantine and the state at the end."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Mapping
-from typing import Any
+from collections import Counter
 
 from schemas.events import (
-    AlterTopicConfig,
-    AssignReplicasToDirs,
-    CreatePartitions,
-    CreateTopic,
-    DeleteTopic,
     ElectLeaders,
-    IsrChange,
     LeaderImbalanceCheck,
-    LogDirsOffline,
-    UpdateFeatures,
 )
-from statemachine.elections import Election
-from statemachine.errors import Error, Outcome
-from statemachine.features import UNKNOWN_VERSION
-from statemachine.record import Action
 from streaming.analysis.brokers import broker_story
-from streaming.analysis.timeline import NON_EXISTENT, Analysis, Index, Story, as_int, key_of, reassignments
+from streaming.analysis.timeline import Analysis, Index, Story, reassignments
 from streaming.analysis.words import and_list, duration, names, plural, pname
 
 # -- the summary in plain words ---------------------------------------------------------------------------
 
 
 def summarise(a: Analysis) -> list[str]:
-    if not a.audit:
+    f = a.facts
+    if not f.rows:
         return ["The audit table is empty: the log had no well-formed event."
                 + (f" {plural(len(a.inputs.quarantine), 'record')} quarantined." if a.inputs.quarantine else "")]
     s = a.index
@@ -44,12 +31,10 @@ def summarise(a: Analysis) -> list[str]:
                 f" ({duration((last - first).total_seconds())})")
     lines = [
         f"Replayed {plural(a.events, 'event')} (offsets {offsets[0]} to {offsets[-1]}){span}: "
-        f"{plural(len(s.by_part), 'partition')} in {plural(len(a.topics), 'topic')} on "
+        f"{plural(len(f.keys), 'partition')} in {plural(len(a.topics), 'topic')} on "
         f"{plural(len(a.brokers), 'broker')}; {plural(a.inputs.decision_count, 'LeaderAndIsr decision')}, "
-        f"{plural(len(a.rejected), 'rejected audit row')}, {plural(len(a.inputs.quarantine), 'quarantined record')}."]
-    lines[:0] = [f"WARNING at {s.at(r['source_offset'])}: {r['message'].split('WARNING: ', 1)[1]}."
-                 for r in s.cluster_rows if r.get("event_type") == UpdateFeatures.type
-                 and UNKNOWN_VERSION in (r.get("message") or "")]
+        f"{plural(f.rejected, 'rejected audit row')}, {plural(len(a.inputs.quarantine), 'quarantined record')}."]
+    lines[:0] = [f"WARNING at {s.at(offset)}: {message.split('WARNING: ', 1)[1]}." for offset, message in f.warnings]
     story: Story = []
     for part in (broker_story, _topic_story, _controller_story, _fenced_story, _config_story, _isr_shrink_story,
                  _preferred_story, _reassignment_story, _log_dir_story):
@@ -66,35 +51,25 @@ def summarise(a: Analysis) -> list[str]:
 def _log_dir_story(s: Index) -> Story:
     """KIP-858: log dirs that went offline (the controller's words), and the brokers' directory assignments in one
     sentence."""
-    out: Story = [(r["source_offset"], f"At {s.at(r['source_offset'])} {r['message']}.")
-                  for r in s.cluster_rows
-                  if r.get("event_type") == LogDirsOffline.type and r.get("outcome") == Outcome.ACCEPTED]
-    assigned = sorted((r for r in s.a.audit if r.get("event_type") == AssignReplicasToDirs.type
-                       and r.get("partition") is not None and r.get("outcome") == Outcome.ACCEPTED),
-                      key=lambda r: r["source_offset"])
-    if assigned:
-        brokers = sorted({int(r["broker_id"]) for r in assigned})
-        out.append((assigned[0]["source_offset"],
-                    f"{s.span(assigned)} broker{'s' if len(brokers) > 1 else ''} {and_list(map(str, brokers))} placed "
-                    f"{plural(len(assigned), 'replica')} in their log dirs (AssignReplicasToDirs: each a new partition "
-                    f"epoch, no leader or ISR change)."))
+    f = s.a.facts
+    out: Story = [(offset, f"At {s.at(offset)} {message}.") for offset, message in f.log_dirs_offline]
+    if f.assigned:
+        first, last, n = f.assigned
+        brokers = sorted(f.assigned_brokers)
+        out.append((first, f"{s.span(first, last)} broker{'s' if len(brokers) > 1 else ''} "
+                           f"{and_list(map(str, brokers))} placed {plural(n, 'replica')} in their log dirs "
+                           f"(AssignReplicasToDirs: each a new partition epoch, no leader or ISR change)."))
     return out
 
 
 def _controller_story(s: Index) -> Story:
     out: Story = []
-    for r in s.cluster_rows:
-        if r.get("outcome") != Outcome.ACCEPTED or r.get("action") != Action.CONTROLLER_FAILOVER:
-            continue
-        controller = r.get("controller_id")
+    for offset, controller, epoch, rows, changed in s.a.facts.failovers:
         who = (f"controller {controller}" if controller is not None
                else "a new controller (no ControllerChange in the log)")
-        epoch = r.get("controller_epoch")
-        rows = [x for x in s.rows_at.get(r["source_offset"], []) if x.get("action") == Action.CONTROLLER_FAILOVER]
-        changed = [x for x in rows if x.get("outcome") == Outcome.ACCEPTED]
-        out.append((r["source_offset"], f"At {s.at(r['source_offset'])} {who} took over at epoch {epoch} and "
-                                        f"re-examined {plural(len(rows), 'partition')}"
-                                        + (f": {len(changed)} changed." if changed else ": none needed a change.")))
+        out.append((offset, f"At {s.at(offset)} {who} took over at epoch {epoch} and "
+                            f"re-examined {plural(rows, 'partition')}"
+                            + (f": {changed} changed." if changed else ": none needed a change.")))
     return out
 
 
@@ -110,21 +85,18 @@ def _topic_story(s: Index) -> Story:
                                        f"{s.at(created[0][0])}."))
             created.clear()
 
-    for offset in sorted(s.rows_at):
-        rows = [r for r in s.rows_at[offset] if r.get("outcome") == Outcome.ACCEPTED]
-        kinds = {r["event_type"] for r in rows}
-        if kinds == {CreateTopic.type}:
-            created.append((offset, rows[0]["topic"], len(rows)))
+    gone_at = s.a.facts.gone_at
+    for kind, *op in s.a.facts.topic_ops:
+        if kind == "create":
+            created.append((op[0], op[1], op[2]))
             continue
         flush()
-        if kinds == {CreatePartitions.type}:
-            out.append((offset, f"At {s.at(offset)} {plural(len(rows), 'partition')} added to topic "
-                                f"{rows[0]['topic']}."))
-        elif kinds == {DeleteTopic.type}:
-            topic = rows[0]["topic"]
-            keys = {key_of(r) for r in rows}
-            gone = [max(r["source_offset"] for r in s.by_part[k] if r.get("to_state") == NON_EXISTENT)
-                    for k in keys if any(r.get("to_state") == NON_EXISTENT for r in s.by_part[k])]
+        if kind == "partitions":
+            offset, topic, n = op
+            out.append((offset, f"At {s.at(offset)} {plural(n, 'partition')} added to topic {topic}."))
+        elif kind == "delete":
+            offset, topic, keys = op
+            gone = [gone_at[k] for k in keys if k in gone_at]
             text = f"At {s.at(offset)} topic {topic} was deleted ({plural(len(keys), 'partition')})"
             if len(gone) < len(keys):
                 text += f"; {len(keys) - len(gone)} still waiting at the end of the log for dead brokers to return"
@@ -137,88 +109,46 @@ def _topic_story(s: Index) -> Story:
 
 def _fenced_story(s: Index) -> Story:
     """Events a fenced (zombie) controller logged at an old epoch, in runs per (old, active) epoch."""
-    runs: dict[tuple[int, int], list[Mapping[str, Any]]] = defaultdict(list)
-    seen: set[int] = set()
-    for r in s.a.rejected:
-        if r.get("error") == Error.STALE_CONTROLLER_EPOCH and r["source_offset"] not in seen:
-            seen.add(r["source_offset"])
-            runs[(int(r["event_controller_epoch"]), int(r["controller_epoch"]))].append(r)
     out: Story = []
-    for (old, active), rows in sorted(runs.items()):
-        kinds = ", ".join(k if n == 1 else f"{n} {k}" for k, n in Counter(r["event_type"] for r in rows).items())
-        out.append((rows[0]["source_offset"], f"{s.span(rows)} a fenced controller still at epoch {old} (epoch "
-                    f"{active} was active) logged {plural(len(rows), 'event')} ({kinds}): "
-                    f"{'all' if len(rows) > 1 else 'it was'} rejected with STALE_CONTROLLER_EPOCH, nothing applied."))
+    for (old, active), run in sorted(s.a.facts.fenced.items()):
+        n = sum(run.types.values())
+        kinds = ", ".join(k if c == 1 else f"{c} {k}" for k, c in run.types.items())
+        out.append((run.first, f"{s.span(run.first, run.last)} a fenced controller still at epoch {old} (epoch "
+                    f"{active} was active) logged {plural(n, 'event')} ({kinds}): "
+                    f"{'all' if n > 1 else 'it was'} rejected with STALE_CONTROLLER_EPOCH, nothing applied."))
     return out
 
 
 def _config_story(s: Index) -> Story:
     out: Story = []
-    for r in s.cluster_rows:
-        if r.get("event_type") != AlterTopicConfig.type or r.get("outcome") != Outcome.ACCEPTED:
-            continue
+    for c in s.a.facts.configs:
         settings = [f"{name}={value}" if value is not None else f"{name} back to the cluster default"
-                    for name, value in sorted((r.get("configs") or {}).items())]
-        text = f"At {s.at(r['source_offset'])} topic {r.get('topic')} was reconfigured: {and_list(settings) or '?'}"
-        rows = s.rows_at.get(r["source_offset"], [])
-        elected = [x for x in rows if x.get("election")]
-        failed = [x for x in rows if x.get("outcome") == Outcome.REJECTED]
-        if elected:
-            text += (f"; {plural(len(elected), 'offline partition')} elected a leader ("
-                     + ", ".join(f"{pname(x['topic'], x['partition'])}: {x['election']}" for x in elected[:5]) + ")")
-        if failed:
-            text += (f"; {len(failed)} could not ({names(key_of(x) for x in failed)}: "
-                     f"{failed[0].get('error')})")
-        out.append((r["source_offset"], text + "."))
+                    for name, value in sorted((c["configs"] or {}).items())]
+        text = f"At {s.at(c['offset'])} topic {c['topic']} was reconfigured: {and_list(settings) or '?'}"
+        if c["elected"]:
+            text += (f"; {plural(c['elected'], 'offline partition')} elected a leader ("
+                     + ", ".join(f"{pname(t, p)}: {e}" for t, p, e in c["shown"]) + ")")
+        if c["failed"]:
+            text += f"; {len(c['failed'])} could not ({names(c['failed'])}: {c['error']})"
+        out.append((c["offset"], text + "."))
     return out
 
 
 def _isr_shrink_story(s: Index) -> Story:
     """Leaders dropping a follower from the ISR (IsrChange), in runs per broker."""
-    removed: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-    for rows in s.by_part.values():
-        for r in rows:
-            if r["event_type"] == IsrChange.type and r.get("outcome") == Outcome.ACCEPTED:
-                # A replica a completed reassignment removed is no longer in replica_states: not a lagging one.
-                still = set(r.get("replica_states") or ())  # its brokers (a map, or the brokers alone: columns)
-                for b in set(r.get("isr_before") or []) - set(r.get("isr_after") or []):
-                    if b in still:
-                        removed[b].append(r)
-    out: Story = []
-    for broker, rows in sorted(removed.items()):
-        rows = sorted(rows, key=lambda r: r["source_offset"])
-        cuts = sorted(e.offset for e in s.a.broker_events if e.broker == broker)
-        run: list[Mapping[str, Any]] = []
-
-        def flush(run: list[Mapping[str, Any]], broker: int = broker) -> None:
-            if not run:
-                return
-            out.append((run[0]["source_offset"], f"{s.span(run)} partition leaders dropped broker {broker} from "
-                               f"{plural(len(run), 'ISR')} (IsrChange: the follower fell behind)."))
-
-        for r in rows:
-            if run and any(run[-1]["source_offset"] < c < r["source_offset"] for c in cuts):
-                flush(run)
-                run = []
-            run.append(r)
-        flush(run)
-    return out
+    return [(first, f"{s.span(first, last)} partition leaders dropped broker {broker} from {plural(n, 'ISR')} "
+                    f"(IsrChange: the follower fell behind).")
+            for broker, runs in sorted(s.a.facts.shrinks.items()) for first, last, n in runs]
 
 
 def _preferred_story(s: Index) -> Story:
-    by_event: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in s.a.elections:
-        if r["election"] == Election.PREFERRED:
-            by_event[r["source_offset"]].append(r)
     out: Story = []
-    for offset, rows in sorted(by_event.items()):
-        kind = rows[0]["event_type"]
+    for offset, kind, n, gained in s.a.facts.preferred:
         what = ("the periodic leader imbalance check" if kind == LeaderImbalanceCheck.type
                 else "a preferred leader election (ElectLeaders)" if kind == ElectLeaders.type else kind)
-        gained = Counter(as_int(r.get("leader_after")) for r in rows)
-        out.append((offset, f"At {s.at(offset)} {what} moved {plural(len(rows), 'partition')} back to "
-                            f"{'its' if len(rows) == 1 else 'their'} preferred leader ("
-                            + ", ".join(f"{n} to broker {b}" for b, n in sorted(gained.items())) + ")."))
+        out.append((offset, f"At {s.at(offset)} {what} moved {plural(n, 'partition')} back to "
+                            f"{'its' if n == 1 else 'their'} preferred leader ("
+                            + ", ".join(f"{c} to broker {b}" for b, c in sorted(gained.items())) + ")."))
     return out
 
 
@@ -229,7 +159,7 @@ def _reassignment_story(s: Index) -> Story:
     done = [m for m in moves if m["completed"] is not None and not m["cancelled"]]
     cancelled = [m for m in moves if m["cancelled"]]
     pending = [m for m in moves if m["completed"] is None]
-    moved_leaders = [r for r in s.a.elections if r["election"] == Election.REASSIGN]
+    moved_leaders = s.a.facts.reassign_elections
     text = f"{plural(len(moves), 'partition reassignment')} ran"
     if done:
         first, last = min(m["started"] for m in done), max(m["completed"] for m in done)
@@ -237,7 +167,7 @@ def _reassignment_story(s: Index) -> Story:
         text += (f": {len(done)} completed between {s.at(first)} and {s.at(last)} ({sample}"
                  f"{', …' if len(done) > 3 else ''})")
         if moved_leaders:
-            text += (f"; leadership moved to a new replica on {plural(len(moved_leaders), 'partition')} "
+            text += (f"; leadership moved to a new replica on {plural(moved_leaders, 'partition')} "
                      f"(REASSIGN elections)")
     if cancelled:
         text += f"; {len(cancelled)} cancelled ({names((m['partition'] for m in cancelled), 5)})"
@@ -273,7 +203,7 @@ def _worst_lines(s: Index) -> list[str]:
 def _rejection_lines(a: Analysis) -> list[str]:
     if not a.rejected:
         return []
-    return [f"{plural(len(a.rejected), 'audit row')} rejected: "
+    return [f"{plural(a.rejected, 'audit row')} rejected: "
             + ", ".join(f"{n} {error}" for error, n in a.rejected_by_error().items()) + "."]
 
 

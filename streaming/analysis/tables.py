@@ -2,56 +2,53 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections import Counter
 from typing import Any
 
 from schemas.events import (
     BrokerChangeKind,
-    LeaderRecoveryState,
 )
-from statemachine.errors import Outcome
-from statemachine.record import NO_LEADER
-from streaming.analysis.timeline import ELECTION_ORDER, Analysis, Index, Key, as_int, key_of
+from streaming.analysis.facts import Unclean
+from streaming.analysis.timeline import ELECTION_ORDER, Analysis, Index
 from streaming.analysis.words import pname
 
 TABLE_LIMIT = 50
 
 # -- tables -------------------------------------------------------------------------------------------------
 
-def _by(rows: Iterable[Mapping[str, Any]]) -> str:
+def _by(principals: set[str]) -> str:
     """' by P' for the principals who issued these rows' events (admin commands), else ''."""
-    principals = sorted({r["principal"] for r in rows if r.get("principal")})
-    return f" by {', '.join(principals)}" if principals else ""
+    return f" by {', '.join(sorted(principals))}" if principals else ""
 
 
-def _recovered(s: Index, unclean: Mapping[str, Any]) -> str:
+def _recovered(s: Index, unclean: Unclean) -> str:
     """How long the unclean leader stayed RECOVERING (leader_recovery_state_after)."""
-    if unclean.get("leader_recovery_state_after") != LeaderRecoveryState.RECOVERING:
+    if not unclean.recovering:
         return ""
-    done = s.after(unclean, lambda r: r.get("leader_recovery_state_after") != LeaderRecoveryState.RECOVERING)
-    return " (still RECOVERING at the end)" if done is None else f" (RECOVERING until {s.at(done['source_offset'])})"
+    done = unclean.recovered_at
+    return " (still RECOVERING at the end)" if done is None else f" (RECOVERING until {s.at(done)})"
 
 
 def unclean_table(s: Index) -> list[dict[str, Any]]:
-    return [{"time": s.at(r["source_offset"]), "offset": r["source_offset"],
-             "event": f"{r['event_type']} {r['event_id']}{_by([r])}", "partition": pname(r["topic"], r["partition"]),
-             "leader": f"{r.get('leader_before')} → {r.get('leader_after')}{_recovered(s, r)}",
-             "isr": f"{r.get('isr_before')} → {r.get('isr_after')}",
-             "leader_epoch": f"{r.get('leader_epoch_before')} → {r.get('leader_epoch_after')}"} for r in s.a.unclean]
+    out = []
+    for u in s.a.facts.unclean:
+        r = u.row
+        principal = {r["principal"]} if r.get("principal") else set()
+        out.append({"time": s.at(r["source_offset"]), "offset": r["source_offset"],
+                    "event": f"{r['event_type']} {r['event_id']}{_by(principal)}",
+                    "partition": pname(r["topic"], r["partition"]),
+                    "leader": f"{r.get('leader_before')} → {r.get('leader_after')}{_recovered(s, u)}",
+                    "isr": f"{r.get('isr_before')} → {r.get('isr_after')}",
+                    "leader_epoch": f"{r.get('leader_epoch_before')} → {r.get('leader_epoch_after')}"})
+    return out
 
 
 def rejection_table(s: Index) -> list[dict[str, Any]]:
-    a = s.a
-    by_error: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in a.rejected:
-        by_error[r.get("error") or "(none)"].append(r)
     out = []
-    for error, rows in sorted(by_error.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        first = rows[0]
-        out.append({"error": error, "rows": len(rows), "events": len({r["source_offset"] for r in rows}),
-                    "types": ", ".join(f"{t} ({n}{_by(x for x in rows if x['event_type'] == t)})"
-                                       for t, n in Counter(r["event_type"] for r in rows).most_common()),
+    for error, e in sorted(s.a.facts.rejections.items(), key=lambda kv: (-kv[1].rows, kv[0])):
+        first = e.first
+        out.append({"error": error, "rows": e.rows, "events": e.events,
+                    "types": ", ".join(f"{t} ({n}{_by(e.principals[t])})" for t, n in e.types.most_common()),
                     "first": f"{s.at(first['source_offset'])} "
                              f"(offset {first['source_offset']})",
                     "where": "cluster" if first.get("partition") is None else pname(first["topic"], first["partition"]),
@@ -60,20 +57,13 @@ def rejection_table(s: Index) -> list[dict[str, Any]]:
 
 
 def leader_change_table(a: Analysis, limit: int = 15) -> list[dict[str, Any]]:
-    changes = Counter(key_of(r) for r in a.leader_changes)
-    elections: dict[Key, Counter[str]] = defaultdict(Counter)
-    for r in a.elections:
-        elections[key_of(r)][r["election"]] += 1
-    offline: Counter[Key] = Counter()
-    for r in a.audit:
-        if (r.get("partition") is not None and r.get("outcome") == Outcome.ACCEPTED
-                and as_int(r.get("leader_after")) == NO_LEADER and as_int(r.get("leader_before")) != NO_LEADER):
-            offline[key_of(r)] += 1
+    f = a.facts
     out = []
-    for key, n in sorted(changes.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
+    for key, n in sorted(f.changes.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
         p = a.partitions.get(key)
-        out.append({"partition": pname(*key), "changes": n, "offline": offline[key],
-                    "elections": ", ".join(f"{e} {c}" for e, c in sorted(elections[key].items(),
+        elections = f.elections_by_key.get(key, Counter())
+        out.append({"partition": pname(*key), "changes": n, "offline": f.offline_by_key[key],
+                    "elections": ", ".join(f"{e} {c}" for e, c in sorted(elections.items(),
                                                                         key=lambda ec: ELECTION_ORDER.index(ec[0])
                                                                         if ec[0] in ELECTION_ORDER else 99)),
                     "leader": "deleted" if p is None else p.leader,
@@ -98,10 +88,7 @@ def broker_table(a: Analysis) -> list[dict[str, Any]]:
         for b, n in p.leaders.items():
             peak[b] = max(peak[b], n)
     changes = Counter((e.broker, e.change) for e in a.broker_events)
-    gained = Counter(as_int(r.get("leader_after")) for r in a.leader_changes)
-    lost = Counter(as_int(r.get("leader_before")) for r in a.audit
-                   if r.get("partition") is not None and r.get("outcome") == Outcome.ACCEPTED
-                   and as_int(r.get("leader_before")) != as_int(r.get("leader_after")))
+    gained, lost = a.facts.gained, a.facts.lost
     kind = BrokerChangeKind
     return [{"broker": b, "failures": changes[(b, kind.FAILURE)], "shutdowns": changes[(b, kind.CONTROLLED_SHUTDOWN)],
              "startups": changes[(b, kind.STARTUP)], "gained": gained[b], "lost": lost[b], "peak": peak[b],

@@ -15,7 +15,6 @@ Definitions:
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,12 +28,13 @@ from schemas.events import (
     BrokerChange,
     BrokerChangeKind,
 )
-from schemas.records import audit_sort_key, parse_ts
+from schemas.records import parse_ts
 from statemachine.elections import Election
 from statemachine.errors import Outcome
 from statemachine.record import NO_LEADER, Action
 from statemachine.states import PartitionState
-from streaming.analysis.columns import read_audit, read_decisions, read_decisions_table
+from streaming.analysis.columns import AuditRows, read_decisions, read_decisions_table
+from streaming.analysis.facts import Facts, as_int, key_of
 from streaming.analysis.words import Clock, Key
 from streaming.io.delta import read_delta
 
@@ -47,7 +47,7 @@ ELECTION_ORDER = (Election.INITIAL, Election.OFFLINE, Election.OFFLINE_UNCLEAN, 
 
 @dataclass
 class Inputs:
-    audit: list[dict[str, Any]]
+    audit: Iterable[Mapping[str, Any]]  # in log order; read again by each `analyse` (AuditRows)
     decisions: list[dict[str, Any]]  # only those a reassignment reads (`reassignment_decisions`)
     quarantine: list[dict[str, Any]]
     source: str = ""
@@ -58,7 +58,7 @@ def read_inputs(out_dir: Path) -> Inputs:
     """The replay's outputs; a missing decisions file or quarantine table counts as empty."""
     if not (out_dir / "audit" / "_delta_log").is_dir():
         raise FileNotFoundError(f"no audit table (Delta) in {out_dir / 'audit'}")
-    audit = read_audit(out_dir / "audit")
+    audit = AuditRows(out_dir / "audit")
     decisions_path = out_dir / "decisions.jsonl"
     # A replay writes decisions.jsonl; `isrflow run` a `decisions` Delta table beside its audit.
     decisions = read_decisions(decisions_path) if decisions_path.exists() else \
@@ -102,14 +102,6 @@ def reassignment_decisions(decisions: Iterable[Mapping[str, Any]]) -> list[Mappi
             kept.append(d)
         last[key] = (d, keep)
     return kept
-
-
-def as_int(value: Any) -> int:
-    return -1 if value is None else int(value)
-
-
-def key_of(row: Mapping[str, Any]) -> Key:
-    return row["topic"], int(row["partition"])
 
 
 # -- cluster-level events ------------------------------------------------------------------------------------
@@ -170,7 +162,6 @@ class Point:
 @dataclass
 class Analysis:
     inputs: Inputs
-    audit: list[dict[str, Any]]  # in log order (audit_sort_key)
     decisions: list[dict[str, Any]]
     times: dict[int, datetime | None]  # source_offset -> monotonic event time
     points: list[Point]
@@ -180,15 +171,26 @@ class Analysis:
     brokers: set[int]
     ever_offline: set[Key]
     ever_under_replicated: set[Key]
-    leader_changes: list[dict[str, Any]]  # audit rows that gave a partition a different leader
-    elections: list[dict[str, Any]]  # audit rows with an election
-    unclean: list[dict[str, Any]]
-    rejected: list[dict[str, Any]]
+    facts: Facts  # what the summary, the tables and the plots read of the audit (streaming.analysis.facts)
     summary: list[str] = field(default_factory=list)
 
     @property
     def events(self) -> int:
-        return len({r["source_offset"] for r in self.audit})
+        return len(self.times)
+
+    @property
+    def unclean(self) -> list[Mapping[str, Any]]:
+        """The audit rows of unclean elections (OFFLINE_UNCLEAN), in log order."""
+        return [u.row for u in self.facts.unclean]
+
+    @property
+    def leader_changes(self) -> int:
+        """Audit rows that gave a partition a different leader (not a new partition's first)."""
+        return self.facts.leader_changes
+
+    @property
+    def rejected(self) -> int:
+        return self.facts.rejected
 
     def _peak(self, attr: str) -> tuple[int, Point | None]:
         best = max(self.points, key=lambda p: getattr(p, attr), default=None)
@@ -212,52 +214,34 @@ class Analysis:
 
     def rejected_by_error(self) -> dict[str, int]:
         """Rejected audit rows per error name (the audit's own count)."""
-        return dict(Counter(r.get("error") or "(none)" for r in self.rejected).most_common())
+        return dict(Counter({e: r.rows for e, r in self.facts.rejections.items()}).most_common())
 
     def time_of(self, offset: int) -> datetime | None:
         return self.times.get(offset)
 
     @cached_property
-    def first_partition_offset(self) -> int | None:
-        return min((r["source_offset"] for r in self.audit if r.get("partition") is not None), default=None)
-
-    @cached_property
     def index(self) -> Index:
-        """The audit indexed per partition and per offset, built once for the summary, the page and the story."""
+        """The clock that names event times, built once for the summary, the page and the story."""
         return Index(self)
 
     def cluster_coming_up(self, e: BrokerEvent) -> bool:
         """A broker registering before any partition exists."""
-        first = self.first_partition_offset
+        first = self.facts.first_partition_offset
         return e.change is BrokerChangeKind.STARTUP and (first is None or e.offset < first)
 
 
-def _monotonic_times(audit: Sequence[Mapping[str, Any]]) -> dict[int, datetime | None]:
-    """Each offset's event time, never earlier than the one before it (log order decides)."""
-    raw: dict[int, datetime | None] = {}
-    for row in audit:
-        offset = row["source_offset"]
-        if offset not in raw or raw[offset] is None:
-            raw[offset] = parse_ts(row.get("event_ts"))
-    times: dict[int, datetime | None] = {}
-    latest: datetime | None = None
-    for offset in sorted(raw):
-        t = raw[offset]
-        if t is not None and (latest is None or t > latest):
-            latest = t
-        times[offset] = latest
-    return times
-
-
 def analyse(inputs: Inputs) -> Analysis:
-    audit = sorted(inputs.audit, key=audit_sort_key)
+    """One pass over the audit in log order, an event's rows at a time: the cluster after each event (the points)
+    and the facts the page reads (streaming.analysis.facts)."""
     decisions = sorted(inputs.decisions, key=lambda d: (d["source_offset"], d["topic"], d["partition"],
                                                         d["partition_epoch"]))
-    times = _monotonic_times(audit)
     removing_at: dict[int, dict[Key, tuple[int, ...]]] = defaultdict(dict)  # the last decision's, per event
     for d in decisions:
         removing_at[d["source_offset"]][key_of(d)] = tuple(d.get("removing_replicas") or ())
 
+    times: dict[int, datetime | None] = {}  # each offset's event time, never earlier than the one before it
+    latest: datetime | None = None
+    facts = Facts()
     parts: dict[Key, _Partition] = {}
     offline: set[Key] = set()
     urp: set[Key] = set()
@@ -286,79 +270,58 @@ def analyse(inputs: Inputs) -> Analysis:
             else:
                 bucket.discard(key)
 
-    for offset, rows in groupby(audit, key=lambda r: r["source_offset"]):
+    for offset, group in groupby(inputs.audit, key=lambda r: r["source_offset"]):
+        rows = list(group)
+        t = next((t for t in map(parse_ts, (r.get("event_ts") for r in rows)) if t is not None), None)
+        if t is not None and (latest is None or t > latest):
+            latest = t
+        times[offset] = latest
+        events = []
         for row in rows:
             if row.get("partition") is None:
-                be = broker_event(row, times.get(offset))
+                be = broker_event(row, latest)
                 if be is not None:
-                    broker_events.append(be)
+                    events.append(be)
                     brokers.add(be.broker)
             elif row.get("outcome") != Outcome.REJECTED and row.get("to_state") is not None:
                 topics.add(row["topic"])
                 update(key_of(row), state=row["to_state"], leader=as_int(row.get("leader_after")),
                        isr=tuple(row.get("isr_after") or ()), replicas=tuple(row.get("replicas_after") or ()))
                 brokers.update(*(row.get(c) or () for c in ("replicas_after", "isr_after", "replica_states")))
+        broker_events.extend(events)
+        facts.add(offset, rows, events, times)
         for key, removing in removing_at.get(offset, {}).items():
             if key in parts:
                 update(key, removing=removing)
         led = {b: n for b, n in leaders.items() if n > 0}
         if points and points[-1].leaders == led:  # most events move no leader: one dict for a run of points
             led = points[-1].leaders
-        points.append(Point(offset, times.get(offset), len(offline), len(urp), led))
-
-    part_rows = [r for r in audit if r.get("partition") is not None]
-    leader_changes = [r for r in part_rows if r.get("outcome") == Outcome.ACCEPTED
-                      and as_int(r.get("leader_after")) != NO_LEADER
-                      and as_int(r.get("leader_after")) != as_int(r.get("leader_before"))
-                      and r.get("from_state") != NON_EXISTENT]
-    elections = [r for r in part_rows if r.get("election")]
+        points.append(Point(offset, latest, len(offline), len(urp), led))
+    facts.close()
     return Analysis(
-        inputs=inputs, audit=audit, decisions=decisions, times=times, points=points,
-        broker_events=broker_events, partitions=parts, topics=topics, brokers=brokers,
-        ever_offline=ever_offline, ever_under_replicated=ever_urp, leader_changes=leader_changes,
-        elections=elections, unclean=[r for r in elections if r["election"] == Election.OFFLINE_UNCLEAN],
-        rejected=[r for r in audit if r.get("outcome") == Outcome.REJECTED],
+        inputs=inputs, decisions=decisions, times=times, points=points, broker_events=broker_events,
+        partitions=parts, topics=topics, brokers=brokers, ever_offline=ever_offline, ever_under_replicated=ever_urp,
+        facts=facts,
     )
-
-
-def _offset(row: Mapping[str, Any]) -> int:
-    return row["source_offset"]
 
 
 Story = list[tuple[int, str]]  # (source_offset, sentence): the summary tells the log in its order
 
 
 class Index:
-    """The audit indexed once, per partition and per offset, with the clock that names event times."""
+    """The clock that names event times."""
 
     def __init__(self, a: Analysis) -> None:
         self.a = a
         self.clock = Clock(a.times.values())
-        self.by_part: dict[Key, list[Mapping[str, Any]]] = defaultdict(list)
-        self.rows_at: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-        self.cluster_rows: list[Mapping[str, Any]] = []
-        for r in a.audit:
-            if r.get("partition") is None:
-                self.cluster_rows.append(r)
-            else:
-                self.by_part[key_of(r)].append(r)
-                self.rows_at[r["source_offset"]].append(r)
 
     def at(self, offset: int) -> str:
         return self.clock(self.a.time_of(offset), offset)
 
-    def after(self, row: Mapping[str, Any], accepts: Any) -> Mapping[str, Any] | None:
-        """The partition's first accepted row after `row` that `accepts`."""
-        rows = self.by_part[key_of(row)]  # in log order: found by its offset, then itself among that offset's
-        start = bisect_left(rows, row["source_offset"], key=_offset)
-        here = next(i for i in range(start, len(rows)) if rows[i] is row)
-        return next((rows[i] for i in range(here + 1, len(rows))
-                     if rows[i].get("outcome") == Outcome.ACCEPTED and accepts(rows[i])), None)
-
-    def span(self, rows: Sequence[Mapping[str, Any]]) -> str:
-        """'At T' or 'Between T1 and T2': when a run of rows happened."""
-        first, last = self.at(rows[0]["source_offset"]), self.at(rows[-1]["source_offset"])
-        return f"At {first}" if first == last else f"Between {first} and {last}"
+    def span(self, first: int, last: int) -> str:
+        """'At T' or 'Between T1 and T2': when a run of events between these offsets happened."""
+        at_first, at_last = self.at(first), self.at(last)
+        return f"At {at_first}" if at_first == at_last else f"Between {at_first} and {at_last}"
 
 
 def reassignments(decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
