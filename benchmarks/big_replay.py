@@ -22,7 +22,8 @@ children: the decoder JVM, Spark's JVM and Python workers) and peak RSS (the lar
   each query's micro-batches and their steps.
 
 Run: nice -n 5 .venv/bin/python benchmarks/big_replay.py [--steps import,local,replay,agreement,whole,spark]
-     [--topics 10000] [--partitions-per-topic 10] [--brokers 12] [--records 1000000] [--profile STEP]
+     [--topics 10000] [--partitions-per-topic 10] [--brokers 12] [--failures 12] [--records 1000000]
+     [--profile STEP] [--work DIR]
 """
 
 from __future__ import annotations
@@ -240,12 +241,12 @@ def reassign(cluster: Cluster, count: int) -> Iterator[dict[str, Any]]:
         yield from cluster.end_batch()
 
 
-def log_records(cluster: Cluster, records: int) -> Iterator[dict[str, Any]]:
-    """The log after the snapshot: per broker, churn, reassignments, the broker's failure and restart; then churn
-    until `records` are written."""
+def log_records(cluster: Cluster, records: int, failures: int) -> Iterator[dict[str, Any]]:
+    """The log after the snapshot: for each of the first `failures` brokers, churn, reassignments, the broker's
+    failure and restart; then churn until `records` are written."""
     start = cluster.offset
-    per_broker = max(0, records - 60_000 * cluster.brokers) // (3 * cluster.brokers)
-    for broker in range(1, cluster.brokers + 1):
+    per_broker = max(0, records - 60_000 * failures) // (3 * failures) if failures else 0
+    for broker in range(1, failures + 1):
         yield from churn(cluster, per_broker)
         yield from reassign(cluster, 300)
         yield from churn(cluster, per_broker)
@@ -271,6 +272,8 @@ def write(records: Iterator[dict[str, Any]], out: Path, writer: Path, base_offse
 def build(args: argparse.Namespace) -> Path:
     """The log's `__cluster_metadata-0` directory, built once per parameter set."""
     name = f"t{args.topics}-p{args.partitions_per_topic}-b{args.brokers}-r{args.records}-s{args.seed}"
+    if args.failures != args.brokers:  # the name of a log with every broker failing, as cached before the flag
+        name += f"-f{args.failures}"
     directory = CACHE / name / "__cluster_metadata-0"
     done = directory.parent / "built.json"
     if done.exists():
@@ -289,7 +292,7 @@ def build(args: argparse.Namespace) -> Path:
         end = len(snapshot)  # the snapshot's end offset: the log goes on from there
         write(iter(snapshot), directory / f"{end:020d}-{1:010d}.checkpoint", writer)
         cluster.offset, cluster.batch = end, 0
-        write(log_records(cluster, args.records), directory / f"{end:020d}.log", writer, end)
+        write(log_records(cluster, args.records, args.failures), directory / f"{end:020d}.log", writer, end)
     seconds = time.perf_counter() - started
     size = sum(p.stat().st_size for p in directory.iterdir())
     done.write_text(json.dumps({"seconds": seconds, "snapshot_records": end, "log_records": cluster.offset - end,
@@ -473,6 +476,9 @@ def main() -> int:
     parser.add_argument("--partitions-per-topic", type=int, default=10)
     parser.add_argument("--brokers", type=int, default=12)
     parser.add_argument("--records", type=int, default=1_000_000, help="records in the log after the snapshot")
+    parser.add_argument("--failures", type=int, default=None,
+                        help="brokers that fail and restart after the snapshot, each moving every partition it holds "
+                             "(default: every broker; 0 for a log that is mostly its snapshot)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=100_000,
                         help="Spark engine: events per micro-batch (replay's --batch-size; 0 = one micro-batch, which "
@@ -482,6 +488,8 @@ def main() -> int:
     parser.add_argument("--in-process", choices=STEPS, help=argparse.SUPPRESS)
     parser.add_argument("--log", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.failures is None:
+        args.failures = args.brokers
     if args.in_process:
         print(json.dumps(STEPS[args.in_process](args.log, args.work, args.batch_size)))
         return 0

@@ -113,7 +113,17 @@ def _broker_event_handles(a: Analysis) -> list[Any]:
             BROKER_EVENT_STYLE.items() if ch in changes]
 
 
+def _runs(xs: Sequence[Any], ys: Sequence[int]) -> tuple[list[Any], list[int]]:
+    """The points of a step line (`where="post"`) where its value changes, and its last: the same line from fewer
+    points (a million-partition snapshot is a million points, mostly runs of equal values, which matplotlib would
+    hold and draw one by one)."""
+    last = len(ys) - 1
+    keep = [i for i in range(len(ys)) if i == 0 or i == last or ys[i] != ys[i - 1]]
+    return [xs[i] for i in keep], [ys[i] for i in keep]
+
+
 def _step(ax: Any, xs: Sequence[Any], ys: Sequence[int], color: str, label: str) -> Any:
+    xs, ys = _runs(xs, ys)
     (line,) = ax.step(xs, ys, where="post", color=color, linewidth=1.8, label=label)
     ax.fill_between(xs, ys, step="post", color=color, alpha=0.15)
     return line
@@ -212,7 +222,7 @@ def plot_leaders(a: Analysis) -> str:
     for b in brokers:
         values = [p.leaders.get(b, 0) for p in a.points]
         most = max(most, *values) if values else most
-        ax2.step(xs, values, where="post", color=colors[b], linewidth=1.6, label=f"broker {b}")
+        ax2.step(*_runs(xs, values), where="post", color=colors[b], linewidth=1.6, label=f"broker {b}")
     ax2.set_ylabel("partitions led")
     ax2.set_title("Partitions led per broker, after each event", loc="left", fontsize=11)
     if brokers:

@@ -129,7 +129,7 @@ def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent |
 
 # -- the analysis ------------------------------------------------------------------------------------------
 
-@dataclass
+@dataclass(slots=True)  # one per partition: a million of them for a million-partition snapshot
 class _Partition:
     state: str = NON_EXISTENT
     leader: int = NO_LEADER
@@ -255,10 +255,13 @@ def analyse(inputs: Inputs) -> Analysis:
 
     def update(key: Key, **changes: Any) -> None:
         """Change a partition (a deleted one leaves `parts`), keeping the counts and sets in step."""
-        p = parts.setdefault(key, _Partition())
+        p = parts.get(key)
+        if p is None:
+            p = parts[key] = _Partition()
         if p.leader != NO_LEADER:
             leaders[p.leader] -= 1
-        vars(p).update(changes)
+        for name, value in changes.items():
+            setattr(p, name, value)
         if p.state == NON_EXISTENT:
             del parts[key]
         elif p.leader != NO_LEADER:

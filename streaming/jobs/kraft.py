@@ -104,6 +104,7 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
     events = observed = 0
     with young_collection_only():  # millions of records, events and rows, none in a cycle
         log = decode(source, bounds)
+        records, described = len(log.records), replayed(log)
         converter = Converter(log.window[0])
         with ExitStack() as files:
             events_out.parent.mkdir(parents=True, exist_ok=True)
@@ -111,7 +112,7 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
             if observed_out is not None:
                 observed_out.parent.mkdir(parents=True, exist_ok=True)
             observed_file = files.enter_context(observed_out.open("w")) if observed_out is not None else None
-            for batch_events, batch_observed in converted_batches(converter, log.records):
+            for batch_events, batch_observed in converted_batches(converter, handed_over(log.records)):
                 text = "".join(jsonl_line(e) for e in batch_events).encode()
                 events_file.write(text)
                 if lines is not None:
@@ -120,9 +121,17 @@ def import_kraft(source: Path, events_out: Path, observed_out: Path | None = Non
                     observed_file.writelines(jsonl_line(o) for o in batch_observed)
                 events, observed = events + len(batch_events), observed + len(batch_observed)
         result = converter.result
-    return ImportSummary(log.files, len(log.records), events, observed, dict(result.unknown + log.unknown),
+    return ImportSummary(log.files, records, events, observed, dict(result.unknown + log.unknown),
                          len(result.unexplained), log.aborted, log.control_batches, dict(result.features),
-                         list(result.feature_changes), replayed(log), log.undecodable)
+                         list(result.feature_changes), described, log.undecodable)
+
+
+def handed_over(records: list[MetadataRecord]) -> Iterator[MetadataRecord]:
+    """`records` in order, each dropped from the list as it is given: a snapshot's million decoded records are
+    not all held while their partitions are seeded and replayed. Empties `records`."""
+    records.reverse()
+    while records:
+        yield records.pop()
 
 
 def converted_batches(converter: Converter, records: Iterable[MetadataRecord]

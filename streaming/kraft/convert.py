@@ -48,6 +48,7 @@ from streaming.kraft.views import (
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 RECOVERY = {0: "RECOVERED", 1: "RECOVERING"}
+SEED_CHUNK = 10_000  # a snapshot's seed events handed on at a time (`batches`)
 # Cluster-default configs (broker resource "") the rules read, handed to each topic without its own value.
 MIN_ISR = "min.insync.replicas"
 INHERITED = frozenset({MIN_ISR, "unclean.leader.election.enable"})
@@ -130,11 +131,11 @@ class Converter:
                 yield
                 batch = []
             if not self._state(r):
-                self._seed(r.offset)
+                yield from self._seed(r.offset)
             batch.append(r)
         if batch:
             self._convert(batch)
-        self._seed(None)
+        yield from self._seed(None)
         yield
 
     def _convert(self, batch: list[MetadataRecord]) -> None:
@@ -152,9 +153,10 @@ class Converter:
         self.result.features = dict(self.features)
         self._unseeded = batch[-1]
 
-    def _seed(self, next_offset: int | None) -> None:
+    def _seed(self, next_offset: int | None) -> Iterator[None]:
         """The state read so far as events, once read, in an order that decides nothing: the live brokers first
-        (no partition exists yet), then each partition as it stands."""
+        (no partition exists yet), then each partition as it stands; pausing every SEED_CHUNK events, so that a
+        snapshot of a million partitions is not a million event dicts at once."""
         last, self._unseeded = self._unseeded, None
         if last is None:
             return
@@ -189,6 +191,8 @@ class Converter:
                         **({"last_known_elr": list(v.last_known_elr)} if v.last_known_elr else {}),
                         directories=list(v.directories))
             n += 1
+            if len(self.result.events) >= SEED_CHUNK:
+                yield
 
     def _batch(self, records: Sequence[MetadataRecord]) -> None:
         pending: list[Change] = []  # PCRs not yet given to an operation
