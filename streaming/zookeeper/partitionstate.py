@@ -20,6 +20,7 @@ from streaming.zookeeper.context import (
     Context,
     PartitionState,
     TopicAssignment,
+    event_zxid,
     follows_on,
 )
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
@@ -84,8 +85,27 @@ def _handled_by(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Partitio
         if cause.within is not None:
             continue  # a step of an older event, whose handling goes on after it (a failover's)
         if cause.wrote or cause.kind == "FAILOVER":
-            return None
+            return _watched_behind(ctx, cause, key, before, after)
     return None
+
+
+def _watched_behind(ctx: Context, request: Cause, key: tuple[str, int], before: PartitionState,
+                    after: PartitionState) -> Cause | None:
+    """Below protocol 2.7, the completion of a reassignment whose leader wrote its own ISR with every target in it,
+    after a request that leaves no znode (an Admin API reassignment, election or controlled shutdown) has written:
+    the controller watches a reassigning partition's state znode (PartitionReassignmentIsrChangeHandler), and the
+    watch's event (PartitionReassignmentIsrChange) was queued behind that request, which the controller had taken
+    before the watch fired: its first write is the controller's first after the leader's (seed 808: t1-1's
+    reassignment asked again 78 ms after t0-1's leader took in its target; t0-1's completion came after its bump).
+    The leader's IsrChange, just before the request among the events, is the cause of the completion's writes."""
+    at = next((i for i, c in enumerate(ctx.causes) if c is request), 0)
+    isr = ctx.causes[at - 1] if at > 0 else None
+    if not ctx.protocol_before_3 or isr is None or isr.kind != "ISR" or key not in isr.partitions:
+        return None
+    first_after = min((z for z in ctx.controller_writes if z > event_zxid(isr.event)), default=None)
+    if first_after != event_zxid(request.event) or not _fits(ctx, isr, key, before, after):
+        return None
+    return isr
 
 
 def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: PartitionState,
