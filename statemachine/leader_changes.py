@@ -78,7 +78,6 @@ def _progress_reassignment(s: Step) -> None:
     """onPartitionReassignment: phase A while the targets are not all in the ISR, else phase B."""
     rec, cmd = s.record, s.command
     target = rec.target_replicas
-    live = cmd.live_or_shutting_down
     if not _reassignment_caught_up(s, rec):
         # A: LeaderAndIsr (epoch bump) to the whole RS, the original replicas as they are, the new ones as new
         # (updateLeaderEpochAndSendRequest); the new replicas start. Under ZK a partition that never had a leader has
@@ -109,7 +108,9 @@ def _progress_reassignment(s: Step) -> None:
                                     Error.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                                     f"no live target replica of {list(target)} in ISR {list(rec.isr)} to lead")
         if not elected and (not moved or not s.rules.reassignment_steps_bump_the_leader_epoch):
-            s.write(rec.leader, rec.isr, (r for r in target if r in live))
+            # updateLeaderEpochAndSendRequest sends to the whole new replica set: also a registered broker's replica
+            # in a failed log dir (seed 808: t6-0's in-place reassignment reached broker 3, which ignored it)
+            s.write(rec.leader, rec.isr, (r for r in target if r in cmd.registered_brokers))
     if s.command.controller_died_after_leader_move:
         # Its new replica set lived in its memory only (B2): ZooKeeper keeps the reassignment, for the next failover.
         s.record = s.record.evolve(replicas=rec.replicas, adding_replicas=rec.adding_replicas,

@@ -119,3 +119,15 @@ def test_a_deletion_resumed_at_the_startup_of_a_broker_with_a_failed_dir_is_retr
     assert c.replica_states("d", 0) == {1: "ReplicaDeletionSuccessful", 2: "OfflineReplica", 3: "OfflineReplica"}
     assert c.replica_states("e", 0) == {2: "OfflineReplica"}
     assert {"d", "e"} <= c.controller.cluster.topics_queued_for_deletion
+
+
+def test_a_reassignment_in_place_sends_its_bump_to_a_replica_in_a_failed_dir_too() -> None:
+    # updateLeaderEpochAndSendRequest sends the whole new replica set, a registered broker's offline replica too (zk
+    # campaign seed 808: t6-0 reassigned in place reached broker 3, whose replica's dir had failed); an election
+    # sends only to online replicas.
+    c = jbod()
+    failed_dir(c, 2, ("t", 1))
+    bump = c.reassign(("t", 1, [1, 2, 3])).decision("t", 1)
+    assert (bump.leader, sorted(bump.isr), bump.recipients) == (1, [1, 3], (1, 2, 3))
+    elected = c.failure(1).decision("t", 1)
+    assert (elected.leader, elected.recipients) == (3, (3,))
