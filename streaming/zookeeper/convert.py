@@ -127,6 +127,9 @@ class Converter:
         request = ctx.alter_partition
         if request is not None and newest.event is request.events[-1]:
             zxid = event_zxid(request.events[0])  # the request's next partition names itself in all its events
+        if len(ctx.causes) > 1 and isrchanges.completion_pending(ctx, ctx.causes[-2]):
+            # its completion may still come, behind the newest, the event moved after it (partitionstate)
+            zxid = min(zxid, event_zxid(ctx.causes[-2].event))
         if ctx.time > quiet_since or (newest.kind in ("PREFERRED", "UNCLEAN") and zxid == ctx.zxid) or \
                 any(ctx.reassigning(key) for key in newest.partitions):
             return zxid if failover is None else min(zxid, failover)

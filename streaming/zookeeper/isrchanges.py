@@ -87,6 +87,18 @@ def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], bef
     isr_change["reassignment_completed_by_queued_event"] = True
 
 
+def completion_pending(ctx: Context, cause: Cause) -> bool:
+    """Below protocol 2.7: a leader's own ISR write with every target of its reassigning partition in it, whose
+    completion the controller has not written yet. The watch on the partition's state queued that completion, maybe
+    behind a request the controller had taken first (`partitionstate._watched_behind`)."""
+    if not ctx.protocol_before_3 or cause.kind != "ISR" or cause.wrote:
+        return False
+    key = (cause.event["topic"], cause.event["partition"])
+    topic, state = ctx.topics.get(key[0]), ctx.states.get(key)
+    return topic is not None and state is not None and topic.reassigning(key[1]) and \
+        set(topic.target(key[1])) <= set(state.isr)
+
+
 def completion_cut(ctx: Context) -> None:
     """The controller's session ended (its broker killed) right after the newest event's write that moved a
     reassigning partition's leader onto a target replica, an AlterPartition that let the reassignment complete:

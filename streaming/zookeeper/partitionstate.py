@@ -97,14 +97,22 @@ def _watched_behind(ctx: Context, request: Cause, key: tuple[str, int], before: 
     watch's event (PartitionReassignmentIsrChange) was queued behind that request, which the controller had taken
     before the watch fired: its first write is the controller's first after the leader's (seed 808: t1-1's
     reassignment asked again 78 ms after t0-1's leader took in its target; t0-1's completion came after its bump).
-    The leader's IsrChange, just before the request among the events, is the cause of the completion's writes."""
+    The leader's IsrChange, just before the request among the events, is the cause of the completion's writes, and
+    goes after the request, as the controller handled them (their LeaderAndIsr requests in that order)."""
     at = next((i for i, c in enumerate(ctx.causes) if c is request), 0)
     isr = ctx.causes[at - 1] if at > 0 else None
-    if not ctx.protocol_before_3 or isr is None or isr.kind != "ISR" or key not in isr.partitions:
+    if isr is None or not isrchanges.completion_pending(ctx, isr) or key not in isr.partitions:
         return None
     first_after = min((z for z in ctx.controller_writes if z > event_zxid(isr.event)), default=None)
     if first_after != event_zxid(request.event) or not _fits(ctx, isr, key, before, after):
         return None
+    events = ctx.result.events
+    ours = next((i for i, e in enumerate(events) if e is isr.event), None)
+    theirs = next((i for i, e in enumerate(events) if e is request.event), None)
+    if ours is not None and theirs is not None and ours < theirs:  # else out with a follower's earlier poll
+        events.insert(theirs, events.pop(ours))
+        ctx.forget_cause(isr)
+        ctx.causes.insert(ctx.causes.index(request) + 1, isr)
     return isr
 
 

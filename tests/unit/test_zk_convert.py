@@ -753,7 +753,7 @@ def test_a_completion_whose_watch_fired_after_a_request_was_taken_is_the_leaders
     # A real 3.9.1 run at protocol 2.6 (zk campaign seed 808): t-0's leader took its target replica into the ISR
     # itself; an Admin API reassignment of t-1, asked again, was taken first (its bump is the controller's next
     # write), and the watch on t-0's state queued the completion behind it. Its bump and ISR shrink are the ISR
-    # change's, not an unexplained write and broker 3's controlled shutdown.
+    # change's, not an unexplained write and broker 3's controlled shutdown, and the IsrChange goes after the request.
     z = leaders_write_their_isr()
     z.topic({0: [2, 3], 1: [3, 2]})
     z.state(0, 2, [2, 3], 0)
@@ -765,11 +765,16 @@ def test_a_completion_whose_watch_fired_after_a_request_was_taken_is_the_leaders
     z.state(1, 3, [3, 2], 1)
     z.state(0, 2, [2, 3, 1], 1, session=z.sessions[2], by_leader=True)
     z.state(1, 3, [3, 2], 2)  # t-1's reassignment asked again: a bare bump
+    # A follower polling here holds the IsrChange back: its completion may still come, behind the request.
+    follower = Converter()
+    [isr_write] = follower.feed(z.txns).events[-2:-1]
+    assert follower.unsettled_from(0) == int(isr_write["event_id"].split("-")[1])
     z.state(0, 2, [2, 3, 1], 2)  # t-0's completion: B3, B4, B6
     z.state(0, 2, [2, 1], 3)
     z.topic({0: [2, 1], 1: [1, 3, 2]}, op="setData", adding_replicas={1: [1]}, removing_replicas={1: [3, 2]})
     events, observed, decisions = replayed(z.history())
     assert not [e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN"]
+    assert [e["type"] for e in events[-2:]] == ["ReassignPartitions", "IsrChange"]  # as the controller handled them
     [isr_change] = [e for e in events if e["type"] == "IsrChange"]
     assert [o["cause_event_id"] for o in observed[-2:]] == [isr_change["event_id"]] * 2
     assert_every_history_equal(observed, decisions)
