@@ -345,3 +345,21 @@ def test_an_alter_isr_a_deposed_controller_answered_is_its_own(tmp_path: Path) -
     summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.8-dirs-2-seed-715" / "version-2", tmp_path)
     assert "LeaderAndIsr 72 of 72 (isrflow 72), StopReplica 16 of 16 (isrflow 16)" in summary
     assert all(r["match"] for r in rows)
+
+
+def test_a_completion_queued_behind_a_request_and_an_in_place_bump_reaching_a_failed_dir(tmp_path: Path) -> None:
+    # Campaign seed 808 (Kafka 3.9.1 at protocol 2.6, three log dirs; its history is a regression of
+    # test_zk_histories): t0-1's leader took its target into the ISR itself just before the controller took an Admin
+    # API reassignment of t1-1 asked again; the watch's completion of t0-1 came after it, so its LeaderAndIsr did
+    # too. And t6-0's reassignment in place (B3, updateLeaderEpochAndSendRequest) reached broker 3 as well, whose
+    # replica was in a failed log dir.
+    kept = ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-808"
+    summary = replay(ReplayOptions(f"zk:{ZKLOG / 'regressions' / kept.name / 'version-2'}", tmp_path, engine="local",
+                                   config=ControllerConfig(rules=ZK), state_change=kept / "state-change",
+                                   controller_logs=kept / "controller", server_logs=kept / "server"))
+    assert "LeaderAndIsr 92 of 92 (isrflow 92), StopReplica 21 of 21 (isrflow 21), UpdateMetadata 215 of 215 " \
+           "(isrflow 215)" in summary
+    assert all(r["match"] for r in read_jsonl(tmp_path / "requests_agreement.jsonl"))
+    events = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl")]
+    assert events.index("zk-117-t0-1") == events.index("zk-118-t1-1") + 1
+    assert [b for _, b, parts in _leader_and_isr(tmp_path, "zk-292-t3") if parts == ["t6-0"]] == [1, 3, 4]
