@@ -345,3 +345,23 @@ def test_an_alter_isr_a_deposed_controller_answered_is_its_own(tmp_path: Path) -
     summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.8-dirs-2-seed-715" / "version-2", tmp_path)
     assert "LeaderAndIsr 72 of 72 (isrflow 72), StopReplica 16 of 16 (isrflow 16)" in summary
     assert all(r["match"] for r in rows)
+
+
+def test_a_broker_whose_failed_dir_held_nothing_answers_storage_errors_for_the_logs_it_deleted(tmp_path: Path) -> None:
+    # Campaign seed 815 (Kafka 2.7.2, two log dirs; its `version-2` is a regression of test_zk_histories): broker 2's
+    # second dir failed while it held no replica, so its notification's answer named none. Later its session
+    # expired while t4 was being deleted (its replicas of t4-0 and t4-1 deleted, t4-0's replica on broker 3 dead);
+    # its re-registration resumed the deletion and broker 2 answered KAFKA_STORAGE_ERROR to the LeaderAndIsr and to
+    # the StopReplica (LogManager.getOrCreateLog: no log re-created while any dir is offline), each answer's
+    # resumeDeletions retrying both replicas: two more leader epoch bumps each, and a StopReplica per retry.
+    logs = ZKLOG / "requests" / "zookeeper-2.7-dirs-2-seed-815"
+    summary = replay(ReplayOptions(f"zk:{ZKLOG / 'regressions' / 'zookeeper-2.7-dirs-2-seed-815' / 'version-2'}",
+                                   tmp_path, engine="local", config=ControllerConfig(rules=ZK),
+                                   state_change=logs / "state-change", controller_logs=logs / "controller",
+                                   server_logs=logs / "server"))
+    assert "LeaderAndIsr 53 of 53 (isrflow 53), StopReplica 20 of 20 (isrflow 20), UpdateMetadata 151 of 151 " \
+           "(isrflow 151)" in summary and "16 of 16 equal" in summary
+    stop_replicas = [(r["batch"], json.loads(r["partitions"])[0]["delete"])
+                     for r in read_jsonl(tmp_path / "requests.jsonl")
+                     if r["event_id"] == "zk-293-2" and r["request"] == "STOP_REPLICA"]
+    assert stop_replicas == [(5, False), (6, True), (7, False), (8, False)]
