@@ -34,7 +34,7 @@ class BrokerEvents:
                                                           if self.cluster.broker_epochs.get(b) != e))
                 failing = self._failing_deletions(lifted)
                 self._broker_startup(out, registered, ev.unclean_shutdown, stop_replica_answered=not failing)
-                answered_again(self, out, lifted)
+                answered_again(self, out, lifted, {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None)
                 if failing:
                     self._stop_replica_answers(out, failing)
             case BrokerChangeKind.FAILURE:
