@@ -14,7 +14,9 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
   controller would not).
 
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
-startup's): those lines are not read yet (docs/zookeeper.md, "JBOD").
+startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
+it, goes with its STARTUP event (a dir that failed while the broker was down: no notification, `startup_answer`); a
+failover's are not read yet (docs/zookeeper.md, "JBOD").
 """
 
 from __future__ import annotations
@@ -62,10 +64,12 @@ def note_notifications(ctx: Context, txns: Iterable[ZkTxn]) -> None:
 def startup_answer(ctx: Context, txn: ZkTxn, broker: int, event: dict[str, Any]) -> None:
     """With the controllers' state-change logs: the replicas the broker answered KAFKA_STORAGE_ERROR for to its
     startup's LeaderAndIsr, which no notification names (a dir that failed while the broker was down: seed 805),
-    carried by its STARTUP event (`offline_replicas`)."""
-    if ctx.offline_marks is None:
+    carried by its STARTUP event (`offline_replicas`). Not for a broker that announced a failed dir before: the
+    rules know that dir and the answers it brings (seed 815)."""
+    notified = ctx.notified_at.get(broker, [])
+    if ctx.offline_marks is None or any(t <= txn.time for t in notified):
         return
-    marked = ctx.offline_marks.startup_answer(broker, txn.time, ctx.notified_at.get(broker, ()))
+    marked = ctx.offline_marks.startup_answer(broker, txn.time, notified)
     if marked:
         event["offline_replicas"] = [{"topic": t, "partition": p} for t, p in sorted(marked)]
         ctx.failed_replicas.setdefault(broker, set()).update(marked)

@@ -365,3 +365,17 @@ def test_a_broker_whose_failed_dir_held_nothing_answers_storage_errors_for_the_l
                      for r in read_jsonl(tmp_path / "requests.jsonl")
                      if r["event_id"] == "zk-293-2" and r["request"] == "STOP_REPLICA"]
     assert stop_replicas == [(5, False), (6, True), (7, False), (8, False)]
+
+
+def test_a_brokers_answer_to_its_startup_for_a_dir_that_failed_while_it_was_down_goes_with_the_startup(
+        tmp_path: Path) -> None:
+    # Campaign seed 805 (Kafka 3.0.2, three log dirs): broker 1, the controller, was killed and its second dir failed
+    # while it was down, so it wrote no notification. At its restart (zk-218-1) it answered the startup's LeaderAndIsr
+    # with KAFKA_STORAGE_ERROR for t1-0 and t1-1 (controller 2: "Mark replicas t1-1,t1-0 on broker 1 as offline"):
+    # OfflineReplica, 1 being in neither ISR no write, but a LeaderAndIsr to broker 2, an UpdateMetadata and a
+    # StopReplica to broker 1. The importer gives the mark to the startup (`offline_replicas`).
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-3.0-dirs-3-seed-805" / "version-2", tmp_path)
+    assert "LeaderAndIsr 61 of 61 (isrflow 61), StopReplica 3 of 3 (isrflow 3), UpdateMetadata 145 of 145 " \
+           "(isrflow 145)" in summary and all(r["match"] for r in rows)
+    startup = next(e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-218-1")
+    assert startup["offline_replicas"] == [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]
