@@ -104,6 +104,10 @@ class BrokerChange(Event):
     # (KafkaController.processBrokerChange): the first of these events handled starts them all, the others find
     # their broker started. None: this broker alone.
     new_brokers: Mapping[int, int] | None = None
+    # STARTUP only, an addition for ZooKeeper: the replicas the broker answered KAFKA_STORAGE_ERROR for to the
+    # startup's LeaderAndIsr that the controller did not know were in a failed log dir (a dir that failed while the
+    # broker was down announces itself by no notification); they go offline after the startup.
+    offline_replicas: tuple[PartitionRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -436,7 +440,8 @@ _FIELDS: dict[str, dict[str, Any]] = {
 # Optional fields: name -> (validator, default).
 _OPTIONAL: dict[str, dict[str, Any]] = {
     "BrokerChange": {"unclean_shutdown": (boolean, False),
-                     "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None)},
+                     "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
+                     "offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),

@@ -34,7 +34,7 @@ class BrokerEvents:
                                                           if self.cluster.broker_epochs.get(b) != e))
                 failing = self._failing_deletions(lifted)
                 self._broker_startup(out, registered, ev.unclean_shutdown, stop_replica_answered=not failing)
-                answered_again(self, out, lifted)
+                answered_again(self, out, lifted, {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None)
                 if failing:
                     self._stop_replica_answers(out, failing)
             case BrokerChangeKind.FAILURE:
@@ -59,6 +59,7 @@ class BrokerEvents:
         their replicas deleted, by broker id (seed 412: broker 4's t4-0 retried twice, t3-1 once broker 1 had
         answered, t2 once broker 2 had)."""
         for broker, keys in failing.items():
+            out.end_run()  # its retry's StopReplica is a batch of its own (seed 815: one per answer)
             for key in sorted(keys):
                 out.partition(Action.REPLICA_DELETION_FAILED, key, broker_id=broker)
             self._resume_deletions(out)
@@ -69,6 +70,7 @@ class BrokerEvents:
                 if state is ReplicaState.DELETION_STARTED:
                     waiting.setdefault(broker, []).append(key)
         for broker, keys in sorted(waiting.items()):
+            out.end_run()
             for key in keys:
                 out.partition(Action.REPLICA_DELETED, key, broker_id=broker)
             self._resume_deletions(out)

@@ -128,7 +128,8 @@ class ClusterView:
     log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
     registered_epochs: dict[int, int] = field(default_factory=dict)
     # ZooKeeper mode: per broker, the replicas it answered KAFKA_STORAGE_ERROR for (replicasOnOfflineDirs): a log
-    # dir failed under them, they cannot lead (statemachine.log_dirs).
+    # dir failed under them, they cannot lead (statemachine.log_dirs); a broker whose failed dir held none of its
+    # replicas has an empty set: it has an offline dir all the same.
     replicas_on_offline_dirs: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
     # ZooKeeper mode: per broker, its replicas of topics being deleted whose logs it deleted (their StopReplica
     # answered): whatever a later controller thinks of them, the broker holds no log of them any more.

@@ -128,8 +128,9 @@ def on_log_dir_event_notification(controller: Controller, ev: LogDirEventNotific
     known = cv.replicas_on_offline_dirs.get(broker, frozenset())
     answered = {(r.topic, r.partition) for r in ev.offline_replicas} & set(hosted)
     new = sorted(answered - known)
-    if answered:
-        cv.replicas_on_offline_dirs[broker] = known | answered
+    # Kept also when the dir held none of its replicas: the broker has an offline dir from now on, and answers
+    # KAFKA_STORAGE_ERROR for logs it deleted (`storage_errors`, seed 815).
+    cv.replicas_on_offline_dirs[broker] = known | answered
     if new:
         controller._replicas_become_offline(out, broker, new)
     names = ", ".join(f"{t}-{p}" for t, p in new) or "none"
@@ -142,9 +143,9 @@ def storage_errors(cv: ClusterView, broker: int, known: frozenset[tuple[str, int
     (a LeaderAndIsr, not of a new replica): those in the failed dir (`known`), and those of topics being deleted
     whose logs it deleted already. LogManager.getOrCreateLog creates no log that is not a new replica's while any
     of its log dirs is offline (the log could be in that dir): the broker marks the partition offline, and answers
-    its StopReplica the same way (seeds 412, 422, 460)."""
-    if not known:
-        return known
+    its StopReplica the same way (seeds 412, 422, 460). That holds for any broker with a failed dir, also one whose
+    failed dir held none of its replicas (`offlineLogDirs.nonEmpty` is the broker's, not the partition's: seed
+    815)."""
     return known | {k for k in cv.deleted_logs.get(broker, ()) if k[0] in cv.topics_queued_for_deletion}
 
 

@@ -20,6 +20,7 @@ no event) and the registrations each BrokerChange read took together (`new_broke
 
 from __future__ import annotations
 
+from streaming.zookeeper import logdirs
 from streaming.zookeeper.context import (
     ISR_CHANGE_NOTIFICATION,
     Cause,
@@ -139,6 +140,7 @@ def registration(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
         logged = _logged_read(ctx, broker)
         event = ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
                           broker_epoch=txn.zxid)
+        logdirs.startup_answer(ctx, txn, broker, event)
         if logged is not None and logged.startup is not None:  # one startup with an earlier registration
             logged.startup.event["new_brokers"][str(broker)] = txn.zxid
             event["new_brokers"] = logged.startup.event["new_brokers"]

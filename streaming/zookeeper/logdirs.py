@@ -14,12 +14,16 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
   controller would not).
 
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
-startup's): those lines are not read yet (docs/zookeeper.md, "JBOD").
+startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
+it, goes with its STARTUP event (a dir that failed while the broker was down: no notification, `startup_answer`); a
+failover's are not read yet (docs/zookeeper.md, "JBOD").
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 from streaming.zookeeper.context import Cause, Context, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
@@ -46,6 +50,29 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     cause.logged = marked
     ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
     ctx.log_dir_events[op.path] = cause
+
+
+def note_notifications(ctx: Context, txns: Iterable[ZkTxn]) -> None:
+    """The times of every broker's notifications in the history, read ahead: a mark after one is its answer."""
+    for txn in txns:
+        for op in txn.ops:
+            if op.kind == "create" and op.path.startswith(LOG_DIR_EVENT_NOTIFICATION) and op.path.count("/") == 2:
+                broker = int(json.loads(op.data or b"{}").get("broker", -1))
+                ctx.notified_at.setdefault(broker, []).append(txn.time)
+
+
+def startup_answer(ctx: Context, txn: ZkTxn, broker: int, event: dict[str, Any]) -> None:
+    """With the controllers' state-change logs: the replicas the broker answered KAFKA_STORAGE_ERROR for to its
+    startup's LeaderAndIsr, which no notification names (a dir that failed while the broker was down: seed 805),
+    carried by its STARTUP event (`offline_replicas`). Not for a broker that announced a failed dir before: the
+    rules know that dir and the answers it brings (seed 815)."""
+    notified = ctx.notified_at.get(broker, [])
+    if ctx.offline_marks is None or any(t <= txn.time for t in notified):
+        return
+    marked = ctx.offline_marks.startup_answer(broker, txn.time, notified)
+    if marked:
+        event["offline_replicas"] = [{"topic": t, "partition": p} for t, p in sorted(marked)]
+        ctx.failed_replicas.setdefault(broker, set()).update(marked)
 
 
 def notification_deleted(ctx: Context, cause: Cause) -> None:

@@ -343,6 +343,20 @@ class OfflineMarks:
         return frozenset(r for m in taken for r in m.replicas)
 
 
+    def startup_answer(self, broker: int, since_ms: int, notified_ms: Iterable[int] = ()) -> frozenset[tuple[str, int]]:
+        """The replicas of `broker` marked offline in answer to the LeaderAndIsr of its startup at `since_ms` (a dir
+        that failed while it was down, or failed before and still does: it writes no notification for it): the
+        first mark within ANSWER_MS after it, not one a notification of the broker at a time in `notified_ms` takes
+        (`answer`). Taken."""
+        reserved = [t for t in notified_ms if t >= since_ms]
+        mark = next((m for m in self.marks if m.broker == broker and since_ms <= m.at_ms <= since_ms + ANSWER_MS
+                     and not any(t - 1000 <= m.at_ms for t in reserved)), None)
+        if mark is None:
+            return frozenset()
+        self.marks = [m for m in self.marks if m is not mark]
+        return frozenset(mark.replicas)
+
+
 def parse_offline_marks(lines: Iterable[str], into: OfflineMarks | None = None) -> OfflineMarks:
     """Add the marks in one state-change.log's lines to `into` (a new OfflineMarks by default), oldest first."""
     out = into if into is not None else OfflineMarks()

@@ -363,3 +363,37 @@ def test_a_completion_queued_behind_a_request_and_an_in_place_bump_reaching_a_fa
     events = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl")]
     assert events.index("zk-117-t0-1") == events.index("zk-118-t1-1") + 1
     assert [b for _, b, parts in _leader_and_isr(tmp_path, "zk-292-t3") if parts == ["t6-0"]] == [1, 3, 4]
+
+
+def test_a_broker_whose_failed_dir_held_nothing_answers_storage_errors_for_the_logs_it_deleted(tmp_path: Path) -> None:
+    # Campaign seed 815 (Kafka 2.7.2, two log dirs; its `version-2` is a regression of test_zk_histories): broker 2's
+    # second dir failed while it held no replica, so its notification's answer named none. Later its session
+    # expired while t4 was being deleted (its replicas of t4-0 and t4-1 deleted, t4-0's replica on broker 3 dead);
+    # its re-registration resumed the deletion and broker 2 answered KAFKA_STORAGE_ERROR to the LeaderAndIsr and to
+    # the StopReplica (LogManager.getOrCreateLog: no log re-created while any dir is offline), each answer's
+    # resumeDeletions retrying both replicas: two more leader epoch bumps each, and a StopReplica per retry.
+    logs = ZKLOG / "requests" / "zookeeper-2.7-dirs-2-seed-815"
+    summary = replay(ReplayOptions(f"zk:{ZKLOG / 'regressions' / 'zookeeper-2.7-dirs-2-seed-815' / 'version-2'}",
+                                   tmp_path, engine="local", config=ControllerConfig(rules=ZK),
+                                   state_change=logs / "state-change", controller_logs=logs / "controller",
+                                   server_logs=logs / "server"))
+    assert "LeaderAndIsr 53 of 53 (isrflow 53), StopReplica 20 of 20 (isrflow 20), UpdateMetadata 151 of 151 " \
+           "(isrflow 151)" in summary and "16 of 16 equal" in summary
+    stop_replicas = [(r["batch"], json.loads(r["partitions"])[0]["delete"])
+                     for r in read_jsonl(tmp_path / "requests.jsonl")
+                     if r["event_id"] == "zk-293-2" and r["request"] == "STOP_REPLICA"]
+    assert stop_replicas == [(5, False), (6, True), (7, False), (8, False)]
+
+
+def test_a_brokers_answer_to_its_startup_for_a_dir_that_failed_while_it_was_down_goes_with_the_startup(
+        tmp_path: Path) -> None:
+    # Campaign seed 805 (Kafka 3.0.2, three log dirs): broker 1, the controller, was killed and its second dir failed
+    # while it was down, so it wrote no notification. At its restart (zk-218-1) it answered the startup's LeaderAndIsr
+    # with KAFKA_STORAGE_ERROR for t1-0 and t1-1 (controller 2: "Mark replicas t1-1,t1-0 on broker 1 as offline"):
+    # OfflineReplica, 1 being in neither ISR no write, but a LeaderAndIsr to broker 2, an UpdateMetadata and a
+    # StopReplica to broker 1. The importer gives the mark to the startup (`offline_replicas`).
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-3.0-dirs-3-seed-805" / "version-2", tmp_path)
+    assert "LeaderAndIsr 61 of 61 (isrflow 61), StopReplica 3 of 3 (isrflow 3), UpdateMetadata 145 of 145 " \
+           "(isrflow 145)" in summary and all(r["match"] for r in rows)
+    startup = next(e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-218-1")
+    assert startup["offline_replicas"] == [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]

@@ -688,6 +688,17 @@ def test_a_notification_takes_the_mark_after_it_and_one_just_before() -> None:
     assert marks.answer(1, at + 400) is None  # taken
 
 
+def test_a_startup_takes_the_mark_after_it_unless_a_notification_of_the_broker_comes_first() -> None:
+    # Campaign seed 805: broker 1's dir failed while it was down (no notification); controller 2 marked its replicas
+    # at 34.213, answering the startup at 33.155. A mark after a later notification of the broker is that one's.
+    lines = [f"[2026-11-27 01:33:{t}] INFO [Controller id=2] Mark replicas {replicas} on broker 1 as offline "
+             "(state.change.logger)\n" for t, replicas in (("34,213", "t1-1,t1-0"), ("50,100", "t0-0"))]
+    marks = parse_offline_marks(lines)
+    at = int(datetime(2026, 11, 27, 1, 33, 33, 155000, tzinfo=UTC).timestamp() * 1000)
+    assert marks.startup_answer(1, at, [at + 16_000]) == {("t1", 1), ("t1", 0)}
+    assert marks.startup_answer(1, at, [at + 16_000]) == frozenset()  # taken; the next is the notification's
+    assert marks.answer(1, at + 16_000) == {("t0", 0)}
+
 def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_completion() -> None:
     # A real 3.9 run (zk campaign seed 303, from the ZooKeeper directory alone): a reassignment through the znode
     # names t-0 with the replicas it has: a bare bump, then /brokers/topics/t rewritten unchanged (B6). t-1 has no
