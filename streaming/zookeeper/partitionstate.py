@@ -233,8 +233,11 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # other topics being deleted (seed 108)
             return key[0] == cause.topic or key[0] in ctx.deleting
         case "PARTITIONS":  # a reassignment's start or cancel, and its phases (a leader from the ISR, if any); its
-            # start bumps the leader epoch once, a second bump is the reassignment asked for again (seed 140)
-            return key in cause.partitions and (reassigning or newest) and _clean(before, after) and \
+            # start bumps the leader epoch once, a second bump is the reassignment asked for again (seed 140). A
+            # partition whose assignment write was the controller's newest is still being handled (B3's bump of one
+            # reassigned in place follows it), whatever a leader wrote of its own meanwhile (seed 902)
+            return key in cause.partitions and (reassigning or newest or cause.last_zxid == ctx.controller_wrote_at) \
+                and _clean(before, after) and \
                 _may_move_leader(ctx, key, before, after) and _may_drop_from_isr(ctx, key, before, after) and \
                 not (_started(ctx, key, before, after) and ctx.started_by.get(key) == cause.event["event_id"])
         case "ISR":  # a leader's ISR change that lets a reassignment complete
