@@ -10,9 +10,9 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
   `Mark replicas T-P,... on broker B as offline` names them; the event carries them.
 - From the directory alone they are inferred from the controller's writes that follow: each partition whose
   ISR the broker leaves there (or, its last member, whose leadership it leaves leaderless; not a leader moved off it
-  with it kept in the ISR: seed 818's preferred election). A replica of the failed dir that was neither leader nor in the ISR
-  changes no znode and stays unknown (the rules then think it online: it could be elected later, where the
-  controller would not).
+  with it kept in the ISR: seed 818's preferred election). A replica of the failed dir that was neither leader nor
+  in the ISR changes no znode and stays unknown (the rules then think it online: it could be elected later, where
+  the controller would not).
 
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
 startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
