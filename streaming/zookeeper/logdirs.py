@@ -9,9 +9,10 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
 - With the controller's `state-change.log` (the `state.change.logger` at INFO, Kafka's own default): its line
   `Mark replicas T-P,... on broker B as offline` names them; the event carries them.
 - From the directory alone they are inferred from the controller's writes that follow: each partition whose
-  leadership or ISR the broker leaves there. A replica of the failed dir that was neither leader nor in the ISR
-  changes no znode and stays unknown (the rules then think it online: it could be elected later, where the
-  controller would not).
+  ISR the broker leaves there (or, its last member, whose leadership it leaves leaderless; not a leader moved off it
+  with it kept in the ISR: seed 818's preferred election). A replica of the failed dir that was neither leader nor
+  in the ISR changes no znode and stays unknown (the rules then think it online: it could be elected later, where
+  the controller would not).
 
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
 startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
@@ -96,8 +97,9 @@ def notification_deleted(ctx: Context, cause: Cause) -> None:
 
 
 def fits(ctx: Context, cause: Cause, key: tuple[str, int], dropped: bool) -> bool:
-    """Whether a controller write is the answer's: it takes the still registered broker out of the partition's
-    leadership or ISR (`dropped`), for a replica the controller marked offline when its mark is known."""
+    """Whether a controller write is the answer's: it takes the still registered broker's replica offline
+    (`dropped`: out of the ISR, or leaderless as its last member), for a replica the controller marked offline when
+    its mark is known."""
     return cause.broker in ctx.brokers and dropped and (cause.logged is None or key in cause.logged)
 
 
