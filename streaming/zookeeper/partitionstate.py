@@ -20,6 +20,7 @@ from streaming.zookeeper.context import (
     Context,
     PartitionState,
     TopicAssignment,
+    event_zxid,
     follows_on,
 )
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
@@ -94,17 +95,16 @@ def _watched_behind(ctx: Context, request: Cause, key: tuple[str, int], before: 
     after a request that leaves no znode (an Admin API reassignment, election or controlled shutdown) has written:
     the controller watches a reassigning partition's state znode (PartitionReassignmentIsrChangeHandler), and the
     watch's event (PartitionReassignmentIsrChange) was queued behind that request, which the controller had taken
-    before the watch fired (seed 808: t1-1's reassignment asked again 78 ms after t0-1's leader took in its target;
-    t0-1's completion came after its bump), and behind the event it was still handling when the leader wrote (the
-    smoke run of 2026-11-27: an Admin API reassignment's last write after t3-0's leader wrote, then another request,
-    then t3-0's completion).
+    before the watch fired: its first write is the controller's first after the leader's (seed 808: t1-1's
+    reassignment asked again 78 ms after t0-1's leader took in its target; t0-1's completion came after its bump).
     The leader's IsrChange, just before the request among the events, is the cause of the completion's writes, and
     goes after the request, as the controller handled them (their LeaderAndIsr requests in that order)."""
     at = next((i for i, c in enumerate(ctx.causes) if c is request), 0)
     isr = ctx.causes[at - 1] if at > 0 else None
     if isr is None or not isrchanges.completion_pending(ctx, isr) or key not in isr.partitions:
         return None
-    if not _fits(ctx, isr, key, before, after):
+    first_after = min((z for z in ctx.controller_writes if z > event_zxid(isr.event)), default=None)
+    if first_after != event_zxid(request.event) or not _fits(ctx, isr, key, before, after):
         return None
     events = ctx.result.events
     ours = next((i for i, e in enumerate(events) if e is isr.event), None)
