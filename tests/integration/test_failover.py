@@ -129,14 +129,14 @@ def test_the_playground_shadow_keeps_publishing_through_the_failover_of_its_own_
     pg.type(f"kill {leader}")
     admin = KafkaAdminClient(bootstrap_servers=survivors, request_timeout_ms=15000)
 
-    def fenced() -> bool:
+    def leader_fenced() -> bool:
         try:
             return leader not in listed_brokers(admin)
         except KafkaError:  # the client asked the killed broker, which its metadata still named: ask again
             return False
 
     try:
-        pg.wait_for(fenced, 60, f"broker {leader} fenced")
+        pg.wait_for(leader_fenced, 60, f"broker {leader} fenced")
     finally:
         admin.close()
     fenced = time.monotonic()
