@@ -62,13 +62,13 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     cause.wrote, cause.last_write, cause.last_zxid = True, (txn.session, txn.cxid), txn.zxid
     if cause.kind == "LOG_DIR":
         logdirs.explained(ctx, cause, key)
-    elif cause.kind == "FAILOVER" and ctx.unread_log_dirs:
-        logdirs.failover_explained(ctx, cause, key, [b for b in ctx.brokers if _drops(b, before, after)])
+    elif cause.kind == "FAILOVER":
+        logdirs.answer_explained(ctx, cause, key, [b for b in ctx.brokers if _drops(b, before, after)])
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     if cause.kind == "STARTUP":
         isrchanges.completed_by_startup(ctx, cause, key, before)
-        logdirs.startup_explained(ctx, key, [b for b in cause.brokers if _drops(b, before, after)])
+        logdirs.answer_explained(ctx, cause, key, [b for b in cause.brokers if _drops(b, before, after)])
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
 
@@ -204,7 +204,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
             # shutdown's write right after a startup)
             # A started broker's replica in a failed log dir answers KAFKA_STORAGE_ERROR: dropped again (JBOD).
-            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, startup=True)
+            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause)
                    for b in cause.brokers):
                 return True
             return not any(_drops(b, before, after) for b in cause.brokers) and (
