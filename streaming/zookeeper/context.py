@@ -23,8 +23,9 @@ UNCLEAN_CONFIG = "unclean.leader.election.enable"
 INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
 BROKER_DEFAULTS = "/config/brokers/<default>"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
 # onControllerFailover's first writes: the log dir event and ISR change notifications it finds, deleted unread.
-_FAILOVER_DELETES = ("/log_dir_event_notification/", ISR_CHANGE_NOTIFICATION)
+FAILOVER_DELETES = (LOG_DIR_EVENT_NOTIFICATION, ISR_CHANGE_NOTIFICATION)
 # The requests a new controller sends before (or between) those deletes: /feature read and written, the existence of
 # the preferred election and reassignment znodes, a listing of each notification folder.
 FAILOVER_PROLOGUE_REQUESTS = 8
@@ -281,7 +282,7 @@ class Context:
     def controller_wrote(self, txn: ZkTxn) -> None:
         self.controller_writes = [*self.controller_writes[-7:], txn.zxid]
         if self.in_failover_prologue(txn) and all(
-                op.kind == "check" or (op.kind == "delete" and op.path.startswith(_FAILOVER_DELETES))
+                op.kind == "check" or (op.kind == "delete" and op.path.startswith(FAILOVER_DELETES))
                 for op in txn.ops):
             self.failover_prologue = txn.cxid
         else:

@@ -26,10 +26,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streaming.zookeeper.context import Cause, Context, event_zxid
+from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
-
-LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
 
 
 def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
