@@ -132,7 +132,7 @@ def read_after_isr_change(ctx: Context) -> None:
         return
     events = ctx.result.events
     for earlier in ctx.causes:
-        if earlier.kind != "DELETE" or not all(any(e is x for x in events) for e in earlier.joined) or \
+        if earlier.kind != "DELETE" or any(ctx.event_at(e) is None for e in earlier.joined) or \
                 not (unread := _unread(ctx, earlier)):
             continue
         for event in unread:

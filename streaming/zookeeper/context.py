@@ -274,6 +274,11 @@ class Context:
         self.newest_event = event
         return event
 
+    def event_at(self, event: dict[str, Any]) -> int | None:
+        """Where `event` is in the output (None: a follower handed it out with an earlier poll)."""
+        events = self.result.events
+        return next((i for i in range(len(events) - 1, -1, -1) if events[i] is event), None)
+
     @property
     def controller_wrote_at(self) -> int:
         """The zxid of the controller's event thread's newest write (0: none yet)."""

@@ -141,4 +141,4 @@ def _unread_answer(ctx: Context, cause: Cause, broker: int) -> dict[str, Any] | 
     if cause.kind == "FAILOVER":
         return cause.event if ctx.unread_log_dirs.get(broker) == cause.event["event_id"] else None
     failover = ctx.answer_at_startup.get(broker) if cause.kind == "STARTUP" else None
-    return failover if failover is not None and any(e is failover for e in ctx.result.events) else None
+    return failover if failover is not None and ctx.event_at(failover) is not None else None

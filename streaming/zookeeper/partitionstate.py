@@ -106,11 +106,9 @@ def _watched_behind(ctx: Context, request: Cause, key: tuple[str, int], before: 
     first_after = min((z for z in ctx.controller_writes if z > event_zxid(isr.event)), default=None)
     if first_after != event_zxid(request.event) or not _fits(ctx, isr, key, before, after):
         return None
-    events = ctx.result.events
-    ours = next((i for i, e in enumerate(events) if e is isr.event), None)
-    theirs = next((i for i, e in enumerate(events) if e is request.event), None)
+    ours, theirs = ctx.event_at(isr.event), ctx.event_at(request.event)
     if ours is not None and theirs is not None and ours < theirs:  # else out with a follower's earlier poll
-        events.insert(theirs, events.pop(ours))
+        ctx.result.events.insert(theirs, ctx.result.events.pop(ours))
         ctx.forget_cause(isr)
         ctx.causes.insert(ctx.causes.index(request) + 1, isr)
     return isr
