@@ -119,6 +119,11 @@ class Cause:
         """Whether it is a deletion request whose read of /admin/delete_topics took `topic`."""
         return self.kind == "DELETE" and topic in self.read_topics
 
+    def pipelined(self, txn: ZkTxn) -> bool:
+        """Whether `txn` is the controller's next request after its newest state write for this event: one request's
+        writes, or one pass's, pipelined (consecutive cxids of its session, no read in between)."""
+        return self.last_write is not None and follows_on(txn, *self.last_write)
+
     @property
     def brokers(self) -> set[int]:
         """The brokers it is about: a startup's all."""

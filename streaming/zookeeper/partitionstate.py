@@ -21,7 +21,6 @@ from streaming.zookeeper.context import (
     PartitionState,
     TopicAssignment,
     event_zxid,
-    follows_on,
 )
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -329,8 +328,7 @@ def _request(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionSt
         if kind is None:
             return None
         last = ctx.causes[-1] if ctx.causes else None
-        if last is not None and last.kind == kind and last.last_write is not None and \
-                follows_on(txn, *last.last_write):
+        if last is not None and last.kind == kind and last.pipelined(txn):
             # One admin election's writes, however many (seed 124): pipelined, consecutive cxids of the
             # controller's session (a later election reads the states first, seed 50).
             last.event["partitions"].append({"topic": key[0], "partition": key[1]})
