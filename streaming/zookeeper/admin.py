@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from statemachine.visit_order import reassignment_order
-from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid, follows_on
+from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -132,7 +132,7 @@ def read_after_isr_change(ctx: Context) -> None:
         return
     events = ctx.result.events
     for earlier in ctx.causes:
-        if earlier.kind != "DELETE" or not all(any(e is x for x in events) for e in earlier.joined) or \
+        if earlier.kind != "DELETE" or any(ctx.event_at(e) is None for e in earlier.joined) or \
                 not (unread := _unread(ctx, earlier)):
             continue
         for event in unread:
@@ -148,8 +148,7 @@ def _in_later_batch(ctx: Context, txn: ZkTxn, earlier: Cause, later: Cause
     """The request joined to `earlier` of whose topic `earlier`'s last write, pipelined with `txn` (the first write
     of `later`), is the only one: that write was `later`'s, and the request its read's. The request leaves `earlier`,
     the write goes to `later`; returns the request and the write's row (still to hand out)."""
-    if earlier.kind != "DELETE" or earlier.last_write is None or \
-            not follows_on(txn, earlier.last_write[0], earlier.last_write[1]):
+    if earlier.kind != "DELETE" or not earlier.pipelined(txn):
         return None
     rows = [r for r in ctx.result.observed if r["cause_event_id"] == earlier.event["event_id"]]
     if not rows or rows[-1]["source_offset"] != earlier.last_zxid:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from streaming.zookeeper import logdirs
 from streaming.zookeeper.context import (
-    ISR_CHANGE_NOTIFICATION,
+    FAILOVER_DELETES,
     Cause,
     Context,
     Failover,
@@ -35,7 +35,6 @@ from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 # A broker's controlled.shutdown.max.retries (Kafka's default): how many ControlledShutdown requests it sends while
 # the controller answers that it still leads partitions. The brokers' configs are not in ZooKeeper.
 CONTROLLED_SHUTDOWN_ATTEMPTS = 3
-LOG_DIR_NOTIFICATION = "/log_dir_event_notification/"
 PREFERRED_ELECTION = "/admin/preferred_replica_election"
 NO_NODE = -101  # ZooKeeper's error code of a delete that found no znode (KeeperException.Code.NONODE)
 
@@ -112,7 +111,7 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
 def _before_the_read(op: ZnodeOp) -> bool:
     """A write a new controller makes before it reads /brokers/ids: of /feature, or a delete of the notifications it
     finds (onControllerFailover)."""
-    if op.path.startswith((ISR_CHANGE_NOTIFICATION, LOG_DIR_NOTIFICATION)):
+    if op.path.startswith(FAILOVER_DELETES):
         return op.kind == "delete"
     return op.path == "/feature" and op.kind in ("create", "setData")
 

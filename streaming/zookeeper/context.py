@@ -23,8 +23,9 @@ UNCLEAN_CONFIG = "unclean.leader.election.enable"
 INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
 BROKER_DEFAULTS = "/config/brokers/<default>"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
 # onControllerFailover's first writes: the log dir event and ISR change notifications it finds, deleted unread.
-_FAILOVER_DELETES = ("/log_dir_event_notification/", ISR_CHANGE_NOTIFICATION)
+FAILOVER_DELETES = (LOG_DIR_EVENT_NOTIFICATION, ISR_CHANGE_NOTIFICATION)
 # The requests a new controller sends before (or between) those deletes: /feature read and written, the existence of
 # the preferred election and reassignment znodes, a listing of each notification folder.
 FAILOVER_PROLOGUE_REQUESTS = 8
@@ -117,6 +118,11 @@ class Cause:
     def deletes(self, topic: str) -> bool:
         """Whether it is a deletion request whose read of /admin/delete_topics took `topic`."""
         return self.kind == "DELETE" and topic in self.read_topics
+
+    def pipelined(self, txn: ZkTxn) -> bool:
+        """Whether `txn` is the controller's next request after its newest state write for this event: one request's
+        writes, or one pass's, pipelined (consecutive cxids of its session, no read in between)."""
+        return self.last_write is not None and follows_on(txn, *self.last_write)
 
     @property
     def brokers(self) -> set[int]:
@@ -273,6 +279,11 @@ class Context:
         self.newest_event = event
         return event
 
+    def event_at(self, event: dict[str, Any]) -> int | None:
+        """Where `event` is in the output (None: a follower handed it out with an earlier poll)."""
+        events = self.result.events
+        return next((i for i in range(len(events) - 1, -1, -1) if events[i] is event), None)
+
     @property
     def controller_wrote_at(self) -> int:
         """The zxid of the controller's event thread's newest write (0: none yet)."""
@@ -281,7 +292,7 @@ class Context:
     def controller_wrote(self, txn: ZkTxn) -> None:
         self.controller_writes = [*self.controller_writes[-7:], txn.zxid]
         if self.in_failover_prologue(txn) and all(
-                op.kind == "check" or (op.kind == "delete" and op.path.startswith(_FAILOVER_DELETES))
+                op.kind == "check" or (op.kind == "delete" and op.path.startswith(FAILOVER_DELETES))
                 for op in txn.ops):
             self.failover_prologue = txn.cxid
         else:

@@ -34,6 +34,7 @@ from streaming.zookeeper import admin, brokers, isrchanges, logdirs, partitionst
 from streaming.zookeeper.context import (
     BROKER_DEFAULTS,
     ISR_CHANGE_NOTIFICATION,
+    LOG_DIR_EVENT_NOTIFICATION,
     Context,
     PartitionState,
     TopicAssignment,
@@ -165,7 +166,7 @@ class Converter:
                 admin.config_change(ctx, txn, op)
             elif path.startswith("/admin/"):
                 admin.admin_request(ctx, txn, op)
-            elif path.startswith(logdirs.LOG_DIR_EVENT_NOTIFICATION):
+            elif path.startswith(LOG_DIR_EVENT_NOTIFICATION):
                 logdirs.log_dir_event(ctx, txn, op)
         if txn.session == ctx.controller_session and elected is None:
             brokers.failover_written(ctx, txn)

@@ -150,11 +150,10 @@ def _mid_startup(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Partiti
     if controllers_write(txn) or newest is None or newest.kind != "STARTUP" or key in newest.partitions or \
             not any(b not in before.isr and b in after.isr for b in newest.brokers):
         return False
-    events = ctx.result.events
-    at = next((i for i in range(len(events) - 2, -1, -1) if events[i] is newest.event), None)
+    at = ctx.event_at(newest.event)
     if at is None:
         return False  # the startup went out with a follower's earlier poll
-    events.insert(at, events.pop())
+    ctx.result.events.insert(at, ctx.result.events.pop())
     return True
 
 

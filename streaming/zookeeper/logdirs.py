@@ -26,10 +26,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streaming.zookeeper.context import Cause, Context, event_zxid
+from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
-
-LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
 
 
 def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
@@ -81,7 +79,7 @@ def notification_deleted(ctx: Context, cause: Cause) -> None:
     controller's failover (onControllerFailover deletes them all, unread) was read by none: the dir failed while
     the old controller was gone (killed, its session not yet expired). Its event is no event; the failover's
     LeaderAndIsr requests bring the broker's answer, which its ControllerChange carries (`offline_replicas`, from
-    the mark, else from the failover's writes that drop the broker: `failover_explained`)."""
+    the mark, else from the failover's writes that drop the broker: `answer_explained`)."""
     failover = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
     if failover is None or event_zxid(failover.event) < event_zxid(cause.event):
         return  # read by the controller that was active when it came
@@ -111,37 +109,36 @@ def explained(ctx: Context, cause: Cause, key: tuple[str, int]) -> None:
         ctx.failed_replicas.setdefault(cause.broker or 0, set()).add(key)
 
 
-def in_failed_dir(ctx: Context, broker: int, key: tuple[str, int], failover: Cause | None = None,
-                  startup: bool = False) -> bool:
-    """Whether the broker's replica of `key` is known to be in a failed dir, or may be (a `failover` that deleted
-    the broker's notification unread: its answer names which; the broker's `startup` after such a failover while it
-    was down): asked again (its startup, a failover), it answers KAFKA_STORAGE_ERROR and the controller drops it from
-    the leadership and the ISR."""
-    unread = failover is not None and ctx.unread_log_dirs.get(broker) == failover.event["event_id"]
-    return key in ctx.failed_replicas.get(broker, ()) or unread or (startup and broker in ctx.answer_at_startup)
+def in_failed_dir(ctx: Context, broker: int, key: tuple[str, int], asking: Cause) -> bool:
+    """Whether the broker's replica of `key` is known to be in a failed dir, or may be (its answer to the LeaderAndIsr
+    of `asking`, a failover that deleted the broker's notification unread or the broker's startup after such a
+    failover while it was down, names which): asked again (its startup, a failover), it answers KAFKA_STORAGE_ERROR
+    and the controller drops it from the leadership and the ISR."""
+    if key in ctx.failed_replicas.get(broker, ()):
+        return True
+    if asking.kind == "FAILOVER":
+        return ctx.unread_log_dirs.get(broker) == asking.event["event_id"]
+    return asking.kind == "STARTUP" and broker in ctx.answer_at_startup
 
 
-def startup_explained(ctx: Context, key: tuple[str, int], dropped: list[int]) -> None:
-    """A startup's write that drops brokers whose notification a failover deleted unread while they were down: from
-    the directory alone, their answer, which that failover's ControllerChange restores, names the partition (seed
-    437: broker 2's dir failed, its controller's session expired, and broker 2 was down at the next failover; its
-    answer came at its re-registration). Not once a follower has handed that event out."""
+def answer_explained(ctx: Context, cause: Cause, key: tuple[str, int], dropped: list[int]) -> None:
+    """A failover's or a startup's write that drops brokers whose notification a failover deleted unread: from the
+    directory alone, their answers, which that failover's ControllerChange restores (`_unread_answer`), name the
+    partition."""
     for broker in dropped:
-        failover = ctx.answer_at_startup.get(broker)
-        if failover is None or not any(e is failover for e in ctx.result.events) or \
-                key in ctx.failed_replicas.get(broker, ()):
-            continue
-        failover.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
-            {"topic": key[0], "partition": key[1]})
-        ctx.failed_replicas.setdefault(broker, set()).add(key)
-
-
-def failover_explained(ctx: Context, failover: Cause, key: tuple[str, int], dropped: list[int]) -> None:
-    """A failover's write that drops brokers whose notification it deleted unread: from the directory alone, their
-    answers name the partition."""
-    answers = failover.event.get("offline_replicas") or {}
-    for broker in dropped:
-        if ctx.unread_log_dirs.get(broker) == failover.event["event_id"] and \
-                key not in ctx.failed_replicas.get(broker, ()):
-            answers.setdefault(str(broker), []).append({"topic": key[0], "partition": key[1]})
+        failover = _unread_answer(ctx, cause, broker)
+        if failover is not None and key not in ctx.failed_replicas.get(broker, ()):
+            failover.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
+                {"topic": key[0], "partition": key[1]})
             ctx.failed_replicas.setdefault(broker, set()).add(key)
+
+
+def _unread_answer(ctx: Context, cause: Cause, broker: int) -> dict[str, Any] | None:
+    """The ControllerChange that carries the broker's answer to `cause`'s LeaderAndIsr: the failover's own, when it
+    deleted the broker's notification unread; for a STARTUP, that of the failover that deleted it while the broker
+    was down (seed 437: broker 2's dir failed, its controller's session expired, and broker 2 was down at the next
+    failover; its answer came at its re-registration), not once a follower has handed that event out."""
+    if cause.kind == "FAILOVER":
+        return cause.event if ctx.unread_log_dirs.get(broker) == cause.event["event_id"] else None
+    failover = ctx.answer_at_startup.get(broker) if cause.kind == "STARTUP" else None
+    return failover if failover is not None and ctx.event_at(failover) is not None else None

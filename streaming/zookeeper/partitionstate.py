@@ -21,7 +21,6 @@ from streaming.zookeeper.context import (
     PartitionState,
     TopicAssignment,
     event_zxid,
-    follows_on,
 )
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -62,13 +61,13 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     cause.wrote, cause.last_write, cause.last_zxid = True, (txn.session, txn.cxid), txn.zxid
     if cause.kind == "LOG_DIR":
         logdirs.explained(ctx, cause, key)
-    elif cause.kind == "FAILOVER" and ctx.unread_log_dirs:
-        logdirs.failover_explained(ctx, cause, key, [b for b in ctx.brokers if _drops(b, before, after)])
+    elif cause.kind == "FAILOVER":
+        logdirs.answer_explained(ctx, cause, key, [b for b in ctx.brokers if _drops(b, before, after)])
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     if cause.kind == "STARTUP":
         isrchanges.completed_by_startup(ctx, cause, key, before)
-        logdirs.startup_explained(ctx, key, [b for b in cause.brokers if _drops(b, before, after)])
+        logdirs.answer_explained(ctx, cause, key, [b for b in cause.brokers if _drops(b, before, after)])
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
 
@@ -106,11 +105,9 @@ def _watched_behind(ctx: Context, request: Cause, key: tuple[str, int], before: 
     first_after = min((z for z in ctx.controller_writes if z > event_zxid(isr.event)), default=None)
     if first_after != event_zxid(request.event) or not _fits(ctx, isr, key, before, after):
         return None
-    events = ctx.result.events
-    ours = next((i for i, e in enumerate(events) if e is isr.event), None)
-    theirs = next((i for i, e in enumerate(events) if e is request.event), None)
+    ours, theirs = ctx.event_at(isr.event), ctx.event_at(request.event)
     if ours is not None and theirs is not None and ours < theirs:  # else out with a follower's earlier poll
-        events.insert(theirs, events.pop(ours))
+        ctx.result.events.insert(theirs, ctx.result.events.pop(ours))
         ctx.forget_cause(isr)
         ctx.causes.insert(ctx.causes.index(request) + 1, isr)
     return isr
@@ -204,7 +201,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
             # shutdown's write right after a startup)
             # A started broker's replica in a failed log dir answers KAFKA_STORAGE_ERROR: dropped again (JBOD).
-            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, startup=True)
+            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause)
                    for b in cause.brokers):
                 return True
             return not any(_drops(b, before, after) for b in cause.brokers) and (
@@ -331,8 +328,7 @@ def _request(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionSt
         if kind is None:
             return None
         last = ctx.causes[-1] if ctx.causes else None
-        if last is not None and last.kind == kind and last.last_write is not None and \
-                follows_on(txn, *last.last_write):
+        if last is not None and last.kind == kind and last.pipelined(txn):
             # One admin election's writes, however many (seed 124): pipelined, consecutive cxids of the
             # controller's session (a later election reads the states first, seed 50).
             last.event["partitions"].append({"topic": key[0], "partition": key[1]})
