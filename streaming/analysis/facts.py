@@ -37,6 +37,7 @@ from statemachine.features import UNKNOWN_VERSION
 from statemachine.record import NO_LEADER, Action
 from statemachine.states import PartitionState
 from streaming.analysis.words import Key, pname
+from streaming.history.outcomes import note_topic
 
 NON_EXISTENT = PartitionState.NON_EXISTENT
 NAMED = 5  # partitions a broker's sentence names per kind
@@ -209,11 +210,7 @@ class Facts:
             self._preferred(offset, parts)
 
     def _any_row(self, r: Row) -> None:
-        kind, topic = r.get("event_type"), r.get("topic")
-        if kind == DeleteTopic.type and topic:
-            self.deleted_topics.add(topic)
-        elif kind == CreateTopic.type and topic:
-            self.deleted_topics.discard(topic)
+        note_topic(self.deleted_topics, r.get("event_type"), r.get("topic"))
         if r.get("outcome") == Outcome.REJECTED:
             self._rejected(r)
 
