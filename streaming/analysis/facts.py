@@ -168,11 +168,8 @@ class Facts:
     shrinks: dict[int, list[list[int]]] = field(default_factory=dict)  # broker -> runs of [first, last, ISRs]
     cuts: dict[int, list[int]] = field(default_factory=dict)  # broker -> offsets of its changes
     preferred: list[tuple[int, str, int, Counter[int]]] = field(default_factory=list)
-    reassign_elections: int = 0
     unclean: list[Unclean] = field(default_factory=list)
     rejections: dict[str, Rejections] = field(default_factory=dict)
-    rejected: int = 0
-    leader_changes: int = 0
     changes: Counter[Key] = field(default_factory=Counter)  # leader changes per partition
     elections_by_key: dict[Key, Counter[str]] = field(default_factory=dict)
     offline_by_key: Counter[Key] = field(default_factory=Counter)
@@ -186,6 +183,21 @@ class Facts:
     _times: Mapping[int, datetime | None] = field(default_factory=dict)
     _windows: dict[int, _Window] = field(default_factory=dict)
     _fenced_offset: int | None = None
+
+    @property
+    def rejected(self) -> int:
+        """Rejected audit rows."""
+        return sum(entry.rows for entry in self.rejections.values())
+
+    @property
+    def leader_changes(self) -> int:
+        """Accepted rows that gave a partition a different leader (not a new partition's first)."""
+        return sum(self.changes.values())
+
+    @property
+    def reassign_elections(self) -> int:
+        """Leaders a reassignment elected."""
+        return sum(n for (_, election), n in self.election_counts.items() if election == Election.REASSIGN)
 
     # -- one event's rows ------------------------------------------------------------------------------------
 
@@ -215,7 +227,6 @@ class Facts:
             self._rejected(r)
 
     def _rejected(self, r: Row) -> None:
-        self.rejected += 1
         error = r.get("error") or "(none)"
         entry = self.rejections.get(error)
         if entry is None:
@@ -278,14 +289,11 @@ class Facts:
         if election:
             self.elections_by_key.setdefault(key, Counter())[election] += 1
             self.election_counts[(offset, election)] += 1
-            if election == Election.REASSIGN:
-                self.reassign_elections += 1
             if election == Election.OFFLINE_UNCLEAN:
                 self._unclean(key, r)
         if not accepted:
             return
         if after != NO_LEADER and after != before and r.get("from_state") != NON_EXISTENT:
-            self.leader_changes += 1
             self.changes[key] += 1
             self.gained[after] += 1
             self.change_counts[(offset, after)] += 1
