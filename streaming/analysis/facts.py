@@ -36,7 +36,7 @@ from statemachine.errors import Error, Outcome
 from statemachine.features import UNKNOWN_VERSION
 from statemachine.record import NO_LEADER, Action
 from statemachine.states import PartitionState
-from streaming.analysis.words import Key, pname
+from streaming.analysis.words import Key, names
 from streaming.history.outcomes import note_topic
 
 NON_EXISTENT = PartitionState.NON_EXISTENT
@@ -61,23 +61,21 @@ class Named:
 
     def add(self, key: Key) -> None:
         self.n += 1
-        if len(self.smallest) < NAMED:
-            heapq.heappush(self.smallest, _Desc(key))
-        elif key < self.smallest[0].key:
-            heapq.heapreplace(self.smallest, _Desc(key))
+        self._keep(_Desc(key))
 
     def merge(self, other: Named) -> None:
         self.n += other.n
         for d in other.smallest:
-            if len(self.smallest) < NAMED:
-                heapq.heappush(self.smallest, d)
-            elif d.key < self.smallest[0].key:
-                heapq.heapreplace(self.smallest, d)
+            self._keep(d)
+
+    def _keep(self, d: _Desc) -> None:
+        if len(self.smallest) < NAMED:
+            heapq.heappush(self.smallest, d)
+        elif d.key < self.smallest[0].key:
+            heapq.heapreplace(self.smallest, d)
 
     def names(self) -> str:
-        keys = sorted(d.key for d in self.smallest)
-        text = ", ".join(pname(*k) for k in keys)
-        return text + (f" and {self.n - NAMED} more" if self.n > NAMED else "")
+        return names((d.key for d in self.smallest), NAMED, self.n)
 
 
 class _Desc:
