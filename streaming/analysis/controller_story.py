@@ -177,12 +177,8 @@ class _Teller:
         (self.untold if len(self.told) >= STORY_LINES else self.told).append(run)
 
     def _line(self, run: _Run, offset_of: Mapping[str, int]) -> tuple[str, bool]:
-        offset = offset_of.get(run.first)
-        when = f"At {self.s.at(offset)}" if offset is not None else f"At {run.first}"
-        if len(run.events) > 1:
-            last = offset_of.get(run.events[-1])
-            if last is not None and offset is not None and self.s.at(last) != self.s.at(offset):
-                when = f"Between {self.s.at(offset)} and {self.s.at(last)}"
+        offset, last = offset_of.get(run.first), offset_of.get(run.events[-1])
+        when = f"At {run.first}" if offset is None else self.s.span(offset, offset if last is None else last)
         what = ("a change no event explains" if run.cause == UNEXPLAINED and len(run.events) == 1
                 else f"{plural(len(run.events), run.cause + ' event')}" if len(run.events) > 1
                 else f"{run.cause} ({run.first})")
