@@ -171,7 +171,6 @@ class Facts:
     changes: Counter[Key] = field(default_factory=Counter)  # leader changes per partition
     elections_by_key: dict[Key, Counter[str]] = field(default_factory=dict)
     offline_by_key: Counter[Key] = field(default_factory=Counter)
-    gained: Counter[int] = field(default_factory=Counter)
     lost: Counter[int] = field(default_factory=Counter)
     change_counts: Counter[tuple[int, int]] = field(default_factory=Counter)  # (offset, new leader) -> changes
     election_counts: Counter[tuple[int, str]] = field(default_factory=Counter)  # (offset, election) -> elections
@@ -191,6 +190,14 @@ class Facts:
     def leader_changes(self) -> int:
         """Accepted rows that gave a partition a different leader (not a new partition's first)."""
         return sum(self.changes.values())
+
+    @property
+    def gained(self) -> Counter[int]:
+        """Leader changes per broker that became leader."""
+        gained: Counter[int] = Counter()
+        for (_, leader), n in self.change_counts.items():
+            gained[leader] += n
+        return gained
 
     @property
     def reassign_elections(self) -> int:
@@ -293,7 +300,6 @@ class Facts:
             return
         if after != NO_LEADER and after != before and r.get("from_state") != NON_EXISTENT:
             self.changes[key] += 1
-            self.gained[after] += 1
             self.change_counts[(offset, after)] += 1
         if before != after:
             self.lost[before] += 1
