@@ -12,7 +12,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from streaming.analysis.columns import agreement_rows_in, observed_rows
+from streaming.analysis.columns import observed_rows
+from streaming.analysis.controller_story import SHOWN, Agreement, read_agreement
 from streaming.history.agreement import COMPARED
 from streaming.history.outcomes import deleted_topics, outcome_rows
 from streaming.io.jsonl import jsonl_rows, read_jsonl
@@ -20,7 +21,6 @@ from streaming.zookeeper.requests import REQUEST_WORDS, requests_agreement
 
 RECENT = 3
 SHOWN_REQUESTS = 20  # the first disagreeing requests the report lists
-SHOWN = 500  # the first disagreements and differing histories the report lists (all are in the JSON lines files)
 
 
 def _side(values: Mapping[str, Any] | None, differing: list[str]) -> str:
@@ -44,29 +44,19 @@ def _recent(out_dir: Path, bad: list[dict[str, Any]]) -> dict[int, list[dict[str
             for n, r in enumerate(bad)}
 
 
-def agreement_section(out_dir: Path) -> str | None:
+def agreement_section(out_dir: Path, agreement: Agreement | None = None) -> str | None:
     """The section's HTML, or None when neither a replay of a real controller's history nor a run behind a bridge
-    compared anything. Read as a stream: the figures count every row, the table shows the first SHOWN
-    disagreements in log order (a table returns rows in any order: the shown ones are the lowest offsets)."""
+    compared anything. The agreement as the controller's story read it (`read_agreement`), or read here: the
+    figures count every row, the table shows the first SHOWN disagreements in log order."""
     out_dir = Path(out_dir)
-    found = agreement_rows_in(out_dir)
-    if found is None:
+    if agreement is None:
+        agreement = read_agreement(out_dir)
+    if agreement is None:
         return None
-    total = agreed = 0
-    bad: list[dict[str, Any]] = []  # the SHOWN lowest-offset disagreements
-    for r in found:
-        total += 1
-        if r["match"]:
-            agreed += 1
-        else:
-            bad.append(r)
-            if len(bad) > 2 * SHOWN:  # keep the list short: the lowest offsets win
-                bad = sorted(bad, key=lambda x: x["source_offset"])[:SHOWN]
-    bad = sorted(bad, key=lambda x: x["source_offset"])[:SHOWN]
-    wrong = total - agreed
-    rate = agreed / total if total else 1.0
+    figures, bad = agreement.figures, agreement.shown
+    wrong = figures.disagreements
     parts = ['<h2 id="agreement">isrflow vs the controller</h2>',
-             f"<p>{rate:.1%} of {total} decisions the real controller wrote "
+             f"<p>{figures.rate:.1%} of {figures.decisions} decisions the real controller wrote "
              f"(elections and ISR shrinks) are reproduced exactly (leader, ISR, leader epoch, partition epoch, "
              f"recovery state); {wrong} disagree.</p>"]
     if bad:

@@ -29,6 +29,7 @@ from streaming.io.jsonl import jsonl_rows
 
 STORY_LINES = 40  # runs of events told one line each; the rest in one closing line
 EXAMPLES = 3  # partitions named per kind of change and per disagreement
+SHOWN = 500  # the first disagreements and differing histories the report lists (all are in the JSON lines files)
 
 
 @dataclass
@@ -38,7 +39,11 @@ class TrueStory:
 
     warnings: list[str]
     lines: list[tuple[str, bool]]
-    figures: AgreementFigures | None
+    agreement: Agreement | None  # the agreement as read for the story, for the report's agreement section too
+
+    @property
+    def figures(self) -> AgreementFigures | None:
+        return self.agreement.figures if self.agreement is not None else None
 
 
 @dataclass
@@ -60,31 +65,49 @@ class _Differences:
                                     else ", ".join(row["differing"])))
 
 
-def _agreement(out_dir: Path) -> tuple[_Differences, AgreementFigures] | None:
-    """isrflow's disagreements per event and the agreement figures of a replay (agreement.jsonl, histories.jsonl)
-    or of a run (the agreement table), the agreement read once; None when there is none."""
+@dataclass
+class Agreement:
+    """A replay's or a run's agreement, read once: isrflow's disagreements per event, the figures, and the SHOWN
+    lowest-offset disagreements in log order (a table returns rows in any order) for the report to list."""
+
+    differences: _Differences
+    figures: AgreementFigures
+    shown: list[dict[str, Any]]
+
+
+def _by_offset(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda x: x["source_offset"])[:SHOWN]
+
+
+def read_agreement(out_dir: Path) -> Agreement | None:
+    """The agreement of a replay (agreement.jsonl, histories.jsonl) or of a run (the agreement table), read as a
+    stream; None when there is none."""
     rows = agreement_rows_in(out_dir)
     if rows is None:
         return None
     differences = _Differences()
+    shown: list[dict[str, Any]] = []
     decisions = disagreements = 0
     for row in rows:
         decisions += 1
         if not row["match"]:
             disagreements += 1
             differences.add(row)
+            shown.append(row)
+            if len(shown) > 2 * SHOWN:  # keep the list short: the lowest offsets win
+                shown = _by_offset(shown)
     partitions = equal = 0
     if (out_dir / "histories.jsonl").exists():
         for row in jsonl_rows(out_dir / "histories.jsonl"):
             partitions += 1
             equal += bool(row["match"])
-    return differences, AgreementFigures(decisions, disagreements, partitions, equal)
+    return Agreement(differences, AgreementFigures(decisions, disagreements, partitions, equal), _by_offset(shown))
 
 
 def real_history_warnings(out_dir: Path) -> list[str]:
     """What the report of `out_dir` says first (empty for a replay that is not of a real history, or that agrees)."""
-    found = _agreement(out_dir)
-    return trust_warnings(ImportFacts.read(out_dir), found[1] if found is not None else None)
+    found = read_agreement(out_dir)
+    return trust_warnings(ImportFacts.read(out_dir), found.figures if found is not None else None)
 
 
 @dataclass
@@ -154,12 +177,8 @@ class _Teller:
         (self.untold if len(self.told) >= STORY_LINES else self.told).append(run)
 
     def _line(self, run: _Run, offset_of: Mapping[str, int]) -> tuple[str, bool]:
-        offset = offset_of.get(run.first)
-        when = f"At {self.s.at(offset)}" if offset is not None else f"At {run.first}"
-        if len(run.events) > 1:
-            last = offset_of.get(run.events[-1])
-            if last is not None and offset is not None and self.s.at(last) != self.s.at(offset):
-                when = f"Between {self.s.at(offset)} and {self.s.at(last)}"
+        offset, last = offset_of.get(run.first), offset_of.get(run.events[-1])
+        when = f"At {run.first}" if offset is None else self.s.span(offset, offset if last is None else last)
         what = ("a change no event explains" if run.cause == UNEXPLAINED and len(run.events) == 1
                 else f"{plural(len(run.events), run.cause + ' event')}" if len(run.events) > 1
                 else f"{run.cause} ({run.first})")
@@ -223,8 +242,8 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
     observed = observed_rows(out_dir)
     if observed is None:
         return None
-    differences, figures = _agreement(out_dir) or (_Differences(), None)
-    teller = _Teller(s, differences, out_dir / "audit")
+    agreement = read_agreement(out_dir)
+    teller = _Teller(s, agreement.differences if agreement is not None else _Differences(), out_dir / "audit")
     seeds = s.a.facts.seeds  # a partition the log's snapshot holds: its state before the controller's first change
     last: dict[Key, dict[str, Any]] = {}
     run: _Run | None = None
@@ -246,4 +265,5 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
     if run is not None:
         teller.tell(run)
     teller.close()
-    return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), figures)
+    figures = agreement.figures if agreement is not None else None
+    return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), agreement)

@@ -36,7 +36,8 @@ from statemachine.errors import Error, Outcome
 from statemachine.features import UNKNOWN_VERSION
 from statemachine.record import NO_LEADER, Action
 from statemachine.states import PartitionState
-from streaming.analysis.words import Key, pname
+from streaming.analysis.words import Key, names
+from streaming.history.outcomes import note_topic
 
 NON_EXISTENT = PartitionState.NON_EXISTENT
 NAMED = 5  # partitions a broker's sentence names per kind
@@ -60,23 +61,21 @@ class Named:
 
     def add(self, key: Key) -> None:
         self.n += 1
-        if len(self.smallest) < NAMED:
-            heapq.heappush(self.smallest, _Desc(key))
-        elif key < self.smallest[0].key:
-            heapq.heapreplace(self.smallest, _Desc(key))
+        self._keep(_Desc(key))
 
     def merge(self, other: Named) -> None:
         self.n += other.n
         for d in other.smallest:
-            if len(self.smallest) < NAMED:
-                heapq.heappush(self.smallest, d)
-            elif d.key < self.smallest[0].key:
-                heapq.heapreplace(self.smallest, d)
+            self._keep(d)
+
+    def _keep(self, d: _Desc) -> None:
+        if len(self.smallest) < NAMED:
+            heapq.heappush(self.smallest, d)
+        elif d.key < self.smallest[0].key:
+            heapq.heapreplace(self.smallest, d)
 
     def names(self) -> str:
-        keys = sorted(d.key for d in self.smallest)
-        text = ", ".join(pname(*k) for k in keys)
-        return text + (f" and {self.n - NAMED} more" if self.n > NAMED else "")
+        return names((d.key for d in self.smallest), NAMED, self.n)
 
 
 class _Desc:
@@ -167,15 +166,11 @@ class Facts:
     shrinks: dict[int, list[list[int]]] = field(default_factory=dict)  # broker -> runs of [first, last, ISRs]
     cuts: dict[int, list[int]] = field(default_factory=dict)  # broker -> offsets of its changes
     preferred: list[tuple[int, str, int, Counter[int]]] = field(default_factory=list)
-    reassign_elections: int = 0
     unclean: list[Unclean] = field(default_factory=list)
     rejections: dict[str, Rejections] = field(default_factory=dict)
-    rejected: int = 0
-    leader_changes: int = 0
     changes: Counter[Key] = field(default_factory=Counter)  # leader changes per partition
     elections_by_key: dict[Key, Counter[str]] = field(default_factory=dict)
     offline_by_key: Counter[Key] = field(default_factory=Counter)
-    gained: Counter[int] = field(default_factory=Counter)
     lost: Counter[int] = field(default_factory=Counter)
     change_counts: Counter[tuple[int, int]] = field(default_factory=Counter)  # (offset, new leader) -> changes
     election_counts: Counter[tuple[int, str]] = field(default_factory=Counter)  # (offset, election) -> elections
@@ -185,6 +180,29 @@ class Facts:
     _times: Mapping[int, datetime | None] = field(default_factory=dict)
     _windows: dict[int, _Window] = field(default_factory=dict)
     _fenced_offset: int | None = None
+
+    @property
+    def rejected(self) -> int:
+        """Rejected audit rows."""
+        return sum(entry.rows for entry in self.rejections.values())
+
+    @property
+    def leader_changes(self) -> int:
+        """Accepted rows that gave a partition a different leader (not a new partition's first)."""
+        return sum(self.changes.values())
+
+    @property
+    def gained(self) -> Counter[int]:
+        """Leader changes per broker that became leader."""
+        gained: Counter[int] = Counter()
+        for (_, leader), n in self.change_counts.items():
+            gained[leader] += n
+        return gained
+
+    @property
+    def reassign_elections(self) -> int:
+        """Leaders a reassignment elected."""
+        return sum(n for (_, election), n in self.election_counts.items() if election == Election.REASSIGN)
 
     # -- one event's rows ------------------------------------------------------------------------------------
 
@@ -209,16 +227,11 @@ class Facts:
             self._preferred(offset, parts)
 
     def _any_row(self, r: Row) -> None:
-        kind, topic = r.get("event_type"), r.get("topic")
-        if kind == DeleteTopic.type and topic:
-            self.deleted_topics.add(topic)
-        elif kind == CreateTopic.type and topic:
-            self.deleted_topics.discard(topic)
+        note_topic(self.deleted_topics, r.get("event_type"), r.get("topic"))
         if r.get("outcome") == Outcome.REJECTED:
             self._rejected(r)
 
     def _rejected(self, r: Row) -> None:
-        self.rejected += 1
         error = r.get("error") or "(none)"
         entry = self.rejections.get(error)
         if entry is None:
@@ -281,16 +294,12 @@ class Facts:
         if election:
             self.elections_by_key.setdefault(key, Counter())[election] += 1
             self.election_counts[(offset, election)] += 1
-            if election == Election.REASSIGN:
-                self.reassign_elections += 1
             if election == Election.OFFLINE_UNCLEAN:
                 self._unclean(key, r)
         if not accepted:
             return
         if after != NO_LEADER and after != before and r.get("from_state") != NON_EXISTENT:
-            self.leader_changes += 1
             self.changes[key] += 1
-            self.gained[after] += 1
             self.change_counts[(offset, after)] += 1
         if before != after:
             self.lost[before] += 1

@@ -44,8 +44,10 @@ def write_report(out_dir: Path, target: Path | None = None) -> Path:
     out_dir = Path(out_dir)
     with young_collection_only():  # the audit's rows and the timeline built from them, none in a cycle
         analysis = build_report(out_dir)
-        html = render(analysis, true_story(analysis.index, out_dir))
-    for section in (agreement_section(out_dir), requests_section(out_dir)):
+        story = true_story(analysis.index, out_dir)
+        html = render(analysis, story)
+    for section in (agreement_section(out_dir, story.agreement if story is not None else None),
+                    requests_section(out_dir)):
         if section is not None:  # a replay of a real controller's history; the zk rules' requests
             html = html.replace("</main>", section + "\n</main>", 1)
     target = default_target(out_dir) if target is None else target

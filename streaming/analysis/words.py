@@ -16,10 +16,13 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-def names(keys: Iterable[Key], limit: int = 8) -> str:
+def names(keys: Iterable[Key], limit: int = 8, total: int | None = None) -> str:
+    """The first `limit` of `keys` by name, and how many more; `total`: how many partitions `keys` stand for when
+    they are only the smallest of them."""
     keys = sorted(keys)
+    total = len(keys) if total is None else total
     text = ", ".join(pname(*k) for k in keys[:limit])
-    return text + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+    return text + (f" and {total - limit} more" if total > limit else "")
 
 
 class Clock:

@@ -22,17 +22,21 @@ def _unclean(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
     return leader >= 0 and leader != before["leader"] and leader not in before["isr"] and after["isr"] == [leader]
 
 
-def deleted_topics(events: Iterable[Mapping[str, Any]], type_key: str = "type") -> set[str]:
-    """Topics the history deletes and does not create again: gone on both sides, whatever each wrote last. `events`
-    are the log's events, or with `type_key="event_type"` the audit's rows of them."""
+def deleted_topics(events: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Topics the history deletes and does not create again: gone on both sides, whatever each wrote last."""
     gone: set[str] = set()
     for e in events:
-        kind, topic = e.get(type_key), e.get("topic")
-        if kind == "DeleteTopic" and topic:
-            gone.add(topic)
-        elif kind == "CreateTopic" and topic:
-            gone.discard(topic)
+        note_topic(gone, e.get("type"), e.get("topic"))
     return gone
+
+
+def note_topic(gone: set[str], kind: Any, topic: Any) -> None:
+    """`deleted_topics`' step for one event (or one audit row of it, by its event_type): a DeleteTopic's topic is
+    gone until a CreateTopic makes it again."""
+    if kind == "DeleteTopic" and topic:
+        gone.add(topic)
+    elif kind == "CreateTopic" and topic:
+        gone.discard(topic)
 
 
 def outcome_rows(observed: Iterable[Mapping[str, Any]], decisions: Iterable[Mapping[str, Any]],

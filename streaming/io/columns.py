@@ -47,13 +47,12 @@ class RecordColumns:
         self._columns = [(index.get(f.name), _BY_KIND[kinds[f.name]] if f.name in index else None,
                           (constants or {}).get(f.name)) for f in self.arrow]
         self._rows: list[tuple[Any, ...]] = []
-        self._batch_rows = BATCH_ROWS
         self._chunks: list[list[Any]] = [[] for _ in self.arrow]  # per column, its arrays of BATCH_ROWS rows
         self.count = 0
 
     def add(self, record: Any) -> None:
         self._rows.append(self._values(record))
-        if len(self._rows) >= self._batch_rows:
+        if len(self._rows) >= BATCH_ROWS:
             self.flush()
 
     def extend(self, records: Iterable[Any]) -> None:
