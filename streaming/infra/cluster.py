@@ -118,6 +118,21 @@ def listed_brokers(admin: KafkaAdminClient) -> set[int]:
     return {int(n["node_id"]) for n in admin.describe_cluster()["brokers"]}
 
 
+def copy_live_dir(source: Path, copy: Path, attempts: int = 3) -> None:
+    """Copy a running server's directory (a KRaft metadata log, ZooKeeper's dataDir) to `copy`. The server renames
+    and deletes files meanwhile: a KRaft snapshot is written as `.part` (no part of the log until renamed), old
+    segments go; a copy that met one is taken again."""
+    for attempt in range(attempts):
+        shutil.rmtree(copy, ignore_errors=True)
+        try:
+            shutil.copytree(source, copy, ignore=shutil.ignore_patterns("*.part"))
+            return
+        except shutil.Error:
+            if attempt + 1 == attempts:
+                raise
+            time.sleep(1)
+
+
 def write_properties(path: Path, settings: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 

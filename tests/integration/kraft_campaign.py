@@ -36,6 +36,7 @@ from streaming.engine.connectors import (
     KAFKA_BROKER,
     JarSet,
 )
+from streaming.infra.cluster import copy_live_dir
 from streaming.infra.jars import fetched
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.jsonl import read_jsonl
@@ -384,22 +385,8 @@ def play(c: Any, steps: list[Op], label: str, history: Any, copy: Path, log: Any
     for op in steps:
         log(f"  {label}: {op} -> {execute(c, op)}")
     time.sleep(2)
-    copy_history(history(), copy)
+    copy_live_dir(history(), copy)
     return copy
-
-
-def copy_history(source: Path, copy: Path, attempts: int = 3) -> None:
-    """Copy a live cluster's history directory. Its server renames and deletes files meanwhile: a KRaft snapshot is
-    written as `.part` (no part of the log until renamed), old segments go; a copy that met one is taken again."""
-    for attempt in range(attempts):
-        shutil.rmtree(copy, ignore_errors=True)
-        try:
-            shutil.copytree(source, copy, ignore=shutil.ignore_patterns("*.part"))
-            return
-        except shutil.Error:
-            if attempt + 1 == attempts:
-                raise
-            time.sleep(1)
 
 
 def kept_if_disagreeing(results: list[RunResult], here: Path, copy: Path, keep: bool = False) -> list[RunResult]:

@@ -26,6 +26,7 @@ from statemachine.rules import KRAFT
 from streaming.cli import main
 from streaming.history.agreement import agreement_rows
 from streaming.history.histories import history_rows
+from streaming.infra.cluster import copy_live_dir
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.infra.localkafka import free_port
 from streaming.io.delta import read_delta
@@ -53,8 +54,8 @@ def _scripted_cluster(tmp: Path, elr: bool, then: Callable[[KraftCluster], None]
         if then is not None:
             then(cluster)
         out = {"history": tmp / "broker-metadata", "controller": tmp / "controller-metadata"}
-        shutil.copytree(cluster.broker_metadata_dir(HISTORY_BROKER), out["history"])
-        shutil.copytree(cluster.metadata_dir, out["controller"])
+        copy_live_dir(cluster.broker_metadata_dir(HISTORY_BROKER), out["history"])
+        copy_live_dir(cluster.metadata_dir, out["controller"])
     finally:
         cluster.stop()  # by pid, also when the scenario failed
     assert not cluster.pids

@@ -16,6 +16,7 @@ import pytest
 from kraft_scenario import run_scenario
 from test_kraft_import import T1, T2, compile_writer, rec, topic, write_segment
 
+from streaming.infra.cluster import copy_live_dir
 from streaming.infra.kraftcluster import KraftCluster
 from streaming.io.eventlog import Bounds
 from streaming.io.jsonl import read_jsonl
@@ -305,7 +306,7 @@ def test_following_a_live_controller_gives_the_whole_conversion(tail: MetadataTa
                 poller.join()
             assert not failure, failure
             final = tmp_path / "controller-metadata"
-            shutil.copytree(cluster.metadata_dir, final)
+            copy_live_dir(cluster.metadata_dir, final)
             events.extend(follower.poll().events)  # what the copy holds, written before it was taken
             start = follower.origin.start if follower.origin else 0
     finally:

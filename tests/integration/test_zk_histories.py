@@ -86,6 +86,8 @@ def test_the_same_history_under_the_kraft_rules_ends_the_same_for_every_partitio
     assert [o["controller"]["unclean_elections"] for o in outcomes] == [0, 0, 0, 1]
     assert "Outcomes: 4 of 4 partitions end with the controller's leader and ISR" in \
         (tmp_path / "report.html").read_text()
+
+
 def test_an_in_place_partition_of_a_request_is_read_with_a_leaders_isr_write_between_its_bump_and_rewrite(
         tmp_path: Path) -> None:
     # make test's smoke run of 2026-11-27 (seed 3 at protocol 2.6): one AlterPartitionReassignments of t0-1 (to the

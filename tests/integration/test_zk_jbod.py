@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from streaming.infra.cluster import copy_live_dir
 from streaming.infra.zkcluster import ZkCluster
 from streaming.io.jsonl import read_jsonl
 from streaming.jobs.replay import ReplayOptions, replay
@@ -53,7 +54,7 @@ def test_a_failed_log_dir_takes_only_its_replicas_offline_and_replay_reproduces_
         c.wait_until(lambda: all(c.describe(t)[p]["leader"] != FAILING for t, p in in_failed_dir), 30,
                      "the startup's elections there undone")
         here = tmp_path / "run"
-        shutil.copytree(c.zookeeper_data_dir, here / "zookeeper")
+        copy_live_dir(c.zookeeper_data_dir, here / "zookeeper")
         c.copy_logs(c.state_change_log, here / "state-change")
         c.copy_logs(c.controller_log, here / "controller")
         c.copy_logs(c.server_log, here / "server")

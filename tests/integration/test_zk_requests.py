@@ -57,9 +57,16 @@ def test_a_deletion_resumed_by_broker_startups_sends_what_the_controller_sent(tm
     assert all(r["match"] for r in read_jsonl(tmp_path / "requests_agreement.jsonl"))
 
 
-def _replayed(version_2: Path, out: Path, state_change: Path | None = None) -> tuple[str, list[dict[str, Any]]]:
+def _replayed(version_2: Path, out: Path, logs: Path | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The replay of a kept `version-2` under the zk rules, and its requests_agreement rows. The brokers' logs are
+    the folders beside it, or with `logs` those of that folder (a run whose history is kept in zklog/regressions has
+    them in zklog/requests): its state-change, controller and server folders, each if there."""
+    def kept(name: str) -> Path | None:
+        return logs / name if logs is not None and (logs / name).is_dir() else None
+
     summary = replay(ReplayOptions(f"zk:{version_2}", out, engine="local", config=ControllerConfig(rules=ZK),
-                                   state_change=state_change))
+                                   state_change=kept("state-change"), controller_logs=kept("controller"),
+                                   server_logs=kept("server")))
     return summary, read_jsonl(out / "requests_agreement.jsonl")
 
 
@@ -275,7 +282,6 @@ def test_topics_deleted_by_one_request_go_in_the_batches_the_controllers_read_of
         ("t4", ["t2", "t4"]), ("t2", ["t2", "t4"]), ("t0", None), ("t5", ["t1", "t5"]), ("t1", ["t1", "t5"])]
 
 
-
 def _leader_and_isr(out: Path, event_id: str) -> list[tuple[int, int, list[str]]]:
     """The event's LeaderAndIsr requests: (batch, broker, partitions)."""
     return [(r["batch"], r["broker"], [f"{p['topic']}-{p['partition']}" for p in json.loads(r["partitions"])])
@@ -288,7 +294,7 @@ def test_a_failover_resumes_reassignments_in_the_controllers_hash_set_order(tmp_
     # resumes the reassignments in progress by iterating partitionsBeingReassigned, a Scala hash set: t1-1 before t1-0,
     # t1-3 before t1-2 (isrflow had taken them by (topic, partition)).
     summary, rows = _replayed(ZKLOG / "regressions" / "zookeeper-2.6-dirs-2-seed-702" / "version-2", tmp_path / "702",
-                              ZKLOG / "requests" / "zookeeper-2.6-dirs-2-seed-702" / "state-change")
+                              ZKLOG / "requests" / "zookeeper-2.6-dirs-2-seed-702")
     assert "LeaderAndIsr 69 of 69 (isrflow 69), StopReplica 8 of 8 (isrflow 8)" in summary
     assert _leader_and_isr(tmp_path / "702", "zk-160")[4:] == [(3, 1, ["t1-1"]), (4, 1, ["t1-0"]), (4, 3, ["t1-0"])]
     summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-708" / "version-2", tmp_path / "708")
@@ -354,9 +360,7 @@ def test_a_completion_queued_behind_a_request_and_an_in_place_bump_reaching_a_fa
     # too. And t6-0's reassignment in place (B3, updateLeaderEpochAndSendRequest) reached broker 3 as well, whose
     # replica was in a failed log dir.
     kept = ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-808"
-    summary = replay(ReplayOptions(f"zk:{ZKLOG / 'regressions' / kept.name / 'version-2'}", tmp_path, engine="local",
-                                   config=ControllerConfig(rules=ZK), state_change=kept / "state-change",
-                                   controller_logs=kept / "controller", server_logs=kept / "server"))
+    summary, _ = _replayed(ZKLOG / "regressions" / kept.name / "version-2", tmp_path, kept)
     assert "LeaderAndIsr 92 of 92 (isrflow 92), StopReplica 21 of 21 (isrflow 21), UpdateMetadata 215 of 215 " \
            "(isrflow 215)" in summary
     assert all(r["match"] for r in read_jsonl(tmp_path / "requests_agreement.jsonl"))
@@ -373,10 +377,7 @@ def test_a_broker_whose_failed_dir_held_nothing_answers_storage_errors_for_the_l
     # the StopReplica (LogManager.getOrCreateLog: no log re-created while any dir is offline), each answer's
     # resumeDeletions retrying both replicas: two more leader epoch bumps each, and a StopReplica per retry.
     logs = ZKLOG / "requests" / "zookeeper-2.7-dirs-2-seed-815"
-    summary = replay(ReplayOptions(f"zk:{ZKLOG / 'regressions' / 'zookeeper-2.7-dirs-2-seed-815' / 'version-2'}",
-                                   tmp_path, engine="local", config=ControllerConfig(rules=ZK),
-                                   state_change=logs / "state-change", controller_logs=logs / "controller",
-                                   server_logs=logs / "server"))
+    summary, _ = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
     assert "LeaderAndIsr 53 of 53 (isrflow 53), StopReplica 20 of 20 (isrflow 20), UpdateMetadata 151 of 151 " \
            "(isrflow 151)" in summary and "16 of 16 equal" in summary
     stop_replicas = [(r["batch"], json.loads(r["partitions"])[0]["delete"])

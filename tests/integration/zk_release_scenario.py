@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from streaming.infra.cluster import copy_live_dir
 from streaming.infra.zkcluster import RELEASES, ZkCluster
 
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     with ZkCluster(brokers=3, kafka_version=args.kafka_version) as c:
         scenario(c)
         shutil.rmtree(args.out, ignore_errors=True)
-        shutil.copytree(c.zookeeper_data_dir / "version-2", args.out / "version-2")
+        copy_live_dir(c.zookeeper_data_dir / "version-2", args.out / "version-2")
         cut_preallocated_tails(args.out / "version-2")
         c.copy_logs(c.state_change_log, args.out / "state-change")
         c.copy_logs(c.controller_log, args.out / "controller")

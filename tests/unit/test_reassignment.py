@@ -194,6 +194,7 @@ def test_a_failover_completes_again_the_reassignment_its_predecessor_died_inside
     assert (bump.leader, bump.isr, bump.leader_epoch, bump.replicas) == (1, (1, 3), done.leader_epoch + 1, (1, 3))
     assert not cluster.rec("t", 0).reassignment_in_progress
 
+
 def test_a_completion_cut_after_the_leader_moved_ends_there_and_the_next_failover_completes_it() -> None:
     # A real 3.9.1 cluster (zk campaign seed 443): t-0 reassigned from [3] to [2]; the AlterPartition adding 2 let the
     # completion start, which moved the leader to 2 (B3), and then its controller, broker 3, was killed before it took

@@ -119,8 +119,7 @@ def test_a_broker_that_closes_its_session_itself_asked_for_a_controlled_shutdown
     # controller sent it StopReplica twice and UpdateMetadata, and wrote nothing. Its session's end is its own
     # closeSession (a cxid of its session), not the server's expiry (cxid 0, a kill -9).
     z = created()
-    z.txn(0x2000 + 4, ZnodeOp("create", "/brokers/ids/4", b"{}", 0, ephemeral=True))
-    z.sessions[4] = 0x2000 + 4
+    z.register(4, 0x2000 + 4)
     z.session_end(4, clean=True)
     z.session_end(3)
     z.state(0, 1, [1, 2], 1)
@@ -402,8 +401,7 @@ def test_a_leaders_own_isr_write_inside_a_startup_goes_before_it_also_when_the_l
     z.state(0, 1, [1], 1)
     z.topic({0: [2, 3, 1]}, op="setData", adding_replicas={0: [3]})  # to [2, 3, 1]: adding 3
     z.state(0, 1, [1], 2)
-    z.sessions[2] = 0x2002
-    z.txn(z.sessions[2], ZnodeOp("create", "/brokers/ids/2", b"{}", 0, ephemeral=True))
+    z.register(2, 0x2002)
     z.state(0, 1, [1, 2], 2, by_leader=True)
     z.state(0, 1, [1, 2], 3)  # the resumed reassignment (3 not yet in the ISR)
     events, observed, decisions = replayed(z.history())

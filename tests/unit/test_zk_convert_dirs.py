@@ -19,12 +19,18 @@ from .zk_ensemble import (
     replayed,
 )
 
+NOTIFICATION = "/log_dir_event_notification/log_dir_event_0000000000"
+
+
+def announce_failed_dir(z: Ensemble, broker: int) -> None:
+    """Broker `broker` announces a failed log dir (its znode NOTIFICATION)."""
+    z.txn(z.sessions[broker], ZnodeOp("create", NOTIFICATION, b'{"version":1,"broker":%d,"event":1}' % broker, 0))
+
 
 def log_dir_failure(z: Ensemble, broker: int) -> None:
     """Broker `broker` announces a failed log dir; the controller reads and deletes the notification."""
-    path = "/log_dir_event_notification/log_dir_event_0000000000"
-    z.txn(z.sessions[broker], ZnodeOp("create", path, b'{"version":1,"broker":%d,"event":1}' % broker, 0))
-    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", path))
+    announce_failed_dir(z, broker)
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", NOTIFICATION))
 
 
 def failed_under_2() -> Ensemble:
@@ -65,13 +71,12 @@ def test_a_log_dir_notification_a_failover_deletes_unread_is_the_failovers_answe
     z = Ensemble()
     z.topic({0: [2, 1, 3]})
     z.state(0, 2, [2, 1, 3], 0)
-    path = "/log_dir_event_notification/log_dir_event_0000000000"
-    z.txn(z.sessions[2], ZnodeOp("create", path, b'{"version":1,"broker":2,"event":1}', 0))
+    announce_failed_dir(z, 2)
     z.close(z.sessions[1], "/brokers/ids/1", "/controller")
     z.txn(z.sessions[3], ZnodeOp("create", "/controller", b'{"brokerid":3}'),
           ZnodeOp("setData", "/controller_epoch", b"2", 2))
     z.controller = z.sessions[3]
-    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", path))
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", NOTIFICATION))
     z.state(0, 2, [2, 3], 1)  # the failover: dead 1 out of the ISR
     z.state(0, 3, [3], 2)  # then 2's answer: its replica offline, 3 leads
     events, observed, decisions = replayed(z.history())
@@ -155,8 +160,7 @@ def test_a_startup_queued_before_a_leaders_own_isr_write_completes_the_reassignm
     z.topic({0: [2, 3, 1]}, op="setData", adding_replicas={0: [2]}, removing_replicas={0: [1]})
     z.state(0, 3, [3, 1], 1)  # A: 2 not yet in the ISR
     z.session_end(2)
-    z.sessions[2] = 0x2002
-    z.txn(z.sessions[2], ZnodeOp("create", "/brokers/ids/2", b"{}", 0, ephemeral=True))
+    z.register(2, 0x2002)
     z.state(0, 3, [3, 1, 2], 1, by_leader=True)
     z.state(0, 3, [3, 1, 2], 2)  # the startup's completion: B3, B4, B6
     z.state(0, 3, [3, 2], 3)
@@ -205,16 +209,7 @@ def other_topic(z: Ensemble, name: str, partitions: dict[int, tuple[int, list[in
     data = {"partitions": {str(p): isr for p, (_, isr) in partitions.items()}, "version": 3}
     z.txn(0x3000, ZnodeOp("create", f"/brokers/topics/{name}", json.dumps(data).encode(), 0))
     for p, (leader, isr) in partitions.items():
-        write_state(z, name, p, leader, isr, 0, 0)
-
-
-def write_state(z: Ensemble, topic: str, partition: int, leader: int, isr: list[int], leader_epoch: int,
-                version: int) -> None:
-    """The controller's write of another topic's partition state (a multi checking /controller_epoch)."""
-    data = {"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr}
-    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1),
-          ZnodeOp("create" if version == 0 else "setData", f"/brokers/topics/{topic}/partitions/{partition}/state",
-                  json.dumps(data).encode(), version))
+        z.state(p, leader, isr, 0, topic=name)
 
 
 def test_an_isr_change_the_controller_writes_after_a_deletions_first_write_ends_that_deletions_read() -> None:
@@ -224,13 +219,13 @@ def test_an_isr_change_the_controller_writes_after_a_deletions_first_write_ends_
     z = created()
     other_topic(z, "u", {0: (3, [3])})
     other_topic(z, "w", {0: (1, [1, 2])})
-    write_state(z, "w", 0, 1, [1], 0, 1)  # 2 left w-0's ISR
+    z.state(0, 1, [1], 0, topic="w")  # 2 left w-0's ISR
     z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/u", None, 0))
     z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/w", None, 0))
-    write_state(z, "u", 0, -1, [3], 1, 1)
-    write_state(z, "w", 0, 1, [1, 2], 0, 2)  # w-0's leader takes 2 back
-    write_state(z, "w", 0, -1, [2], 1, 3)  # w deleted: 1's replica offline, then 2's (the last ISR member stays)
-    write_state(z, "w", 0, -1, [2], 2, 4)
+    z.state(0, -1, [3], 1, topic="u")
+    z.state(0, 1, [1, 2], 0, topic="w")  # w-0's leader takes 2 back
+    z.state(0, -1, [2], 1, topic="w")  # w deleted: 1's replica offline, then 2's (the last ISR member stays)
+    z.state(0, -1, [2], 2, topic="w")
     events, observed, decisions = replayed(z.history())
     assert [(e["type"], e.get("topic")) for e in events[-3:]] == [
         ("DeleteTopic", "u"), ("IsrChange", "w"), ("DeleteTopic", "w")]
@@ -248,11 +243,11 @@ def test_a_deletion_write_pipelined_with_a_later_requests_first_write_is_of_the_
         other_topic(z, name, {0: (3 if name == "u" else 1, [3] if name == "u" else [1])})
     z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/u", None, 0))
     z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/w", None, 0))
-    write_state(z, "u", 0, -1, [3], 1, 1)
+    z.state(0, -1, [3], 1, topic="u")
     z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/v", None, 0))
     z.reads(z.controller, 2)  # the next read of /admin/delete_topics, and of the states
-    write_state(z, "w", 0, -1, [1], 1, 1)  # broker 1's batch of the second pass
-    write_state(z, "v", 0, -1, [1], 1, 1)
+    z.state(0, -1, [1], 1, topic="w")  # broker 1's batch of the second pass
+    z.state(0, -1, [1], 1, topic="v")
     events, observed, decisions = replayed(z.history())
     deletions = {e["topic"]: e for e in events if e["type"] == "DeleteTopic"}
     assert "topics" not in deletions["u"] and deletions["w"]["topics"] == deletions["v"]["topics"] == ["v", "w"]
@@ -323,18 +318,16 @@ def test_a_broker_down_at_the_failover_that_deleted_its_notification_unread_answ
     z.state(0, 2, [2, 3], 0)
     z.state(1, 2, [2, 3], 0)
     z.state(1, 2, [2], 0)  # 3 out of t-1's ISR (its leader's AlterPartition)
-    path = "/log_dir_event_notification/log_dir_event_0000000000"
-    z.txn(z.sessions[2], ZnodeOp("create", path, b'{"version":1,"broker":2,"event":1}', 0))
+    announce_failed_dir(z, 2)
     z.close(z.sessions[2], "/brokers/ids/2", "/controller")
     z.controller = z.sessions[1]
     z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":1}'),
           ZnodeOp("setData", "/controller_epoch", b"2", 2))
-    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", path))
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", NOTIFICATION))
     z.state(0, -1, [3], 1)  # the failover: the dead 2's replicas offline, then t-0 elects 3; t-1 keeps its last
     z.state(1, -1, [2], 1)  # ISR member (no unclean election)
     z.state(0, 3, [3], 2)
-    z.sessions[2] = 0x2002
-    z.txn(z.sessions[2], ZnodeOp("create", "/brokers/ids/2", b"{}", 0, ephemeral=True))
+    z.register(2, 0x2002)
     z.state(1, 2, [2], 2)  # the startup elects 2 for t-1; its answer takes it offline again
     z.state(1, -1, [2], 3)
     events, observed, decisions = replayed(z.history())

@@ -15,8 +15,7 @@ from streaming.zookeeper.convert import convert
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
 DATA = Path(__file__).parent / "zkdata"
-CONTROLLER_SESSION = 0x100
-STATE = "/brokers/topics/t/partitions/{}/state"
+STATE = "/brokers/topics/{}/partitions/{}/state"
 INVALID_UPDATE_VERSION = 108  # Kafka's error code
 
 
@@ -45,7 +44,7 @@ class Ensemble:
         self.txn(self.sessions[brokers[0]], ZnodeOp("create", "/controller", b'{"brokerid":%d}' % brokers[0]),
                  ZnodeOp("setData", "/controller_epoch", b"1", 1))
         self.controller = self.sessions[brokers[0]]
-        self.versions: dict[int, int] = {}
+        self.versions: dict[tuple[str, int], int] = {}  # per partition state znode
 
     @property
     def zxid(self) -> int:
@@ -68,20 +67,22 @@ class Ensemble:
         self.txn(self.controller, *check, ZnodeOp(op, "/brokers/topics/t", json.dumps(data).encode(), 0))
 
     def state(self, partition: int, leader: int, isr: list[int], leader_epoch: int, session: int | None = None,
-              recovering: bool = False, by_leader: bool = False) -> None:
-        """The controller's write (a multi checking /controller_epoch), or with `by_leader` a leader's own write of
-        its ISR below protocol 2.7 (a bare setData), in `session` (default: the controller's)."""
-        version = self.versions.get(partition, -1) + 1
-        self.versions[partition] = version
+              recovering: bool = False, by_leader: bool = False, topic: str = "t") -> None:
+        """The controller's write of `topic`'s partition state (a multi checking /controller_epoch), or with
+        `by_leader` a leader's own write of its ISR below protocol 2.7 (a bare setData), in `session` (default: the
+        controller's)."""
+        version = self.versions.get((topic, partition), -1) + 1
+        self.versions[(topic, partition)] = version
         data = {"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr,
                 **({"leader_recovery_state": 1} if recovering else {})}
-        write = ZnodeOp("create" if version == 0 else "setData", STATE.format(partition), json.dumps(data).encode(),
-                        version)
+        write = ZnodeOp("create" if version == 0 else "setData", STATE.format(topic, partition),
+                        json.dumps(data).encode(), version)
         self.txn(session or self.controller, *(() if by_leader else (ZnodeOp("check", "/controller_epoch", None, 1),)),
                  write)
 
-    def register(self, broker: int) -> None:
-        self.sessions[broker] = 0x1000 + broker
+    def register(self, broker: int, session: int | None = None) -> None:
+        """Broker `broker` registers in `session` (default 0x1000 + its id; a new one when it comes back)."""
+        self.sessions[broker] = session or 0x1000 + broker
         self.txn(self.sessions[broker], ZnodeOp("create", f"/brokers/ids/{broker}", b"{}", 0, ephemeral=True))
 
     def close(self, session: int, *deleted: str, clean: bool = False) -> None:
