@@ -137,7 +137,7 @@ def test_below_protocol_2_7_the_controller_sends_a_leaders_isr_change_when_it_re
     # and announce it; the controller sends nothing for the write, one UpdateMetadata per read of the notifications,
     # and LeaderAndIsr requests built from its cache meanwhile carry the ISR it held.
     summary, rows = _replayed(ZKLOG / "regressions" / "zookeeper-2.6-seed-14" / "version-2", tmp_path,
-                              ZKLOG / "requests" / "zookeeper-2.6-seed-14" / "state-change")
+                              ZKLOG / "requests" / "zookeeper-2.6-seed-14")
     assert "LeaderAndIsr 66 of 66 (isrflow 66), StopReplica 16 of 16 (isrflow 16), UpdateMetadata 162 of 162 " \
            "(isrflow 162)" in summary
     reads = sorted((r["broker"], r["request"], r["match"], r["isrflow"]["partition_count"]) for r in rows
