@@ -78,6 +78,9 @@ def _handled_by(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Partitio
     """The newest event whose handler writes such a change. The controller handles one event at a time: once an
     event has written, the events before it are done, and a write that does not fit it is a request's. A new
     controller handles nothing its predecessor had queued: no event before a failover explains a write after it."""
+    completing = _completion_under_way(ctx, txn, key, before, after)
+    if completing is not None:
+        return completing
     for cause in reversed(ctx.causes):
         if _fits(ctx, cause, key, before, after):
             return _own_deletion(ctx, txn, key[0], cause, before, after) or cause
@@ -86,6 +89,24 @@ def _handled_by(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Partitio
         if cause.wrote or cause.kind == "FAILOVER":
             return _watched_behind(ctx, cause, key, before, after)
     return None
+
+
+def _completion_under_way(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
+                          after: PartitionState) -> Cause | None:
+    """A reassignment's completion, once the controller wrote its first step of the partition, goes on to its end in
+    the same event (onPartitionReassignment B: the leader moved or its epoch bumped, B3; the removed replicas out of
+    the ISR, B4; the assignment written, B6) before the controller reads anything queued meanwhile: a write of the
+    partition, still reassigning with every target in the ISR, right after the controller's write of it for the
+    event being handled is that event's, not a request's that came in between (seed 910: a DeleteTopics of t6 asked
+    between B3 and B4 of t6-0's completion; the controller read it after B6, controller.log's "Delete topics
+    listener fired" 27 ms after "Successfully updated assignment"). Not across a new controller (seed 443)."""
+    cause = ctx.handling(txn)
+    topic = ctx.topics.get(key[0])
+    if cause is None or topic is None or not topic.reassigning(key[1]) or cause.last_write is None or \
+            cause.last_write[0] != txn.session or ctx.written_for.get(key) != cause.event["event_id"] or \
+            not set(topic.target(key[1])) <= set(before.isr):
+        return None
+    return cause if _fits(ctx, cause, key, before, after) else None
 
 
 def _watched_behind(ctx: Context, request: Cause, key: tuple[str, int], before: PartitionState,
