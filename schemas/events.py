@@ -185,6 +185,10 @@ class ReassignPartitions(Event):
     # Asked through ZooKeeper's /admin/reassign_partitions (ZkPartitionReassignment), not the Admin API: the
     # controller does not check that the target's new replicas are on live brokers.
     through_znode: bool = False
+    # ZooKeeper mode (addition): the replicas brokers answered KAFKA_STORAGE_ERROR for to its LeaderAndIsr requests,
+    # as broker id -> partitions: in a log dir that had failed before, unknown to the controller (a new replica of a
+    # reassignment in progress, which the log dir notification's LeaderAndIsr did not name).
+    offline_replicas: Mapping[int, tuple[PartitionRef, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -447,7 +451,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
-    "ReassignPartitions": {"through_znode": (boolean, False)},
+    "ReassignPartitions": {"through_znode": (boolean, False),
+                           "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True)},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),

@@ -124,18 +124,50 @@ def on_log_dir_event_notification(controller: Controller, ev: LogDirEventNotific
     # onBrokerLogDirFailure: a LeaderAndIsr of every replica it holds (one batch).
     for key in hosted:
         out.partition(Action.LOG_DIR_FAILURE, key, broker_id=broker)
-    # Its answer: the replicas in the failed dir, those not known offline yet go offline.
-    known = cv.replicas_on_offline_dirs.get(broker, frozenset())
+    # Its answer: the replicas in the failed dir, those not known offline yet go offline. Kept also when the dir
+    # held none of its replicas: the broker has an offline dir from now on, and answers KAFKA_STORAGE_ERROR for logs
+    # it deleted (`storage_errors`, seed 815).
     answered = {(r.topic, r.partition) for r in ev.offline_replicas} & set(hosted)
+    new = _answered(controller, out, broker, answered)
+    out.cluster(f"broker {broker} announced a failed log dir: asked about its {len(hosted)} replica(s), "
+                f"{len(answered)} in failed dirs, {len(new)} newly offline: {_names(new)}")
+
+
+def _answered(controller: Controller, out: _Fanout, broker: int, answered: set[tuple[str, int]]
+              ) -> list[tuple[str, int]]:
+    """processLeaderAndIsrResponseReceived: the replicas the broker answered KAFKA_STORAGE_ERROR for join its
+    replicasOnOfflineDirs, and those not known offline yet go offline (onReplicasBecomeOffline); returns them."""
+    cv = controller.cluster
+    known = cv.replicas_on_offline_dirs.get(broker, frozenset())
     new = sorted(answered - known)
-    # Kept also when the dir held none of its replicas: the broker has an offline dir from now on, and answers
-    # KAFKA_STORAGE_ERROR for logs it deleted (`storage_errors`, seed 815).
     cv.replicas_on_offline_dirs[broker] = known | answered
     if new:
         controller._replicas_become_offline(out, broker, new)
-    names = ", ".join(f"{t}-{p}" for t, p in new) or "none"
-    out.cluster(f"broker {broker} announced a failed log dir: asked about its {len(hosted)} replica(s), "
-                f"{len(answered)} in failed dirs, {len(new)} newly offline: {names}")
+    return new
+
+
+def _names(keys: Iterable[tuple[str, int]]) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in keys) or "none"
+
+
+def request_answers(controller: Controller, out: _Fanout,
+                    answers: Mapping[int, Iterable[PartitionRef]] | None) -> None:
+    """The brokers' answers to a request's LeaderAndIsr naming replicas in a log dir that failed before, which the
+    controller did not know of: a reassignment's (onPartitionReassignment A1 sends one to every replica, the new ones
+    too), for a new replica of a reassignment still in progress when the dir failed, NewReplica then, which the
+    notification's LeaderAndIsr left out (ReplicaStateMachine sends nothing for NewReplica -> OnlineReplica): the
+    broker answers KAFKA_STORAGE_ERROR (its partition is offline, ReplicaManager.becomeLeaderOrFollower) and the
+    replica goes offline. Each answer is an event of its own after the request's (LeaderAndIsrResponseReceived;
+    seed 906, Kafka 3.5.2: t1-1's replica on broker 3, out of the ISR after a znode reassignment's requests)."""
+    cv = controller.cluster
+    for broker, refs in sorted((answers or {}).items()):
+        answered = {(r.topic, r.partition) for r in refs} & set(controller.partitions_on(broker))
+        if broker not in cv.broker_epochs or not answered:
+            continue
+        out.end_run()
+        new = _answered(controller, out, broker, answered)
+        out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR for {len(answered)} replica(s) in failed dirs, "
+                    f"{len(new)} newly offline: {_names(new)}")
 
 
 def storage_errors(cv: ClusterView, broker: int, known: frozenset[tuple[str, int]]) -> frozenset[tuple[str, int]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_zxid
@@ -42,13 +43,50 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     broker = int(json.loads(op.data or b"{}").get("broker", -1))
     if broker < 0:
         return
-    marked = ctx.offline_marks.answer(broker, txn.time) if ctx.offline_marks is not None else None
+    marked = ctx.offline_marks.answer(broker, txn.time, _new_replicas(ctx, broker)) \
+        if ctx.offline_marks is not None else None
     event = ctx.event(txn, "LogDirEventNotification", broker_id=broker, offline_replicas=[
         {"topic": t, "partition": p} for t, p in sorted(marked or ())])
     cause = ctx.cause(Cause(event, "LOG_DIR", broker))
     cause.logged = marked
     ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
     ctx.log_dir_events[op.path] = cause
+
+
+def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:
+    """The broker's replicas the controller holds NewReplica: the new replicas of a reassignment still in progress
+    that it started since its election and the broker's registration (A2, startNewReplicasForReassignedPartition;
+    the completion's B1, a failover and the broker's startup move them online). onBrokerLogDirFailure's
+    OnlineReplica step sends no LeaderAndIsr for them, so the notification's answer cannot name them."""
+    since = max(ctx.controller_since, ctx.brokers.get(broker, 0))
+    return frozenset(key for key, started in ctx.started_by.items()
+                     if int(started.split("-")[1]) > since and key[0] in ctx.topics
+                     and broker in ctx.topics[key[0]].adding.get(key[1], ()))
+
+
+def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int]) -> Cause | None:
+    """A write taking one registered broker with a failed log dir out of the ISR right after the controller's writes
+    for a reassignment naming the partition: the broker's answer to that reassignment's LeaderAndIsr (A1 sends one to
+    every replica), KAFKA_STORAGE_ERROR for a replica in its failed dir that the controller did not know of, which
+    goes offline (processLeaderAndIsrResponseReceived -> onReplicasBecomeOffline -> removeReplicasFromIsr), not that
+    broker's controlled shutdown (seed 906: t1-1's new replica on broker 3, NewReplica when broker 3's dir failed, so
+    not named by the notification's answer; the znode reassignment's LeaderAndIsr got the answer). The request's
+    event names it (`offline_replicas`); with the state-change logs, only where a `Mark replicas` line of the broker
+    names the partition since the request."""
+    request = ctx.handling(txn)
+    if request is None or request.kind != "PARTITIONS" or key not in request.partitions or len(dropped) != 1 or \
+            ctx.event_at(request.event) is None:
+        return None
+    broker = dropped[0]
+    if broker not in ctx.brokers or broker not in ctx.failed_replicas:
+        return None
+    if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
+            broker, key, int(datetime.fromisoformat(request.event["ts"]).timestamp() * 1000), txn.time + 1000):
+        return None
+    refs = request.event.setdefault("offline_replicas", {}).setdefault(str(broker), [])
+    refs.append({"topic": key[0], "partition": key[1]})
+    ctx.failed_replicas[broker].add(key)
+    return request
 
 
 def note_notifications(ctx: Context, txns: Iterable[ZkTxn]) -> None:

@@ -52,7 +52,8 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     if cause is not None and cause.kind == "DELETE" and not cause.wrote:
         admin.read_with_later_request(ctx, txn, cause)
     if cause is None:
-        cause = _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after)
+        cause = logdirs.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr]) or \
+            _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after)
     if cause is None:
         ctx.result.unexplained.append(txn.zxid)
         ctx.observe(txn, key, before, after, "Unexplained", None)

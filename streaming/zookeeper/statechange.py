@@ -328,20 +328,31 @@ class OfflineMarks:
     marks: list[OfflineMark] = field(default_factory=list)
     other_lines: int = 0  # state.change.logger lines that are not marks
 
-    def answer(self, broker: int, since_ms: int) -> frozenset[tuple[str, int]] | None:
+    def answer(self, broker: int, since_ms: int, unasked: frozenset[tuple[str, int]] = frozenset()
+               ) -> frozenset[tuple[str, int]] | None:
         """The replicas of `broker` marked offline in answer to a notification at `since_ms`: the first mark logged
         within ANSWER_MS after it, and those of the second before it (an answer to another LeaderAndIsr that reached
-        the broker after its dir failed, before its notification: its controller's own broker, say). Taken: a later
-        notification won't get them. None: no mark."""
-        before = [m for m in self.marks if m.broker == broker and since_ms - 1000 <= m.at_ms < since_ms]
-        after = next((m for m in self.marks if m.broker == broker and since_ms <= m.at_ms <= since_ms + ANSWER_MS),
-                     None)
+        the broker after its dir failed, before its notification: its controller's own broker, say); not a mark of
+        `unasked` replicas only, which the notification's LeaderAndIsr did not name (a later request's answer: seed
+        906). Taken: a later notification won't get them. None: no mark."""
+        mine = [m for m in self.marks if m.broker == broker and not set(m.replicas) <= unasked]
+        before = [m for m in mine if since_ms - 1000 <= m.at_ms < since_ms]
+        after = next((m for m in mine if since_ms <= m.at_ms <= since_ms + ANSWER_MS), None)
         taken = [*before, *([after] if after is not None else [])]
         if not taken:
             return None
         self.marks = [m for m in self.marks if all(m is not t for t in taken)]
         return frozenset(r for m in taken for r in m.replicas)
 
+
+    def request_answer(self, broker: int, key: tuple[str, int], since_ms: int, until_ms: int) -> bool:
+        """Whether a mark of `broker` naming `key` was logged between a request's start (`since_ms`) and the write
+        taking the replica offline (`until_ms`): the broker's answer to that request's LeaderAndIsr. Taken."""
+        mark = next((m for m in self.marks if m.broker == broker and key in m.replicas and
+                     since_ms <= m.at_ms <= until_ms), None)
+        if mark is not None:
+            self.marks = [m for m in self.marks if m is not mark]
+        return mark is not None
 
     def startup_answer(self, broker: int, since_ms: int, notified_ms: Iterable[int] = ()) -> frozenset[tuple[str, int]]:
         """The replicas of `broker` marked offline in answer to the LeaderAndIsr of its startup at `since_ms` (a dir

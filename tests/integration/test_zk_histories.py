@@ -27,11 +27,6 @@ NOT_YET: dict[str, str] = {
                               "it (epoch 9); isrflow took the answer as in. Every history equal only because the two "
                               "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
                               "to the deletion work",
-    "zookeeper-3.5-dirs-2-seed-906": "2 of 4 histories from the directory alone (1 of 4 with the brokers' logs): after"
-                                     " broker 3's dir failed and a znode reassignment of t0-0, t1-0 and t1-1, broker "
-                                     "3's change zk-205-3 and t0-0's IsrChange zk-206 moved t0-0's leader to 4 and "
-                                     "shrank its ISR (offsets 205-211); isrflow decides none of them (not analysed "
-                                     "yet)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])

@@ -112,6 +112,19 @@ def test_a_startup_takes_the_mark_after_it_unless_a_notification_of_the_broker_c
     assert marks.startup_answer(1, at, [at + 16_000]) == frozenset()  # taken; the next is the notification's
     assert marks.answer(1, at + 16_000) == {("t0", 0)}
 
+
+def test_a_mark_of_replicas_the_notification_did_not_ask_about_is_a_later_requests_answer() -> None:
+    # Campaign seed 906 (Kafka 3.5.2): broker 3's notification (36.030) was asked about t0-0 only, its replica of t1-1
+    # being a reassignment's NewReplica; the mark of t1-1 (38.696) answered a znode reassignment's LeaderAndIsr, a
+    # request read at 38.503 whose answer's write came at 38.707.
+    marks = parse_offline_marks(["[2026-11-27 02:18:38,696] INFO [Controller id=3] Mark replicas t1-1 on broker 3 as "
+                                 "offline (state.change.logger)\n"])
+    at = int(datetime(2026, 11, 27, 2, 18, 36, 30_000, tzinfo=UTC).timestamp() * 1000)
+    assert marks.answer(3, at, frozenset({("t1", 1)})) is None
+    assert not marks.request_answer(3, ("t1", 0), at + 2_473, at + 2_677)  # another partition's write
+    assert marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)
+    assert not marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)  # taken
+
 def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_completion() -> None:
     # A real 3.9 run (zk campaign seed 303, from the ZooKeeper directory alone): a reassignment through the znode
     # names t-0 with the replicas it has: a bare bump, then /brokers/topics/t rewritten unchanged (B6). t-1 has no

@@ -131,3 +131,23 @@ def test_a_reassignment_in_place_sends_its_bump_to_a_replica_in_a_failed_dir_too
     assert (bump.leader, sorted(bump.isr), bump.recipients) == (1, [1, 3], (1, 2, 3))
     elected = c.failure(1).decision("t", 1)
     assert (elected.leader, elected.recipients) == (3, (3,))
+
+
+def test_a_new_replica_the_notification_did_not_name_goes_offline_at_a_later_reassignments_answer() -> None:
+    # zk campaign seed 906 (Kafka 3.5.2): x-0's new replica on 2, NewReplica while its reassignment waited for 4, was
+    # in the dir that failed; the notification's LeaderAndIsr left it out (NewReplica -> OnlineReplica sends nothing),
+    # so its answer named none. A later reassignment's LeaderAndIsr (A1, to every replica) got KAFKA_STORAGE_ERROR for
+    # it: 2 leaves the ISR after that request's own bump.
+    c = jbod()
+    c.create("x", [1, 3])
+    c.reassign(("x", 0, [1, 3, 2, 4]), through_znode=True)
+    c.isr_change("x", 0, [1, 3, 2])
+    assert failed_dir(c, 2).decisions == []
+    answers = {"2": [{"topic": "x", "partition": 0}]}
+    result = c.reassign(("x", 0, [2, 4]), through_znode=True, offline_replicas=answers)
+    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("x", 0)] == [(1, [1, 2, 3]), (1, [1, 3])]
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("x", 0)})}
+    assert "answered KAFKA_STORAGE_ERROR for 1 replica(s) in failed dirs, 1 newly offline: x-0" in \
+        result.cluster_row.message
+    # Its partition, not the broker: 2 still leads t-0, in its other dir.
+    assert c.rec("t", 0).leader == 2
