@@ -115,7 +115,7 @@ class BrokerEvents:
         together = tuple(new) if len(new) > 1 else ()
         for key in hosted:
             out.partition(Action.BROKER_STARTUP, key, broker_id=first, new_brokers=together)
-        if self.config.rules.startup_elects_everywhere:
+        if self.config.rules.elects_everywhere:
             # The cluster's other New and Offline partitions try too (seed 143: a New partition a failed reassignment
             # had given a live replica).
             self._try_elections(out, sorted(set(self.partitions) - set(hosted)))
@@ -176,7 +176,11 @@ class BrokerEvents:
         led_elsewhere = [k for k, r in self.partitions.items()
                          if (r.leader >= 0 or (left_online and r.state is PartitionState.ONLINE))
                          and r.leader not in live and broker not in r.replicas and not r.queued_for_deletion]
-        for key in sorted(hosted + led_elsewhere):
+        # triggerOnlinePartitionStateChange also tries the cluster's New partitions (seed 1008: one a failed
+        # reassignment had given a live replica elected at a failed log dir's answer).
+        new_elsewhere = [k for k, r in self.partitions.items() if self.config.rules.elects_everywhere
+                         and r.state is PartitionState.NEW and k not in hosted and not r.queued_for_deletion]
+        for key in sorted({*hosted, *led_elsewhere, *new_elsewhere}):
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         if deleting:
             self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions

@@ -25,14 +25,16 @@ R = ReplicaState
 
 def _bring_online(s: Step, unclean_allowed: bool) -> None:
     """triggerOnlinePartitionStateChange for one partition: New -> INITIAL, Offline -> OFFLINE."""
-    isr = s.record.isr
+    isr, created = s.record.isr, s.record.state is P.NEW
     with s.batch(Phase.ELECTION):
         _elect_online(s, unclean_allowed)
     rec = s.record
-    if rec.isr != isr and rec.reassignment_in_progress and _reassignment_caught_up(s, rec) and \
+    if rec.isr != isr and not created and rec.reassignment_in_progress and _reassignment_caught_up(s, rec) and \
             s.rules.reassigning_states_watched(s.command.metadata_version):
         # The election's write fired the watch on the state znode: the reassignment completes next (seed 128: an
-        # unclean election of the one target replica).
+        # unclean election of the one target replica). Not a New partition's first election, which creates the
+        # znode: the controller's reads of it before (getData of a znode that is not there) set no watch (seed
+        # 1008: t2-2, reassigned before it had a state, stayed reassigning).
         with s.batch(Phase.REASSIGNMENT):
             _progress_reassignment(s)
 

@@ -311,11 +311,12 @@ class Rules:
     # Whether the controller's own write of a reassigning partition's state can complete the reassignment, by
     # metadata version (KRaft completes it within the change that elects).
     reassigning_states_watched: Callable[[int], bool] = _never
-    # Whether a broker's startup tries to elect every New or Offline partition of the cluster, not only those it
-    # hosts. ZK: onBrokerStartup calls triggerOnlinePartitionStateChange for all of them, so a partition another
-    # change gave a live replica without electing (a reassignment of a partition that never had a leader) elects
-    # then. The kraft rules elect the broker's own.
-    startup_elects_everywhere: bool = False
+    # Whether a broker's startup, and replicas going offline (a broker's failure, a failed log dir's answer), try to
+    # elect every New or Offline partition of the cluster, not only the broker's. ZK: onBrokerStartup and
+    # onReplicasBecomeOffline call triggerOnlinePartitionStateChange for all of them, so a partition another change
+    # gave a live replica without electing (a reassignment of a partition that never had a leader) elects then. The
+    # kraft rules elect the broker's own.
+    elects_everywhere: bool = False
     # When a reassignment's ISR has caught up: (isr, target, adding, removing, the controller's release as the
     # newest metadata.version level it supports) -> whether it completes. every_target_in_the_isr (ZK) or
     # caught_up_by_release (KRaft).
@@ -340,7 +341,7 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            unclean_needs_the_isr_offline=True,
            minimum_metadata_version=IBP_2_7_IV2,
            isr_members_must_be_live=isr_checked_against_live_brokers,
-           reassigning_states_watched=reassigning_states_watched, startup_elects_everywhere=True)
+           reassigning_states_watched=reassigning_states_watched, elects_everywhere=True)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
               reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,

@@ -36,13 +36,14 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         # The first write of a partition: its creation's, unless none of its replicas was live then (New, no
         # leader): then the broker startup, or the failover, that brought one. A reassignment that gave it a
         # live replica elects nothing (it never had a leader): any broker's startup does then, as it tries every
-        # New partition of the cluster (seed 143).
+        # New partition of the cluster (seed 143), and so do replicas going offline, a broker's failure or a failed
+        # log dir's answer (onReplicasBecomeOffline -> triggerOnlinePartitionStateChange; seed 1008).
         replicas = (ctx.topics.get(key[0]) or TopicAssignment({})).replicas.get(key[1], ())
         created = ctx.created.get(key[0], {})
         reassigned = created.get("assignment", {}).get(str(key[1]), list(replicas)) != list(replicas)
         cause = next((c.event for c in reversed(ctx.causes)
                       if c.event is created or (c.kind == "STARTUP" and (reassigned or c.brokers & set(replicas)))
-                      or c.kind == "FAILOVER"), created)
+                      or (c.kind in ("FAILURE", "LOG_DIR") and reassigned) or c.kind == "FAILOVER"), created)
         ctx.observe(txn, key, None, after, cause.get("type", "Unexplained"), cause.get("event_id"))
         return
     if after.leader_epoch == before.leader_epoch or txn.session != ctx.controller_session:

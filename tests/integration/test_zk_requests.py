@@ -398,3 +398,18 @@ def test_a_brokers_answer_to_its_startup_for_a_dir_that_failed_while_it_was_down
            "(isrflow 145)" in summary and all(r["match"] for r in rows)
     startup = next(e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-218-1")
     assert startup["offline_replicas"] == [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]
+
+
+def test_a_log_dirs_answer_elects_a_new_partition_a_failed_reassignment_gave_a_live_replica(tmp_path: Path) -> None:
+    # Campaign seed 1008 (Kafka 3.9.1 at protocol 2.6, three log dirs; its `version-2` is a regression of
+    # test_zk_histories): t2-2 was created while its one replica's broker was dead (no state znode), then reassigned
+    # through the znode to broker 4, whose start failed (no state to bump). Broker 4's answer to its log dir
+    # notification took t1-3 offline, and onReplicasBecomeOffline's triggerOnlinePartitionStateChange elected t2-2
+    # too, in the one election batch (controller 4's state-change.log: LeaderAndIsr of t1-3 to broker 2 and of t2-2,
+    # new, to broker 4, one UpdateMetadata of both), then took t1-3's replica offline. isrflow had elected only t1-3.
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-1008"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 65 of 65 (isrflow 65), StopReplica 3 of 3 (isrflow 3), UpdateMetadata 150 of 150 " \
+           "(isrflow 150)" in summary and all(r["match"] for r in rows)
+    answer = [(batch, broker, parts) for batch, broker, parts in _leader_and_isr(tmp_path, "zk-253") if batch > 0]
+    assert answer == [(1, 2, ["t1-3"]), (1, 4, ["t2-2"]), (2, 2, ["t1-3"])]
