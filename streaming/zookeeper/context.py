@@ -109,6 +109,15 @@ class Cause:
     within: Cause | None = None
     # FAILOVER: its last write (the delete of /admin/preferred_replica_election) is past: it writes nothing more
     finished: bool = False
+    # ISR below protocol 2.7: where the watch on its reassigning partition's state queued the controller's
+    # PartitionReassignmentIsrChange, when the controller's own write of the state fired it before the leader's
+    # write, for an event still being handled (`isrchanges.queued_at`); 0: at the leader's write
+    queued_at: int = 0
+
+    @property
+    def queued(self) -> int:
+        """The zxid the event is queued at: for a leader's ISR write, where its watch fired."""
+        return self.queued_at or event_zxid(self.event)
 
     @property
     def read_topics(self) -> set[str]:
@@ -248,6 +257,7 @@ class Context:
         self.topics: dict[str, TopicAssignment] = {}
         self.states: dict[tuple[str, int], PartitionState] = {}
         self.written_for: dict[tuple[str, int], str | None] = {}  # the event its newest state write was for
+        self.written_at: dict[tuple[str, int], int] = {}  # the zxid of that write
         self.started_by: dict[tuple[str, int], str] = {}  # the reassignment whose start bumped it last
         self.configs: dict[str, dict[str, str]] = {}
         self.cluster_configs: dict[str, str] = {}
@@ -337,7 +347,7 @@ class Context:
     def observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
                 cause: str, event_id: str | None) -> None:
         topic = self.topics.get(key[0]) or TopicAssignment({})
-        self.written_for[key] = event_id
+        self.written_for[key], self.written_at[key] = event_id, txn.zxid
         self.result.observed.append({
             "topic": key[0], "partition": key[1], "leader": after.leader, "isr": list(after.isr),
             "leader_epoch": after.leader_epoch, "partition_epoch": after.version,

@@ -63,7 +63,7 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
         _extend(request, txn, [key], "request_partitions")
     elif txn.session == ctx.controller_session and not ctx.protocol_before_3:
         ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [key])
-    cause = Cause(event, "ISR", partitions={key})
+    cause = Cause(event, "ISR", partitions={key}, queued_at=queued_at(ctx, txn, key))
     if _mid_startup(ctx, txn, key, before, after):
         ctx.causes.insert(len(ctx.causes) - 1, cause)  # the startup's writes are still to come
     else:
@@ -71,6 +71,24 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
         if controllers_write(txn):
             admin.read_after_isr_change(ctx)
     ctx.observe(txn, key, before, after, "IsrChange", event["event_id"])
+
+
+def queued_at(ctx: Context, txn: ZkTxn, key: tuple[str, int]) -> int:
+    """Below protocol 2.7, where the controller's PartitionReassignmentIsrChange for a leader's own ISR write of a
+    reassigning partition is queued (0: at the write). Reading the state sets the watch (ZooKeeperClient watches a
+    getData of a path with a handler); a write fires it once. A reassignment's start reads the state and bumps its
+    leader epoch (onPartitionReassignment A1, updateLeaderEpoch): that bump fires the watch and queues the event, and
+    nothing sets it again until that event reads the state (isReassignmentComplete). A leader writing while the
+    controller still handles the start (the partition's newest write was its, for the event it is handling) queues
+    nothing: its completion is handled at the bump's place in the queue, in the order of the bumps, not of the
+    leaders' writes (seed 1012: one znode reassignment bumped t1-2, t1-1, t1-0; the leaders of t1-1, t1-2, t1-0 took
+    their targets in, in that order; the controller completed t1-2, t1-1, t1-0; KafkaController and
+    ZooKeeperClient at 3.8.0, 3.9.1 taken as 3.8.0)."""
+    handling = ctx.handling(txn)
+    if not ctx.protocol_before_3 or controllers_write(txn) or not ctx.reassigning(key) or handling is None or \
+            ctx.written_for.get(key) != handling.event["event_id"]:
+        return 0
+    return ctx.written_at.get(key, 0)
 
 
 def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], before: PartitionState) -> None:

@@ -120,13 +120,20 @@ def _watched_behind(ctx: Context, request: Cause, key: tuple[str, int], before: 
     before the watch fired: its first write is the controller's first after the leader's (seed 808: t1-1's
     reassignment asked again 78 ms after t0-1's leader took in its target; t0-1's completion came after its bump).
     The leader's IsrChange, just before the request among the events, is the cause of the completion's writes, and
-    goes after the request, as the controller handled them (their LeaderAndIsr requests in that order)."""
+    goes after the request, as the controller handled them (their LeaderAndIsr requests in that order). The same
+    behind another leader's IsrChange whose completion the watches queued first (seed 1012)."""
     at = next((i for i, c in enumerate(ctx.causes) if c is request), 0)
     isr = ctx.causes[at - 1] if at > 0 else None
     if isr is None or not isrchanges.completion_pending(ctx, isr) or key not in isr.partitions:
         return None
-    first_after = min((z for z in ctx.controller_writes if z > event_zxid(isr.event)), default=None)
-    if first_after != event_zxid(request.event) or not _fits(ctx, isr, key, before, after):
+    if request.kind == "ISR":
+        # Two completions the watches queued: the one whose watch fired first goes first (`isrchanges.queued_at`;
+        # seed 1012: t1-1's leader wrote before t1-2's, the controller's bump of t1-2 came before t1-1's).
+        behind = request.queued < isr.queued
+    else:
+        behind = min((z for z in ctx.controller_writes if z > event_zxid(isr.event)), default=None) == \
+            event_zxid(request.event)
+    if not behind or not _fits(ctx, isr, key, before, after):
         return None
     ours, theirs = ctx.event_at(isr.event), ctx.event_at(request.event)
     if ours is not None and theirs is not None and ours < theirs:  # else out with a follower's earlier poll
