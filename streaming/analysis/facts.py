@@ -110,10 +110,9 @@ class BrokerFacts:
 
 @dataclass
 class _Window:
-    """A started broker's rejoined ISRs: the first row of each partition after its start (and before its next
-    change) that either creates the partition or puts the broker back into its ISR."""
+    """A started broker's rejoined ISRs (`Facts._windows`, by broker): the first row of each partition after its
+    start (and before its next change) that either creates the partition or puts the broker back into its ISR."""
 
-    broker: int
     start: int
     facts: BrokerFacts
     decided: set[Key] = field(default_factory=set)
@@ -282,8 +281,8 @@ class Facts:
         if r.get("to_state") == NON_EXISTENT:
             self.gone_at[key] = offset
         accepted = r.get("outcome") == Outcome.ACCEPTED
-        for window in self._windows.values():
-            window_row(window, key, r)
+        if self._windows:
+            self._rejoined(key, r)
         watches = self._watches.get(key)
         if watches and accepted:
             self._watches[key] = [w for w in watches if not w(r)]
@@ -314,6 +313,25 @@ class Facts:
             self.assigned[1] = offset
             self.assigned[2] += 1
             self.assigned_brokers.add(int(r["broker_id"]))
+
+    def _rejoined(self, key: Key, r: Row) -> None:
+        """A row after a broker's start decides the partition for its window: one creating the partition for every
+        open window, one putting a broker back into the ISR for that broker's only (the other rows, most of them,
+        look at no window)."""
+        offset = r["source_offset"]
+        if r.get("from_state") == NON_EXISTENT:
+            for window in self._windows.values():
+                if offset > window.start:
+                    window.decided.add(key)
+            return
+        isr_before = r.get("isr_before") or ()
+        for b in r.get("isr_after") or ():
+            window = self._windows.get(b)
+            if window is None or b in isr_before or offset <= window.start or key in window.decided:
+                continue
+            window.decided.add(key)
+            window.facts.rejoined += 1
+            window.facts.rejoined_by = max(window.facts.rejoined_by, offset)
 
     def _unclean(self, key: Key, r: Row) -> None:
         entry = Unclean(r, recovering=r.get("leader_recovery_state_after") == LeaderRecoveryState.RECOVERING)
@@ -373,7 +391,7 @@ class Facts:
             del self._windows[e.broker]
         facts = self.brokers[(e.offset, e.broker)] = BrokerFacts(has_rows=has_rows)
         if e.change is BrokerChangeKind.STARTUP:
-            self._windows[e.broker] = _Window(e.broker, e.offset, facts)
+            self._windows[e.broker] = _Window(e.offset, facts)
         return facts
 
     def _at_broker_change(self, e: Any, facts: BrokerFacts, key: Key, r: Row, before: int, after: int) -> None:
@@ -408,18 +426,6 @@ def isr_left(r: Row, broker: int) -> bool:
     """The row took `broker` out of the ISR while it was not the leader."""
     return (broker in (r.get("isr_before") or []) and broker not in (r.get("isr_after") or [])
             and as_int(r.get("leader_before")) != broker)
-
-
-def window_row(window: _Window, key: Key, r: Row) -> None:
-    if r["source_offset"] <= window.start or key in window.decided:
-        return
-    b = window.broker
-    if r.get("from_state") == NON_EXISTENT:
-        window.decided.add(key)
-    elif b not in (r.get("isr_before") or []) and b in (r.get("isr_after") or []):
-        window.decided.add(key)
-        window.facts.rejoined += 1
-        window.facts.rejoined_by = max(window.facts.rejoined_by, r["source_offset"])
 
 
 class _Back:
