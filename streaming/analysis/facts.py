@@ -176,7 +176,7 @@ class Facts:
     brokers: dict[tuple[int, int], BrokerFacts] = field(default_factory=dict)  # (offset, broker) -> its facts
     _watches: dict[Key, list[Any]] = field(default_factory=dict)  # callables, each True once resolved
     _current: list[tuple[Any, BrokerFacts]] = field(default_factory=list)  # this event's broker changes
-    _times: Mapping[int, datetime | None] = field(default_factory=dict)
+    _time: datetime | None = None  # the event time of the rows being added
     _windows: dict[int, _Window] = field(default_factory=dict)
     _fenced_offset: int | None = None
 
@@ -205,17 +205,16 @@ class Facts:
 
     # -- one event's rows ------------------------------------------------------------------------------------
 
-    def add(self, offset: int, rows: Sequence[Row], events: Sequence[Any],
-            times: Mapping[int, datetime | None]) -> None:
-        """An event's audit rows in log order (its cluster rows first), with the broker changes among them; `times`
-        holds the event times up to this event's."""
-        self._times = times
+    def add(self, offset: int, time: datetime | None, rows: Sequence[Row], events: Sequence[Any]) -> None:
+        """An event's audit rows in log order (its cluster rows first), its time and the broker changes among
+        them."""
+        self._time = time
+        self.rows += len(rows)
         parts = [r for r in rows if r.get("partition") is not None]
         self._current = [(e, self._broker_change(e, bool(parts))) for e in events]
         if parts and self.first_partition_offset is None:
             self.first_partition_offset = offset
         for r in rows:
-            self.rows += 1
             self._any_row(r)
             if r.get("partition") is None:
                 self._cluster_row(r, parts)
@@ -439,7 +438,7 @@ class _Back:
         if as_int(back.get("leader_after")) == NO_LEADER and back.get("to_state") != NON_EXISTENT:
             return False
         e = self.e
-        back_time = self.owner._times.get(back["source_offset"])
+        back_time = self.owner._time  # `back` is a row of the event being added
         if e.time is not None and back_time is not None and back_time - e.time < timedelta(seconds=1):
             self.facts.same_second += 1
             return True

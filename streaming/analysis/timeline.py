@@ -292,7 +292,7 @@ def analyse(inputs: Inputs) -> Analysis:
                        isr=tuple(row.get("isr_after") or ()), replicas=tuple(row.get("replicas_after") or ()))
                 brokers.update(*(row.get(c) or () for c in ("replicas_after", "isr_after", "replica_states")))
         broker_events.extend(events)
-        facts.add(offset, rows, events, times)
+        facts.add(offset, latest, rows, events)
         for key, removing in removing_at.get(offset, {}).items():
             if key in parts:
                 update(key, removing=removing)
