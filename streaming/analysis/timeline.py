@@ -170,7 +170,6 @@ class Analysis:
     topics: set[str]
     brokers: set[int]
     ever_offline: set[Key]
-    ever_under_replicated: set[Key]
     facts: Facts  # what the summary, the tables and the plots read of the audit (streaming.analysis.facts)
     summary: list[str] = field(default_factory=list)
 
@@ -248,7 +247,6 @@ def analyse(inputs: Inputs) -> Analysis:
     leaders: Counter[int] = Counter()
     points: list[Point] = []
     ever_offline: set[Key] = set()
-    ever_urp: set[Key] = set()
     broker_events: list[BrokerEvent] = []
     brokers: set[int] = set()
     topics: set[str] = set()
@@ -266,12 +264,15 @@ def analyse(inputs: Inputs) -> Analysis:
             del parts[key]
         elif p.leader != NO_LEADER:
             leaders[p.leader] += 1
-        for flag, bucket, ever in ((p.offline, offline, ever_offline), (p.under_replicated, urp, ever_urp)):
-            if flag:
-                bucket.add(key)
-                ever.add(key)
-            else:
-                bucket.discard(key)
+        if p.offline:
+            offline.add(key)
+            ever_offline.add(key)
+        else:
+            offline.discard(key)
+        if p.under_replicated:
+            urp.add(key)
+        else:
+            urp.discard(key)
 
     for offset, group in groupby(inputs.audit, key=lambda r: r["source_offset"]):
         rows = list(group)
@@ -303,8 +304,7 @@ def analyse(inputs: Inputs) -> Analysis:
     facts.close()
     return Analysis(
         inputs=inputs, decisions=decisions, times=times, points=points, broker_events=broker_events,
-        partitions=parts, topics=topics, brokers=brokers, ever_offline=ever_offline, ever_under_replicated=ever_urp,
-        facts=facts,
+        partitions=parts, topics=topics, brokers=brokers, ever_offline=ever_offline, facts=facts,
     )
 
 
