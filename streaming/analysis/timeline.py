@@ -113,7 +113,6 @@ class BrokerEvent:
     broker: int
     change: BrokerChangeKind
     epoch: int | None  # the broker epoch the change named
-    event_id: str
 
 
 def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent | None:
@@ -124,7 +123,7 @@ def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent |
             or row.get("broker_id") is None or row.get("broker_change") is None):
         return None
     return BrokerEvent(row["source_offset"], time, int(row["broker_id"]), BrokerChangeKind(row["broker_change"]),
-                       row.get("broker_epoch"), row["event_id"])
+                       row.get("broker_epoch"))
 
 
 # -- the analysis ------------------------------------------------------------------------------------------
