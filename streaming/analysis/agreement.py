@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from html import escape
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from streaming.analysis.columns import observed_rows
 from streaming.analysis.controller_story import SHOWN, Agreement, read_agreement
 from streaming.history.agreement import COMPARED
-from streaming.history.outcomes import deleted_topics, outcome_rows
+from streaming.history.outcomes import ControllerOutcomes, compared_outcomes, controller_outcomes, deleted_topics
 from streaming.io.jsonl import jsonl_rows, read_jsonl
 from streaming.zookeeper.requests import REQUEST_WORDS, requests_agreement
 
@@ -44,10 +43,12 @@ def _recent(out_dir: Path, bad: list[dict[str, Any]]) -> dict[int, list[dict[str
             for n, r in enumerate(bad)}
 
 
-def agreement_section(out_dir: Path, agreement: Agreement | None = None) -> str | None:
+def agreement_section(out_dir: Path, agreement: Agreement | None = None,
+                      controller: ControllerOutcomes | None = None) -> str | None:
     """The section's HTML, or None when neither a replay of a real controller's history nor a run behind a bridge
-    compared anything. The agreement as the controller's story read it (`read_agreement`), or read here: the
-    figures count every row, the table shows the first SHOWN disagreements in log order."""
+    compared anything. The agreement and the controller's changes as the controller's story read them
+    (`read_agreement`, `TrueStory.controller`), or read here: the figures count every row, the table shows the first
+    SHOWN disagreements in log order."""
     out_dir = Path(out_dir)
     if agreement is None:
         agreement = read_agreement(out_dir)
@@ -78,12 +79,11 @@ def agreement_section(out_dir: Path, agreement: Agreement | None = None) -> str 
     if histories_path.exists():
         parts.extend(_histories(jsonl_rows(histories_path)))
     decisions_path = out_dir / "decisions.jsonl"
-    observed = observed_rows(out_dir) or iter(())
-    first = next(observed, None)  # no controller's change: no outcomes to compare
-    if first is not None and decisions_path.exists():
+    if controller is None:
+        controller = controller_outcomes(observed_rows(out_dir) or ())
+    if controller.last and decisions_path.exists():  # no controller's change: no outcomes to compare
         events = (e for path in sorted(out_dir.glob("*/events.jsonl")) for e in jsonl_rows(path))
-        parts.extend(_outcomes(outcome_rows(chain([first], observed), jsonl_rows(decisions_path),
-                                            deleted_topics(events))))
+        parts.extend(_outcomes(compared_outcomes(controller, jsonl_rows(decisions_path), deleted_topics(events))))
     return "\n".join(parts)
 
 

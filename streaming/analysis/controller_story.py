@@ -24,6 +24,7 @@ from statemachine.record import NO_LEADER
 from streaming.analysis.columns import agreement_rows_in, event_offsets, observed_rows
 from streaming.analysis.timeline import Index
 from streaming.analysis.words import Key, and_list, names, plural, pname
+from streaming.history.outcomes import ControllerOutcomes
 from streaming.history.trust import AgreementFigures, ImportFacts, trust_warnings
 from streaming.io.jsonl import jsonl_rows
 
@@ -40,6 +41,7 @@ class TrueStory:
     warnings: list[str]
     lines: list[tuple[str, bool]]
     agreement: Agreement | None  # the agreement as read for the story, for the report's agreement section too
+    controller: ControllerOutcomes  # the controller's changes as the story read them, for the section's outcomes
 
     @property
     def figures(self) -> AgreementFigures | None:
@@ -217,7 +219,7 @@ class _Teller:
                                f"{plural(len(alone), 'event')}: {'; '.join(examples)}{more}.", True))
 
 
-def _end_lines(s: Index, last: dict[Key, dict[str, Any]]) -> list[tuple[str, bool]]:
+def _end_lines(s: Index, last: Mapping[Key, Mapping[str, Any]]) -> list[tuple[str, bool]]:
     """The partitions as the controller's records leave them, beside isrflow's end."""
     gone = s.a.facts.deleted_topics  # the log's, whatever isrflow made of them
     parts = {k: v for k, v in last.items() if k[0] not in gone}
@@ -245,7 +247,8 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
     agreement = read_agreement(out_dir)
     teller = _Teller(s, agreement.differences if agreement is not None else _Differences(), out_dir / "audit")
     seeds = s.a.facts.seeds  # a partition the log's snapshot holds: its state before the controller's first change
-    last: dict[Key, dict[str, Any]] = {}
+    controller = ControllerOutcomes()  # each partition's last state, its unclean elections counted on the way
+    last = controller.last
     run: _Run | None = None
     for o in observed:
         event = o.get("cause_event_id") or f"metadata offset {o['source_offset']}"
@@ -260,10 +263,12 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
         kind, example = _kind(last.get(key) or seeds.get(key), o)
         run.note(kind, example)
         run.decisions += bool(o.get("decision"))
-        last[key] = {f: o.get(f) for f in ("leader", "isr", "replicas", "removing_replicas")}
-        last[key]["directories"] = o.get("directories") or []
+        state = {f: o.get(f) for f in ("leader", "isr", "replicas", "removing_replicas")}
+        state["directories"] = o.get("directories") or []
+        controller.note(key, state)
     if run is not None:
         teller.tell(run)
     teller.close()
     figures = agreement.figures if agreement is not None else None
-    return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), agreement)
+    return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), agreement,
+                     controller)

@@ -110,10 +110,9 @@ class BrokerFacts:
 
 @dataclass
 class _Window:
-    """A started broker's rejoined ISRs: the first row of each partition after its start (and before its next
-    change) that either creates the partition or puts the broker back into its ISR."""
+    """A started broker's rejoined ISRs (`Facts._windows`, by broker): the first row of each partition after its
+    start (and before its next change) that either creates the partition or puts the broker back into its ISR."""
 
-    broker: int
     start: int
     facts: BrokerFacts
     decided: set[Key] = field(default_factory=set)
@@ -177,7 +176,7 @@ class Facts:
     brokers: dict[tuple[int, int], BrokerFacts] = field(default_factory=dict)  # (offset, broker) -> its facts
     _watches: dict[Key, list[Any]] = field(default_factory=dict)  # callables, each True once resolved
     _current: list[tuple[Any, BrokerFacts]] = field(default_factory=list)  # this event's broker changes
-    _times: Mapping[int, datetime | None] = field(default_factory=dict)
+    _time: datetime | None = None  # the event time of the rows being added
     _windows: dict[int, _Window] = field(default_factory=dict)
     _fenced_offset: int | None = None
 
@@ -206,17 +205,16 @@ class Facts:
 
     # -- one event's rows ------------------------------------------------------------------------------------
 
-    def add(self, offset: int, rows: Sequence[Row], events: Sequence[Any],
-            times: Mapping[int, datetime | None]) -> None:
-        """An event's audit rows in log order (its cluster rows first), with the broker changes among them; `times`
-        holds the event times up to this event's."""
-        self._times = times
+    def add(self, offset: int, time: datetime | None, rows: Sequence[Row], events: Sequence[Any]) -> None:
+        """An event's audit rows in log order (its cluster rows first), its time and the broker changes among
+        them."""
+        self._time = time
+        self.rows += len(rows)
         parts = [r for r in rows if r.get("partition") is not None]
         self._current = [(e, self._broker_change(e, bool(parts))) for e in events]
         if parts and self.first_partition_offset is None:
             self.first_partition_offset = offset
         for r in rows:
-            self.rows += 1
             self._any_row(r)
             if r.get("partition") is None:
                 self._cluster_row(r, parts)
@@ -282,8 +280,8 @@ class Facts:
         if r.get("to_state") == NON_EXISTENT:
             self.gone_at[key] = offset
         accepted = r.get("outcome") == Outcome.ACCEPTED
-        for window in self._windows.values():
-            window_row(window, key, r)
+        if self._windows:
+            self._rejoined(key, r)
         watches = self._watches.get(key)
         if watches and accepted:
             self._watches[key] = [w for w in watches if not w(r)]
@@ -314,6 +312,25 @@ class Facts:
             self.assigned[1] = offset
             self.assigned[2] += 1
             self.assigned_brokers.add(int(r["broker_id"]))
+
+    def _rejoined(self, key: Key, r: Row) -> None:
+        """A row after a broker's start decides the partition for its window: one creating the partition for every
+        open window, one putting a broker back into the ISR for that broker's only (the other rows, most of them,
+        look at no window)."""
+        offset = r["source_offset"]
+        if r.get("from_state") == NON_EXISTENT:
+            for window in self._windows.values():
+                if offset > window.start:
+                    window.decided.add(key)
+            return
+        isr_before = r.get("isr_before") or ()
+        for b in r.get("isr_after") or ():
+            window = self._windows.get(b)
+            if window is None or b in isr_before or offset <= window.start or key in window.decided:
+                continue
+            window.decided.add(key)
+            window.facts.rejoined += 1
+            window.facts.rejoined_by = max(window.facts.rejoined_by, offset)
 
     def _unclean(self, key: Key, r: Row) -> None:
         entry = Unclean(r, recovering=r.get("leader_recovery_state_after") == LeaderRecoveryState.RECOVERING)
@@ -373,7 +390,7 @@ class Facts:
             del self._windows[e.broker]
         facts = self.brokers[(e.offset, e.broker)] = BrokerFacts(has_rows=has_rows)
         if e.change is BrokerChangeKind.STARTUP:
-            self._windows[e.broker] = _Window(e.broker, e.offset, facts)
+            self._windows[e.broker] = _Window(e.offset, facts)
         return facts
 
     def _at_broker_change(self, e: Any, facts: BrokerFacts, key: Key, r: Row, before: int, after: int) -> None:
@@ -410,18 +427,6 @@ def isr_left(r: Row, broker: int) -> bool:
             and as_int(r.get("leader_before")) != broker)
 
 
-def window_row(window: _Window, key: Key, r: Row) -> None:
-    if r["source_offset"] <= window.start or key in window.decided:
-        return
-    b = window.broker
-    if r.get("from_state") == NON_EXISTENT:
-        window.decided.add(key)
-    elif b not in (r.get("isr_before") or []) and b in (r.get("isr_after") or []):
-        window.decided.add(key)
-        window.facts.rejoined += 1
-        window.facts.rejoined_by = max(window.facts.rejoined_by, r["source_offset"])
-
-
 class _Back:
     """The watch on a partition a failed broker left offline: its first accepted row with a leader (or that deletes
     it) ends the wait."""
@@ -433,7 +438,7 @@ class _Back:
         if as_int(back.get("leader_after")) == NO_LEADER and back.get("to_state") != NON_EXISTENT:
             return False
         e = self.e
-        back_time = self.owner._times.get(back["source_offset"])
+        back_time = self.owner._time  # `back` is a row of the event being added
         if e.time is not None and back_time is not None and back_time - e.time < timedelta(seconds=1):
             self.facts.same_second += 1
             return True

@@ -46,8 +46,8 @@ def write_report(out_dir: Path, target: Path | None = None) -> Path:
         analysis = build_report(out_dir)
         story = true_story(analysis.index, out_dir)
         html = render(analysis, story)
-    for section in (agreement_section(out_dir, story.agreement if story is not None else None),
-                    requests_section(out_dir)):
+    compared = (story.agreement, story.controller) if story is not None else (None, None)
+    for section in (agreement_section(out_dir, *compared), requests_section(out_dir)):
         if section is not None:  # a replay of a real controller's history; the zk rules' requests
             html = html.replace("</main>", section + "\n</main>", 1)
     target = default_target(out_dir) if target is None else target

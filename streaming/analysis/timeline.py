@@ -113,7 +113,6 @@ class BrokerEvent:
     broker: int
     change: BrokerChangeKind
     epoch: int | None  # the broker epoch the change named
-    event_id: str
 
 
 def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent | None:
@@ -124,7 +123,7 @@ def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent |
             or row.get("broker_id") is None or row.get("broker_change") is None):
         return None
     return BrokerEvent(row["source_offset"], time, int(row["broker_id"]), BrokerChangeKind(row["broker_change"]),
-                       row.get("broker_epoch"), row["event_id"])
+                       row.get("broker_epoch"))
 
 
 # -- the analysis ------------------------------------------------------------------------------------------
@@ -170,7 +169,6 @@ class Analysis:
     topics: set[str]
     brokers: set[int]
     ever_offline: set[Key]
-    ever_under_replicated: set[Key]
     facts: Facts  # what the summary, the tables and the plots read of the audit (streaming.analysis.facts)
     summary: list[str] = field(default_factory=list)
 
@@ -248,7 +246,6 @@ def analyse(inputs: Inputs) -> Analysis:
     leaders: Counter[int] = Counter()
     points: list[Point] = []
     ever_offline: set[Key] = set()
-    ever_urp: set[Key] = set()
     broker_events: list[BrokerEvent] = []
     brokers: set[int] = set()
     topics: set[str] = set()
@@ -266,12 +263,15 @@ def analyse(inputs: Inputs) -> Analysis:
             del parts[key]
         elif p.leader != NO_LEADER:
             leaders[p.leader] += 1
-        for flag, bucket, ever in ((p.offline, offline, ever_offline), (p.under_replicated, urp, ever_urp)):
-            if flag:
-                bucket.add(key)
-                ever.add(key)
-            else:
-                bucket.discard(key)
+        if p.offline:
+            offline.add(key)
+            ever_offline.add(key)
+        else:
+            offline.discard(key)
+        if p.under_replicated:
+            urp.add(key)
+        else:
+            urp.discard(key)
 
     for offset, group in groupby(inputs.audit, key=lambda r: r["source_offset"]):
         rows = list(group)
@@ -292,7 +292,7 @@ def analyse(inputs: Inputs) -> Analysis:
                        isr=tuple(row.get("isr_after") or ()), replicas=tuple(row.get("replicas_after") or ()))
                 brokers.update(*(row.get(c) or () for c in ("replicas_after", "isr_after", "replica_states")))
         broker_events.extend(events)
-        facts.add(offset, rows, events, times)
+        facts.add(offset, latest, rows, events)
         for key, removing in removing_at.get(offset, {}).items():
             if key in parts:
                 update(key, removing=removing)
@@ -303,8 +303,7 @@ def analyse(inputs: Inputs) -> Analysis:
     facts.close()
     return Analysis(
         inputs=inputs, decisions=decisions, times=times, points=points, broker_events=broker_events,
-        partitions=parts, topics=topics, brokers=brokers, ever_offline=ever_offline, ever_under_replicated=ever_urp,
-        facts=facts,
+        partitions=parts, topics=topics, brokers=brokers, ever_offline=ever_offline, facts=facts,
     )
 
 

@@ -9,6 +9,7 @@ the ISR; isrflow's are its OFFLINE_UNCLEAN elections.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
@@ -39,20 +40,46 @@ def note_topic(gone: set[str], kind: Any, topic: Any) -> None:
         gone.discard(topic)
 
 
+class ControllerOutcomes:
+    """The controller's side of `outcome_rows`, one partition change at a time: each partition's last state (a
+    mapping with at least its leader and ISR: the report's controller story keeps its own there, and reads it back
+    from `last`) and how many unclean elections it went through."""
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[str, int], Mapping[str, Any]] = {}
+        self.unclean: Counter[tuple[str, int]] = Counter()
+
+    def note(self, key: tuple[str, int], state: Mapping[str, Any]) -> None:
+        before = self.last.get(key)
+        if before is not None and _unclean(before, state):
+            self.unclean[key] += 1
+        self.last[key] = state
+
+    def outcomes(self) -> dict[tuple[str, int], dict[str, Any]]:
+        return {key: {"leader": state["leader"], "isr": sorted(state["isr"]), "unclean_elections": self.unclean[key]}
+                for key, state in self.last.items()}
+
+
+def controller_outcomes(observed: Iterable[Mapping[str, Any]]) -> ControllerOutcomes:
+    """The controller's partition changes (observed.jsonl's rows) folded, in order."""
+    controller = ControllerOutcomes()
+    for o in observed:
+        controller.note((o["topic"], o["partition"]), {"leader": o["leader"], "isr": list(o["isr"])})
+    return controller
+
+
 def outcome_rows(observed: Iterable[Mapping[str, Any]], decisions: Iterable[Mapping[str, Any]],
                  deleted: Collection[str] = ()) -> list[dict[str, Any]]:
     """One row per partition either side wrote, of a topic not `deleted`: the final leader and ISR (as a set) and
     the unclean elections of the controller and of isrflow, and which of the three differ. Both sides are read
     once, in order, keeping only each partition's last state and count."""
-    theirs: dict[tuple[str, int], dict[str, Any]] = {}
-    last: dict[tuple[str, int], Mapping[str, Any]] = {}
-    for o in observed:
-        key = (o["topic"], o["partition"])
-        before = last.get(key)
-        unclean = theirs[key]["unclean_elections"] if key in theirs else 0
-        theirs[key] = {"leader": o["leader"], "isr": sorted(o["isr"]),
-                       "unclean_elections": unclean + (before is not None and _unclean(before, o))}
-        last[key] = {"leader": o["leader"], "isr": list(o["isr"])}
+    return compared_outcomes(controller_outcomes(observed), decisions, deleted)
+
+
+def compared_outcomes(controller: ControllerOutcomes, decisions: Iterable[Mapping[str, Any]],
+                      deleted: Collection[str] = ()) -> list[dict[str, Any]]:
+    """`outcome_rows` with the controller's side folded already (by the report's controller story)."""
+    theirs = controller.outcomes()
     ours: dict[tuple[str, int], dict[str, Any]] = {}
     for d in decisions:
         key = (d["topic"], d["partition"])
@@ -61,11 +88,11 @@ def outcome_rows(observed: Iterable[Mapping[str, Any]], decisions: Iterable[Mapp
                      "unclean_elections": unclean + (d.get("election") == UNCLEAN)}
     rows = []
     for key in sorted(k for k in theirs.keys() | ours.keys() if k[0] not in deleted):
-        controller, isrflow = theirs.get(key), ours.get(key)
+        controller_end, isrflow = theirs.get(key), ours.get(key)
         differing = [f for f in ("leader", "isr", "unclean_elections")
-                     if controller is None or isrflow is None or
-                     (bool(controller[f]) if f == "unclean_elections" else controller[f]) !=
+                     if controller_end is None or isrflow is None or
+                     (bool(controller_end[f]) if f == "unclean_elections" else controller_end[f]) !=
                      (bool(isrflow[f]) if f == "unclean_elections" else isrflow[f])]
-        rows.append({"topic": key[0], "partition": key[1], "controller": controller, "isrflow": isrflow,
+        rows.append({"topic": key[0], "partition": key[1], "controller": controller_end, "isrflow": isrflow,
                      "differing": differing})
     return rows
