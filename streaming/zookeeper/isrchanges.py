@@ -79,10 +79,12 @@ def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], bef
     read the ISR from ZooKeeper and completed the reassignment (onBrokerStartup -> onPartitionReassignment ->
     isReassignmentComplete), not the leader's change (seed 702: the ISR written 26 ms after broker 2 registered)."""
     topic = ctx.topics.get(key[0])
-    isr_change = next((e for e in reversed(ctx.result.events) if e["event_id"] == ctx.written_for.get(key)), None)
-    if isr_change is None or isr_change["type"] != "IsrChange" or not ctx.protocol_before_3 or topic is None or \
-            not topic.reassigning(key[1]) or not set(topic.target(key[1])) <= set(before.isr) or \
-            event_zxid(isr_change) < event_zxid(startup.event):
+    if not ctx.protocol_before_3 or topic is None or not topic.reassigning(key[1]) or \
+            not set(topic.target(key[1])) <= set(before.isr):
+        return  # checked first: the search below reads back through every event out, for each write of the startup
+    written_for = ctx.written_for.get(key)
+    isr_change = next((e for e in reversed(ctx.result.events) if e["event_id"] == written_for), None)
+    if isr_change is None or isr_change["type"] != "IsrChange" or event_zxid(isr_change) < event_zxid(startup.event):
         return
     isr_change["reassignment_completed_by_queued_event"] = True
 
