@@ -62,7 +62,7 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
         request.events.append(event)
         _extend(request, txn, [key], "request_partitions")
     elif txn.session == ctx.controller_session and not ctx.protocol_before_3:
-        ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [key])
+        ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [{"topic": key[0], "partition": key[1]}])
     cause = Cause(event, "ISR", partitions={key})
     if _mid_startup(ctx, txn, key, before, after):
         ctx.causes.insert(len(ctx.causes) - 1, cause)  # the startup's writes are still to come
@@ -132,12 +132,16 @@ def _same_request(ctx: Context, last: Batch | None, txn: ZkTxn, leader: int) -> 
 
 def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field_name: str) -> None:
     """`txn` as the request's next: every event of the request names its partitions in `field_name`, in their
-    order, each once."""
+    order, each once: one list, which they share, extended in place (a request of n partitions is n writes: not a
+    new list of them all, to every event, at each)."""
     request.cxid = txn.cxid
-    request.partitions += [k for k in partitions if k not in request.partitions]
-    refs = [{"topic": t, "partition": p} for t, p in request.partitions]
-    for event in request.events:
-        event[field_name] = refs
+    new = [k for k in partitions if k not in request.named]
+    request.named.update(new)
+    request.partitions += [{"topic": t, "partition": p} for t, p in new]
+    for event in reversed(request.events):  # those made since its previous write
+        if event.get(field_name) is request.partitions:
+            break
+        event[field_name] = request.partitions
 
 
 def _mid_startup(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
