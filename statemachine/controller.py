@@ -238,11 +238,13 @@ class _Fanout:
         before = partitions.get(key) if key else None
         applied = apply_command(before, command, self.controller.config.rules, self.requests)
         after = applied.record
-        if before is not None and after is not None and after.queued_for_deletion and \
-                len(replicas_not_deleted(after)) < len(replicas_not_deleted(before)):
-            self.replica_deleted = True
-            for broker in set(replicas_not_deleted(before)) - set(replicas_not_deleted(after)):
-                cv.deleted_logs[broker] = cv.deleted_logs.get(broker, frozenset()) | {(after.topic, after.partition)}
+        if before is not None and after is not None and after.queued_for_deletion:
+            pending, left = replicas_not_deleted(before), replicas_not_deleted(after)
+            if len(left) < len(pending):
+                self.replica_deleted = True
+                logs = cv.deleted_logs
+                for broker in set(pending) - set(left):
+                    logs[broker] = logs.get(broker, frozenset()) | {(after.topic, after.partition)}
         if key is not None:
             if applied.record is None:
                 partitions.pop(key, None)

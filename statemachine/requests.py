@@ -164,21 +164,24 @@ def batches(added: Sequence[tuple[int, str, Added]]) -> list[Request]:
     for run, keys in resumed.items():
         for turn, key in enumerate(reassignment_order(keys)):
             first_seen[(run, *key)] = turn
-    keyed = []
+    # Each batch's additions in the order the event made them (one _Batch per batch, not per addition).
+    grouped: dict[tuple[int, int, int, int], list[Added]] = {}
     for run, action, a in added:
         order = _ORDER.get(action, _DEFAULT_ORDER)
         rank = order.index(a.phase) if a.phase in order else len(order)
         who = 0  # a step's batch covers every partition, but a reassignment's batches are the partition's own
         if a.phase is Phase.REASSIGNMENT and a.partition is not None:
             who = first_seen[(run, a.partition.topic, a.partition.partition)]
-        keyed.append(((run, rank, who, a.sub), a))
-    grouped: dict[tuple[int, int, int, int], _Batch] = {}
-    for key, a in sorted(keyed, key=lambda item: item[0]):
-        grouped.setdefault(key, _Batch()).add(a)
+        grouped.setdefault((run, rank, who, a.sub), []).append(a)
     out: list[Request] = []
-    for index, batch in enumerate(b for b in grouped.values() if b.leader_and_isr or b.metadata_brokers
-                                  or b.stop_replica):
-        out.extend(batch.requests(index))
+    index = 0
+    for key in sorted(grouped):
+        batch = _Batch()
+        for a in grouped[key]:
+            batch.add(a)
+        if batch.leader_and_isr or batch.metadata_brokers or batch.stop_replica:  # an empty one is not sent
+            out.extend(batch.requests(index))
+            index += 1
     return out
 
 

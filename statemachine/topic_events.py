@@ -232,7 +232,6 @@ class TopicEvents:
                     f"no broker above leader.imbalance.per.broker.percentage="
                     f"{self.config.leader_imbalance_per_broker_percentage}")
 
-
     def _rebalance_every_partition(self, out: _Fanout, batch: int) -> None:
         """KRaft: a preferred election for every partition not led by its preferred replica, if that replica
         can lead (live and in the ISR), at most `batch` per run."""

@@ -177,7 +177,12 @@ class Batch:
     cxid: int
     leader: int  # an AlterPartition's sender (-1 for ISR change notifications)
     events: list[dict[str, Any]]
-    partitions: list[tuple[str, int]]
+    # The partitions it names, in order, as its events name them (isrchanges._extend), and the set of them.
+    partitions: list[dict[str, Any]]
+    named: set[tuple[str, int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.named = {(p["topic"], p["partition"]) for p in self.partitions}
 
 
 @dataclass

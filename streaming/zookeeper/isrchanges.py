@@ -62,7 +62,7 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
         request.events.append(event)
         _extend(request, txn, [key], "request_partitions")
     elif txn.session == ctx.controller_session and not ctx.protocol_before_3:
-        ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [key])
+        ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [{"topic": key[0], "partition": key[1]}])
     cause = Cause(event, "ISR", partitions={key}, queued_at=queued_at(ctx, txn, key))
     if _mid_startup(ctx, txn, key, before, after):
         ctx.causes.insert(len(ctx.causes) - 1, cause)  # the startup's writes are still to come
@@ -97,10 +97,12 @@ def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], bef
     read the ISR from ZooKeeper and completed the reassignment (onBrokerStartup -> onPartitionReassignment ->
     isReassignmentComplete), not the leader's change (seed 702: the ISR written 26 ms after broker 2 registered)."""
     topic = ctx.topics.get(key[0])
-    isr_change = next((e for e in reversed(ctx.result.events) if e["event_id"] == ctx.written_for.get(key)), None)
-    if isr_change is None or isr_change["type"] != "IsrChange" or not ctx.protocol_before_3 or topic is None or \
-            not topic.reassigning(key[1]) or not set(topic.target(key[1])) <= set(before.isr) or \
-            event_zxid(isr_change) < event_zxid(startup.event):
+    if not ctx.protocol_before_3 or topic is None or not topic.reassigning(key[1]) or \
+            not set(topic.target(key[1])) <= set(before.isr):
+        return  # checked first: the search below reads back through every event out, for each write of the startup
+    written_for = ctx.written_for.get(key)
+    isr_change = next((e for e in reversed(ctx.result.events) if e["event_id"] == written_for), None)
+    if isr_change is None or isr_change["type"] != "IsrChange" or event_zxid(isr_change) < event_zxid(startup.event):
         return
     isr_change["reassignment_completed_by_queued_event"] = True
 
@@ -148,12 +150,16 @@ def _same_request(ctx: Context, last: Batch | None, txn: ZkTxn, leader: int) -> 
 
 def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field_name: str) -> None:
     """`txn` as the request's next: every event of the request names its partitions in `field_name`, in their
-    order, each once."""
+    order, each once: one list, which they share, extended in place (a request of n partitions is n writes: not a
+    new list of them all, to every event, at each)."""
     request.cxid = txn.cxid
-    request.partitions += [k for k in partitions if k not in request.partitions]
-    refs = [{"topic": t, "partition": p} for t, p in request.partitions]
-    for event in request.events:
-        event[field_name] = refs
+    new = [k for k in partitions if k not in request.named]
+    request.named.update(new)
+    request.partitions += [{"topic": t, "partition": p} for t, p in new]
+    for event in reversed(request.events):  # those made since its previous write
+        if event.get(field_name) is request.partitions:
+            break
+        event[field_name] = request.partitions
 
 
 def _mid_startup(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,

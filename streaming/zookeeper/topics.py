@@ -126,12 +126,14 @@ def _completed(ctx: Context, txn: ZkTxn, key: tuple[str, int], target: tuple[int
     cause = ctx.cause_of(ctx.written_for.get(key))
     if cause is not None:
         cause.last_zxid = txn.zxid
-    rows = [r for r in ctx.result.observed if (r["topic"], r["partition"]) == key]
-    for later, earlier in zip(reversed(rows), reversed(rows[:-1]), strict=False):
-        if later["cause_event_id"] != rows[-1]["cause_event_id"] or \
-                later["leader_epoch"] <= earlier["leader_epoch"]:
+    # The partition's rows newest first, read back only as far as those writes go, not through every row out.
+    rows = (r for r in reversed(ctx.result.observed) if (r["topic"], r["partition"]) == key)
+    newest = later = next(rows, None)
+    for earlier in rows:
+        if later["cause_event_id"] != newest["cause_event_id"] or later["leader_epoch"] <= earlier["leader_epoch"]:
             break
         later.update(replicas=list(target), adding_replicas=[], removing_replicas=[])
+        later = earlier
 
 
 def _reassigned_in_place(ctx: Context, txn: ZkTxn, topic: str, logged: int | None) -> None:
