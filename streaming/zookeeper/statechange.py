@@ -344,7 +344,6 @@ class OfflineMarks:
         self.marks = [m for m in self.marks if all(m is not t for t in taken)]
         return frozenset(r for m in taken for r in m.replicas)
 
-
     def request_answer(self, broker: int, key: tuple[str, int], since_ms: int, until_ms: int) -> bool:
         """Whether a mark of `broker` naming `key` was logged between a request's start (`since_ms`) and the write
         taking the replica offline (`until_ms`): the broker's answer to that request's LeaderAndIsr. Taken."""
