@@ -109,6 +109,17 @@ def read_by_request(ctx: Context, request: Cause, key: tuple[str, int]) -> None:
     ctx.causes.insert(ctx.causes.index(request), isr)
 
 
+def request_still_reading(ctx: Context) -> Cause | None:
+    """Below protocol 2.7: the reassignment request the controller's newest write was for, when only leaders' own ISR
+    writes came since: its next partition may still read one of them (`read_by_request`), which then goes before it."""
+    at = next((i for i in range(len(ctx.causes) - 1, -1, -1)
+               if ctx.controller_wrote_at and ctx.causes[i].last_zxid == ctx.controller_wrote_at), None)
+    if not ctx.protocol_before_3 or at is None or ctx.causes[at].kind != "PARTITIONS" or \
+            not all(c.kind == "ISR" and not c.wrote for c in ctx.causes[at + 1:]):
+        return None
+    return ctx.causes[at]
+
+
 def completion_pending(ctx: Context, cause: Cause) -> bool:
     """Below protocol 2.7: a leader's own ISR write with every target of its reassigning partition in it, whose
     completion the controller has not written yet. The watch on the partition's state queued that completion, maybe
