@@ -119,8 +119,10 @@ class Converter:
         while the last transaction is newer than `quiet_since` (ms, the server's clock); an admin election's next
         write adds a partition to its event (`partitionstate`); a reassignment's completion rewrites the replicas of
         the partition writes before it (`topics`); the next partition of an AlterPartition request is named in the
-        request's IsrChange events before it (`isrchanges`); a failover's writes make the registrations since its
-        election part of it, or one startup (`brokers.failover_written`)."""
+        request's IsrChange events before it (`isrchanges`); below protocol 2.7 a leader's own ISR write goes before
+        the reassignment request being handled when that request's next partition read it (`isrchanges`); a
+        failover's writes make the registrations since its election part of it, or one startup
+        (`brokers.failover_written`)."""
         ctx = self.context
         failover = ctx.failover.unsettled_from() if ctx.failover is not None else None
         if not ctx.causes:
@@ -133,6 +135,9 @@ class Converter:
         if len(ctx.causes) > 1 and isrchanges.completion_pending(ctx, ctx.causes[-2]):
             # its completion may still come, behind the newest, the event moved after it (partitionstate)
             zxid = min(zxid, event_zxid(ctx.causes[-2].event))
+        reading = isrchanges.request_still_reading(ctx)
+        if reading is not None and ctx.time > quiet_since:
+            zxid = min(zxid, event_zxid(reading.event))  # a leader's ISR write since may still go before it
         if ctx.time > quiet_since or (newest.kind in ("PREFERRED", "UNCLEAN") and zxid == ctx.zxid) or \
                 any(ctx.reassigning(key) for key in newest.partitions):
             return zxid if failover is None else min(zxid, failover)

@@ -61,9 +61,10 @@ class ZkFollower:
             snapshot = read_snapshot(snapshots[-1]) if snapshots else None
             self.last_zxid = snapshot.zxid if snapshot is not None else 0
             seeded = self.converter.convert(ZkHistory(snapshot, [], snapshots[-1:], "the newest snapshot"))
-            self.pending = ZkConverted(list(seeded.events), list(seeded.observed), list(seeded.unexplained))
+            self.pending = ZkConverted([], list(seeded.observed), list(seeded.unexplained))
+            held = list(seeded.events)
             self.signs, self.release = Signs().add(snapshot, []), ClusterRelease(None, None, ())
-            self._protocol(self.pending.events, self.last_zxid, seeded.events[0]["ts"] if seeded.events else None)
+            self._protocol(held, 0, self.last_zxid, held[0]["ts"] if held else None)
         else:
             history = read_zk_history(self.directory)
             self.last_zxid = history.snapshot.zxid if history.snapshot is not None else 0
@@ -79,7 +80,9 @@ class ZkFollower:
             self.release = self.signs.release()
             self.last_zxid = max(self.last_zxid, after)
             self.pending = ZkConverted()
+            held = []
         self._forget()
+        self.converter.result.events.extend(held)  # the first poll hands them out
 
     def poll(self) -> ZkConverted:
         """The settled events and observed decisions of the transactions appended since the last poll (the first
@@ -99,24 +102,32 @@ class ZkFollower:
             if b != a + 1 and b >> 32 == a >> 32:  # a new leader epoch starts its own count
                 raise TransactionsLost(f"{self.directory}: the transactions from zxid {a + 1:#x} to {b - 1:#x} were "
                                        "deleted (autopurge) before they were read")
+        # The events held back before are still the converter's: a later write may put one of its own before them
+        # (a leader's ISR write that the request being handled read: isrchanges.read_by_request).
+        held = list(self.converter.result.events)
         new = self.converter.feed(txns)
+        events = self.converter.result.events
         if txns:
             self.signs.add(None, txns)
-            self._protocol(new.events, txns[0].zxid, event_ts(txns[0].time))
-        out = ZkConverted(self.pending.events + new.events, self.pending.observed + new.observed,
+            first_new = next((i for i, e in enumerate(events) if all(e is not h for h in held)), len(events))
+            self._protocol(events, first_new, txns[0].zxid, event_ts(txns[0].time))
+        out = ZkConverted(list(events), self.pending.observed + new.observed,
                           self.pending.unexplained + new.unexplained)
         self._forget()
         hold = self.converter.unsettled_from(int(time.time() * 1000) - SETTLE_MS)
         if hold is None:
             self.pending = ZkConverted()
             return out
-        settled, self.pending = (ZkConverted(*parts) for parts in zip(
+        settled, pending = (ZkConverted(*parts) for parts in zip(
             _split(out.events, event_zxid, hold), _split(out.observed, lambda o: o["source_offset"], hold),
             _split(out.unexplained, int, hold), strict=True))
+        events.extend(pending.events)
+        self.pending = ZkConverted([], pending.observed, pending.unexplained)
         return settled
 
-    def _protocol(self, events: list[dict[str, Any]], zxid: int, ts: str | None) -> None:
-        """Put the protocol and release the writes now show at the front of `events` (at `zxid`), if they changed."""
+    def _protocol(self, events: list[dict[str, Any]], at: int, zxid: int, ts: str | None) -> None:
+        """Put the protocol and release the writes now show in `events` at index `at` (at `zxid`), if they
+        changed."""
         now = self.signs.release()
         shown = (now.metadata_version, now.kafka_version)
         if not self.signs.settled() or shown == (self.release.metadata_version, self.release.kafka_version):
@@ -124,11 +135,12 @@ class ZkFollower:
         self.release = now
         event = protocol_event(now, zxid, ts or event_ts(int(time.time() * 1000)))
         if event is not None:
-            events.insert(0, event)
+            events.insert(at, event)
 
     def _forget(self) -> None:
         """The converter keeps its state, not its output (a bridge runs for months): only the observed rows of
-        partitions being reassigned stay, which the reassignment's completion rewrites."""
+        partitions being reassigned stay, which the reassignment's completion rewrites (`poll` puts the events it
+        holds back in again)."""
         result = self.converter.result
         result.events.clear()
         result.unexplained.clear()

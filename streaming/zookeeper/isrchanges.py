@@ -107,6 +107,39 @@ def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], bef
     isr_change["reassignment_completed_by_queued_event"] = True
 
 
+def read_by_request(ctx: Context, request: Cause, key: tuple[str, int]) -> None:
+    """Below protocol 2.7: the controller's first write of `key` for the reassignment request it is handling (`request`,
+    its newest), after a leader's own ISR write of `key` that came while it worked through the request's earlier
+    partitions. The controller reads each partition's state from ZooKeeper when it comes to it (onPartitionReassignment:
+    isReassignmentComplete, then updateLeaderEpoch, which bumps what it read), so its write carries that ISR: the
+    IsrChange goes before the request, the controller's view when it wrote (seed 1002: t0-0's leader took 3 back in
+    between t0-0's assignment and its bump, t1-1's leader took 3 in before t1-1's turn; isrflow had bumped both from
+    the ISR before)."""
+    isr = ctx.cause_of(ctx.written_for.get(key))
+    if not ctx.protocol_before_3 or request.kind != "PARTITIONS" or isr is None or isr.kind != "ISR" or isr.wrote \
+            or not ctx.newest(request) or event_zxid(isr.event) < event_zxid(request.event) or \
+            any((o["topic"], o["partition"]) == key and o["cause_event_id"] == request.event["event_id"]
+                for o in ctx.result.observed):
+        return  # (a write of `key` for the request before the leader's: the leader's came after what it read)
+    ours, theirs = ctx.event_at(isr.event), ctx.event_at(request.event)
+    if ours is None or theirs is None:
+        return  # the request went out with a follower's earlier poll
+    ctx.result.events.insert(theirs, ctx.result.events.pop(ours))
+    ctx.forget_cause(isr)
+    ctx.causes.insert(ctx.causes.index(request), isr)
+
+
+def request_still_reading(ctx: Context) -> Cause | None:
+    """Below protocol 2.7: the reassignment request the controller's newest write was for, when only leaders' own ISR
+    writes came since: its next partition may still read one of them (`read_by_request`), which then goes before it."""
+    at = next((i for i in range(len(ctx.causes) - 1, -1, -1)
+               if ctx.controller_wrote_at and ctx.causes[i].last_zxid == ctx.controller_wrote_at), None)
+    if not ctx.protocol_before_3 or at is None or ctx.causes[at].kind != "PARTITIONS" or \
+            not all(c.kind == "ISR" and not c.wrote for c in ctx.causes[at + 1:]):
+        return None
+    return ctx.causes[at]
+
+
 def completion_pending(ctx: Context, cause: Cause) -> bool:
     """Below protocol 2.7: a leader's own ISR write with every target of its reassigning partition in it, whose
     completion the controller has not written yet. The watch on the partition's state queued that completion, maybe

@@ -61,6 +61,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         return
     cause.partitions.add(key)
     cause.wrote, cause.last_write, cause.last_zxid = True, (txn.session, txn.cxid), txn.zxid
+    isrchanges.read_by_request(ctx, cause, key)
     if cause.kind == "LOG_DIR":
         logdirs.explained(ctx, cause, key)
     elif cause.kind == "FAILOVER":

@@ -91,15 +91,7 @@ def test_the_partitions_of_one_alter_partition_request_go_out_together(tmp_path:
     shutil.copytree(run, target)
     last = target / "log.ac"
     data = last.read_bytes()
-    # The log up to the request's first write: the records end where the second one starts (each record: checksum,
-    # length, the transaction, "B").
-    position, cut = LOG_HEADER_BYTES, None
-    while cut is None:
-        length = int.from_bytes(data[position + 8:position + 12], "big")
-        if decode_txn(data[position + 12:position + 12 + length]).zxid == 0xF3:
-            cut = position
-        position += 12 + length + 1
-    last.write_bytes(data[:cut])
+    last.write_bytes(data[:_start_of(data, 0xF3)])  # the log up to the request's first write
     newest = max(t.time for t in read_zk_history(target).txns) / 1000
     monkeypatch.setattr(time, "time", lambda: newest + 1)
     follower = ZkFollower(target)
@@ -110,6 +102,44 @@ def test_the_partitions_of_one_alter_partition_request_go_out_together(tmp_path:
     request = [e for e in early + follower.poll().events if e["type"] == "IsrChange" and e["topic"] == "t1"][-2:]
     both = [{"topic": "t1", "partition": 1}, {"topic": "t1", "partition": 0}]
     assert [(e["event_id"], e["request_partitions"]) for e in request] == [("zk-242-t1-1", both), ("zk-243-t1-0", both)]
+
+
+def test_a_reassignment_request_waits_while_a_leaders_isr_write_may_still_go_before_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live, below protocol 2.7 (campaign seed 1002): t0-0's leader wrote its own ISR (0x141) while the controller
+    worked through one Admin API reassignment of four partitions, between t0-0's assignment (0x140) and its bump
+    (0x144), which read it; the importer puts that IsrChange before the request. A poll between the two hands out
+    neither (a follower resumed after 0x13a, the last write before the request)."""
+    run = Path(__file__).parent / "zklog" / "regressions" / "zookeeper-2.6-dirs-2-seed-1002" / "version-2"
+    target = tmp_path / "version-2"
+    shutil.copytree(run, target)
+    last = target / "log.13e"
+    data = last.read_bytes()
+    last.write_bytes(data[:_start_of(data, 0x142)])
+    newest = max(t.time for t in read_zk_history(target).txns) / 1000
+    monkeypatch.setattr(time, "time", lambda: newest + 1)
+    follower = ZkFollower(target, after=0x13A)
+    early = follower.poll().events
+    assert not {"zk-315-t0", "zk-321-t0-0"} & {e["event_id"] for e in early}
+    last.write_bytes(data)
+    monkeypatch.setattr(time, "time", lambda: newest + SETTLE_MS / 1000 + 1)
+    polled = early + follower.poll().events
+    expected = [e for e in convert(read_zk_history(run)).events if event_zxid(e) > 0x13A]
+    # all but the last failover's ControllerChange, which waits for the registrations it may still read
+    assert polled == expected[:-1] and expected[-1]["type"] == "ControllerChange"
+    ids = [e["event_id"] for e in polled]
+    assert ids.index("zk-321-t0-0") < ids.index("zk-322-t1-1") < ids.index("zk-315-t0")
+
+
+def _start_of(data: bytes, zxid: int) -> int:
+    """Where the record of `zxid` starts in a log file's bytes (each record: checksum, length, the transaction,
+    "B")."""
+    position = LOG_HEADER_BYTES
+    while True:
+        length = int.from_bytes(data[position + 8:position + 12], "big")
+        if decode_txn(data[position + 12:position + 12 + length]).zxid == zxid:
+            return position
+        position += 12 + length + 1
 
 
 def test_transactions_purged_before_they_were_read_end_the_follower(tmp_path: Path) -> None:

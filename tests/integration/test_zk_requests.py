@@ -369,6 +369,23 @@ def test_a_completion_queued_behind_a_request_and_an_in_place_bump_reaching_a_fa
     assert [b for _, b, parts in _leader_and_isr(tmp_path, "zk-292-t3") if parts == ["t6-0"]] == [1, 3, 4]
 
 
+def test_a_reassignment_carries_the_isr_a_leader_wrote_while_the_controller_worked_through_the_request(
+        tmp_path: Path) -> None:
+    # Campaign seed 1002 (Kafka 3.9.1 at protocol 2.6, two log dirs; its history is a regression of
+    # test_zk_histories): one AlterPartitionReassignments of t0-2, t0-1, t0-0 and t1-1, in that order. Leader 2 wrote
+    # t0-0's ISR [2, 4, 3] itself (0x141) after t0-0's assignment (0x140), and t1-1's [2, 1, 3] (0x142) before its
+    # turn; the controller's bumps of both (0x144, 0x146) read them from ZooKeeper (updateLeaderEpoch) and their
+    # LeaderAndIsr carried them. isrflow had bumped both from the ISR before: LeaderAndIsr 173 of 196.
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-2-seed-1002"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 196 of 196 (isrflow 196), StopReplica 22 of 22 (isrflow 22), UpdateMetadata 374 of 374 " \
+           "(isrflow 374)" in summary and all(r["match"] for r in rows)
+    sent = {(p["topic"], p["partition"], p["leader_epoch"], tuple(p["isr"]))
+            for r in read_jsonl(tmp_path / "requests.jsonl")
+            if r["event_id"] == "zk-315-t0" and r["request"] == "LEADER_AND_ISR" for p in json.loads(r["partitions"])}
+    assert {x for x in sent if x[:2] in (("t0", 0), ("t1", 1))} == {("t0", 0, 12, (2, 4, 3)), ("t1", 1, 14, (2, 1, 3))}
+
+
 def test_a_broker_whose_failed_dir_held_nothing_answers_storage_errors_for_the_logs_it_deleted(tmp_path: Path) -> None:
     # Campaign seed 815 (Kafka 2.7.2, two log dirs; its `version-2` is a regression of test_zk_histories): broker 2's
     # second dir failed while it held no replica, so its notification's answer named none. Later its session

@@ -365,9 +365,7 @@ def test_one_reassignment_of_several_partitions_is_one_event_also_when_a_leader_
     # took its new replica into the ISR itself (a bare setData) while the controller went on to t-1; the watch on
     # t-0's state queued its completion behind the request, so it comes after t-1's start. Read as two requests, the
     # completion found t-1's written and nothing to explain it (then a controlled shutdown of broker 3).
-    z = Ensemble((4, 1, 2, 3))
-    z.txn(z.sessions[1], ZnodeOp("create", "/isr_change_notification/isr_change_0000000000",
-                                 b'{"version":1,"partitions":[]}', 0))  # leaders announce their ISR: protocol 2.x
+    z = leaders_write_their_isr((4, 1, 2, 3))
     z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
     z.state(0, 1, [1, 2, 3], 0)
     z.state(1, 2, [2, 3, 1], 0)
@@ -386,6 +384,32 @@ def test_one_reassignment_of_several_partitions_is_one_event_also_when_a_leader_
                                      {"topic": "t", "partition": 1, "replicas": [2, 3, 4]}]
     assert [e["type"] for e in events[-2:]] == ["ReassignPartitions", "IsrChange"]
     assert [o["cause"] for o in observed[-2:]] == ["IsrChange"] * 2
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_leaders_own_isr_write_that_a_reassignment_requests_next_partition_read_goes_before_the_request() -> None:
+    # A real 2.6 run (zk campaign seed 1002): broker 1 is the controller and leads t-0 and t-1. One
+    # AlterPartitionReassignments of t-0 (to [4, 1, 2]) and t-1 (in place, to [3, 1, 2]); broker 1, as leader, took 3
+    # back into t-0's ISR between t-0's assignment and its bump, and into t-1's before t-1's turn. The controller reads
+    # each partition's state as it comes to it (updateLeaderEpoch): both bumps carry the leader's ISR.
+    z = leaders_write_their_isr((1, 2, 3, 4))
+    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 1, [1, 3, 2], 0)
+    z.state(0, 1, [1, 2], 0, by_leader=True)
+    z.state(1, 1, [1, 2], 0, by_leader=True)
+    z.topic({0: [4, 1, 2, 3], 1: [1, 3, 2]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [3]})
+    z.state(0, 1, [1, 2, 3], 0, by_leader=True)
+    z.state(0, 1, [1, 2, 3], 1)  # A1: the bump reads the leader's ISR
+    z.state(1, 1, [1, 2, 3], 0, by_leader=True)
+    z.topic({0: [4, 1, 2, 3], 1: [3, 1, 2]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [3]})
+    z.state(1, 1, [1, 2, 3], 1)  # B3, in place
+    z.topic({0: [4, 1, 2, 3], 1: [3, 1, 2]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [3]})
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e.get("partition")) for e in events[-3:]] == [
+        ("IsrChange", 0), ("IsrChange", 1), ("ReassignPartitions", None)]
+    [request] = [e for e in events if e["type"] == "ReassignPartitions"]
+    assert [m["partition"] for m in request["partitions"]] == [0, 1]
     assert_every_history_equal(observed, decisions)
 
 

@@ -109,9 +109,10 @@ def created() -> Ensemble:
     return z
 
 
-def leaders_write_their_isr() -> Ensemble:
-    """An ensemble below protocol 2.7: a leader announces its own ISR writes under /isr_change_notification."""
-    z = Ensemble()
+def leaders_write_their_isr(brokers: tuple[int, ...] = (1, 2, 3)) -> Ensemble:
+    """An ensemble below protocol 2.7: a leader announces its own ISR writes under /isr_change_notification (the
+    first broker the controller)."""
+    z = Ensemble(brokers)
     z.txn(z.sessions[1], ZnodeOp("create", "/isr_change_notification/isr_change_0000000000",
                                  b'{"version":1,"partitions":[]}', 0))
     return z
