@@ -234,21 +234,31 @@ class BrokerEvents:
             raise Rejection(Error.STALE_BROKER_EPOCH,
                             f"sender broker {ev.broker_id} epoch {ev.broker_epoch} is not the registered {registered}")
         leader_epoch, partition_epoch = ev.leader_epoch, ev.partition_epoch
-        rec = self.partitions.get((ev.topic, ev.partition))
+        key = (ev.topic, ev.partition)
+        rec = self.partitions.get(key)
         if self.config.isr_changes_at_current_epochs and rec is not None and rec.leader == ev.broker_id:
             leader_epoch, partition_epoch = rec.leader_epoch, rec.partition_epoch
-        out.partition(Action.ISR_CHANGE, (ev.topic, ev.partition), broker_id=ev.broker_id, isr=ev.isr,
+        # processAlterPartition: one UpdateMetadata naming every partition of the request, accepted or not, once all
+        # are written (after the last one's change), then the reassignments it lets complete, partition by partition
+        # (maybeCompleteReassignment; the zk rules' `completes_reassignments_after_the_request`). Below protocol 2.7
+        # the leader wrote it itself: the controller sends nothing until it reads the notification.
+        request = [(p.topic, p.partition) for p in ev.request_partitions] or [key]
+        controllers = is_alter_partition_supported(self.metadata_version)
+        after_request = controllers and len(request) > 1 and self.config.rules.completes_reassignments_after_the_request
+        out.partition(Action.ISR_CHANGE, key, broker_id=ev.broker_id, isr=ev.isr,
                       leader_epoch=leader_epoch, partition_epoch=partition_epoch,
                       leader_recovery_state=ev.leader_recovery_state,
                       reassignment_completed_by_queued_event=ev.reassignment_completed_by_queued_event,
-                      controller_died_after_leader_move=ev.controller_died_after_leader_move)
-        # processAlterPartition: one UpdateMetadata naming every partition of the request, accepted or not, once all
-        # are written (after the last one's change), before any reassignment it lets complete. Below protocol 2.7 the
-        # leader wrote it itself: the controller sends nothing until it reads the notification.
-        request = [(p.topic, p.partition) for p in ev.request_partitions] or [(ev.topic, ev.partition)]
-        if is_alter_partition_supported(self.metadata_version) and request[-1] == (ev.topic, ev.partition):
-            out.metadata(self.cluster.broker_epochs, (self.partitions[k] for k in request if k in self.partitions),
-                         action=Action.ISR_CHANGE)
+                      controller_died_after_leader_move=ev.controller_died_after_leader_move,
+                      reassignment_completed_after_the_request=after_request)
+        if not controllers or request[-1] != key:
+            return
+        out.metadata(self.cluster.broker_epochs, (self.partitions[k] for k in request if k in self.partitions),
+                     action=Action.ISR_CHANGE)
+        for k in request if after_request else ():
+            if k in self.partitions and self.partitions[k].reassignment_in_progress:
+                out.partition(Action.COMPLETE_REASSIGNMENT, k, controller_died_after_leader_move=(
+                    k == key and ev.controller_died_after_leader_move))
 
     def _on_isr_change_notification(self, ev: IsrChangeNotification, out: _Fanout) -> None:
         """processIsrChangeNotification: the named partitions' states read into the cache and one UpdateMetadata

@@ -66,14 +66,32 @@ def _on_isr_change(s: Step) -> None:
     if cached is not None:
         s.record = s.record.evolve(cached_isr=cached[0], cached_partition_epoch=cached[1])
         s.note("written by the leader itself (below protocol 2.7)")
-    rec = s.record
     if cmd.reassignment_completed_by_queued_event:
         s.note("the reassignment it lets complete is completed by the event queued before it")
         return
-    if rec.reassignment_in_progress and s.rules.reassignment_caught_up(
-            rec.isr, rec.target_replicas, rec.adding_replicas, rec.removing_replicas, cmd.controller_level):
-        with s.batch(Phase.REASSIGNMENT):
-            _progress_reassignment(s)
+    if cmd.reassignment_completed_after_the_request:
+        return  # COMPLETE_REASSIGNMENT, once the request's other partitions are written
+    _maybe_complete_reassignment(s)
+
+
+def _on_complete_reassignment(s: Step) -> None:
+    """maybeCompleteReassignment, after an AlterPartition naming several partitions was written and its UpdateMetadata
+    sent: this partition's reassignment completes if its ISR has caught up."""
+    _require_partition(s)
+    if not _maybe_complete_reassignment(s):
+        s.note("no reassignment to complete")
+
+
+def _maybe_complete_reassignment(s: Step) -> bool:
+    """A reassignment in progress whose ISR has caught up completes (onPartitionReassignment, phase B). Returns
+    whether it did."""
+    rec = s.record
+    if not (rec.reassignment_in_progress and s.rules.reassignment_caught_up(
+            rec.isr, rec.target_replicas, rec.adding_replicas, rec.removing_replicas, s.command.controller_level)):
+        return False
+    with s.batch(Phase.REASSIGNMENT):
+        _progress_reassignment(s)
+    return True
 
 
 def _on_isr_change_notification(s: Step) -> None:

@@ -22,7 +22,12 @@ from statemachine.broker_changes import (
 )
 from statemachine.directories import on_assign_replicas_to_dirs
 from statemachine.errors import Error, Outcome, Rejection
-from statemachine.isr_changes import _on_clear_elr, _on_isr_change, _on_isr_change_notification
+from statemachine.isr_changes import (
+    _on_clear_elr,
+    _on_complete_reassignment,
+    _on_isr_change,
+    _on_isr_change_notification,
+)
 from statemachine.leader_changes import (
     _bring_online,
     _on_elect_preferred,
@@ -154,6 +159,7 @@ _HANDLERS: dict[Action, Callable[[Step], None]] = {
     Action.CREATE: _on_create,
     Action.ISR_CHANGE: _on_isr_change,
     Action.ISR_CHANGE_NOTIFICATION: _on_isr_change_notification,
+    Action.COMPLETE_REASSIGNMENT: _on_complete_reassignment,
     Action.BROKER_STARTUP: _on_broker_startup,
     Action.BROKER_FAILURE: _on_broker_failure,
     Action.CONTROLLED_SHUTDOWN: _on_controlled_shutdown,

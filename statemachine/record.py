@@ -87,6 +87,9 @@ class Action(StrEnum):
     ISR_CHANGE = "ISR_CHANGE"
     # Below inter.broker.protocol 2.7: the controller read the leaders' ISR change notifications.
     ISR_CHANGE_NOTIFICATION = "ISR_CHANGE_NOTIFICATION"
+    # ZooKeeper mode: an AlterPartition naming several partitions answered, its UpdateMetadata sent: the reassignments
+    # its ISR changes let complete complete (processAlterPartition -> maybeCompleteReassignment).
+    COMPLETE_REASSIGNMENT = "COMPLETE_REASSIGNMENT"
     BROKER_STARTUP = "BROKER_STARTUP"
     BROKER_FAILURE = "BROKER_FAILURE"
     CONTROLLED_SHUTDOWN = "CONTROLLED_SHUTDOWN"
@@ -150,6 +153,9 @@ class Command:
     reassignment_completed_by_queued_event: bool = False
     # ISR_CHANGE: the controller died inside the completion it lets start, after the leader moved (B3).
     controller_died_after_leader_move: bool = False
+    # ISR_CHANGE: the AlterPartition names other partitions too, and the reassignment it lets complete is completed
+    # once the whole request is written and its UpdateMetadata sent (COMPLETE_REASSIGNMENT, its last partition's).
+    reassignment_completed_after_the_request: bool = False
     # ISR_CHANGE: the AlterPartition request. RESTORE: the snapshot's ISR, leader and reassignment too.
     isr: tuple[int, ...] | None = None
     leader: int | None = None

@@ -329,6 +329,11 @@ class Rules:
     # (the newest metadata.version level it supports). ZK: always. KRaft: from Kafka 3.9 on
     # (kraft_releases.elects_uncleanly_by_config).
     unclean_by_config: Callable[[int], bool] = _every_release
+    # Whether an AlterPartition naming several partitions completes the reassignments it lets complete after all its
+    # ISR changes are written and its one UpdateMetadata sent. ZK: processAlterIsr / processAlterPartition answers the
+    # request, then calls maybeCompleteReassignment for each partition (the same at 2.7.2, 2.8.2, 3.0.2, 3.5.2 and
+    # 3.9). KRaft: each partition's change completes its reassignment itself (PartitionChangeBuilder).
+    completes_reassignments_after_the_request: bool = False
 
 
 ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_replica=True,
@@ -341,7 +346,8 @@ ZK = Rules("zk", _every_write, _zk_shutdown_fallback, shutdown_skips_single_repl
            unclean_needs_the_isr_offline=True,
            minimum_metadata_version=IBP_2_7_IV2,
            isr_members_must_be_live=isr_checked_against_live_brokers,
-           reassigning_states_watched=reassigning_states_watched, elects_everywhere=True)
+           reassigning_states_watched=reassigning_states_watched, elects_everywhere=True,
+           completes_reassignments_after_the_request=True)
 KRAFT = Rules("kraft", _one_record_per_operation, _kraft_shutdown_fallback, shutdown_skips_single_replica=False,
               reassign_to_live_brokers_only=False, preferred_falls_back=True, rebalance_batch=1000,
               reexamine_on_failover=False, elects_unclean_at_config_change=False, fenced_brokers_stay_registered=True,

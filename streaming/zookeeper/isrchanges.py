@@ -63,7 +63,11 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
         _extend(request, txn, [key], "request_partitions")
     elif txn.session == ctx.controller_session and not ctx.protocol_before_3:
         ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [{"topic": key[0], "partition": key[1]}])
-    cause = Cause(event, "ISR", partitions={key}, queued_at=queued_at(ctx, txn, key))
+    # The controller completes the reassignments a request lets complete once all its partitions are written and
+    # its UpdateMetadata sent (processAlterIsr -> maybeCompleteReassignment, 2.7.2 to 3.9): its last partition's
+    # event is the cause of every one of those completions (seed 1023).
+    partitions = set(request.named) if request is not None else {key}
+    cause = Cause(event, "ISR", partitions=partitions, queued_at=queued_at(ctx, txn, key))
     if _mid_startup(ctx, txn, key, before, after):
         ctx.causes.insert(len(ctx.causes) - 1, cause)  # the startup's writes are still to come
     else:

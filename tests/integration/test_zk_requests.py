@@ -430,3 +430,25 @@ def test_a_log_dirs_answer_elects_a_new_partition_a_failed_reassignment_gave_a_l
            "(isrflow 150)" in summary and all(r["match"] for r in rows)
     answer = [(batch, broker, parts) for batch, broker, parts in _leader_and_isr(tmp_path, "zk-253") if batch > 0]
     assert answer == [(1, 2, ["t1-3"]), (1, 4, ["t2-2"]), (2, 2, ["t1-3"])]
+
+
+def test_an_alter_isr_of_two_partitions_completes_their_reassignments_after_its_update_metadata(
+        tmp_path: Path) -> None:
+    # Campaign seed 1023 (Kafka 2.7.2, its own protocol; its `version-2` is a regression of test_zk_histories): leader
+    # 1's AlterIsr for t2-2 and t2-1 (0x17f, 0x180) let both reassignments complete. processAlterIsr sent one
+    # UpdateMetadata naming both (controller 4 at 04:56:19.730), then completed t2-2's (19.747) and t2-1's
+    # (maybeCompleteReassignment, after the answer). isrflow had completed t2-2's in its own IsrChange event, before
+    # the request's UpdateMetadata: 16 UpdateMetadata out of order (409 of 425), the same for leader 2's t0-1 and t1-1.
+    logs = ZKLOG / "requests" / "zookeeper-2.7-seed-1023"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 160 of 160 (isrflow 160), StopReplica 26 of 26 (isrflow 26), UpdateMetadata 425 of 425 " \
+           "(isrflow 425)" in summary and all(r["match"] for r in rows)
+    sent = [(r["batch"], r["request"], [f"{p['topic']}-{p['partition']}" for p in json.loads(r["partitions"])])
+            for r in read_jsonl(tmp_path / "requests.jsonl")
+            if r["event_id"] in ("zk-383-t2-2", "zk-384-t2-1") and r["broker"] == 3 and r["batch"] < 2]
+    assert sent == [(0, "UPDATE_METADATA", ["t2-1", "t2-2"]), (1, "LEADER_AND_ISR", ["t2-2"]),
+                    (1, "UPDATE_METADATA", ["t2-2"])]
+    # Both completions are the request's last partition's event, as the importer gives their writes.
+    completions = {(o["topic"], o["partition"]): o["cause_event_id"] for o in read_jsonl(tmp_path / "observed.jsonl")
+                   if o["source_offset"] in range(0x181, 0x187)}
+    assert set(completions.values()) == {"zk-384-t2-1"} and set(completions) == {("t2", 1), ("t2", 2)}

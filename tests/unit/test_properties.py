@@ -200,6 +200,12 @@ class LogBuilder:
         }
         if rec.leader_recovery_state == "RECOVERING" or self.draw(st.integers(0, 9), "recovery") == 9:
             fields["leader_recovery_state"] = self.draw(st.sampled_from(["RECOVERED", "RECOVERING"]), "recovery")
+        # Sometimes the last partition of a request naming another one first, often one being reassigned: the zk rules
+        # complete the request's reassignments after its UpdateMetadata (COMPLETE_REASSIGNMENT).
+        others = sorted(k for k, r in self.controller.partitions.items()
+                        if k != (topic, partition) and r.reassignment_in_progress)
+        if others and roll == 9:  # no draw of its own: the other paths stay as reached
+            fields["request_partitions"] = [{"topic": t, "partition": p} for t, p in (others[0], (topic, partition))]
         return self.envelope("IsrChange", **fields)
 
     def _reassign(self) -> str:

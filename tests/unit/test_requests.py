@@ -14,6 +14,7 @@ from schemas.events import parse_event
 from schemas.records import to_row
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.features import ZOOKEEPER_ERA_PROTOCOL
+from statemachine.record import Action
 from statemachine.requests import Request, RequestType, request_rows
 from statemachine.rules import KRAFT
 from streaming.zookeeper.requests import agreement_rows, modelled_by_isrflow, requests_agreement, sent_by_controller
@@ -186,6 +187,30 @@ def test_one_alter_partition_naming_two_partitions_is_one_update_metadata_after_
     assert first == []
     assert [(str(r.request), r.broker, [(p.partition, p.isr, p.partition_epoch) for p in r.partitions])
             for r in last] == [(UM, b, [(0, (2, 3, 1), 2), (1, (2, 3, 1), 2)]) for b in (1, 2, 3)]
+
+
+def test_an_alter_partition_naming_two_partitions_completes_their_reassignments_after_its_update_metadata() -> None:
+    # Campaign seed 1023 (Kafka 2.7.2): processAlterIsr writes the request's partitions, sends one UpdateMetadata naming
+    # them, answers, and only then completes each reassignment the request lets complete (maybeCompleteReassignment),
+    # in its last partition's event; the first partition's event writes its ISR alone.
+    controller = Controller(ControllerConfig())
+    for offset, raw in enumerate([*SCENARIO[:6], _event(6, "ReassignPartitions", partitions=[
+            {"topic": "t", "partition": p, "replicas": [1, 2]} for p in (0, 1)])]):
+        controller.handle_event(parse_event(raw), offset)
+    request = [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+    first, last = (controller.handle_event(parse_event(_event(
+        n, "IsrChange", topic="t", partition=p, broker_id=2, broker_epoch=EPOCHS[2],
+        leader_epoch=controller.partitions[("t", p)].leader_epoch,
+        partition_epoch=controller.partitions[("t", p)].partition_epoch, isr=[2, 3, 1], request_partitions=request)),
+        n) for n, p in ((7, 0), (8, 1)))
+    assert first.requests == [] and [h.command.action for h in first.handled] == [Action.ISR_CHANGE]
+    assert [(h.command.action, h.command.partition) for h in last.handled] == [
+        (Action.ISR_CHANGE, 1), (Action.COMPLETE_REASSIGNMENT, 0), (Action.COMPLETE_REASSIGNMENT, 1)]
+    to_broker_1 = [(r.batch, str(r.request), [p.partition for p in r.partitions]) for r in last.requests
+                   if r.broker == 1 and r.request is not SR]
+    assert to_broker_1[:3] == [(0, UM, [0, 1]), (1, LAI, [0]), (1, UM, [0])]
+    assert [partition for _, request, [partition, *_] in to_broker_1 if request == LAI] == [0, 0, 1, 1]
+    assert all(controller.partitions[("t", p)].replicas == (1, 2) for p in (0, 1))
 
 
 def test_below_protocol_2_7_a_leaders_own_isr_write_is_sent_only_once_the_controller_reads_its_notification() -> None:
