@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_zxid
+from streaming.zookeeper.statechange import ANSWER_MS
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -87,6 +88,34 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     refs.append({"topic": key[0], "partition": key[1]})
     ctx.failed_replicas[broker].add(key)
     return request
+
+
+def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[int, bool]) -> Cause | None:
+    """A write taking a registered broker's replica offline (`dropped`: broker -> whether the write does) after
+    another event's writes, for a partition the broker's notification's answer named (its `Mark replicas` line; from
+    the directory alone: while that answer has written nothing yet, or its writes go on, within ANSWER_MS of the
+    notification). The answer is an event of its own (LeaderAndIsrResponseReceived), queued behind the events that
+    came while the broker answered: the write is the notification's, not a controlled shutdown of that broker (seed
+    1035, Kafka 2.8.2: broker 4's answer came after an Admin API reassignment's writes, 45 ms after the
+    notification). Not across a new controller, nor past the broker's re-registration."""
+    started: set[int] = set()
+    for cause in reversed(ctx.causes):
+        if cause.kind == "FAILOVER":
+            return None
+        if cause.kind == "STARTUP":
+            started |= cause.brokers
+        elif cause.kind == "LOG_DIR" and cause.broker is not None and cause.broker not in started and \
+                dropped.get(cause.broker, False) and fits(ctx, cause, key, True) and \
+                (cause.logged is not None or _answer_pending(ctx, txn, cause)):
+            return cause
+    return None
+
+
+def _answer_pending(ctx: Context, txn: ZkTxn, cause: Cause) -> bool:
+    """From the directory alone: the notification's answer may still be coming (it has not written yet, or the
+    controller's newest write is its own), the notification not ANSWER_MS older than the write."""
+    notified = int(datetime.fromisoformat(cause.event["ts"]).timestamp() * 1000)
+    return txn.time <= notified + ANSWER_MS and (not cause.wrote or cause.last_zxid == ctx.controller_wrote_at)
 
 
 def note_notifications(ctx: Context, txns: Iterable[ZkTxn]) -> None:

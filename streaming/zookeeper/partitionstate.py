@@ -54,6 +54,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         admin.read_with_later_request(ctx, txn, cause)
     if cause is None:
         cause = logdirs.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr]) or \
+            logdirs.late_answer(ctx, txn, key, {b: _taken_offline(b, before, after) for b in ctx.brokers}) or \
             _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after)
     if cause is None:
         ctx.result.unexplained.append(txn.zxid)

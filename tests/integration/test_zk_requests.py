@@ -452,3 +452,25 @@ def test_an_alter_isr_of_two_partitions_completes_their_reassignments_after_its_
     completions = {(o["topic"], o["partition"]): o["cause_event_id"] for o in read_jsonl(tmp_path / "observed.jsonl")
                    if o["source_offset"] in range(0x181, 0x187)}
     assert set(completions.values()) == {"zk-384-t2-1"} and set(completions) == {("t2", 1), ("t2", 2)}
+
+
+def test_a_log_dirs_answer_queued_behind_a_reassignment_is_no_controlled_shutdown(tmp_path: Path) -> None:
+    # Campaign seed 1035 (Kafka 2.8.2, three log dirs; its `version-2` is a regression of test_zk_histories): broker
+    # 4's dir failed; controller 3 read the notification (LeaderAndIsr of t0-0 and t0-1 to broker 4), then handled an
+    # Admin API reassignment of t2-0 that came meanwhile, then broker 4's answer ("Mark replicas t0-1 on broker 4"):
+    # t0-1 without 4 (0xc5). The importer read that write as broker 4's controlled shutdown, so isrflow took 4 out of
+    # t0-0 too and left it out of t7 and t8, created later with replicas on it (StopReplica 12 of 14, isrflow 16).
+    logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-1035"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "StopReplica 14 of 14 (isrflow 14)" in summary and "18 of 18 equal" in summary
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert not [e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN"]
+    created = {(d["topic"], d["partition"]): (d["leader"], d["isr"]) for d in read_jsonl(tmp_path / "decisions.jsonl")
+               if d["cause"] == "CreateTopic" and d["topic"] in ("t7", "t8")}  # isrflow's: broker 4 online for them
+    assert created == {("t7", 0): (4, [4, 2, 1]), ("t8", 0): (1, [1, 2, 4]), ("t8", 1): (3, [3, 4, 2])}
+    # What is left: isrflow handles the answer within the notification's event, before the reassignment; the
+    # controller sent its requests after the reassignment's (broker 1's LeaderAndIsr of t0-1, one UpdateMetadata
+    # per broker out of order).
+    assert {(r["broker"], r["request"]) for r in rows if not r["match"]} == {
+        (1, "LEADER_AND_ISR"), *((b, "UPDATE_METADATA") for b in (1, 2, 3, 4))}
+    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-191"}
