@@ -151,3 +151,19 @@ def test_a_new_replica_the_notification_did_not_name_goes_offline_at_a_later_rea
         result.cluster_row.message
     # Its partition, not the broker: 2 still leads t-0, in its other dir.
     assert c.rec("t", 0).leader == 2
+
+
+def test_a_reassignment_asked_again_onto_a_live_brokers_failed_replica_bumps_again() -> None:
+    # zk campaign seed 1034 (Kafka 3.9.1 at protocol 2.6): t2-0's Admin API reassignment onto broker 3, whose replica of
+    # t2-0 had failed with its dir, asked again: validateReplicas checks the new replicas against liveBrokerIds (any
+    # registered broker not shutting down), not their log dirs, so the controller bumped the leader epoch again.
+    c = jbod()
+    c.create("x", [1])
+    first = c.reassign(("x", 0, [2, 1])).decision("x", 0)
+    failed_dir(c, 2, ("x", 0))
+    again = c.reassign(("x", 0, [2, 1]))
+    bump = again.decision("x", 0)
+    assert (bump.leader, bump.isr, bump.leader_epoch, bump.replicas) == (1, (1,), first.leader_epoch + 1, (2, 1))
+    # A broker that is not registered is refused still.
+    refused = c.reassign(("x", 0, [4, 1]))
+    assert refused.decisions == [] and "not live: [4]" in refused.rows("x", 0)[0].message
