@@ -167,3 +167,20 @@ def test_a_reassignment_asked_again_onto_a_live_brokers_failed_replica_bumps_aga
     # A broker that is not registered is refused still.
     refused = c.reassign(("x", 0, [4, 1]))
     assert refused.decisions == [] and "not live: [4]" in refused.rows("x", 0)[0].message
+
+
+def test_a_new_controller_forgets_a_failed_replica_it_did_not_ask_about_and_learns_it_again() -> None:
+    # zk campaign seed 1034 (Kafka 3.9.1 at protocol 2.6): x-0 moved off broker 2 after its replica failed with the
+    # dir; the next controller's failover asked broker 2 of its other replicas only (replicasOnOfflineDirs starts
+    # empty). x-0's reassignment back onto 2 got KAFKA_STORAGE_ERROR: newly offline, though 2 is in no ISR of it.
+    c = jbod()
+    c.create("x", [2, 1])
+    failed_dir(c, 2, ("x", 0), ("u", 0))
+    c.reassign(("x", 0, [1]), through_znode=True)
+    assert c.rec("x", 0).replicas == (1,)
+    c.controller_change(1)
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
+    answers = {"2": [{"topic": "x", "partition": 0}]}
+    result = c.reassign(("x", 0, [1, 2]), offline_replicas=answers)
+    assert "1 newly offline: x-0" in result.cluster_rows[-1].message
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0), ("x", 0)})}
