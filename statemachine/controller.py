@@ -224,11 +224,13 @@ class _Fanout:
         the partition."""
         live, shutting_down = self._cluster_facts()
         offline &= live | shutting_down
+        offline_shutting_down = offline & shutting_down
         live, shutting_down = (live - offline, shutting_down - offline) if offline else (live, shutting_down)
         ev, cv = self.event, self.controller.cluster
         command = Command(action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
                           controller_epoch=cv.controller_epoch, event_ts=ev.ts, principal=ev.principal,
                           live_brokers=live, shutting_down_brokers=shutting_down, offline_replicas=offline,
+                          offline_replicas_shutting_down=offline_shutting_down,
                           broker_change=ev.change if isinstance(ev, BrokerChange) else None,
                           broker_epoch=ev.broker_epoch if isinstance(ev, BrokerChange | IsrChange) else None,
                           controller_id=None if cv.controller_id < 0 else cv.controller_id,

@@ -205,8 +205,10 @@ def _on_reassign(s: Step) -> None:
     if not target or len(set(target)) != len(target) or any(r < 0 for r in target):
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT,
                         f"target {list(target)} must be non-empty, without duplicates or negative ids")
-    dead = [r for r in target if r not in rec.origin_replicas and r not in s.command.live_brokers]
-    # validateReplicas: the Admin API's reassignments only (processApiPartitionReassignment), not the znode's.
+    # validateReplicas: the Admin API's reassignments only (processApiPartitionReassignment), not the znode's; a new
+    # replica in a failed log dir of a live broker passes (seed 1034: t2-0 asked again onto broker 3, whose replica
+    # there had failed with its dir, bumped the leader epoch again).
+    dead = [r for r in target if r not in rec.origin_replicas and r not in s.command.live_broker_ids]
     if dead and s.rules.reassign_to_live_brokers_only and not s.command.through_znode:
         raise Rejection(Error.INVALID_REPLICA_ASSIGNMENT, f"target adds brokers that are not live: {dead}")
     with s.batch(Phase.REASSIGNMENT):

@@ -198,7 +198,11 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     lifted = dict(lifted)
     for broker, refs in sorted((answered or {}).items()):
         lifted[broker] = lifted.get(broker, frozenset()) | {(r.topic, r.partition) for r in refs}
-    lifted = {broker: storage_errors(cv, broker, keys) for broker, keys in lifted.items()}
+    # Only the replicas the requests asked about are answered: a failed replica the broker no longer hosts stays
+    # unknown to the controller until a later request reaches it (seed 1034: t2-0, moved off broker 3 before the
+    # failover, marked offline again at its reassignment back onto broker 3).
+    lifted = {broker: storage_errors(cv, broker, keys & set(controller.partitions_on(broker)))
+              for broker, keys in lifted.items()}
     # Every broker's answer is in before any is handled: an election for one broker's offline replicas passes over
     # another's in a failed dir too (seed 437: the controller's own broker answered first).
     cv.replicas_on_offline_dirs.update(lifted)

@@ -178,6 +178,8 @@ class Command:
     # Registered brokers whose replica of the partition is in a failed log dir: left out of the two above (they
     # cannot lead it), yet still sent the ZooKeeper-era controller's requests.
     offline_replicas: frozenset[int] = frozenset()
+    # Those of `offline_replicas` shutting down: the rest are among the controller's liveBrokerIds.
+    offline_replicas_shutting_down: frozenset[int] = frozenset()
     unclean_allowed: bool = False
     # KRaft: the topic's effective min.insync.replicas (at most its replication factor), whether Eligible Leader
     # Replicas are on (the feature eligible.leader.replicas.version on a metadata version that supports it) and the
@@ -205,6 +207,12 @@ class Command:
     @property
     def live_or_shutting_down(self) -> frozenset[int]:
         return self.live_brokers | self.shutting_down_brokers
+
+    @property
+    def live_broker_ids(self) -> frozenset[int]:
+        """The ZooKeeper-era controller's liveBrokerIds: registered and not shutting down, whatever the log dir of
+        their replica of the partition (what validateReplicas checks a reassignment's new replicas against)."""
+        return self.live_brokers | (self.offline_replicas - self.offline_replicas_shutting_down)
 
     @property
     def registered_brokers(self) -> frozenset[int]:

@@ -17,7 +17,8 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
 startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
 it, goes with its STARTUP event (a dir that failed while the broker was down: no notification, `startup_answer`); a
-failover's are not read yet (docs/zookeeper.md, "JBOD").
+reassignment's, logged right after its request, with the request (`reassignment_answers`); a failover's are not read
+yet (docs/zookeeper.md, "JBOD").
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_zxid
-from streaming.zookeeper.statechange import ANSWER_MS
+from streaming.zookeeper.statechange import ANSWER_MS, REQUEST_ANSWER_MS
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -81,11 +82,13 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     broker = dropped[0]
     if broker not in ctx.brokers or broker not in ctx.failed_replicas:
         return None
+    ref = {"topic": key[0], "partition": key[1]}
+    if ref in request.event.get("offline_replicas", {}).get(str(broker), ()):
+        return request  # its mark was read with the request (`reassignment_answers`)
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
             broker, key, int(datetime.fromisoformat(request.event["ts"]).timestamp() * 1000), txn.time + 1000):
         return None
-    refs = request.event.setdefault("offline_replicas", {}).setdefault(str(broker), [])
-    refs.append({"topic": key[0], "partition": key[1]})
+    request.event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(ref)
     ctx.failed_replicas[broker].add(key)
     return request
 
@@ -116,6 +119,30 @@ def _answer_pending(ctx: Context, txn: ZkTxn, cause: Cause) -> bool:
     controller's newest write is its own), the notification not ANSWER_MS older than the write."""
     notified = int(datetime.fromisoformat(cause.event["ts"]).timestamp() * 1000)
     return txn.time <= notified + ANSWER_MS and (not cause.wrote or cause.last_zxid == ctx.controller_wrote_at)
+
+
+def reassignment_answers(ctx: Context, event: dict[str, Any], replicas: dict[tuple[str, int], tuple[int, ...]]
+                         ) -> None:
+    """With the state-change logs: a registered broker with a failed log dir that answered a reassignment's
+    LeaderAndIsr (A1 sends one to every replica of `replicas`, the new ones too) with KAFKA_STORAGE_ERROR, its mark
+    logged within REQUEST_ANSWER_MS of the request and no notification of the broker in between (that one's answer).
+    The replica goes offline whether or not a write follows: out of the ISR already, the controller sends the
+    LeaderAndIsr, UpdateMetadata and StopReplica of OfflineReplica all the same (seed 1034: t2-0 reassigned onto
+    broker 3 after a failover whose new controller knew nothing of broker 3's failed dir)."""
+    marks = ctx.offline_marks
+    if marks is None:
+        return
+    since = int(datetime.fromisoformat(event["ts"]).timestamp() * 1000)
+    until = since + REQUEST_ANSWER_MS
+    for key, brokers in sorted(replicas.items()):
+        for broker in brokers:
+            if broker not in ctx.brokers or broker not in ctx.failed_replicas or \
+                    any(since <= t <= until for t in ctx.notified_at.get(broker, ())):
+                continue
+            if marks.request_answer(broker, key, since, until):
+                event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
+                    {"topic": key[0], "partition": key[1]})
+                ctx.failed_replicas[broker].add(key)
 
 
 def note_notifications(ctx: Context, txns: Iterable[ZkTxn]) -> None:

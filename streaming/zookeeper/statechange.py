@@ -309,6 +309,8 @@ def read_state_change_log(path: Path) -> StateChangeLog:
 _MARK = re.compile(r"^Mark replicas (?P<replicas>.*) on broker (?P<broker>\d+) as offline")
 # A mark answers the notification it follows within this long (a LeaderAndIsr round trip, on a loaded machine).
 ANSWER_MS = 30_000
+# A mark answers the reassignment request it follows within this long (its LeaderAndIsr, sent as it starts).
+REQUEST_ANSWER_MS = 1_000
 
 
 @dataclass(frozen=True)

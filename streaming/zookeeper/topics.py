@@ -16,6 +16,7 @@ from typing import Any
 
 from streaming.zookeeper.admin import reassignment_read_at_failover
 from streaming.zookeeper.context import NO_LEADER, Cause, Context, TopicAssignment, controllers_write
+from streaming.zookeeper.logdirs import reassignment_answers
 from streaming.zookeeper.txnlog import ZkTxn
 
 
@@ -95,6 +96,8 @@ def _reassignment(ctx: Context, txn: ZkTxn, moves: list[dict[str, Any]], suffix:
         return request.event
     at = txn if bump is None else ZkTxn(bump, txn.time, txn.session, txn.cxid, ())
     event = ctx.event(at, "ReassignPartitions", suffix, partitions=moves)
+    reassignment_answers(ctx, event, {(m["topic"], m["partition"]): ctx.topics[m["topic"]].replicas.get(
+        m["partition"], ()) for m in moves if m["topic"] in ctx.topics})
     ctx.cause(Cause(event, "PARTITIONS", partitions=set() if done else keys, wrote=done, last_zxid=txn.zxid))
     return event
 

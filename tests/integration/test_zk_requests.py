@@ -474,3 +474,30 @@ def test_a_log_dirs_answer_queued_behind_a_reassignment_is_no_controlled_shutdow
     assert {(r["broker"], r["request"]) for r in rows if not r["match"]} == {
         (1, "LEADER_AND_ISR"), *((b, "UPDATE_METADATA") for b in (1, 2, 3, 4))}
     assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-191"}
+
+
+def test_a_reassignment_back_onto_a_failed_replica_the_new_controller_forgot_takes_it_offline_again(
+        tmp_path: Path) -> None:
+    # Campaign seed 1034 (Kafka 3.9.1 at protocol 2.6, two log dirs; its history is a regression of
+    # test_zk_histories): t2-0 moved off broker 3, whose replica had failed with its dir; after failover zk-186 the
+    # new controller knew nothing of it (replicasOnOfflineDirs starts empty, its failover asked broker 3 of other
+    # partitions only). t2-0's reassignment back onto 3 (zk-202-t2) got KAFKA_STORAGE_ERROR for it ("Mark replicas
+    # t2-0 on broker 3 as offline", 05:10:10.044): OfflineReplica, no write (3 not in the ISR), a LeaderAndIsr to 4
+    # and a StopReplica to 3. Then the same reassignment asked again (zk-207-t2-0) bumped the leader epoch once more:
+    # validateReplicas checks liveBrokerIds, not log dirs. isrflow had refused zk-207 (53 of 54 states) and kept t2-0
+    # offline on 3 through the failover (no answer: LeaderAndIsr 81 of 86, StopReplica 18 of 20).
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-2-seed-1034"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "54 of 54 states equal" in summary
+    # What is left is the notification's (zk-155): broker 3's answer to zk-145-t0's LeaderAndIsr came before the
+    # notification's own LeaderAndIsr, and isrflow gives that mark to the notification (docs/zookeeper.md).
+    assert "LeaderAndIsr 84 of 86 (isrflow 85), StopReplica 19 of 20 (isrflow 19), UpdateMetadata 301 of 309 " \
+           "(isrflow 305)" in summary
+    reassigned = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-202-t2"]
+    assert [e["offline_replicas"] for e in reassigned] == [{"3": [{"topic": "t2", "partition": 0}]}]
+    sent = [(r["broker"], r["request"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+            if r["event_id"] == "zk-202-t2" and r["request"] != "UPDATE_METADATA"]
+    assert sent == [(3, "LEADER_AND_ISR"), (4, "LEADER_AND_ISR"), (3, "LEADER_AND_ISR"), (4, "LEADER_AND_ISR"),
+                    (3, "STOP_REPLICA")]
+    answered = {(r["broker"], r["request"]) for r in rows if r["match"] and r["isrflow"]["event_id"] == "zk-202-t2"}
+    assert {(4, "LEADER_AND_ISR"), (3, "STOP_REPLICA")} <= answered

@@ -151,3 +151,36 @@ def test_a_new_replica_the_notification_did_not_name_goes_offline_at_a_later_rea
         result.cluster_row.message
     # Its partition, not the broker: 2 still leads t-0, in its other dir.
     assert c.rec("t", 0).leader == 2
+
+
+def test_a_reassignment_asked_again_onto_a_live_brokers_failed_replica_bumps_again() -> None:
+    # zk campaign seed 1034 (Kafka 3.9.1 at protocol 2.6): t2-0's Admin API reassignment onto broker 3, whose replica of
+    # t2-0 had failed with its dir, asked again: validateReplicas checks the new replicas against liveBrokerIds (any
+    # registered broker not shutting down), not their log dirs, so the controller bumped the leader epoch again.
+    c = jbod()
+    c.create("x", [1])
+    first = c.reassign(("x", 0, [2, 1])).decision("x", 0)
+    failed_dir(c, 2, ("x", 0))
+    again = c.reassign(("x", 0, [2, 1]))
+    bump = again.decision("x", 0)
+    assert (bump.leader, bump.isr, bump.leader_epoch, bump.replicas) == (1, (1,), first.leader_epoch + 1, (2, 1))
+    # A broker that is not registered is refused still.
+    refused = c.reassign(("x", 0, [4, 1]))
+    assert refused.decisions == [] and "not live: [4]" in refused.rows("x", 0)[0].message
+
+
+def test_a_new_controller_forgets_a_failed_replica_it_did_not_ask_about_and_learns_it_again() -> None:
+    # zk campaign seed 1034 (Kafka 3.9.1 at protocol 2.6): x-0 moved off broker 2 after its replica failed with the
+    # dir; the next controller's failover asked broker 2 of its other replicas only (replicasOnOfflineDirs starts
+    # empty). x-0's reassignment back onto 2 got KAFKA_STORAGE_ERROR: newly offline, though 2 is in no ISR of it.
+    c = jbod()
+    c.create("x", [2, 1])
+    failed_dir(c, 2, ("x", 0), ("u", 0))
+    c.reassign(("x", 0, [1]), through_znode=True)
+    assert c.rec("x", 0).replicas == (1,)
+    c.controller_change(1)
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
+    answers = {"2": [{"topic": "x", "partition": 0}]}
+    result = c.reassign(("x", 0, [1, 2]), offline_replicas=answers)
+    assert "1 newly offline: x-0" in result.cluster_rows[-1].message
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0), ("x", 0)})}
