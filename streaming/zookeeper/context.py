@@ -264,6 +264,9 @@ class Context:
         self.written_for: dict[tuple[str, int], str | None] = {}  # the event its newest state write was for
         self.written_at: dict[tuple[str, int], int] = {}  # the zxid of that write
         self.started_by: dict[tuple[str, int], str] = {}  # the reassignment whose start bumped it last
+        # Per partition, the zxid of the assignment write that made a broker one of its replicas (none: at the
+        # topic's creation, or before the history): a reassignment's start makes only those NewReplica.
+        self.replica_added_at: dict[tuple[str, int], dict[int, int]] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.cluster_configs: dict[str, str] = {}
         self.deleting: set[str] = set()

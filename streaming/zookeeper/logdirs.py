@@ -59,11 +59,15 @@ def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:
     """The broker's replicas the controller holds NewReplica: the new replicas of a reassignment still in progress
     that it started since its election and the broker's registration (A2, startNewReplicasForReassignedPartition;
     the completion's B1, a failover and the broker's startup move them online). onBrokerLogDirFailure's
-    OnlineReplica step sends no LeaderAndIsr for them, so the notification's answer cannot name them."""
+    OnlineReplica step sends no LeaderAndIsr for them, so the notification's answer cannot name them. Only a replica
+    the start added to the assignment: NewReplica comes from NonExistentReplica alone, so a reassignment asked for
+    again keeps a replica the controller held before (online since its failover) as it was (seed 1030: "from
+    OnlineReplica to NewReplica failed", and the notification's answer named it)."""
     since = max(ctx.controller_since, ctx.brokers.get(broker, 0))
     return frozenset(key for key, started in ctx.started_by.items()
                      if int(started.split("-")[1]) > since and key[0] in ctx.topics
-                     and broker in ctx.topics[key[0]].adding.get(key[1], ()))
+                     and broker in ctx.topics[key[0]].adding.get(key[1], ())
+                     and ctx.replica_added_at.get(key, {}).get(broker, 0) > since)
 
 
 def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int]) -> Cause | None:

@@ -233,13 +233,16 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # dropping from the ISR and moving the leader only as a reassignment does (seed 70: a controlled
             # shutdown's write right after a startup)
             # A started broker's replica in a failed log dir answers KAFKA_STORAGE_ERROR: dropped again (JBOD).
+            # A leaderless partition kept leaderless is a resumed reassignment's bump (A1) or a deletion's retry,
+            # never a failed election, which writes nothing (seed 1030: an Admin API reassignment asked again, after
+            # an unrelated startup and an AlterPartition)
             if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause)
                    for b in cause.brokers):
                 return True
             return not any(_drops(b, before, after) for b in cause.brokers) and (
-                before.leader == NO_LEADER or (reassigning and bool(cause.brokers & set(topic.target(key[1])))
-                                               and _may_drop_from_isr(ctx, key, before, after)
-                                               and _may_move_leader(ctx, key, before, after)))
+                (before.leader == NO_LEADER and (after.leader != NO_LEADER or key[0] in ctx.deleting)) or
+                (reassigning and bool(cause.brokers & set(topic.target(key[1])))
+                 and _may_drop_from_isr(ctx, key, before, after) and _may_move_leader(ctx, key, before, after)))
         case "FAILURE":  # its leaderships elect, its replicas leave the ISR; so do leaders already gone. Not
             # once the broker registered again: what drops it then is of its new incarnation. A failure of a
             # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).

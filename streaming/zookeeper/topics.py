@@ -58,6 +58,10 @@ def topic_changed(ctx: Context, txn: ZkTxn, topic: str, new: TopicAssignment) ->
         if (old.replicas[p], old.adding.get(p), old.removing.get(p)) == (
                 new.replicas[p], new.adding.get(p), new.removing.get(p)):
             continue
+        added_at = ctx.replica_added_at.setdefault((topic, p), {})
+        for b in set(added_at) - set(new.replicas[p]):
+            del added_at[b]
+        added_at.update({b: txn.zxid for b in new.replicas[p] if b not in old.replicas[p]})
         if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.target(p):
             _completed(ctx, txn, (topic, p), new.replicas[p])
             continue  # the controller completing the reassignment (after its partition writes)

@@ -501,3 +501,21 @@ def test_a_reassignment_back_onto_a_failed_replica_the_new_controller_forgot_tak
                     (3, "STOP_REPLICA")]
     answered = {(r["broker"], r["request"]) for r in rows if r["match"] and r["isrflow"]["event_id"] == "zk-202-t2"}
     assert {(4, "LEADER_AND_ISR"), (3, "STOP_REPLICA")} <= answered
+
+
+def test_a_reassignment_asked_again_after_a_startup_and_its_replica_in_a_failed_dir(tmp_path: Path) -> None:
+    # Campaign seed 1030 (Kafka 2.7.2, three log dirs; its `version-2` is a regression of test_zk_histories): t0-1 was
+    # being reassigned through the znode from [2] (dead) to [4], replica 4 online since controller 4's failover.
+    # After broker 3's startup (which wrote nothing) and an AlterIsr of t1-1, an Admin API reassignment of t0-1 to [4]
+    # again took it out of the znode (0x99) and bumped it (0x9a, LeaderAndIsr to broker 4): the importer had given
+    # the bump to the startup, and isrflow was one leader epoch behind from there. Its NewReplica step failed
+    # ("from OnlineReplica to NewReplica failed"), so broker 4's log dir notification asked about t0-1 and its
+    # answer marked it offline (StopReplica, UpdateMetadata), as did each later failover's and startup's answer.
+    kept = ZKLOG / "requests" / "zookeeper-2.7-dirs-3-seed-1030"
+    summary, rows = _replayed(ZKLOG / "regressions" / kept.name / "version-2", tmp_path, kept)
+    assert "LeaderAndIsr 41 of 41 (isrflow 41), StopReplica 14 of 14 (isrflow 14), UpdateMetadata 115 of 115 " \
+           "(isrflow 115)" in summary and all(r["match"] for r in rows)
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-154-t0-1"]["partitions"] == [{"topic": "t0", "partition": 1, "replicas": [4]}]
+    assert events["zk-200"]["offline_replicas"] == [{"topic": "t0", "partition": 1}]
+    assert _leader_and_isr(tmp_path, "zk-154-t0-1") == [(0, 4, ["t0-1"])]

@@ -537,3 +537,29 @@ def test_a_reassignment_in_place_of_a_leaderless_partition_is_read_from_the_unch
     reassignments = [e["partitions"] for e in convert(z.history()).events if e["type"] == "ReassignPartitions"]
     assert reassignments == [[{"topic": "t", "partition": 1, "replicas": [3]}],
                              [{"topic": "t", "partition": 1, "replicas": None}]]
+
+
+def test_an_alter_partition_the_controller_wrote_ends_the_events_before_it() -> None:
+    # Campaign seed 1030 (Kafka 2.7.2): broker 5's startup elected nothing (t-0's ISR holds only dead broker 3),
+    # then the controller wrote leader 1's AlterPartition of t-1, then an Admin API reassignment of t-0 to the target
+    # in progress bumped its leader epoch again. A startup keeps a leaderless partition leaderless only resuming a
+    # reassignment onto its broker or retrying a deletion: the bump is that request's.
+    z = Ensemble((1, 2, 3, 4))
+    z.topic({0: [3, 4], 1: [1, 2]})
+    z.state(0, 3, [3, 4], 0)
+    z.state(1, 1, [1, 2], 0)
+    z.session_end(4)
+    z.state(0, 3, [3], 1)  # broker 4's failure
+    z.session_end(3)
+    z.state(0, -1, [3], 2)  # broker 3's
+    z.topic({0: [1, 3, 4], 1: [1, 2]}, op="setData", adding_replicas={0: [1]}, removing_replicas={0: [3, 4]})
+    z.state(0, -1, [3], 3)  # the reassignment's start (A1)
+    z.register(5)
+    z.state(1, 1, [1], 0)  # leader 1's AlterPartition
+    z.state(0, -1, [3], 4)  # the reassignment asked again
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events[-3:]] == ["BrokerChange", "IsrChange", "ReassignPartitions"]
+    assert events[-1]["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1]}]
+    assert observed[-1]["cause_event_id"] == events[-1]["event_id"]
+    assert_every_history_equal(observed, decisions)
+

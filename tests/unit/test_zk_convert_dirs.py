@@ -125,6 +125,36 @@ def test_a_mark_of_replicas_the_notification_did_not_ask_about_is_a_later_reques
     assert marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)
     assert not marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)  # taken
 
+def test_a_reassignment_asked_again_keeps_the_new_replica_the_controller_held_before_in_a_notifications_answer(
+) -> None:
+    # Campaign seed 1030 (Kafka 2.7.2): t0-1's reassignment onto broker 4 was in progress when a controller took
+    # replica 4 online; an Admin API reassignment to the same target bumped t0-1 again, and its NewReplica step failed
+    # ("from OnlineReplica to NewReplica failed": NewReplica comes from NonExistentReplica alone). So broker 4's
+    # notification asked about t0-1, and its answer's mark is the notification's. Here broker 4's restart takes the
+    # replica online, and broker 3's failure comes before the request asked again.
+    z = Ensemble((1, 2, 3, 4))
+    z.topic({0: [2, 3], 1: [1, 3]})
+    z.state(0, 2, [2, 3], 0)
+    z.state(1, 1, [1, 3], 0)
+    z.topic({0: [4, 3, 2], 1: [1, 3]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [2]})
+    z.state(0, 2, [2, 3], 1)  # the reassignment's start (A1); replica 4 NewReplica
+    z.session_end(4)
+    z.register(4, 0x2004)
+    z.state(0, 2, [2, 3], 2)  # broker 4's startup resumes it; replica 4 online
+    z.session_end(3)
+    z.state(0, 2, [2], 3)
+    z.state(1, 1, [1], 1)
+    z.state(0, 2, [2], 4)  # the reassignment asked again
+    announce_failed_dir(z, 4)
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", NOTIFICATION))
+    at = datetime.fromtimestamp(z.txns[-1].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    marks = parse_offline_marks([f"[{at}] INFO [Controller id=1] Mark replicas t-0 on broker 4 as offline "
+                                 "(state.change.logger)\n"])
+    events = Converter(offline_marks=marks).convert(z.history()).events
+    assert [e["type"] for e in events[-3:]] == ["BrokerChange", "ReassignPartitions", "LogDirEventNotification"]
+    assert events[-1]["offline_replicas"] == [{"topic": "t", "partition": 0}]
+
+
 def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_completion() -> None:
     # A real 3.9 run (zk campaign seed 303, from the ZooKeeper directory alone): a reassignment through the znode
     # names t-0 with the replicas it has: a bare bump, then /brokers/topics/t rewritten unchanged (B6). t-1 has no
