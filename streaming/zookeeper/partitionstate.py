@@ -159,8 +159,14 @@ def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: Pa
     Nor is a write that takes a live replica out of the ISR while the earlier request's handling goes on (the
     controller's last write was its, the later request has written nothing) a retry of the later one's: resumeDeletions
     retries only failed replicas, on dead brokers; onPartitionDeletion takes the live ones offline broker by broker,
-    all topics of its read in one pass (seed 310: t3's znode came between two of t5's broker batches)."""
-    if cause.kind != "DELETE":
+    all topics of its read in one pass (seed 310: t3's znode came between two of t5's broker batches).
+
+    With the controller's log, a retry (a dead replica's, no live one taken offline) of a topic whose StopReplica
+    answers the controller logged after the later read is the later request's, which brings them
+    (`stop_replica_answers`; seed 828: t1's dead replicas retried after t3's read)."""
+    if cause.kind != "DELETE" or (topic in cause.event.get("stop_replica_answers", ()) and
+                                  before.leader == after.leader == NO_LEADER and
+                                  not _live_replica_offline(ctx, before, after)):
         return None
     own = next((c for c in reversed(ctx.causes) if c.deletes(topic)), None)
     if own is None or own is cause:
