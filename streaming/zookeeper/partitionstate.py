@@ -52,6 +52,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     cause = _handled_by(ctx, txn, key, before, after)
     if cause is not None and cause.kind == "DELETE" and not cause.wrote:
         admin.read_with_later_request(ctx, txn, cause)
+        _answers_after_read(ctx, cause, key, before, after)
     if cause is None:
         cause = logdirs.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr]) or \
             _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after)
@@ -177,6 +178,32 @@ def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: Pa
     if before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr):  # a retry
         return own if own.wrote else None  # also after the later one wrote (seed 309)
     return None if cause.wrote else own
+
+
+def _answers_after_read(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState,
+                        after: PartitionState) -> None:
+    """Without the controller's log: a dead replica's retry (a leaderless partition's bare bump) of a topic that a
+    deletion request or the one just before it read, given to that request before it wrote anything. Its read took no
+    live replica offline, so no answer of its own
+    resumed the deletions: the StopReplica answers of the request just before it, which took live replicas offline,
+    came after its read (TopicDeletionStopReplicaResponseReceived queued behind it), and their resumeDeletions
+    retried its topics' failed replicas (seed 1042: t1 read after t4, t1's retries after t4's writes). The earlier
+    request's events say `stop_replica_answered` false, this one's carry the answers, unless a follower has handed
+    them out already."""
+    at = next((i for i, c in enumerate(ctx.causes) if c is cause), 0)
+    earlier = ctx.causes[at - 1] if at > 0 else None
+    if earlier is None or earlier.kind != "DELETE" or not earlier.wrote or \
+            not (cause.deletes(key[0]) or earlier.deletes(key[0])) or \
+            ctx.logged_deletions or "stop_replica_answers" in cause.event or \
+            not before.leader == after.leader == NO_LEADER or _live_replica_offline(ctx, before, after):
+        return
+    events = [earlier.event, *earlier.joined, cause.event, *cause.joined]
+    if any(ctx.event_at(e) is None for e in events):
+        return
+    for event in (earlier.event, *earlier.joined):
+        event["stop_replica_answered"] = False
+    for event in (cause.event, *cause.joined):
+        event["stop_replica_answers"] = sorted(earlier.read_topics)
 
 
 def _late_answer(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> Cause | None:

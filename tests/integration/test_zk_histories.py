@@ -27,11 +27,6 @@ NOT_YET: dict[str, str] = {
                               "it (epoch 9); isrflow took the answer as in. Every history equal only because the two "
                               "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
                               "to the deletion work",
-    "zookeeper-2.6-seed-1042": "from the directory alone, two histories (t1-0, t1-1 at 0xc6, 0xc7): one DeleteTopics "
-                               "of t4, t0 and t1; broker 1's StopReplica answer for t4 came after the controller's "
-                               "read of t1, and its resumeDeletions retried t1's dead replicas (leader -1 bumps). "
-                               "Only controller.log shows the answer's place (`stop_replica_answers`; with the "
-                               "brokers' logs every history agrees: test_zk_requests.py)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
