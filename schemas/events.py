@@ -73,8 +73,8 @@ _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 # Optional fields added after contract v1: written only when they are not their default, so the canonical
 # JSON of every v1 event stays as it was.
 _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
-                        "topics", "reassignments", "stop_replica_answered", "offline_replicas", "kafka_version",
-                        "max_metadata_version", "reassignment_completed_by_queued_event",
+                        "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
+                        "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move"})
 
 
@@ -176,6 +176,10 @@ class DeleteTopic(Event):
     # the replicas deleted, the deletion resumed or completed) before it stopped (addition; false: its session ended
     # with the topic still there though every replica was live, so the answers never came back to it).
     stop_replica_answered: bool = True
+    # The topics an earlier read of /admin/delete_topics queued whose StopReplica answers the controller handled right
+    # after this read's onTopicDeletion (addition; their events say `stop_replica_answered` false): their replicas
+    # deleted, then resumeDeletions, which retries the failed replicas of every topic being deleted, this read's too.
+    stop_replica_answers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -453,7 +457,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (boolean, False),
                            "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
-    "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True)},
+    "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),
+                    "stop_replica_answers": (string_list, ())},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                          "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),

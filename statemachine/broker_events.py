@@ -51,19 +51,22 @@ class BrokerEvents:
                    for b, keys in lifted.items()}
         return {b: keys for b, keys in sorted(failing.items()) if keys}
 
-    def _stop_replica_answers(self, out: _Fanout, failing: Mapping[int, frozenset[Key]]) -> None:
+    def _stop_replica_answers(self, out: _Fanout, failing: Mapping[int, frozenset[Key]],
+                              topics: Iterable[str] | None = None) -> None:
         """The StopReplica (delete) answers to a deletion the startup resumed, taken one by one: each is an event of
         its own (TopicDeletionStopReplicaResponseReceived), and each ends in resumeDeletions, which retries a topic's
         failed replicas once none of its replicas waits for an answer. A broker with a failed log dir answers first
         (its LeaderAndIsr answer came before: answered_again), KAFKA_STORAGE_ERROR for `failing`; then the others,
         their replicas deleted, by broker id (seed 412: broker 4's t4-0 retried twice, t3-1 once broker 1 had
-        answered, t2 once broker 2 had)."""
+        answered, t2 once broker 2 had). With `topics`, only the answers for those topics' replicas."""
         for broker, keys in failing.items():
             out.end_run()  # its retry's StopReplica is a batch of its own (seed 815: one per answer)
             for key in sorted(keys):
                 out.partition(Action.REPLICA_DELETION_FAILED, key, broker_id=broker)
             self._resume_deletions(out)
         queued = self.cluster.topics_queued_for_deletion
+        if topics is not None:
+            queued = queued & set(topics)
         waiting: dict[int, list[Key]] = {}
         for key in sorted(k for topic in sorted(queued) for k in self.partitions_of(topic)):
             for broker, state in self.partitions[key].replica_states.items():

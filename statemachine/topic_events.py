@@ -118,6 +118,10 @@ class TopicEvents:
         cv.topics_queued_for_deletion.update(topics)
         for key in [k for t in topics for k in self.partitions_of(t)]:
             out.partition(Action.DELETE, key, stop_replica_answered=ev.stop_replica_answered)
+        if ev.stop_replica_answers:
+            # An earlier read's StopReplica answers, queued behind this read (TopicDeletionStopReplicaResponseReceived):
+            # each ends in resumeDeletions, which retries this read's failed replicas too (seed 1042).
+            self._stop_replica_answers(out, {}, ev.stop_replica_answers)
 
     def _finish_deletions(self, out: _Fanout) -> None:
         cv = self.cluster

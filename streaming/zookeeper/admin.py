@@ -82,7 +82,7 @@ def _deletion_asked(ctx: Context, txn: ZkTxn, topic: str) -> None:
     and t1, t6's znode written before the controller's first write for t4); without, with the ones the controller
     had not started on (no write since them; seed 301: t4 and t2 read as one)."""
     ctx.deleting.add(topic)
-    event = ctx.event(txn, "DeleteTopic", f"-{topic}", topic=topic)
+    event = ctx.event(txn, "DeleteTopic", f"-{topic}", topic=topic, **_late_answers(ctx, topic))
     queued = [c for c in ctx.causes if c.kind == "DELETE" and c.topic is not None and
               event_zxid(c.event) > ctx.controller_wrote_at]
     if ctx.logged_deletions:  # the request, not handled yet, that the same logged read found new
@@ -95,6 +95,25 @@ def _deletion_asked(ctx: Context, txn: ZkTxn, topic: str) -> None:
         return
     batch.joined.append(event)
     _group(batch)
+
+
+def _late_answers(ctx: Context, topic: str) -> dict[str, Any]:
+    """With the brokers' controller.log: the StopReplica answers to a read's deletion that the controller logged after
+    a later read (TopicDeletionStopReplicaResponseReceived, queued behind that read's TopicDeletion event). The
+    earlier read's events leave them out (`stop_replica_answered` false: its replicas stay ReplicaDeletionStarted), the
+    later read's bring them after its own onTopicDeletion (`stop_replica_answers`): their resumeDeletions retries the
+    failed replicas of both reads' topics (seed 1042: t4 read alone, then t0 and t1 on dead broker 3, whose retries
+    came with broker 1's answer for t4)."""
+    read = next((i for i, r in enumerate(ctx.logged_deletions) if topic in r), None)
+    late = ctx.reads.late_answers.get(ctx.controller_epoch, {})
+    if read is None:
+        return {}
+    fields: dict[str, Any] = {}
+    if any(topic in topics for later, topics in late.items() if later > read):
+        fields["stop_replica_answered"] = False
+    if read in late:
+        fields["stop_replica_answers"] = sorted(late[read])
+    return fields
 
 
 def read_with_later_request(ctx: Context, txn: ZkTxn, later: Cause) -> None:

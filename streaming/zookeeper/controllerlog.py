@@ -14,7 +14,10 @@ show"). The controller logs both (Kafka 3.9's KafkaController), each line under 
   removingReplicas=...)` (INFO): each write of /brokers/topics/T by updateReplicaAssignmentForPartition, naming the
   one partition it is for (the znode holds them all);
 - `Starting topic deletion for topics T,...` (INFO): one read of /admin/delete_topics by processTopicDeletion, every
-  topic whose deletion was asked (those queued before it too).
+  topic whose deletion was asked (those queued before it too);
+- `Delete topic callback invoked on StopReplica response received from broker B: ... partition errors = Map(T-P ->
+  ERROR, ...)` (DEBUG): a broker's answer to a deletion's StopReplica (TopicDeletionStopReplicaResponseReceived, an
+  event of its own, queued when the answer came).
 
 Every other line is counted, not read.
 """
@@ -36,6 +39,8 @@ _FAILOVER_READ = re.compile(r"^Initialized broker epochs cache: \w*\((?P<epochs>
 _ASSIGNMENT = re.compile(r"^Successfully updated assignment of partition (?P<topic>.+)-(?P<partition>\d+) to "
                          r"ReplicaAssignment\(")
 _DELETION_READ = re.compile(r"^Starting topic deletion for topics (?P<topics>.*)$")
+_DELETION_ANSWER = re.compile(r"^Delete topic callback invoked on StopReplica response received from broker \d+: "
+                              r"request error = \w+, partition errors = \w*\((?P<partitions>.*)\)$")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
                           r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
 
@@ -63,6 +68,10 @@ class ControllerReads:
     assignments: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
     # per controller epoch, the topics each read of /admin/delete_topics found that no read before it had
     deletion_reads: dict[int, list[frozenset[str]]] = field(default_factory=dict)
+    # per controller epoch, per read of /admin/delete_topics (its index in deletion_reads), the topics an earlier read
+    # started whose StopReplica answers the controller logged after this read (and before the next): it handled
+    # them after this read's onTopicDeletion (seed 1042)
+    late_answers: dict[int, dict[int, frozenset[str]]] = field(default_factory=dict)
     other_lines: int = 0
 
     def __bool__(self) -> bool:
@@ -73,10 +82,11 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
     """Add the reads in one broker's controller.log lines to `into` (a new ControllerReads by default)."""
     out = into if into is not None else ControllerReads()
     epoch: int | None = None  # the controller epoch this broker holds, from its last election in the file
+    broker_read_at = -1  # the number of deletion reads of the epoch before its newest BrokerChange read
     for m in layout_lines(lines, _LINE, out):
         msg = m["msg"]
         if s := _ELECTED.match(msg):
-            epoch = int(s["epoch"])
+            epoch, broker_read_at = int(s["epoch"]), -1
         elif epoch is not None and (s := _FAILOVER_READ.match(msg)):
             pairs = (p.split("->") for p in s["epochs"].split(",") if "->" in p)
             out.failovers[epoch] = {int(b): int(e) for b, e in pairs}
@@ -84,14 +94,29 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             out.broker_reads.setdefault(epoch, []).append(BrokerRead(
                 int(m["id"]), epoch, log_time(m["time"]), broker_ids(s["new"]), broker_ids(s["dead"]),
                 broker_ids(s["bounced"])))
+            broker_read_at = len(out.deletion_reads.get(epoch, []))
         elif epoch is not None and (s := _ASSIGNMENT.match(msg)):
             out.assignments.setdefault(epoch, []).append((s["topic"], int(s["partition"])))
         elif epoch is not None and (s := _DELETION_READ.match(msg)):
             reads = out.deletion_reads.setdefault(epoch, [])
             reads.append(frozenset(s["topics"].split(",")) - frozenset().union(*reads))
+        elif epoch is not None and (s := _DELETION_ANSWER.match(msg)):
+            _late_answer(out, epoch, s["partitions"], broker_read_at)
         else:
             out.other_lines += 1
     return out
+
+
+def _late_answer(out: ControllerReads, epoch: int, partitions: str, broker_read_at: int) -> None:
+    """A StopReplica answer (`T-P -> ERROR, ...`) logged after a later read of /admin/delete_topics than the one that
+    started its topics, with no BrokerChange read since that one (a startup resumes deletions: its own requests)."""
+    reads = out.deletion_reads.get(epoch, [])
+    topics = frozenset(p.split(" -> ")[0].rsplit("-", 1)[0] for p in partitions.split(", ") if " -> " in p)
+    started = [i for i, read in enumerate(reads) if read & topics]
+    if not started or started[0] == len(reads) - 1 or broker_read_at > started[0] or not reads[-1]:
+        return
+    late = out.late_answers.setdefault(epoch, {})
+    late[len(reads) - 1] = late.get(len(reads) - 1, frozenset()) | topics
 
 
 def read_controller_logs(folder: Path) -> ControllerReads:

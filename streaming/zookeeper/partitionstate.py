@@ -52,6 +52,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     cause = _handled_by(ctx, txn, key, before, after)
     if cause is not None and cause.kind == "DELETE" and not cause.wrote:
         admin.read_with_later_request(ctx, txn, cause)
+        _answers_after_read(ctx, cause, key, before, after)
     if cause is None:
         cause = logdirs.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr]) or \
             logdirs.late_answer(ctx, txn, key, {b: _taken_offline(b, before, after) for b in ctx.brokers}) or \
@@ -160,8 +161,14 @@ def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: Pa
     Nor is a write that takes a live replica out of the ISR while the earlier request's handling goes on (the
     controller's last write was its, the later request has written nothing) a retry of the later one's: resumeDeletions
     retries only failed replicas, on dead brokers; onPartitionDeletion takes the live ones offline broker by broker,
-    all topics of its read in one pass (seed 310: t3's znode came between two of t5's broker batches)."""
-    if cause.kind != "DELETE":
+    all topics of its read in one pass (seed 310: t3's znode came between two of t5's broker batches).
+
+    With the controller's log, a retry (a dead replica's, no live one taken offline) of a topic whose StopReplica
+    answers the controller logged after the later read is the later request's, which brings them
+    (`stop_replica_answers`; seed 828: t1's dead replicas retried after t3's read)."""
+    if cause.kind != "DELETE" or (topic in cause.event.get("stop_replica_answers", ()) and
+                                  before.leader == after.leader == NO_LEADER and
+                                  not _live_replica_offline(ctx, before, after)):
         return None
     own = next((c for c in reversed(ctx.causes) if c.deletes(topic)), None)
     if own is None or own is cause:
@@ -172,6 +179,32 @@ def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: Pa
     if before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr):  # a retry
         return own if own.wrote else None  # also after the later one wrote (seed 309)
     return None if cause.wrote else own
+
+
+def _answers_after_read(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState,
+                        after: PartitionState) -> None:
+    """Without the controller's log: a dead replica's retry (a leaderless partition's bare bump) of a topic that a
+    deletion request or the one just before it read, given to that request before it wrote anything. Its read took no
+    live replica offline, so no answer of its own
+    resumed the deletions: the StopReplica answers of the request just before it, which took live replicas offline,
+    came after its read (TopicDeletionStopReplicaResponseReceived queued behind it), and their resumeDeletions
+    retried its topics' failed replicas (seed 1042: t1 read after t4, t1's retries after t4's writes). The earlier
+    request's events say `stop_replica_answered` false, this one's carry the answers, unless a follower has handed
+    them out already."""
+    at = next((i for i, c in enumerate(ctx.causes) if c is cause), 0)
+    earlier = ctx.causes[at - 1] if at > 0 else None
+    if earlier is None or earlier.kind != "DELETE" or not earlier.wrote or \
+            not (cause.deletes(key[0]) or earlier.deletes(key[0])) or \
+            ctx.logged_deletions or "stop_replica_answers" in cause.event or \
+            not before.leader == after.leader == NO_LEADER or _live_replica_offline(ctx, before, after):
+        return
+    events = [earlier.event, *earlier.joined, cause.event, *cause.joined]
+    if any(ctx.event_at(e) is None for e in events):
+        return
+    for event in (earlier.event, *earlier.joined):
+        event["stop_replica_answered"] = False
+    for event in (cause.event, *cause.joined):
+        event["stop_replica_answers"] = sorted(earlier.read_topics)
 
 
 def _late_answer(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> Cause | None:

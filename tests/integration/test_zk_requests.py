@@ -519,3 +519,26 @@ def test_a_reassignment_asked_again_after_a_startup_and_its_replica_in_a_failed_
     assert events["zk-154-t0-1"]["partitions"] == [{"topic": "t0", "partition": 1, "replicas": [4]}]
     assert events["zk-200"]["offline_replicas"] == [{"topic": "t0", "partition": 1}]
     assert _leader_and_isr(tmp_path, "zk-154-t0-1") == [(0, 4, ["t0-1"])]
+
+
+def test_an_earlier_deletion_reads_stop_replica_answer_after_a_later_read_retries_that_reads_dead_replicas(
+        tmp_path: Path) -> None:
+    # Campaign seed 1042 (Kafka 3.9.1 at protocol 2.6; its `version-2` is a regression of test_zk_histories): one
+    # DeleteTopics of t4, t0 and t1. Controller 1 read t4 alone (05:21:31.357; a live replica on broker 1), then t0
+    # and t1 (31.378; their one replica on broker 3, stopped: ReplicaDeletionIneligible, nothing written); broker 1's
+    # StopReplica answer for t4 came at 31.431, and its resumeDeletions retried t0's and t1's replicas ("Retrying
+    # deletion of topics t0,t1"): leader -1, ISR [3], the leader epoch bumped (0xc5 to 0xc7). isrflow folded the answer
+    # into t4's request, before t0 and t1 were queued: those three writes missing (13 of 16 histories).
+    logs = ZKLOG / "requests" / "zookeeper-2.6-seed-1042"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "partition histories: 16 of 16 equal, 38 of 38 states equal" in summary
+    assert "LeaderAndIsr 26 of 26 (isrflow 26), StopReplica 4 of 4 (isrflow 4), UpdateMetadata 91 of 91 " \
+           "(isrflow 91)" in summary and all(r["match"] for r in rows)
+    deletions = {e["event_id"]: (e.get("stop_replica_answered", True), e.get("stop_replica_answers"))
+                 for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["type"] == "DeleteTopic"}
+    assert deletions == {"zk-192-t4": (False, None), "zk-193-t0": (True, ["t4"]), "zk-195-t1": (True, ["t4"])}
+    retries = {(d["topic"], d["partition"]): (d["leader"], d["isr"], d["cause_event_id"])
+               for d in read_jsonl(tmp_path / "decisions.jsonl") if d["topic"] in ("t0", "t1")
+               and d["cause"] == "DeleteTopic"}
+    assert retries == {("t0", 0): (-1, [3], "zk-193-t0"), ("t1", 0): (-1, [3], "zk-193-t0"),
+                       ("t1", 1): (-1, [3], "zk-193-t0")}

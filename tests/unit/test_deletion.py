@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from statemachine.states import PartitionState, ReplicaState
 
-from .cluster import UNCLEAN, assert_rejected, cluster_with
+from .cluster import UNCLEAN, Cluster, assert_rejected, cluster_with
 
 P = PartitionState
 R = ReplicaState
@@ -159,3 +159,40 @@ def test_a_deletion_whose_stop_replica_answers_never_came_back_is_still_in_progr
     assert (offline.leader, offline.isr, offline.leader_epoch) == (-1, (3,), before.leader_epoch + 1)
     out = cluster.startup(3)
     assert cluster.record("c", 0) is None  # deleted again at its broker's startup, and the topic with it
+
+
+
+def _two_deletions_on_dead_brokers() -> Cluster:
+    """a: a live replica on broker 1, one on dead 2; b: its one replica on dead 3, leaderless."""
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("a", [1, 2])
+    cluster.create("b", [3])
+    cluster.failure(2)
+    cluster.failure(3)
+    return cluster
+
+
+def test_an_earlier_reads_stop_replica_answers_queued_behind_a_later_read_retry_that_reads_dead_replicas() -> None:
+    # Campaign seed 1042 (zklog/regressions/zookeeper-2.6-seed-1042): one DeleteTopics of t4, t0 and t1; the
+    # controller read t4 alone (a live replica on broker 1, one on dead broker 2), then t0 and t1 (their one replica on
+    # dead broker 3: ReplicaDeletionIneligible, nothing written); broker 1's StopReplica answer for t4 came after that
+    # read, and its resumeDeletions retried t0's and t1's dead replicas: back to OfflineReplica, a leader epoch bump.
+    cluster = _two_deletions_on_dead_brokers()
+    cluster.delete("a", stop_replica_answered=False)
+    assert cluster.rec("a", 0).replica_states == {1: R.DELETION_STARTED, 2: R.DELETION_INELIGIBLE}
+    before = cluster.rec("b", 0)
+    out = cluster.delete("b", stop_replica_answers=["a"])
+    [retry] = out.decisions_for("b", 0)
+    assert (retry.leader, retry.isr, retry.leader_epoch) == (-1, (3,), before.leader_epoch + 1)
+    assert cluster.rec("a", 0).replica_states == {1: R.DELETION_SUCCESSFUL, 2: R.OFFLINE}
+    assert cluster.rec("b", 0).replica_states == {3: R.OFFLINE}
+
+
+def test_a_later_read_after_the_earlier_reads_answers_retries_nothing_of_its_own() -> None:
+    # The same requests with broker 1's answer in before the second read (folded into the first): its
+    # resumeDeletions found b not queued yet, and b's dead replica waits, ReplicaDeletionIneligible.
+    cluster = _two_deletions_on_dead_brokers()
+    cluster.delete("a")
+    out = cluster.delete("b")
+    assert out.decisions_for("b", 0) == []
+    assert cluster.rec("b", 0).replica_states == {3: R.DELETION_INELIGIBLE}

@@ -31,3 +31,31 @@ def test_a_read_before_any_election_in_a_file_belongs_to_no_epoch() -> None:
             "brokers: , all live brokers: 1,3 (kafka.controller.KafkaController)")
     reads = parse_controller_log([line])
     assert not reads and reads.other_lines == 1
+
+
+def _line(time: str, msg: str, level: str = "INFO") -> str:
+    return f"[2026-11-27 05:21:{time}] {level} [Controller id=1] {msg} (kafka.controller.KafkaController)"
+
+
+ELECTED = _line("10,048", "1 successfully elected as the controller. Epoch incremented to 4 and epoch zk version is "
+                          "now 4")
+ANSWER_T4 = _line("31,431", "Delete topic callback invoked on StopReplica response received from broker 1: request "
+                            "error = NONE, partition errors = Map(t4-1 -> NONE, t4-0 -> NONE)", "DEBUG")
+
+
+def test_a_stop_replica_answer_logged_after_a_later_deletion_read_is_that_reads() -> None:
+    # Campaign seed 1042 (controller 1's controller.log): t4 read alone, then t0 and t1; broker 1's answer for t4
+    # came after the second read, which it goes with.
+    reads = parse_controller_log([ELECTED, _line("31,357", "Starting topic deletion for topics t4"),
+                                  _line("31,378", "Starting topic deletion for topics t4,t0,t1"), ANSWER_T4])
+    assert reads.deletion_reads == {4: [frozenset({"t4"}), frozenset({"t0", "t1"})]}
+    assert reads.late_answers == {4: {1: frozenset({"t4"})}}
+
+
+def test_an_answer_before_the_next_read_or_after_a_broker_read_is_not_late() -> None:
+    first = [ELECTED, _line("31,357", "Starting topic deletion for topics t4")]
+    later = _line("31,378", "Starting topic deletion for topics t4,t0,t1")
+    assert not parse_controller_log([*first, ANSWER_T4, later]).late_answers
+    # A startup since the read resumes the deletion with requests of its own: the answer may be theirs.
+    startup = _line("31,370", "Newly added brokers: 2, deleted brokers: , bounced brokers: , all live brokers: 1,2")
+    assert not parse_controller_log([*first, startup, later, ANSWER_T4]).late_answers
