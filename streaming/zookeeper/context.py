@@ -216,6 +216,11 @@ def event_ts(time_ms: int) -> str:
     return datetime.fromtimestamp(max(time_ms, 0) / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def event_ms(event: dict[str, Any]) -> int:
+    """An event's `ts` back in ms (`event_ts`' inverse): to compare with the brokers' log lines' times."""
+    return int(datetime.fromisoformat(event["ts"]).timestamp() * 1000)
+
+
 def event_zxid(event: dict[str, Any]) -> int:
     """The zxid an event was read at (its id is `zk-<zxid>[-<suffix>]`)."""
     return int(event["event_id"].split("-")[1])

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
-from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_zxid
+from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_ms, event_zxid
 from streaming.zookeeper.statechange import ANSWER_MS, REQUEST_ANSWER_MS
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -90,7 +89,7 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     if ref in request.event.get("offline_replicas", {}).get(str(broker), ()):
         return request  # its mark was read with the request (`reassignment_answers`)
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
-            broker, key, int(datetime.fromisoformat(request.event["ts"]).timestamp() * 1000), txn.time + 1000):
+            broker, key, event_ms(request.event), txn.time + 1000):
         return None
     request.event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(ref)
     ctx.failed_replicas[broker].add(key)
@@ -121,7 +120,7 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
 def _answer_pending(ctx: Context, txn: ZkTxn, cause: Cause) -> bool:
     """From the directory alone: the notification's answer may still be coming (it has not written yet, or the
     controller's newest write is its own), the notification not ANSWER_MS older than the write."""
-    notified = int(datetime.fromisoformat(cause.event["ts"]).timestamp() * 1000)
+    notified = event_ms(cause.event)
     return txn.time <= notified + ANSWER_MS and (not cause.wrote or cause.last_zxid == ctx.controller_wrote_at)
 
 
@@ -136,7 +135,7 @@ def reassignment_answers(ctx: Context, event: dict[str, Any], replicas: dict[tup
     marks = ctx.offline_marks
     if marks is None:
         return
-    since = int(datetime.fromisoformat(event["ts"]).timestamp() * 1000)
+    since = event_ms(event)
     until = since + REQUEST_ANSWER_MS
     for key, brokers in sorted(replicas.items()):
         for broker in brokers:
