@@ -181,8 +181,9 @@ class BrokerEvents:
                          and r.leader not in live and broker not in r.replicas and not r.queued_for_deletion]
         # triggerOnlinePartitionStateChange also tries the cluster's New partitions (seed 1008: one a failed
         # reassignment had given a live replica elected at a failed log dir's answer).
-        new_elsewhere = [k for k, r in self.partitions.items() if self.config.rules.elects_everywhere
-                         and r.state is PartitionState.NEW and k not in hosted and not r.queued_for_deletion]
+        # (The flag read once: the scan is the whole cluster's, and the kraft rules skip it.)
+        new_elsewhere = [k for k, r in self.partitions.items() if r.state is PartitionState.NEW
+                         and not r.queued_for_deletion] if self.config.rules.elects_everywhere else []
         for key in sorted({*hosted, *led_elsewhere, *new_elsewhere}):
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         if deleting:
