@@ -75,7 +75,7 @@ _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
-                        "controller_died_after_leader_move"})
+                        "controller_died_after_leader_move", "read_at_failover", "reads_reassignment_znode"})
 
 
 def _plain(value: Any) -> Any:
@@ -193,6 +193,9 @@ class ReassignPartitions(Event):
     # as broker id -> partitions: in a log dir that had failed before, unknown to the controller (a new replica of a
     # reassignment in progress, which the log dir notification's LeaderAndIsr did not name).
     offline_replicas: Mapping[int, tuple[PartitionRef, ...]] | None = None
+    # ZooKeeper mode (addition): read by a new controller's failover (initializePartitionReassignments), a step of
+    # that ControllerChange (`reads_reassignment_znode`): the answers to the failover's requests come after it.
+    read_at_failover: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,6 +227,9 @@ class ControllerChange(Event):
     # then resumed by initializePartitionReassignments): a controller that died inside an event may have left one
     # that its own writes had nearly completed (the assignment is written last).
     reassignments: tuple[ReplicaAssignment, ...] = ()
+    # ZooKeeper mode (addition): the failover read a reassignment asked through /admin/reassign_partitions, the next
+    # ReassignPartitions (`read_at_failover`): the brokers' answers to its requests are handled after that one.
+    reads_reassignment_znode: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -455,14 +461,15 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
-    "ReassignPartitions": {"through_znode": (boolean, False),
+    "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
                            "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),
                     "stop_replica_answers": (string_list, ())},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                          "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),
-                         "reassignments": (_replica_assignments, ())},
+                         "reassignments": (_replica_assignments, ()),
+                         "reads_reassignment_znode": (boolean, False)},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "BrokerRegistration": {"max_metadata_version": (

@@ -134,6 +134,9 @@ class ClusterView:
     # ZooKeeper mode: per broker, its replicas of topics being deleted whose logs it deleted (their StopReplica
     # answered): whatever a later controller thinks of them, the broker holds no log of them any more.
     deleted_logs: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
+    # ZooKeeper mode: a failover's replicas in failed dirs still to be answered for (`log_dirs.answered_again`) and
+    # those its event names, while a reassignment the failover read is handled first (`reads_reassignment_znode`).
+    failover_answers: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
     # ZooKeeper mode: the release the controllers run, as the log named it (UpdateFeatures.kafka_version).
     kafka_version: str | None = None
     # KRaft: each registered controller's newest metadata.version level, its release (statemachine.kraft_releases);

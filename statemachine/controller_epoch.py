@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from schemas.events import ControllerChange
 from statemachine.errors import Outcome
-from statemachine.log_dirs import answered_again, lift_offline_dirs
+from statemachine.log_dirs import answered_again, lift_offline_dirs, merged
 from statemachine.record import Action
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ class ControllerEpoch:
         # failed log dirs (the brokers answer its LeaderAndIsr requests again).
         cv.shutting_down.clear()
         lifted = lift_offline_dirs(cv, list(cv.replicas_on_offline_dirs))
+        lifted = merged(lifted, cv.failover_answers)  # a failover before it whose answers were not handled yet
+        cv.failover_answers = {}
         out.facts_changed()
         # initializeControllerContext reads every assignment: a reassignment in progress there is the new controller's
         # to resume, whatever the old one had written of it.
@@ -59,7 +61,13 @@ class ControllerEpoch:
                 for key in keys:
                     if self.partitions[key].queued_for_deletion:
                         out.partition(Action.RESUME_DELETION, key)
-        answered_again(self, out, lifted, ev.offline_replicas if isinstance(ev, ControllerChange) else None)
+        answers = ev.offline_replicas if isinstance(ev, ControllerChange) else None
+        if isinstance(ev, ControllerChange) and ev.reads_reassignment_znode:
+            # The answers are events of their own, queued behind the whole failover: after the reassignment it
+            # read (seed 1108: t1-1's bump for it, then its replica in broker 1's failed dir offline).
+            cv.failover_answers = merged(lifted, answers)
+        else:
+            answered_again(self, out, lifted, answers)
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
         out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
                     f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)

@@ -188,6 +188,17 @@ def lift_offline_dirs(cv: ClusterView, brokers: Iterable[int]) -> dict[int, froz
     return {b: cv.replicas_on_offline_dirs.pop(b) for b in sorted(brokers) if b in cv.replicas_on_offline_dirs}
 
 
+def merged(lifted: Mapping[int, frozenset[tuple[str, int]]],
+           answered: Mapping[int, Iterable[PartitionRef] | frozenset[tuple[str, int]]] | None
+           ) -> dict[int, frozenset[tuple[str, int]]]:
+    """The replicas of each broker to be answered for: `lifted` and those `answered` names (refs or keys)."""
+    out = dict(lifted)
+    for broker, refs in sorted((answered or {}).items()):
+        keys = {r if isinstance(r, tuple) else (r.topic, r.partition) for r in refs}
+        out[broker] = out.get(broker, frozenset()) | keys
+    return out
+
+
 def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, frozenset[tuple[str, int]]],
                    answered: Mapping[int, Iterable[PartitionRef]] | None = None) -> None:
     """The registered brokers' answers to the LeaderAndIsr requests of a startup or a failover: the replicas of a
@@ -195,9 +206,7 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     offline again (processLeaderAndIsrResponseReceived); so do those the event names (`answered`: a dir that failed
     while no controller read its notification)."""
     cv = controller.cluster
-    lifted = dict(lifted)
-    for broker, refs in sorted((answered or {}).items()):
-        lifted[broker] = lifted.get(broker, frozenset()) | {(r.topic, r.partition) for r in refs}
+    lifted = merged(lifted, answered)
     # Only the replicas the requests asked about are answered: a failed replica the broker no longer hosts stays
     # unknown to the controller until a later request reaches it (seed 1034: t2-0, moved off broker 3 before the
     # failover, marked offline again at its reassignment back onto broker 3).

@@ -247,12 +247,26 @@ def reassignment_read_at_failover(ctx: Context, txn: ZkTxn, topic: str) -> None:
     controller read it: the new controller's failover read it after its state machines started
     (initializePartitionReassignments, processZkPartitionReassignment), its event from that first write on (the
     failover's own writes before it are the ControllerChange's)."""
+    failover = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
     if any(t == topic for t, _ in ctx.unread_reassignments) and ctx.znode_reassignments:
         cause = _znode_reassignment(ctx, txn, ctx.unread_reassignments, "-reassign_partitions")
         ctx.unread_reassignments = {}
-        # The failover goes on after it: the reassignments in progress it resumes (maybeResumeReassignments, also of
-        # a topic being deleted: seed 302), the deletions, the preferred elections.
-        cause.within = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
+    else:
+        # Asked while the failover was under way (the znode's watch is set at its start): the failover read it
+        # itself when its first write comes before the failover's last (seed 1108: t1-1 and t2-1 written before the
+        # failover resumed t0-0's reassignment, and before the answer to its LeaderAndIsr came).
+        cause = next((c for c in reversed(ctx.causes) if c.kind == "PARTITIONS" and c.event.get("through_znode")
+                      and any(t == topic for t, _ in c.partitions)), None)
+        if cause is None or failover is None or failover.finished or cause.wrote or cause.within is not None or \
+                not ctx.controller_since <= event_zxid(failover.event) < event_zxid(cause.event):
+            return
+    # The failover goes on after it: the reassignments in progress it resumes (maybeResumeReassignments, also of
+    # a topic being deleted: seed 302), the deletions, the preferred elections, and only then the answers to its
+    # requests (LeaderAndIsrResponseReceived, queued behind it).
+    cause.within = failover
+    if failover is not None:
+        cause.event["read_at_failover"] = True
+        failover.event["reads_reassignment_znode"] = True
 
 
 def _znode_reassignment(ctx: Context, txn: ZkTxn, moves: dict[tuple[str, int], tuple[int, ...]],

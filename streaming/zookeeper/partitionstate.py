@@ -88,12 +88,26 @@ def _handled_by(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Partitio
         return completing
     for cause in reversed(ctx.causes):
         if _fits(ctx, cause, key, before, after):
-            return _own_deletion(ctx, txn, key[0], cause, before, after) or cause
+            return _own_deletion(ctx, txn, key[0], cause, before, after) or _answer_after_read(ctx, cause, key, before,
+                                                                                              after)
         if cause.within is not None:
             continue  # a step of an older event, whose handling goes on after it (a failover's)
         if cause.wrote or cause.kind == "FAILOVER":
             return _watched_behind(ctx, cause, key, before, after)
     return None
+
+
+def _answer_after_read(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState,
+                       after: PartitionState) -> Cause:
+    """A failover's write taking a replica in a failed dir offline is a broker's answer to its LeaderAndIsr, handled
+    after the whole failover (LeaderAndIsrResponseReceived, queued behind it): where the failover read a
+    reassignment asked through the znode, after that step, whose event isrflow handles the answers in (seed 1108:
+    t1-1 leaderless again after that reassignment's bump, "Mark replicas t1-1 on broker 1 as offline" logged
+    after the failover's last write)."""
+    if cause.kind != "FAILOVER" or not cause.event.get("reads_reassignment_znode") or \
+            not any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause) for b in ctx.brokers):
+        return cause
+    return next((c for c in reversed(ctx.causes) if c.within is cause and c.event.get("read_at_failover")), cause)
 
 
 def _completion_under_way(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,

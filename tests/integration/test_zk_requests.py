@@ -542,3 +542,24 @@ def test_an_earlier_deletion_reads_stop_replica_answer_after_a_later_read_retrie
                and d["cause"] == "DeleteTopic"}
     assert retries == {("t0", 0): (-1, [3], "zk-193-t0"), ("t1", 0): (-1, [3], "zk-193-t0"),
                        ("t1", 1): (-1, [3], "zk-193-t0")}
+
+
+def test_a_failovers_answer_comes_after_the_reassignment_the_failover_read_from_the_znode(tmp_path: Path) -> None:
+    # Campaign seed 1108 (Kafka 3.9.1 at protocol 2.6, three log dirs; its `version-2` is a regression of
+    # test_zk_histories): controller 1's failover elected broker 1's replica of t1-1, in its failed dir, then read a
+    # reassignment of t1-1 and t2-1 asked through /admin/reassign_partitions during the failover (its bump: leader 1,
+    # epoch 4), resumed t0-0's reassignment, and only then handled broker 1's KAFKA_STORAGE_ERROR answer ("Mark
+    # replicas t1-1 on broker 1 as offline"): OfflineReplica's StopReplica to broker 1 after the reassignment's
+    # LeaderAndIsr. isrflow had taken the answer within the failover (StopReplica 14 of 15, LeaderAndIsr 42 of 50).
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-1108"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "StopReplica 15 of 15 (isrflow 15)" in summary and "18 of 18 equal" in summary
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    read = [e for e in events if e.get("read_at_failover")]
+    assert [e["event_id"] for e in read] == ["zk-187-reassign_partitions"]
+    assert not [e for e in events if e["event_id"] == "zk-191-t0-0"]  # t0-0's resumed bump is the failover's
+    # What is left: isrflow resumes t0-0's reassignment within the ControllerChange, before the znode's (its
+    # LeaderAndIsr to broker 4 out of order), and sends t3's and t4's creations, both read by one TopicChange after
+    # the failover, one batch each.
+    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {
+        "zk-170", "zk-183", "zk-186"}

@@ -184,3 +184,23 @@ def test_a_new_controller_forgets_a_failed_replica_it_did_not_ask_about_and_lear
     result = c.reassign(("x", 0, [1, 2]), offline_replicas=answers)
     assert "1 newly offline: x-0" in result.cluster_rows[-1].message
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0), ("x", 0)})}
+
+
+def test_a_failovers_answers_come_after_the_reassignment_it_read_from_the_znode() -> None:
+    # zk campaign seed 1108 (Kafka 3.9.1 at protocol 2.6): the failover elected broker 2's replica of u-0 (its dir
+    # failed, the new controller starts without knowing it), then read /admin/reassign_partitions
+    # (initializePartitionReassignments) and bumped u-0 for that reassignment; the broker's KAFKA_STORAGE_ERROR answer
+    # was handled after the whole failover ("Mark replicas" logged after its last write): u-0 leaderless then.
+    c = jbod()
+    failed_dir(c, 2, ("u", 0))
+    failover = c.controller_change(1, reads_reassignment_znode=True)
+    assert [(d.leader, d.isr) for d in failover.decisions_for("u", 0)] == [(2, (2,))]
+    assert c.controller.cluster.replicas_on_offline_dirs == {}
+    read = c.reassign(("u", 0, [3, 2]), through_znode=True, read_at_failover=True)
+    assert [(d.leader, d.isr, d.replicas) for d in read.decisions_for("u", 0)] == [
+        (2, (2,), (3, 2)), (-1, (2,), (3, 2))]
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
+    # Without the znode read the answer closes the failover, as before.
+    c = jbod()
+    failed_dir(c, 2, ("u", 0))
+    assert [(d.leader, d.isr) for d in c.controller_change(1).decisions_for("u", 0)] == [(2, (2,)), (-1, (2,))]
