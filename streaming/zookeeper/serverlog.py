@@ -18,7 +18,11 @@ its own names: `Sending AlterIsr to controller AlterIsrRequestData(brokerId=B, b
 name='T', partitions=[PartitionData(partitionIndex=P, leaderEpoch=L, newIsr=[...], currentIsrVersion=V), ...]),
 ...])` and `Received AlterIsr response ClientResponse(..., responseBody=AlterIsrResponseData(throttleTimeMs=0,
 errorCode=0, topics=[TopicData(name='T', partitions=[PartitionData(partitionIndex=P, errorCode=C, ...), ...])]))`
-(the partition epoch is the zkVersion, `currentIsrVersion`; no topic ids, no recovery state).
+(the partition epoch is the zkVersion, `currentIsrVersion`; no topic ids, no recovery state). Kafka 2.7 logs the
+request the same way (logger `kafka.server.AlterIsrManagerImpl`) but not the response: only, when its top-level error
+is none, one line per partition it names, `Controller successfully handled AlterIsr request for T-P:
+PartitionData(partitionIndex=P, errorCode=C, ...)`, whatever C (AlterIsrManager.handleAlterIsrResponse at 2.7.2).
+Those lines, after the broker's request in flight (one at a time), are its answer.
 
 A request with no answer, or answered with a top-level error (not the controller, a stale broker epoch) or a
 disconnect, made no UpdateMetadata and is not kept. Every other line is counted, not read.
@@ -35,7 +39,7 @@ from pathlib import Path
 from streaming.zookeeper.statechange import broker_ids, layout_lines, log_time, read_broker_logs
 
 _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] DEBUG (?P<msg>.*?)"
-                   r"(?: \(kafka\.server\.DefaultAlter(?:Partition|Isr)Manager\))?$")
+                   r"(?: \(kafka\.server\.(?:DefaultAlter(?:Partition|Isr)Manager|AlterIsrManagerImpl)\))?$")
 _SENT = re.compile(r"^Sending Alter(?:Partition|Isr) to controller Alter(?:Partition|Isr)RequestData\("
                    r"brokerId=(?P<broker>\d+), brokerEpoch=(?P<epoch>-?\d+), topics=")
 _ANSWERED = re.compile(r"^Received Alter(?:Partition|Isr) response ClientResponse\(.*?"
@@ -51,6 +55,9 @@ _ASKED = re.compile(r"PartitionData\(partitionIndex=(?P<partition>\d+), leaderEp
                     r"(?P<partition_epoch>-?\d+)\)")
 _ANSWER = re.compile(r"PartitionData\(partitionIndex=(?P<partition>\d+), errorCode=(?P<error>-?\d+),")
 _ISR_MEMBER = re.compile(r"BrokerState\(brokerId=(?P<broker>\d+)")
+# Kafka 2.7's answer, a line per partition (the topic from the partition's name: a topic name may hold '-').
+_HANDLED = re.compile(r"^Controller successfully handled AlterIsr request for (?P<topic>.+)-\d+: "
+                      r"PartitionData\(partitionIndex=(?P<partition>\d+), errorCode=(?P<error>-?\d+),")
 
 
 @dataclass(frozen=True)
@@ -134,28 +141,51 @@ class AlterPartitionLog:
     other_lines: int = 0
 
 
+@dataclass(frozen=True)
+class _Sent:
+    """A request sent, its answer not read yet."""
+
+    at: datetime
+    broker_id: int
+    broker_epoch: int
+    names: dict[str, str]  # topic names by id
+    asked: list[AskedPartition]
+
+    def answered(self, at: datetime, errors: dict[tuple[str, int], int]) -> AlterPartitionRequest:
+        return AlterPartitionRequest(self.broker_id, self.broker_epoch, self.at, at, tuple(
+            AskedPartition(p.topic, p.partition, p.leader_epoch, p.isr, p.recovering, p.partition_epoch,
+                           errors.get((p.topic, p.partition), 0)) for p in self.asked))
+
+
 def parse_server_log(lines: Iterable[str], into: AlterPartitionLog | None = None) -> AlterPartitionLog:
     """Add the answered AlterPartition requests in one broker's server.log lines to `into`."""
     out = into if into is not None else AlterPartitionLog([])
-    pending: tuple[datetime, int, int, dict[str, str], list[AskedPartition]] | None = None
+    pending: _Sent | None = None
+    # Kafka 2.7's answer being read, a line per partition: the request, when, the errors so far.
+    handled: tuple[_Sent, datetime, dict[tuple[str, int], int]] | None = None
     for m in layout_lines(lines, _LINE, out):
         msg = m["msg"]
         if s := _SENT.match(msg):
+            if handled is not None:
+                out.requests.append(handled[0].answered(handled[1], handled[2]))
+                handled = None
             out.unanswered += pending is not None
-            pending = (log_time(m["time"]), int(s["broker"]), int(s["epoch"]), *_asked(msg[s.end():]))
+            pending = _Sent(log_time(m["time"]), int(s["broker"]), int(s["epoch"]), *_asked(msg[s.end():]))
         elif pending is not None and (s := _ANSWERED.match(msg)):
-            sent, broker, epoch, names, asked = pending
-            pending = None
+            sent, pending = pending, None
             top = _TOP_ERROR.search(msg)
             if s["disconnected"] != "false" or top is None or top["error"] != "0":
                 out.unanswered += 1
                 continue
-            errors = _answers(msg[top.end():], names)
-            out.requests.append(AlterPartitionRequest(broker, epoch, sent, log_time(m["time"]), tuple(
-                AskedPartition(p.topic, p.partition, p.leader_epoch, p.isr, p.recovering, p.partition_epoch,
-                               errors.get((p.topic, p.partition), 0)) for p in asked)))
+            out.requests.append(sent.answered(log_time(m["time"]), _answers(msg[top.end():], sent.names)))
+        elif (pending is not None or handled is not None) and (h := _HANDLED.match(msg)):
+            if pending is not None:  # the first partition's line: the answer (from Kafka 2.8 on, after "Received")
+                handled, pending = (pending, log_time(m["time"]), {}), None
+            handled[2][h["topic"], int(h["partition"])] = int(h["error"])
         else:
             out.other_lines += 1
+    if handled is not None:
+        out.requests.append(handled[0].answered(handled[1], handled[2]))
     out.unanswered += pending is not None
     return out
 

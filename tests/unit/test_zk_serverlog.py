@@ -67,3 +67,39 @@ def test_a_kafka_2_leaders_alter_isr_is_read_as_its_alter_partition() -> None:
     assert (request.broker_id, request.broker_epoch) == (2, 108)
     assert [(p.topic, p.partition, p.leader_epoch, p.isr, p.recovering, p.partition_epoch, p.error)
             for p in request.partitions] == [("t1", 1, 3, (2, 3), False, 5, 0), ("t1", 2, 1, (2,), False, 2, 74)]
+
+
+def test_a_kafka_2_7_leaders_answer_is_its_line_per_partition() -> None:
+    # Kafka 2.7.2 (AlterIsrManagerImpl) logs no response line: a "successfully handled" line per partition of the
+    # answer, whatever its error. These three lines are broker 3's, campaign seed 1060: controller 1, losing its
+    # role, failed to write t3-0's ISR (UNKNOWN_SERVER_ERROR, -1) and still sent its UpdateMetadata.
+    logger = "(kafka.server.AlterIsrManagerImpl)"
+    sent = ("[2026-11-27 05:46:47,440] DEBUG Sending AlterIsr to controller AlterIsrRequestData(brokerId=3, "
+            "brokerEpoch=188, topics=[TopicData(name='t3', partitions=[PartitionData(partitionIndex=0, leaderEpoch=0, "
+            f"newIsr=[3], currentIsrVersion=0)])]) {logger}")
+    other = "[2026-11-27 05:46:50,062] INFO [ReplicaFetcherManager on broker 3] Removed fetcher for partitions Set(t3)"
+    handled = ("[2026-11-27 05:46:53,376] DEBUG Controller successfully handled AlterIsr request for t3-0: "
+               "PartitionData(partitionIndex=0, errorCode=-1, leaderId=0, leaderEpoch=0, isr=[], currentIsrVersion=0) "
+               f"{logger}")
+    log = parse_server_log([sent, other, handled])
+    [request] = log.requests
+    assert (request.broker_id, request.broker_epoch, log.unanswered, log.other_lines) == (3, 188, 0, 1)
+    assert request.answered > request.sent and request.unwritten
+    assert [(p.topic, p.partition, p.isr, p.partition_epoch, p.error) for p in request.partitions] == \
+        [("t3", 0, (3,), 0, -1)]
+    # Answered for one partition of two: the other written; a topic name holding '-' read whole.
+    two = sent.replace("name='t3'", "name='my-t3'").replace(
+        "currentIsrVersion=0)]", "currentIsrVersion=0), PartitionData(partitionIndex=1, leaderEpoch=2, newIsr=[3, 1], "
+        "currentIsrVersion=4)]")
+    ok = handled.replace("for t3-0", "for my-t3-1").replace("partitionIndex=0, errorCode=-1", "partitionIndex=1, "
+                                                                                                "errorCode=0")
+    [request] = parse_server_log([two, handled.replace("for t3-0", "for my-t3-0"), ok, sent]).requests
+    assert not request.unwritten and [(p.topic, p.partition, p.error) for p in request.partitions] == \
+        [("my-t3", 0, -1), ("my-t3", 1, 0)]
+    # From Kafka 2.8 on the "Received" line is the answer; the "successfully handled" lines after it are not read.
+    received = ("[2026-11-27 05:46:53,375] DEBUG Received AlterIsr response ClientResponse(receivedTimeMs=1, "
+                "latencyMs=1, disconnected=false, responseBody=AlterIsrResponseData(throttleTimeMs=0, errorCode=0, "
+                "topics=[TopicData(name='t3', partitions=[PartitionData(partitionIndex=0, errorCode=0, leaderId=3)"
+                "])]))")
+    log = parse_server_log([sent, received, handled])
+    assert [r.partitions[0].error for r in log.requests] == [0] and log.other_lines == 1
