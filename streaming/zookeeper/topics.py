@@ -68,12 +68,29 @@ def topic_changed(ctx: Context, txn: ZkTxn, topic: str, new: TopicAssignment) ->
         replicas = None if old.reassigning(p) and not new.reassigning(p) and new.replicas[p] == old.origin(p) \
             else list(new.target(p))
         if (topic, p) in ctx.znode_reassignments:
+            _written_for_znode(ctx, txn, (topic, p))
             continue  # /admin/reassign_partitions asked for it: its event
         moves.append({"topic": topic, "partition": p, "replicas": replicas})
     if moves:
         _reassignment(ctx, txn, moves, f"-{topic}", done=False, joins=controllers_write(txn))
     elif new == old and txn.session == ctx.controller_session:
         _reassigned_in_place(ctx, txn, topic, _logged_assignment(ctx, topic))
+
+
+def _written_for_znode(ctx: Context, txn: ZkTxn, key: tuple[str, int]) -> None:
+    """The controller's write of a partition's assignment for the reassignment asked through the znode that names it
+    (onPartitionReassignment's updateCurrentReassignment, U1, before A1 or B3): that event's newest write, as a
+    partition state write is. Its next write of the partition follows it whatever a leader wrote of its own in
+    between (below protocol 2.7): a reassignment in place (the replicas reordered, every target in the ISR) is not
+    reassigning once written, and its bump (B3) is the event's only as the controller's next write after it (seed
+    1118: t1-1 from [3, 1, 2] to [1, 3, 2] right after t2-3's start, whose leader wrote its ISR between t1-1's
+    assignment and its bump)."""
+    if not controllers_write(txn):
+        return
+    cause = next((c for c in reversed(ctx.causes)
+                  if c.kind == "PARTITIONS" and c.event.get("through_znode") and key in c.partitions), None)
+    if cause is not None:
+        cause.last_zxid = txn.zxid
 
 
 def _logged_assignment(ctx: Context, topic: str) -> int | None:

@@ -175,6 +175,33 @@ def test_the_unchanged_rewrite_after_a_znode_reassignments_bump_in_place_is_its_
     assert converted.observed[-1]["cause_event_id"] == reassignment["event_id"] and not converted.unexplained
 
 
+def test_a_znode_reassignments_bump_in_place_after_a_leaders_own_isr_write_is_still_its_own() -> None:
+    # A real 2.6 run (zk campaign seed 1118): one reassignment through the znode of t-0 (from [2, 1, 3] to
+    # [4, 5, 3]) and t-1 (reordered in place, from [3, 1, 2] to [1, 3, 2]). The controller started t-0 (its
+    # assignment, A1's bump), wrote t-1's assignment (U1), and t-0's leader wrote its own ISR before t-1's bump (B3):
+    # that bump is still the znode reassignment's, not an Admin API reassignment in place read from the unchanged
+    # rewrite (B6) after it.
+    z = leaders_write_their_isr((1, 2, 3, 4, 5))
+    z.topic({0: [2, 1, 3], 1: [3, 1, 2]})
+    z.state(0, 2, [2, 1, 3], 0)
+    z.state(1, 3, [3, 1, 2], 0)
+    z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [4, 5, 3]},
+        {"topic": "t", "partition": 1, "replicas": [1, 3, 2]}]}).encode(), 0))
+    moving = {"adding_replicas": {0: [4, 5]}, "removing_replicas": {0: [2, 1]}}
+    z.topic({0: [4, 5, 3, 2, 1], 1: [3, 1, 2]}, op="setData", **moving)
+    z.state(0, 2, [2, 1, 3], 1)  # A1
+    z.topic({0: [4, 5, 3, 2, 1], 1: [1, 3, 2]}, op="setData", **moving)  # t-1's U1
+    z.state(0, 2, [2, 1, 3, 4], 1, session=z.sessions[2], by_leader=True)  # 5 not in yet: no completion
+    z.state(1, 3, [3, 1, 2], 1)  # t-1's B3
+    z.topic({0: [4, 5, 3, 2, 1], 1: [1, 3, 2]}, op="setData", **moving)  # t-1's B6
+    events, observed, decisions = replayed(z.history())
+    [reassignment] = [e for e in events if e["type"] == "ReassignPartitions"]
+    assert reassignment["through_znode"]
+    assert observed[-1]["cause_event_id"] == reassignment["event_id"]
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_deletion_the_controllers_session_ended_inside_is_marked_unanswered_and_a_completed_one_is_not() -> None:
     # zklog/regressions/zookeeper-3.0-deletion-cut-short: both replicas live, the topic's znodes still there when the
     # controller's session ends: its StopReplica answers never came back to it.
