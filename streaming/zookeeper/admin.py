@@ -235,9 +235,7 @@ def reassignment_left_unread(ctx: Context) -> None:
     if newest is None or newest.wrote or not newest.event.get("through_znode") or \
             ctx.newest_event is not newest.event:
         return
-    ctx.result.events.remove(newest.event)
-    ctx.forget_cause(newest)
-    ctx.newest_event = ctx.result.events[-1] if ctx.result.events else None
+    ctx.retract(newest)
     ctx.unread_reassignments = {(m["topic"], m["partition"]): tuple(m["replicas"])
                                 for m in newest.event["partitions"]}
 

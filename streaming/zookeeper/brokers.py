@@ -4,7 +4,9 @@ elections with the failover that follows.
 - `create /brokers/ids/N` (ephemeral) -> BrokerChange STARTUP, broker epoch = the create's zxid (its czxid);
   `closeSession` (or `delete`) of it -> BrokerChange FAILURE. While no controller is active (before the first one,
   or once the session that held `/controller` ended: the controller's broker died, and the broker with it)
-  nobody handles a registration or a death, so neither is an event: the next controller reads /brokers/ids.
+  nobody handles a registration or a death, so neither is an event: the next controller reads /brokers/ids. Nor
+  is a registration that came after a dead controller's last request, which its session's expiry shows
+  (`registrations_left_unread`).
   A `closeSession` the broker sent itself (a cxid of its session; the server's expiry has cxid 0) is a clean stop:
   BrokerChange CONTROLLED_SHUTDOWN first, unless its writes showed one, and again while it still leads partitions
   (the broker's retries), up to controlled.shutdown.max.retries requests in all.
@@ -29,6 +31,7 @@ from streaming.zookeeper.context import (
     LoggedRead,
     TopicAssignment,
     controllers_write,
+    event_ms,
 )
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -178,6 +181,22 @@ def session_closed(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     for broker in gone:
         _broker_gone(ctx, txn, broker)
     ctx.sessions.pop(txn.session, None)
+    ctx.session_timeouts.pop(txn.session, None)
+
+
+def registrations_left_unread(ctx: Context, txn: ZkTxn) -> None:
+    """The controller's session expired (the server's `closeSession`, cxid 0): ZooKeeper heard nothing from its broker
+    for the session's timeout before it, and any request (a read of /brokers/ids) would have kept it. So the
+    controller read no registration made later than the expiry's time less that timeout: its broker was dead or
+    paused. Such a STARTUP is no event; the next controller's failover reads the broker in /brokers/ids
+    (initializeControllerContext) and elects it where it can (seed 1119: broker 1 registered 2.4 s before the killed
+    controller 2's session expired; controller 4's failover elected it leader of four partitions)."""
+    timeout = ctx.session_timeouts.get(txn.session)
+    if txn.cxid != 0 or timeout is None:
+        return
+    for cause in [c for c in ctx.causes if c.kind == "STARTUP" and event_ms(c.event) > txn.time - timeout]:
+        if _registered(ctx, cause) and ctx.event_at(cause.event) is not None:
+            ctx.retract(cause)
 
 
 def _shut_down(ctx: Context, txn: ZkTxn, broker: int) -> None:

@@ -260,6 +260,7 @@ class Context:
         self.logged_deletions: list[frozenset[str]] = []  # its reads of /admin/delete_topics: the topics new to each
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
+        self.session_timeouts: dict[int, int] = {}  # session id -> its timeout (ms), from its createSession
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
         self.controller_id = -1
         self.controller_session: int | None = None
@@ -360,6 +361,12 @@ class Context:
 
     def forget_cause(self, cause: Cause) -> None:
         self.causes = [c for c in self.causes if c is not cause]
+
+    def retract(self, cause: Cause) -> None:
+        """An event the controller never read after all (its broker was gone): out of the output and the queue."""
+        self.result.events.remove(cause.event)
+        self.forget_cause(cause)
+        self.newest_event = self.result.events[-1] if self.result.events else None
 
     def observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
                 cause: str, event_id: str | None) -> None:

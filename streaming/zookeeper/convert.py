@@ -151,8 +151,11 @@ class Converter:
             path = op.path
             if path.startswith(ISR_CHANGE_NOTIFICATION):
                 isrchanges.isr_change_notification(ctx, txn, op)
-            if op.kind == "closeSession":
+            if op.kind == "createSession":
+                ctx.session_timeouts[txn.session] = op.version
+            elif op.kind == "closeSession":
                 if "/controller" in op.deleted:
+                    brokers.registrations_left_unread(ctx, txn)
                     admin.reassignment_left_unread(ctx)
                     admin.deletions_left_unanswered(ctx)
                     isrchanges.completion_cut(ctx)
@@ -200,6 +203,7 @@ class Converter:
         ctx.result.snapshot_state = True
         nodes = snapshot.nodes
         at = ZkTxn(snapshot.zxid, 0, 0, 0, ())
+        ctx.session_timeouts.update(snapshot.sessions)
         if "/controller_epoch" in nodes:
             ctx.controller_epoch = int(nodes["/controller_epoch"].data.decode() or 0)
         for path, node in sorted(nodes.items()):

@@ -563,3 +563,20 @@ def test_a_failovers_answer_comes_after_the_reassignment_the_failover_read_from_
     # the failover, one batch each.
     assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {
         "zk-170", "zk-183", "zk-186"}
+
+
+def test_a_registration_the_dead_controller_never_read_is_the_next_failovers(tmp_path: Path) -> None:
+    # Campaign seed 1119 (Kafka 3.5.2, two log dirs; its `version-2` is a regression of test_zk_histories): controller
+    # 2's broker was killed (its last line 06:12:39.053); broker 1 registered at 44.178 (zk-182) and the dead
+    # controller's session expired at 46.537 (timeout 6 s). Controller 4's failover read broker 1 in /brokers/ids and
+    # elected it for t1-1, t0-0, t1-2 and t0-3. isrflow had taken the registration as a startup the dead controller
+    # handled: LeaderAndIsr 73 of 75 (isrflow 77), UpdateMetadata 251 of 252 (isrflow 259), some to dead broker 2.
+    logs = ZKLOG / "requests" / "zookeeper-3.5-dirs-2-seed-1119"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert ("LeaderAndIsr 75 of 75 (isrflow 75), StopReplica 14 of 14 (isrflow 14), "
+            "UpdateMetadata 252 of 252 (isrflow 252)") in summary
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert not [e for e in events if e["event_id"] == "zk-182-1"]
+    failover = next(e for e in events if e["event_id"] == "zk-184")
+    assert failover["live_brokers"] == {"1": 182, "4": 79}
+    assert all(r["match"] for r in rows)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
+
 from schemas.events import parse_event
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.rules import ZK
@@ -111,6 +113,41 @@ def test_a_controlled_shutdown_after_a_failover_that_wrote_nothing_is_the_shutdo
     assert [(e["type"], e.get("change")) for e in events[-3:]] == [
         ("ControllerChange", None), ("BrokerChange", "CONTROLLED_SHUTDOWN"), ("BrokerChange", "FAILURE")]
     assert [o["cause_event_id"] for o in observed[-2:]] == [events[-2]["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
+@pytest.mark.parametrize("registered_before_expiry_ms", [2400, 7000])
+def test_a_registration_after_a_dead_controllers_last_request_is_read_by_the_next_failover(
+        registered_before_expiry_ms: int) -> None:
+    # Campaign seed 1119 (Kafka 3.5.2): controller 2's broker was killed (kill -9); broker 1 registered 2.4 s before
+    # ZooKeeper expired the dead controller's session (timeout 6 s), and no controller read it until the next one's
+    # failover, which elected it leader where its ISR was it alone. ZooKeeper expires a session its timeout after the
+    # client's last request, and a read of /brokers/ids would have been one. A registration before that could have
+    # been read: here the live controller elected broker 3 at its startup.
+    z = Ensemble(session_timeout_ms=6000)
+    z.topic({0: [3]})
+    z.state(0, 3, [3], 0)
+    z.session_end(3)
+    z.state(0, -1, [3], 1)  # broker 3's failure: t-0 leaderless
+    z.wait(1000)
+    z.register(3, 0x2003)
+    read = registered_before_expiry_ms > 6000
+    if read:
+        z.state(0, 3, [3], 2)  # its startup elects it
+    z.wait(registered_before_expiry_ms)
+    z.close(z.sessions[1], "/controller", "/brokers/ids/1")
+    z.controller = z.sessions[2]
+    z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":2}'), ZnodeOp("setData", "/controller_epoch",
+                                                                                     b"2", 2))
+    if not read:
+        z.state(0, 3, [3], 2)  # the failover elects it
+    events, observed, decisions = replayed(z.history())
+    startups = [e for e in events if e.get("change") == "STARTUP"]
+    failover = events[-1]
+    assert (failover["type"], sorted(failover["live_brokers"])) == ("ControllerChange", ["2", "3"])
+    assert len(startups) == int(read)
+    assert observed[-1]["cause_event_id"] == (startups[0] if read else failover)["event_id"]
+    assert [d["cause_event_id"] for d in decisions if d["leader_epoch"] == 2] == [observed[-1]["cause_event_id"]]
     assert_every_history_equal(observed, decisions)
 
 

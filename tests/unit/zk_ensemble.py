@@ -35,11 +35,14 @@ def assert_every_history_equal(observed: list[dict[str, Any]], decisions: list[d
 class Ensemble:
     """Transactions as a ZooKeeper-mode cluster writes them: brokers' sessions, the controller's multis."""
 
-    def __init__(self, brokers: tuple[int, ...] = (1, 2, 3)) -> None:
+    def __init__(self, brokers: tuple[int, ...] = (1, 2, 3), session_timeout_ms: int | None = None) -> None:
         self.txns: list[ZkTxn] = []
         self.cxids: dict[int, int] = {}  # per session: the client's request count (reads count too)
         self.sessions = {b: 0x1000 + b for b in brokers}
+        self.waited = 0  # ms: each transaction comes 1 ms after the one before, plus the waits
         for b in brokers:
+            if session_timeout_ms is not None:  # each broker's session, with the timeout it negotiated
+                self.txn(self.sessions[b], ZnodeOp("createSession", version=session_timeout_ms))
             self.txn(self.sessions[b], ZnodeOp("create", f"/brokers/ids/{b}", b"{}", 0, ephemeral=True))
         self.txn(self.sessions[brokers[0]], ZnodeOp("create", "/controller", b'{"brokerid":%d}' % brokers[0]),
                  ZnodeOp("setData", "/controller_epoch", b"1", 1))
@@ -50,9 +53,17 @@ class Ensemble:
     def zxid(self) -> int:
         return len(self.txns) + 1
 
+    @property
+    def now(self) -> int:
+        """The next transaction's time (ms)."""
+        return 1_700_000_000_000 + self.zxid + self.waited
+
+    def wait(self, ms: int) -> None:
+        self.waited += ms
+
     def txn(self, session: int, *ops: ZnodeOp) -> None:
         self.cxids[session] = self.cxids.get(session, 0) + 1
-        self.txns.append(ZkTxn(self.zxid, 1_700_000_000_000 + self.zxid, session, self.cxids[session], ops))
+        self.txns.append(ZkTxn(self.zxid, self.now, session, self.cxids[session], ops))
 
     def reads(self, session: int, count: int = 1) -> None:
         """Requests of the session that write nothing (getData): their cxids are in no transaction."""
@@ -92,7 +103,7 @@ class Ensemble:
         if clean:
             self.txn(session, op)
         else:
-            self.txns.append(ZkTxn(self.zxid, 1_700_000_000_000 + self.zxid, session, 0, (op,)))
+            self.txns.append(ZkTxn(self.zxid, self.now, session, 0, (op,)))
 
     def session_end(self, broker: int, clean: bool = False) -> None:
         self.close(self.sessions[broker], f"/brokers/ids/{broker}", clean=clean)
