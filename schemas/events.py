@@ -108,6 +108,11 @@ class BrokerChange(Event):
     # startup's LeaderAndIsr that the controller did not know were in a failed log dir (a dir that failed while the
     # broker was down announces itself by no notification); they go offline after the startup.
     offline_replicas: tuple[PartitionRef, ...] = ()
+    # FAILURE and CONTROLLED_SHUTDOWN, an addition for ZooKeeper: the replicas other brokers answered
+    # KAFKA_STORAGE_ERROR for to the event's LeaderAndIsr requests, as broker id -> partitions: a log dir that failed
+    # as the broker handled that request, announced by its notification only after the answer. They go offline after
+    # the event (each answer an event of its own, LeaderAndIsrResponseReceived), as a notification's answer does.
+    storage_error_answers: Mapping[int, tuple[PartitionRef, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -455,7 +460,8 @@ _FIELDS: dict[str, dict[str, Any]] = {
 _OPTIONAL: dict[str, dict[str, Any]] = {
     "BrokerChange": {"unclean_shutdown": (boolean, False),
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
-                     "offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
+                     "offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
+                     "storage_error_answers": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from schemas.events import BrokerChange, BrokerChangeKind, IsrChange, IsrChangeNotification
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import is_alter_partition_supported
-from statemachine.log_dirs import answered_again, lift_offline_dirs, offline_replicas, storage_errors
+from statemachine.log_dirs import answered_again, lift_offline_dirs, offline_replicas, request_answers, storage_errors
 from statemachine.record import Action
 from statemachine.states import PartitionState, ReplicaState
 from statemachine.topic_deletion import replicas_not_deleted
@@ -41,6 +41,9 @@ class BrokerEvents:
                 self._broker_failure(out, ev.broker_id, ev.broker_epoch)
             case BrokerChangeKind.CONTROLLED_SHUTDOWN:
                 self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
+        # Other brokers' KAFKA_STORAGE_ERROR answers to the event's LeaderAndIsr requests, each handled after it
+        # (seed 1114: broker 4's dir failed as it took t1-0's leadership from broker 3's controlled shutdown).
+        request_answers(self, out, ev.storage_error_answers)
 
     def _failing_deletions(self, lifted: Mapping[int, frozenset[Key]]) -> dict[int, frozenset[Key]]:
         """The replicas of topics being deleted that starting brokers with a failed log dir cannot delete (they answer

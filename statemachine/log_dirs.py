@@ -158,7 +158,10 @@ def request_answers(controller: Controller, out: _Fanout,
     notification's LeaderAndIsr left out (ReplicaStateMachine sends nothing for NewReplica -> OnlineReplica): the
     broker answers KAFKA_STORAGE_ERROR (its partition is offline, ReplicaManager.becomeLeaderOrFollower) and the
     replica goes offline. Each answer is an event of its own after the request's (LeaderAndIsrResponseReceived;
-    seed 906, Kafka 3.5.2: t1-1's replica on broker 3, out of the ISR after a znode reassignment's requests)."""
+    seed 906, Kafka 3.5.2: t1-1's replica on broker 3, out of the ISR after a znode reassignment's requests). Or any
+    event's LeaderAndIsr that a broker was handling when its dir failed: it answers KAFKA_STORAGE_ERROR for the
+    partition whose log write failed before its notification is written (seed 1114: broker 3's controlled shutdown
+    made broker 4 t1-0's leader; writing t1-0's leader epoch checkpoint failed the dir)."""
     cv = controller.cluster
     for broker, refs in sorted((answers or {}).items()):
         answered = {(r.topic, r.partition) for r in refs} & set(controller.partitions_on(broker))

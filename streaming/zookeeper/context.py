@@ -238,8 +238,9 @@ class Context:
         # Per broker, its replicas in failed log dirs as far as known (marked, or inferred from the writes): its
         # startups and the failovers ask it again, and the controller takes them offline again.
         self.failed_replicas: dict[int, set[tuple[str, int]]] = {}
-        # Per broker, the times of its log dir notifications in the whole history (a converted history, not a
-        # follower's polls): their marks are theirs, not a startup's (OfflineMarks.startup_answer).
+        # Per broker, the times of its log dir notifications, read ahead (the whole history, or a follower's polls so
+        # far): their marks are theirs, not a startup's (OfflineMarks.startup_answer); a request's answer just before
+        # one came from a dir that failed as the broker handled that request (logdirs.request_answer).
         self.notified_at: dict[int, list[int]] = {}
         # The log dir notifications not deleted yet (path -> its LOG_DIR cause), and the brokers whose one a new
         # controller's failover deleted unread (broker -> that failover's event id).

@@ -73,8 +73,6 @@ class Converter:
             isrchanges.protocol_before_3(ctx, ZkTxn(first, history.txns[0].time if history.txns else 0, 0, 0, ()))
         if history.snapshot is not None:
             self._seed(history.snapshot)
-        if ctx.offline_marks is not None:
-            logdirs.note_notifications(ctx, history.txns)
         if history.txns:  # a request answered before the retained history is of a state it does not hold
             ctx.unwritten_requests = [r for r in ctx.unwritten_requests if r.answered_ms >= history.txns[0].time]
         self.feed(history.txns)
@@ -86,6 +84,7 @@ class Converter:
         ctx = self.context
         events, observed, unexplained = (len(ctx.result.events), len(ctx.result.observed),
                                          len(ctx.result.unexplained))
+        logdirs.note_notifications(ctx, txns)  # read ahead: the whole history, or a follower's poll
         for txn in txns:
             request = ctx.alter_partition
             if request is None or not follows_on(txn, request.session, request.cxid):

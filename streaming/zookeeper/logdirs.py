@@ -69,31 +69,49 @@ def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:
                      and ctx.replica_added_at.get(key, {}).get(broker, 0) > since)
 
 
+# The requests whose events carry other brokers' KAFKA_STORAGE_ERROR answers to their LeaderAndIsr, and the field.
+_ANSWERS_FIELD = {"PARTITIONS": "offline_replicas", "CONTROLLED_SHUTDOWN": "storage_error_answers",
+                  "FAILURE": "storage_error_answers"}
+
+
 def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int]) -> Cause | None:
     """A write taking one registered broker with a failed log dir out of the ISR right after the controller's writes
-    for a reassignment naming the partition: the broker's answer to that reassignment's LeaderAndIsr (A1 sends one to
-    every replica), KAFKA_STORAGE_ERROR for a replica in its failed dir that the controller did not know of, which
-    goes offline (processLeaderAndIsrResponseReceived -> onReplicasBecomeOffline -> removeReplicasFromIsr), not that
-    broker's controlled shutdown (seed 906: t1-1's new replica on broker 3, NewReplica when broker 3's dir failed, so
-    not named by the notification's answer; the znode reassignment's LeaderAndIsr got the answer). The request's
-    event names it (`offline_replicas`); with the state-change logs, only where a `Mark replicas` line of the broker
-    names the partition since the request."""
+    for a request naming the partition: the broker's answer to that request's LeaderAndIsr, KAFKA_STORAGE_ERROR for a
+    replica in its failed dir that the controller did not know of, which goes offline
+    (processLeaderAndIsrResponseReceived -> onReplicasBecomeOffline -> removeReplicasFromIsr), not that broker's
+    controlled shutdown. Either a reassignment's (A1 sends one to every replica), for a broker whose notification
+    came before (seed 906: t1-1's new replica on broker 3, NewReplica when broker 3's dir failed, so not named by the
+    notification's answer; the znode reassignment's LeaderAndIsr got the answer); or any request's whose
+    LeaderAndIsr the broker was handling when its dir failed, its notification coming right after the write (seed
+    1114: broker 3's controlled shutdown made broker 4 t1-0's leader, writing t1-0's leader epoch checkpoint failed
+    the dir, the answer was handled 14 ms before the notification's znode). The request's event names it
+    (`offline_replicas`, `storage_error_answers`); with the state-change logs, only where a `Mark replicas` line of
+    the broker names the partition since the request. The notification is read ahead (`note_notifications`): a
+    follower's poll that has not seen it yet reads the write as before."""
     request = ctx.handling(txn)
-    if request is None or request.kind != "PARTITIONS" or key not in request.partitions or len(dropped) != 1 or \
-            ctx.event_at(request.event) is None:
+    if request is None or request.kind not in _ANSWERS_FIELD or key not in request.partitions or \
+            len(dropped) != 1 or ctx.event_at(request.event) is None:
         return None
     broker = dropped[0]
-    if broker not in ctx.brokers or broker not in ctx.failed_replicas:
+    known = request.kind == "PARTITIONS" and broker in ctx.failed_replicas
+    if broker not in ctx.brokers or not (known or _announced_after(ctx, broker, txn.time)):
         return None
+    field = _ANSWERS_FIELD[request.kind]
     ref = {"topic": key[0], "partition": key[1]}
-    if ref in request.event.get("offline_replicas", {}).get(str(broker), ()):
+    if ref in request.event.get(field, {}).get(str(broker), ()):
         return request  # its mark was read with the request (`reassignment_answers`)
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
-            broker, key, event_ms(request.event), txn.time + 1000):
+            broker, key, event_ms(request.event), txn.time + REQUEST_ANSWER_MS):
         return None
-    request.event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(ref)
-    ctx.failed_replicas[broker].add(key)
+    request.event.setdefault(field, {}).setdefault(str(broker), []).append(ref)
+    ctx.failed_replicas.setdefault(broker, set()).add(key)
     return request
+
+
+def _announced_after(ctx: Context, broker: int, time_ms: int) -> bool:
+    """Whether the broker announces a failed log dir within REQUEST_ANSWER_MS after `time_ms`: its dir failed while it
+    handled a request just before, and its answer to that request came first."""
+    return any(time_ms <= t <= time_ms + REQUEST_ANSWER_MS for t in ctx.notified_at.get(broker, ()))
 
 
 def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[int, bool]) -> Cause | None:
@@ -149,7 +167,8 @@ def reassignment_answers(ctx: Context, event: dict[str, Any], replicas: dict[tup
 
 
 def note_notifications(ctx: Context, txns: Iterable[ZkTxn]) -> None:
-    """The times of every broker's notifications in the history, read ahead: a mark after one is its answer."""
+    """The times of every broker's notifications in the history, read ahead: a mark after one is its answer, and a
+    request's answer just before one came from a dir that failed as the broker handled that request."""
     for txn in txns:
         for op in txn.ops:
             if op.kind == "create" and op.path.startswith(LOG_DIR_EVENT_NOTIFICATION) and op.path.count("/") == 2:

@@ -28,7 +28,6 @@ NOT_YET: dict[str, str] = {
                               "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
                               "to the deletion work",
     **{name: f"found by the campaign on the final rules of 2026-11-27, {why} (regressions/README.md)" for name, why in [
-        ("zookeeper-2.6-dirs-3-seed-1114", "5/11 histories, not analysed yet"),
         ("zookeeper-3.0-dirs-3-seed-1117", "11/12 histories, not analysed yet")]},
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]

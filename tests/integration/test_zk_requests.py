@@ -580,3 +580,24 @@ def test_a_registration_the_dead_controller_never_read_is_the_next_failovers(tmp
     failover = next(e for e in events if e["event_id"] == "zk-184")
     assert failover["live_brokers"] == {"1": 182, "4": 79}
     assert all(r["match"] for r in rows)
+
+
+def test_a_brokers_storage_error_answer_to_a_controlled_shutdowns_leader_and_isr_goes_offline_after_it(
+        tmp_path: Path) -> None:
+    # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6, three log dirs; its `version-2` is a regression of
+    # test_zk_histories): broker 3's controlled shutdown made broker 4 t1-0's leader; broker 4's dir failed as it
+    # wrote t1-0's leader epoch checkpoint, it answered KAFKA_STORAGE_ERROR ("Mark replicas t1-0 on broker 4",
+    # 06:08:14.862) and the controller elected 2 (0xa9), 14 ms before broker 4's notification. The importer had read
+    # that write as broker 4's controlled shutdown: 5 of 11 histories, LeaderAndIsr 44 of 60 (isrflow 63).
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-1114"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "11 of 11 equal" in summary and all(r["match"] for r in rows)
+    assert "LeaderAndIsr 60 of 60 (isrflow 60), StopReplica 7 of 7 (isrflow 7), UpdateMetadata 139 of 139 " \
+           "(isrflow 139)" in summary
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-164-3"]["storage_error_answers"] == {"4": [{"topic": "t1", "partition": 0}]}
+    assert events["zk-170"]["offline_replicas"] == [{"topic": "t2", "partition": 0}]  # the rest of the failed dir
+    assert [e["broker_id"] for e in events.values() if e.get("change") == "CONTROLLED_SHUTDOWN"] == [3]
+    # The answer's requests follow the shutdown's: the election's LeaderAndIsr to 2, OfflineReplica's to 2 and 3
+    # (shutting down, still sent), its StopReplica to 4.
+    assert _leader_and_isr(tmp_path, "zk-164-3")[-3:] == [(1, 2, ["t1-0"]), (2, 2, ["t1-0"]), (2, 3, ["t1-0"])]

@@ -125,6 +125,35 @@ def test_a_mark_of_replicas_the_notification_did_not_ask_about_is_a_later_reques
     assert marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)
     assert not marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)  # taken
 
+def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notification_is_no_shutdown_of_its_own(
+) -> None:
+    # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6): broker 3's controlled shutdown made broker 4 t1-0's leader; 4's
+    # dir failed as it handled that LeaderAndIsr, it answered KAFKA_STORAGE_ERROR for t1-0, and the controller took
+    # 4 out (t1-0 elected 2) 14 ms before 4's notification came. Here broker 2 shuts down, 3 leads t-1 and answers.
+    z = created()
+    z.state(1, 3, [3, 1], 1)  # broker 2's controlled shutdown: t-1's leadership moves to 3
+    z.state(0, 1, [1, 3], 1)
+    z.state(1, 1, [1], 2)  # broker 3's answer: its replica of t-1 offline
+    log_dir_failure(z, 3)  # t-0's replica on 3 is in its other dir: no write
+    z.session_end(2, clean=True)
+    events, observed, decisions = replayed(z.history())
+    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-3:]] == [
+        ("BrokerChange", "CONTROLLED_SHUTDOWN", 2), ("LogDirEventNotification", None, 3),
+        ("BrokerChange", "FAILURE", 2)]
+    shutdown = events[-3]
+    assert shutdown["storage_error_answers"] == {"3": [{"topic": "t", "partition": 1}]}
+    assert [o["cause_event_id"] for o in observed[-3:]] == [shutdown["event_id"]] * 3
+    assert_every_history_equal(observed, decisions)
+    # Without the notification right after, the write is broker 3's controlled shutdown, as before.
+    z = created()
+    z.state(1, 3, [3, 1], 1)
+    z.state(0, 1, [1, 3], 1)
+    z.state(1, 1, [1], 2)
+    events, _, _ = replayed(z.history())
+    assert [(e.get("change"), e.get("broker_id")) for e in events[-2:]] == [("CONTROLLED_SHUTDOWN", 2),
+                                                                           ("CONTROLLED_SHUTDOWN", 3)]
+
+
 def test_a_reassignment_asked_again_keeps_the_new_replica_the_controller_held_before_in_a_notifications_answer(
 ) -> None:
     # Campaign seed 1030 (Kafka 2.7.2): t0-1's reassignment onto broker 4 was in progress when a controller took
