@@ -29,7 +29,6 @@ NOT_YET: dict[str, str] = {
                               "to the deletion work",
     **{name: f"found by the campaign on the final rules of 2026-11-27, {why} (regressions/README.md)" for name, why in [
         ("zookeeper-2.6-dirs-3-seed-1114", "5/11 histories, not analysed yet"),
-        ("zookeeper-3.0-dirs-3-seed-1117", "11/12 histories, not analysed yet"),
         ("zookeeper-2.6-dirs-3-seed-1118", "17/18 histories, not analysed yet"),
         ("zookeeper-3.5-dirs-2-seed-1119", "62/70 decisions, not analysed yet")]},
 }
