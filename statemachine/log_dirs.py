@@ -205,8 +205,10 @@ def deleted_replicas(controller: Controller, brokers: Iterable[int]) -> dict[int
     leaves out: onBrokerStartup moves every replica on the new brokers to OnlineReplica, no valid transition from
     ReplicaDeletionSuccessful (Kafka logs the change as failed and sends nothing), and a failure before leaves them
     so (failReplicaDeletion's move to ReplicaDeletionIneligible fails the same way). Read before the startup: its
-    resumed deletion may delete others, asked about first."""
-    return {b: frozenset(k for k in controller.partitions_on(b)
+    resumed deletion may delete others, asked about first. Only a topic being deleted has such replicas."""
+    queued = [k for topic in sorted(controller.cluster.topics_queued_for_deletion)
+              for k in controller.partitions_of(topic)]
+    return {b: frozenset(k for k in queued
                          if controller.partitions[k].replica_states.get(b) is ReplicaState.DELETION_SUCCESSFUL)
             for b in brokers}
 
