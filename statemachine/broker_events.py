@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 from schemas.events import BrokerChange, BrokerChangeKind, IsrChange, IsrChangeNotification
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.features import is_alter_partition_supported
-from statemachine.log_dirs import answered_again, lift_offline_dirs, offline_replicas, request_answers, storage_errors
+from statemachine.log_dirs import (
+    answered_again,
+    deleted_replicas,
+    lift_offline_dirs,
+    offline_replicas,
+    request_answers,
+    storage_errors,
+)
 from statemachine.record import Action
 from statemachine.states import PartitionState, ReplicaState
 from statemachine.topic_deletion import replicas_not_deleted
@@ -33,8 +40,10 @@ class BrokerEvents:
                 lifted = lift_offline_dirs(self.cluster, (b for b, e in registered.items()
                                                           if self.cluster.broker_epochs.get(b) != e))
                 failing = self._failing_deletions(lifted)
+                deleted = deleted_replicas(self, registered)
                 self._broker_startup(out, registered, ev.unclean_shutdown, stop_replica_answered=not failing)
-                answered_again(self, out, lifted, {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None)
+                answered_again(self, out, lifted, {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None,
+                               not_asked=deleted)
                 if failing:
                     self._stop_replica_answers(out, failing)
             case BrokerChangeKind.FAILURE:

@@ -34,6 +34,7 @@ from statemachine.directories import default_directory, is_online, placement
 from statemachine.errors import Error, Outcome, Rejection
 from statemachine.kraft_releases import release_name
 from statemachine.record import Action, PartitionRecord
+from statemachine.states import ReplicaState
 
 if TYPE_CHECKING:
     from statemachine.controller import ClusterView, Controller, _Fanout
@@ -202,19 +203,35 @@ def merged(lifted: Mapping[int, frozenset[tuple[str, int]]],
     return out
 
 
+def deleted_replicas(controller: Controller, brokers: Iterable[int]) -> dict[int, frozenset[tuple[str, int]]]:
+    """The brokers' replicas whose deletion succeeded (ReplicaDeletionSuccessful), which a startup's LeaderAndIsr
+    leaves out: onBrokerStartup moves every replica on the new brokers to OnlineReplica, no valid transition from
+    ReplicaDeletionSuccessful (Kafka logs the change as failed and sends nothing), and a failure before leaves them
+    so (failReplicaDeletion's move to ReplicaDeletionIneligible fails the same way). Read before the startup: its
+    resumed deletion may delete others, asked about first. Only a topic being deleted has such replicas."""
+    queued = [k for topic in sorted(controller.cluster.topics_queued_for_deletion)
+              for k in controller.partitions_of(topic)]
+    return {b: frozenset(k for k in queued
+                         if controller.partitions[k].replica_states.get(b) is ReplicaState.DELETION_SUCCESSFUL)
+            for b in brokers}
+
+
 def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, frozenset[tuple[str, int]]],
-                   answered: Mapping[int, Iterable[PartitionRef]] | None = None) -> None:
+                   answered: Mapping[int, Iterable[PartitionRef]] | None = None,
+                   not_asked: Mapping[int, frozenset[tuple[str, int]]] | None = None) -> None:
     """The registered brokers' answers to the LeaderAndIsr requests of a startup or a failover: the replicas of a
     failed dir answer KAFKA_STORAGE_ERROR again (a dir stays failed: isrflow does not see a disk replaced) and go
     offline again (processLeaderAndIsrResponseReceived); so do those the event names (`answered`: a dir that failed
-    while no controller read its notification)."""
+    while no controller read its notification). `not_asked`: each broker's replicas the requests left out."""
     cv = controller.cluster
     lifted = merged(lifted, answered)
     # Only the replicas the requests asked about are answered: a failed replica the broker no longer hosts stays
     # unknown to the controller until a later request reaches it (seed 1034: t2-0, moved off broker 3 before the
-    # failover, marked offline again at its reassignment back onto broker 3).
+    # failover, marked offline again at its reassignment back onto broker 3); nor does a deleted one a startup's
+    # request left out (`deleted_replicas`, seed 1117: broker 2's deleted log of t0-2, t0 still being deleted).
+    skipped = not_asked or {}
     lifted = {broker: storage_errors(cv, broker, keys & set(controller.partitions_on(broker)))
-              for broker, keys in lifted.items()}
+              - skipped.get(broker, frozenset()) for broker, keys in lifted.items()}
     # Every broker's answer is in before any is handled: an election for one broker's offline replicas passes over
     # another's in a failed dir too (seed 437: the controller's own broker answered first).
     cv.replicas_on_offline_dirs.update(lifted)

@@ -245,7 +245,7 @@ def reassignment_read_at_failover(ctx: Context, txn: ZkTxn, topic: str) -> None:
     controller read it: the new controller's failover read it after its state machines started
     (initializePartitionReassignments, processZkPartitionReassignment), its event from that first write on (the
     failover's own writes before it are the ControllerChange's)."""
-    failover = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
+    failover = ctx.newest_failover()
     if any(t == topic for t, _ in ctx.unread_reassignments) and ctx.znode_reassignments:
         cause = _znode_reassignment(ctx, txn, ctx.unread_reassignments, "-reassign_partitions")
         ctx.unread_reassignments = {}

@@ -83,6 +83,11 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
     last write was read with them, neither (it is a startup of its own, as before)."""
     failover = ctx.failover
     if failover is None:
+        # A failover whose read of /brokers/ids the controller.log names settles nothing, but ends all the same:
+        # a reassignment asked through the znode after that is no step of it (seed 1117: one 7 s later was taken
+        # for the failover's read, and the answers to its LeaderAndIsr requests waited for it).
+        if _ends_failover(txn) and (cause := ctx.newest_failover()) is not None:
+            cause.finished = True
         return
     if not last and not failover.read and any(_before_the_read(op) for op in txn.ops):
         live = failover.event["live_brokers"]
@@ -103,12 +108,16 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
                 if cause is not read[0]:
                     ctx.forget_cause(cause)
             read[0].started = tuple(c.broker for c in read)
-        # Its delete of the election znode, or that delete failing (ZooKeeper's NONODE: none there), is its end;
-        # another failed write (a znode it found there already, seed 309) is not.
-        if any(op.path == PREFERRED_ELECTION or op.error == NO_NODE for op in txn.ops) and \
-                (cause := ctx.cause_of(failover.event["event_id"])) is not None:
+        if _ends_failover(txn) and (cause := ctx.cause_of(failover.event["event_id"])) is not None:
             cause.finished = True
         ctx.failover = None
+
+
+def _ends_failover(txn: ZkTxn) -> bool:
+    """Whether a write of the controller is its failover's last: its delete of the election znode, or that delete
+    failing (ZooKeeper's NONODE: none there); another failed write (a znode it found there already, seed 309) is
+    not."""
+    return any(op.path == PREFERRED_ELECTION or op.error == NO_NODE for op in txn.ops)
 
 
 def _before_the_read(op: ZnodeOp) -> bool:

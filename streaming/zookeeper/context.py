@@ -353,6 +353,10 @@ class Context:
                    (c.kind == "ISR" and not c.wrote and cause.last_zxid > event_zxid(c.event))
                    for i, c in enumerate(later))
 
+    def newest_failover(self) -> Cause | None:
+        """The newest new controller's failover among the events kept (its ControllerChange's cause)."""
+        return next((c for c in reversed(self.causes) if c.kind == "FAILOVER"), None)
+
     def cause_of(self, event_id: str | None) -> Cause | None:
         return next((c for c in reversed(self.causes) if c.event["event_id"] == event_id), None)
 

@@ -196,7 +196,7 @@ def notification_deleted(ctx: Context, cause: Cause) -> None:
     the old controller was gone (killed, its session not yet expired). Its event is no event; the failover's
     LeaderAndIsr requests bring the broker's answer, which its ControllerChange carries (`offline_replicas`, from
     the mark, else from the failover's writes that drop the broker: `answer_explained`)."""
-    failover = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
+    failover = ctx.newest_failover()
     if failover is None or event_zxid(failover.event) < event_zxid(cause.event):
         return  # read by the controller that was active when it came
     if cause.event in ctx.result.events:

@@ -27,8 +27,6 @@ NOT_YET: dict[str, str] = {
                               "it (epoch 9); isrflow took the answer as in. Every history equal only because the two "
                               "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
                               "to the deletion work",
-    **{name: f"found by the campaign on the final rules of 2026-11-27, {why} (regressions/README.md)" for name, why in [
-        ("zookeeper-3.0-dirs-3-seed-1117", "11/12 histories, not analysed yet")]},
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])

@@ -601,3 +601,28 @@ def test_a_brokers_storage_error_answer_to_a_controlled_shutdowns_leader_and_isr
     # The answer's requests follow the shutdown's: the election's LeaderAndIsr to 2, OfflineReplica's to 2 and 3
     # (shutting down, still sent), its StopReplica to 4.
     assert _leader_and_isr(tmp_path, "zk-164-3")[-3:] == [(1, 2, ["t1-0"]), (2, 2, ["t1-0"]), (2, 3, ["t1-0"])]
+
+
+def test_a_failover_whose_read_the_controller_log_names_ends_before_a_later_znode_reassignment(tmp_path: Path) -> None:
+    # Campaign seed 1117 (Kafka 3.0.2, three log dirs; its `version-2` is a regression of test_zk_histories):
+    # controller 1's failover (zk-177) asked broker 1 about t0-2, in its failed dir, and took it offline at once
+    # (StopReplica 06:10:56.656); /admin/reassign_partitions came 7 s later (zk-202). With the brokers' logs the
+    # importer had never seen the failover end (its read of /brokers/ids is the controller.log's) and took that
+    # reassignment for the failover's read, holding the answer behind it: t0-2's replica on broker 1 was online to
+    # the startup and the deletion in between (StopReplica 28 of 32, LeaderAndIsr 85 of 85 with isrflow's 86).
+    logs = ZKLOG / "requests" / "zookeeper-3.0-dirs-3-seed-1117"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 85 of 85 (isrflow 85), StopReplica 32 of 32 (isrflow 32)" in summary
+    assert "12 of 12 equal" in summary
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert not [e["event_id"] for e in events if e.get("read_at_failover") or e.get("reads_reassignment_znode")]
+    failover = [(r["controller"]["time"], r["isrflow"]["event_id"]) for r in rows
+                if r["request"] == "STOP_REPLICA" and r["broker"] == 1 and r["match"]
+                and r["controller"]["partitions"] == ["t0-2"]]
+    assert ("2026-11-27 06:10:56.656", "zk-177") in failover
+    # What is left: broker 2's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr (zk-245-2; t1-1 and t3-1
+    # marked offline at 06:11:16.906) was handled after broker 1's AlterIsr of t3-0, sent at .890 before the answer
+    # came in (.893): its UpdateMetadata (.905) went first. isrflow takes the answer within the startup.
+    assert sorted((r["broker"], r["controller"]["time"] if r["controller"] else r["isrflow"]["event_id"])
+                  for r in rows if not r["match"]) == [(1, "2026-11-27 06:11:16.905"), (1, "zk-248-t2-0"),
+                                                       (2, "2026-11-27 06:11:16.905"), (2, "zk-248-t2-0")]

@@ -222,3 +222,28 @@ def test_another_brokers_answer_to_a_controlled_shutdowns_leader_and_isr_takes_i
         result.cluster_rows[-1].message
     # The notification that follows asks again: t-1 is known offline, nothing more goes.
     assert failed_dir(c, 2, ("t", 1)).decisions == []
+
+
+def test_a_startup_asks_nothing_of_its_brokers_deleted_replicas_so_its_failed_dir_fails_no_deletion() -> None:
+    # zk campaign seed 1117 (Kafka 3.0.2): broker 2 deleted its replica of d-0 (ReplicaDeletionSuccessful), d-1
+    # waited for dead brokers 3 and 4; then a dir of 2 failed (u-0) and 2 restarted. onBrokerStartup's move to
+    # OnlineReplica is no valid transition from ReplicaDeletionSuccessful: no LeaderAndIsr of d-0, so 2 answered
+    # KAFKA_STORAGE_ERROR for u-0 alone, failed no deletion, and resumeDeletions did not retry d-1 (no leader -1 bump
+    # of its ISR [4]).
+    c = Cluster()
+    c.start(1, 2, 3, 4)
+    c.create("d", [2, 1], [3, 4])
+    c.create("u", [2, 1])
+    c.failure(3)
+    c.failure(4)
+    c.delete("d")
+    assert c.replica_states("d", 0) == {1: "ReplicaDeletionSuccessful", 2: "ReplicaDeletionSuccessful"}
+    assert (c.rec("d", 1).leader, c.rec("d", 1).isr) == (-1, (4,))
+    failed_dir(c, 2, ("u", 0))
+    c.failure(2)
+    back = c.startup(2)
+    assert back.decisions_for("d", 1) == []
+    assert c.replica_states("d", 0) == {1: "ReplicaDeletionSuccessful", 2: "ReplicaDeletionSuccessful"}
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
+    assert any("answered KAFKA_STORAGE_ERROR again for 1 replica(s) in failed dirs: u-0" in r.message
+               for r in back.cluster_rows)
