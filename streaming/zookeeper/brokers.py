@@ -29,6 +29,7 @@ from streaming.zookeeper.context import (
     LoggedRead,
     TopicAssignment,
     controllers_write,
+    event_zxid,
 )
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -80,6 +81,8 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
     last write was read with them, neither (it is a startup of its own, as before)."""
     failover = ctx.failover
     if failover is None:
+        # Its controller.log named what it read (no failover to infer): only its end to know (seed 1203).
+        _failover_ended(ctx, txn)
         return
     if not last and not failover.read and any(_before_the_read(op) for op in txn.ops):
         live = failover.event["live_brokers"]
@@ -100,12 +103,19 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
                 if cause is not read[0]:
                     ctx.forget_cause(cause)
             read[0].started = tuple(c.broker for c in read)
-        # Its delete of the election znode, or that delete failing (ZooKeeper's NONODE: none there), is its end;
-        # another failed write (a znode it found there already, seed 309) is not.
-        if any(op.path == PREFERRED_ELECTION or op.error == NO_NODE for op in txn.ops) and \
-                (cause := ctx.cause_of(failover.event["event_id"])) is not None:
-            cause.finished = True
+        _failover_ended(ctx, txn)
         ctx.failover = None
+
+
+def _failover_ended(ctx: Context, txn: ZkTxn) -> None:
+    """The active controller's failover is over at its delete of the election znode, or at that delete failing
+    (ZooKeeper's NONODE: none there); another failed write (a znode it found there already, seed 309) is not its
+    end."""
+    if not any(op.path == PREFERRED_ELECTION or op.error == NO_NODE for op in txn.ops):
+        return
+    cause = next((c for c in reversed(ctx.causes) if c.kind == "FAILOVER"), None)
+    if cause is not None and event_zxid(cause.event) == ctx.controller_since:
+        cause.finished = True
 
 
 def _before_the_read(op: ZnodeOp) -> bool:
