@@ -204,7 +204,7 @@ def _next_read(ctx: Context, own: Cause) -> Cause | None:
     at = next((i for i, r in enumerate(reads) if own.topic in r), None)
     if at is None:
         return None
-    later = ctx.causes[ctx.causes.index(own) + 1:]
+    later = ctx.causes[next(i for i, c in enumerate(ctx.causes) if c is own) + 1:]
     after = next((c for c in later if c.kind == "DELETE" and any(c.topic in r for r in reads[at + 1:])), None)
     return after if after is not None and not after.wrote else None
 
