@@ -113,6 +113,9 @@ class TopicEvents:
         if topic in cv.topics_queued_for_deletion:
             out.cluster(f"topic {topic} is already queued for deletion", Outcome.NO_OP)
             return
+        # enqueueTopicsForDeletion -> resumeDeletions: the failed replicas of the topics queued before are retried
+        # first (seed 1203: t4-0's dead replica, t4 read alone, retried at t5's read).
+        self._resume_deletions(out)
         # One read of /admin/delete_topics: every topic it found, in one onTopicDeletion (one batch of requests).
         topics = [t for t in sorted({topic, *ev.topics}) if t in cv.topics and t not in cv.topics_queued_for_deletion]
         cv.topics_queued_for_deletion.update(topics)

@@ -32,6 +32,7 @@ from streaming.zookeeper.context import (
     TopicAssignment,
     controllers_write,
     event_ms,
+    event_zxid,
 )
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -83,11 +84,10 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
     last write was read with them, neither (it is a startup of its own, as before)."""
     failover = ctx.failover
     if failover is None:
-        # A failover whose read of /brokers/ids the controller.log names settles nothing, but ends all the same:
-        # a reassignment asked through the znode after that is no step of it (seed 1117: one 7 s later was taken
-        # for the failover's read, and the answers to its LeaderAndIsr requests waited for it).
-        if _ends_failover(txn) and (cause := ctx.newest_failover()) is not None:
-            cause.finished = True
+        # Its controller.log named what it read (no failover to infer): only its end to know. A reassignment asked
+        # through the znode after it is no step of it (seeds 1117, 1203: one 7 s and one 67 s later were taken for
+        # the failover's read, and the answers to its requests waited for them).
+        _failover_ended(ctx, txn)
         return
     if not last and not failover.read and any(_before_the_read(op) for op in txn.ops):
         live = failover.event["live_brokers"]
@@ -108,16 +108,19 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
                 if cause is not read[0]:
                     ctx.forget_cause(cause)
             read[0].started = tuple(c.broker for c in read)
-        if _ends_failover(txn) and (cause := ctx.cause_of(failover.event["event_id"])) is not None:
-            cause.finished = True
+        _failover_ended(ctx, txn)
         ctx.failover = None
 
 
-def _ends_failover(txn: ZkTxn) -> bool:
-    """Whether a write of the controller is its failover's last: its delete of the election znode, or that delete
-    failing (ZooKeeper's NONODE: none there); another failed write (a znode it found there already, seed 309) is
-    not."""
-    return any(op.path == PREFERRED_ELECTION or op.error == NO_NODE for op in txn.ops)
+def _failover_ended(ctx: Context, txn: ZkTxn) -> None:
+    """The active controller's failover is over at its delete of the election znode, or at that delete failing
+    (ZooKeeper's NONODE: none there); another failed write (a znode it found there already, seed 309) is not its
+    end."""
+    if not any(op.path == PREFERRED_ELECTION or op.error == NO_NODE for op in txn.ops):
+        return
+    cause = ctx.newest_failover()
+    if cause is not None and event_zxid(cause.event) == ctx.controller_since:
+        cause.finished = True
 
 
 def _before_the_read(op: ZnodeOp) -> bool:

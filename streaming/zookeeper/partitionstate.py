@@ -191,8 +191,22 @@ def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: Pa
         handled = not cause.wrote and own.wrote and ctx.handling(txn) is own
         return own if handled and _live_replica_offline(ctx, before, after) else None
     if before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr):  # a retry
-        return own if own.wrote else None  # also after the later one wrote (seed 309)
+        return own if own.wrote else _next_read(ctx, own)  # also after the later one wrote (seed 309)
     return None if cause.wrote else own
+
+
+def _next_read(ctx: Context, own: Cause) -> Cause | None:
+    """With the controller's log: the request of the logged read after `own`'s, while it has written nothing. Every
+    read of /admin/delete_topics enqueues its topics with resumeDeletions, which first retries the failed replicas of
+    the topics queued before (seed 1203: t4 read alone, its dead replica retried at t5's read, before the next read's
+    znodes' requests had written). None without the log, or once that request has written: the newest request's."""
+    reads = ctx.logged_deletions
+    at = next((i for i, r in enumerate(reads) if own.topic in r), None)
+    if at is None:
+        return None
+    later = ctx.causes[next(i for i, c in enumerate(ctx.causes) if c is own) + 1:]
+    after = next((c for c in later if c.kind == "DELETE" and any(c.topic in r for r in reads[at + 1:])), None)
+    return after if after is not None and not after.wrote else None
 
 
 def _answers_after_read(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState,

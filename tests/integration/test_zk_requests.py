@@ -626,3 +626,27 @@ def test_a_failover_whose_read_the_controller_log_names_ends_before_a_later_znod
     assert sorted((r["broker"], r["controller"]["time"] if r["controller"] else r["isrflow"]["event_id"])
                   for r in rows if not r["match"]) == [(1, "2026-11-27 06:11:16.905"), (1, "zk-248-t2-0"),
                                                        (2, "2026-11-27 06:11:16.905"), (2, "zk-248-t2-0")]
+
+
+def test_a_failover_logged_in_controller_log_ends_and_a_later_read_retries_the_deletions_queued_before(
+        tmp_path: Path) -> None:
+    # Campaign seed 1203 (Kafka 2.7.2, three log dirs; its `version-2` is a regression of test_zk_histories).
+    # Controller 2's failover (zk-165) ended with its failed delete of /admin/preferred_replica_election (NONODE,
+    # 0xaf); /admin/reassign_partitions came 67 s later (zk-187). With the failover named in controller.log the
+    # importer never saw that end, read the reassignment as the failover's, and held broker 2's KAFKA_STORAGE_ERROR
+    # answer for t2-1 (its failed dir) behind it: 23 of 24 histories, LeaderAndIsr 68 of 68 (isrflow 71).
+    # Then one DeleteTopics of t4, t5, t0, t1 and t3, read as t4 (its only replica on dead broker 3), t5, then t0, t1
+    # and t3: t5's read retried t4-0's dead replica first (resumeDeletions, a bare bump at 0xdc) and took t5's live
+    # replicas offline; the importer gave that retry to t0's request, so t1's and t3's were not read with t0's.
+    logs = ZKLOG / "requests" / "zookeeper-2.7-dirs-3-seed-1203"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 68 of 68 (isrflow 68), StopReplica 28 of 28 (isrflow 28), UpdateMetadata 153 of 153 " \
+           "(isrflow 153)" in summary and "24 of 24 equal" in summary
+    assert "agreement with the controller: 100.0%" in summary and all(r["match"] for r in rows)
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert not [e for e in events if e.get("read_at_failover") or e.get("reads_reassignment_znode")]
+    causes = {o["source_offset"]: o["cause_event_id"] for o in read_jsonl(tmp_path / "observed.jsonl")}
+    assert causes[0xdc] == causes[0xde] == "zk-218-t5"  # t4-0's retry, then t5-0's live replica offline
+    assert {e["event_id"]: e.get("topics") for e in events if e["type"] == "DeleteTopic"} == {
+        "zk-217-t4": None, "zk-218-t5": None, "zk-219-t0": ["t0", "t1", "t3"], "zk-221-t1": ["t0", "t1", "t3"],
+        "zk-223-t3": ["t0", "t1", "t3"]}

@@ -188,6 +188,24 @@ def test_an_earlier_reads_stop_replica_answers_queued_behind_a_later_read_retry_
     assert cluster.rec("b", 0).replica_states == {3: R.OFFLINE}
 
 
+def test_each_read_of_the_deletions_retries_the_failed_replicas_of_the_topics_queued_before_it() -> None:
+    # Campaign seed 1203 (zklog/regressions/zookeeper-2.7-dirs-3-seed-1203): t4's one replica on dead broker 3, its
+    # read wrote nothing (ReplicaDeletionIneligible); the next read, of t5, enqueued it with resumeDeletions, which
+    # retried t4-0's failed replica first (back to OfflineReplica, a leader epoch bump), then started t5.
+    cluster = _two_deletions_on_dead_brokers()
+    assert cluster.delete("b").decisions == []
+    assert cluster.rec("b", 0).replica_states == {3: R.DELETION_INELIGIBLE}
+    before = cluster.rec("b", 0)
+    out = cluster.delete("a")
+    retry, *rest = out.decisions
+    assert (retry.topic, retry.leader, retry.isr, retry.leader_epoch) == ("b", -1, (3,), before.leader_epoch + 1)
+    assert [d.topic for d in rest] == ["a"]
+    assert cluster.rec("b", 0).replica_states == {3: R.OFFLINE}
+    # Retried once: the next read finds it OfflineReplica, not ReplicaDeletionIneligible.
+    cluster.create("c", [1])
+    assert [d.topic for d in cluster.delete("c").decisions] == ["c"]
+
+
 def test_a_later_read_after_the_earlier_reads_answers_retries_nothing_of_its_own() -> None:
     # The same requests with broker 1's answer in before the second read (folded into the first): its
     # resumeDeletions found b not queued yet, and b's dead replica waits, ReplicaDeletionIneligible.

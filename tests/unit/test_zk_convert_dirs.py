@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from streaming.zookeeper.controllerlog import ControllerReads, parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.statechange import parse_offline_marks
 from streaming.zookeeper.txnlog import ZnodeOp
@@ -435,3 +436,63 @@ def test_a_broker_down_at_the_failover_that_deleted_its_notification_unread_answ
     assert failover["offline_replicas"] == {"2": [{"topic": "t", "partition": 1}]}
     assert [o["cause_event_id"] for o in observed[-2:]] == [startup["event_id"]] * 2
     assert_every_history_equal(observed, decisions)
+
+
+def _controller_log(*lines: str) -> ControllerReads:
+    """Controller 1's controller.log, elected at epoch 1, with `lines` after its election."""
+    at = "[2023-11-14 22:13:20,000] INFO [Controller id=1] "
+    return parse_controller_log([f"{at}1 successfully elected as the controller. Epoch incremented to 1 and epoch zk "
+                                 "version is now 1", *(f"{at}{line}" for line in lines)])
+
+
+def test_a_failover_its_controllers_log_names_ends_at_its_failed_delete_of_the_election_znode_too() -> None:
+    # A real 2.7.2 run (zk campaign seed 1203): controller 2's failover, its read of /brokers/ids in controller.log,
+    # ended with its delete of /admin/preferred_replica_election failing (NONODE); a reassignment asked through the
+    # znode after that is a request of its own, not one the failover read (initializePartitionReassignments, seed
+    # 1108), whatever the log says of the failover.
+    z = Ensemble()
+    z.topic({0: [1], 1: [2]})
+    z.state(0, 1, [1], 0)
+    z.state(1, 2, [2], 0)
+    z.close(z.controller, "/controller", "/brokers/ids/1")  # controller 1's broker dies
+    z.controller = z.sessions[2]
+    z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":2}'), ZnodeOp("setData", "/controller_epoch",
+                                                                                        b"2", 2))
+    z.state(0, -1, [1], 1)
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("error", error=-101))
+    z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions",
+                          b'{"version":1,"partitions":[{"topic":"t","partition":1,"replicas":[2,3]}]}', 0))
+    z.topic({0: [1], 1: [2, 3]}, op="setData", adding_replicas={1: [3]})
+    z.state(1, 2, [2], 1)
+    at = "[2023-11-14 22:13:20,000] INFO [Controller id=2] "
+    logged = parse_controller_log([f"{at}2 successfully elected as the controller. Epoch incremented to 2 and epoch "
+                                   "zk version is now 2",
+                                   f"{at}Initialized broker epochs cache: HashMap(2 -> 2, 3 -> 3)"])
+    for reads in (None, logged):
+        events = convert(z.history(), reads).events
+        assert [e["type"] for e in events[-2:]] == ["ControllerChange", "ReassignPartitions"]
+        assert not [e for e in events if e.get("read_at_failover") or e.get("reads_reassignment_znode")]
+
+
+def test_with_the_controllers_log_a_retry_of_a_read_that_wrote_nothing_is_the_next_reads() -> None:
+    # A real 2.7.2 run (zk campaign seed 1203): one DeleteTopics of a, b and c, read as a (its one replica on dead
+    # broker 3: nothing written), b, then c. b's read enqueued b with resumeDeletions, which retried a-0's dead
+    # replica first (a bare bump), before c's request, whose znode came before that retry, had written anything.
+    z = Ensemble()
+    for topic, replica in (("a", 3), ("b", 1), ("c", 2)):
+        z.txn(0x3000, ZnodeOp("create", f"/brokers/topics/{topic}",
+                              json.dumps({"partitions": {"0": [replica]}, "version": 3}).encode(), 0))
+        z.state(0, replica, [replica], 0, topic=topic)
+    z.session_end(3)
+    z.state(0, -1, [3], 1, topic="a")
+    for topic in "abc":
+        z.txn(0x3000, ZnodeOp("create", f"/admin/delete_topics/{topic}", None, 0))
+    z.state(0, -1, [3], 2, topic="a")  # a-0's retry
+    z.state(0, -1, [1], 1, topic="b")  # b's live replica offline
+    z.state(0, -1, [2], 1, topic="c")
+    reads = _controller_log("Starting topic deletion for topics a", "Starting topic deletion for topics a,b",
+                            "Starting topic deletion for topics a,b,c")
+    converted = convert(z.history(), reads)
+    requests = {e["topic"]: e["event_id"] for e in converted.events if e["type"] == "DeleteTopic"}
+    assert [(o["topic"], o["cause_event_id"]) for o in converted.observed[-3:]] == [
+        ("a", requests["b"]), ("b", requests["b"]), ("c", requests["c"])]
