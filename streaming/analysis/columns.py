@@ -44,9 +44,9 @@ def _column_values(array: Any, strings: dict[str, str], brokers: dict[tuple[int,
         encoded = pc.dictionary_encode(array)  # a null's index: the None after the words
         words = [*(strings.setdefault(w, w) for w in encoded.dictionary.to_pylist()), None]
         return [words[i] for i in encoded.indices.fill_null(len(words) - 1).to_numpy().tolist()]
-    elif pa.types.is_list(kind) and pa.types.is_integer(kind.value_type) and array.values.null_count == 0:
+    elif pa.types.is_list(kind) and array.values.null_count == 0:
         # Offsets index the unsliced child array `values`, also for a slice of a list array.
-        flat, cut = array.values.to_numpy(zero_copy_only=False).tolist(), array.offsets.to_numpy().tolist()
+        flat, cut = _column_values(array.values, strings, brokers), array.offsets.to_numpy().tolist()
         values = []
         for start, end in itertools.pairwise(cut):
             brokers_of = tuple(flat[start:end])
