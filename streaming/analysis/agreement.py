@@ -14,8 +14,14 @@ from typing import Any
 from streaming.analysis.columns import observed_rows
 from streaming.analysis.controller_story import SHOWN, Agreement, read_agreement
 from streaming.history.agreement import COMPARED
-from streaming.history.outcomes import ControllerOutcomes, compared_outcomes, controller_outcomes, deleted_topics
-from streaming.io.jsonl import jsonl_rows, read_jsonl
+from streaming.history.outcomes import (
+    TOPIC_EVENTS,
+    ControllerOutcomes,
+    compared_outcomes,
+    controller_outcomes,
+    deleted_topics,
+)
+from streaming.io.jsonl import jsonl_rows, jsonl_rows_naming, read_jsonl
 from streaming.zookeeper.requests import REQUEST_WORDS, requests_agreement
 
 RECENT = 3
@@ -82,7 +88,7 @@ def agreement_section(out_dir: Path, agreement: Agreement | None = None,
     if controller is None:
         controller = controller_outcomes(observed_rows(out_dir) or ())
     if controller.last and decisions_path.exists():  # no controller's change: no outcomes to compare
-        events = (e for path in sorted(out_dir.glob("*/events.jsonl")) for e in jsonl_rows(path))
+        events = (e for path in sorted(out_dir.glob("*/events.jsonl")) for e in jsonl_rows_naming(path, TOPIC_EVENTS))
         parts.extend(_outcomes(compared_outcomes(controller, jsonl_rows(decisions_path), deleted_topics(events))))
     return "\n".join(parts)
 

@@ -7,6 +7,7 @@ peak memory is a fraction of reading every column of every row as a dict.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,25 +28,47 @@ DECISION_FIELDS = (*DECISION_ORDER, "replicas", "adding_replicas", "removing_rep
 _BATCH = 20_000
 
 
+def _column_values(array: Any, strings: dict[str, str], brokers: dict[tuple[int, ...], list[int]]) -> list[Any]:
+    """An Arrow array's values as `to_pylist` gives them, without a Python scalar per value for the audit's own types
+    (Arrow 20 makes one, the most of the report's reading time): integers and booleans through numpy, strings through
+    their dictionary (each distinct string made once, then shared through `strings`), lists of brokers cut from
+    their flat values (shared through `brokers`), maps as dicts."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        values = array.fill_null(False if pa.types.is_boolean(kind) else 0).to_numpy(zero_copy_only=False).tolist()
+    elif pa.types.is_string(kind):
+        encoded = pc.dictionary_encode(array)  # a null's index: the None after the words
+        words = [*(strings.setdefault(w, w) for w in encoded.dictionary.to_pylist()), None]
+        return [words[i] for i in encoded.indices.fill_null(len(words) - 1).to_numpy().tolist()]
+    elif pa.types.is_list(kind) and array.values.null_count == 0:
+        # Offsets index the unsliced child array `values`, also for a slice of a list array.
+        flat, cut = _column_values(array.values, strings, brokers), array.offsets.to_numpy().tolist()
+        values = []
+        for start, end in itertools.pairwise(cut):
+            brokers_of = tuple(flat[start:end])
+            values.append(brokers.get(brokers_of) or brokers.setdefault(brokers_of, list(brokers_of)))
+    elif pa.types.is_map(kind):
+        return [dict(v) if v else v for v in array.to_pylist()]
+    else:
+        return array.to_pylist()
+    if array.null_count:
+        for i in np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False)).tolist():
+            values[i] = None
+    return values
+
+
 def _rows(batches: Iterable[Any]) -> Iterator[Row]:
     """Record batches' rows as Rows: repeated strings and broker lists shared (the report never changes a row),
     maps as dicts."""
-    import pyarrow as pa
-
     strings: dict[str, str] = {}
     brokers: dict[tuple[int, ...], list[int]] = {}
     for batch in batches:
-        names = tuple(batch.schema.names)
-        cls = row_class(names)
-        shared = {names.index(c) for c in _REPEATED if c in names}
-        columns = [batch.column(i).to_pylist() for i in range(len(names))]
-        for i in shared:
-            columns[i] = [v if v is None else strings.setdefault(v, v) for v in columns[i]]
-        for i, f in enumerate(batch.schema):
-            if pa.types.is_list(f.type):
-                columns[i] = [v if v is None else brokers.setdefault(tuple(v), v) for v in columns[i]]
-            elif pa.types.is_map(f.type):
-                columns[i] = [dict(v) if v else v for v in columns[i]]
+        cls = row_class(tuple(batch.schema.names))
+        columns = [_column_values(column, strings, brokers) for column in batch.columns]
         for values in zip(*columns, strict=True):
             yield make_row(cls, values)
 

@@ -11,6 +11,7 @@ the same tables, so they get the same report. docs/incident-analysis.md says mor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from streaming.analysis.agreement import agreement_section, requests_section
@@ -39,11 +40,16 @@ def default_target(out_dir: Path) -> Path:
     return lake.with_name(f"{lake.name}-report.html")
 
 
-def write_report(out_dir: Path, target: Path | None = None) -> Path:
-    """Write the report of the outputs in `out_dir` to `target` (default: `default_target`); returns its path."""
+def write_report(out_dir: Path, target: Path | None = None, agreement_written: Callable[[], object] | None = None
+                 ) -> Path:
+    """Write the report of the outputs in `out_dir` to `target` (default: `default_target`); returns its path.
+    `agreement_written`, when given, returns once `agreement.jsonl` and `histories.jsonl` are written (by another
+    process): the analysis of the audit does not read them, the controller's story and its section do."""
     out_dir = Path(out_dir)
     with young_collection_only():  # the audit's rows and the timeline built from them, none in a cycle
         analysis = build_report(out_dir)
+        if agreement_written is not None:
+            agreement_written()
         story = true_story(analysis.index, out_dir)
         html = render(analysis, story)
     compared = (story.agreement, story.controller) if story is not None else (None, None)

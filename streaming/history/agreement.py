@@ -41,7 +41,10 @@ def compared_value(row: Mapping[str, Any], name: str) -> Any:
 def differing_fields(controller: Mapping[str, Any], isrflow: Mapping[str, Any]) -> list[str]:
     """The compared fields on which the two sides differ. The replicas' directories count only where isrflow keeps
     them (the kraft rules; a what-if replay of a KRaft log under the zk rules keeps none)."""
-    return [f for f in COMPARED if (f != "directories" or isrflow.get("directories"))
+    theirs, ours = controller.get, isrflow.get
+    # Equal values compare equal (most fields of most rows, often the same shared list): only the others are
+    # brought to their compared form.
+    return [f for f in COMPARED if theirs(f) != ours(f) and (f != "directories" or ours("directories"))
             and compared_value(controller, f) != compared_value(isrflow, f)]
 
 

@@ -46,16 +46,16 @@ def history_stream(observed: Iterable[Mapping[str, Any]],
     for key in sorted(theirs.keys() | ours.keys()):
         controller, isrflow = theirs.get(key, []), ours.get(key, [])
         compared = max(len(controller), len(isrflow))
-        equal = sum(1 for c, i in zip(controller, isrflow, strict=False) if not differing_fields(c, i))
-        first = next((n for n in range(compared)
-                      if n >= len(controller) or n >= len(isrflow) or differing_fields(controller[n], isrflow[n])),
-                     None)
+        differing_each = [differing_fields(c, i) for c, i in zip(controller, isrflow, strict=False)]  # each pair once
+        equal = differing_each.count([])
+        first = next((n for n, differing in enumerate(differing_each) if differing),
+                     None if len(controller) == len(isrflow) else len(differing_each))
         difference = None
         if first is not None:
             c = controller[first] if first < len(controller) else None
             i = isrflow[first] if first < len(isrflow) else None
             both = [r for r in (c, i) if r is not None]
-            differing = list(COMPARED) if c is None or i is None else differing_fields(c, i)
+            differing = list(COMPARED) if c is None or i is None else differing_each[first]
             difference = {"state": first, "source_offset": min(r["source_offset"] for r in both),
                           "differing": differing, "controller": _side(c), "isrflow": _side(i)}
         yield {"topic": key[0], "partition": key[1], "states_compared": compared, "states_equal": equal,

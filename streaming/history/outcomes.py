@@ -31,6 +31,10 @@ def deleted_topics(events: Iterable[Mapping[str, Any]]) -> set[str]:
     return gone
 
 
+# The events `deleted_topics` reads (`note_topic`): a reader of a whole events file need parse no other line.
+TOPIC_EVENTS = ("DeleteTopic", "CreateTopic")
+
+
 def note_topic(gone: set[str], kind: Any, topic: Any) -> None:
     """`deleted_topics`' step for one event (or one audit row of it, by its event_type): a DeleteTopic's topic is
     gone until a CreateTopic makes it again."""
@@ -80,12 +84,15 @@ def compared_outcomes(controller: ControllerOutcomes, decisions: Iterable[Mappin
                       deleted: Collection[str] = ()) -> list[dict[str, Any]]:
     """`outcome_rows` with the controller's side folded already (by the report's controller story)."""
     theirs = controller.outcomes()
-    ours: dict[tuple[str, int], dict[str, Any]] = {}
+    last: dict[tuple[str, int], tuple[Any, Any]] = {}  # each partition's last leader and ISR: its outcome made once
+    unclean: Counter[tuple[str, int]] = Counter()
     for d in decisions:
         key = (d["topic"], d["partition"])
-        unclean = ours[key]["unclean_elections"] if key in ours else 0
-        ours[key] = {"leader": d["leader"], "isr": sorted(d["isr"]),
-                     "unclean_elections": unclean + (d.get("election") == UNCLEAN)}
+        last[key] = d["leader"], d["isr"]
+        if d.get("election") == UNCLEAN:
+            unclean[key] += 1
+    ours = {key: {"leader": leader, "isr": sorted(isr), "unclean_elections": unclean[key]}
+            for key, (leader, isr) in last.items()}
     rows = []
     for key in sorted(k for k in theirs.keys() | ours.keys() if k[0] not in deleted):
         controller_end, isrflow = theirs.get(key), ours.get(key)

@@ -24,14 +24,20 @@ def compared_rows(path: Path) -> list[Row]:
     """A JSON lines file of partition states (observed.jsonl, decisions.jsonl) with only the fields compared, equal
     values shared (the same lists of brokers and log dirs, the same strings, over and over): a fraction of the
     memory of every field of every row. Nothing downstream changes a row."""
-    shared: dict[Any, Any] = {}
+    strings: dict[str, str] = {}
+    lists: dict[tuple[Any, ...], list[Any]] = {}
 
-    def one(value: Any) -> Any:
-        key = tuple(value) if isinstance(value, list) else value
-        return shared.setdefault(key, value) if isinstance(value, list | str) else value
+    def values(row: dict[str, Any]) -> list[Any]:
+        read = [row.get(f) for f in _READ]
+        for n, value in enumerate(read):
+            if value.__class__ is str:
+                read[n] = strings.setdefault(value, value)
+            elif value.__class__ is list:
+                read[n] = lists.setdefault(tuple(value), value)
+        return read
 
     cls = row_class(_READ)  # in slots: a fraction of a dict's memory
-    return [make_row(cls, (one(row.get(f)) for f in _READ)) for row in jsonl_rows(path)]
+    return [make_row(cls, values(row)) for row in jsonl_rows(path)]
 
 
 @dataclass(frozen=True)

@@ -30,5 +30,15 @@ def jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
+def jsonl_rows_naming(path: Path, words: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The rows of a JSON lines file whose line holds one of `words` as text: a reader after a few kinds of rows
+    (a row holds its kind's name) parses only the lines that can be one of them."""
+    words = tuple(words)
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if any(w in line for w in words):
+                yield json.loads(line)
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return list(jsonl_rows(path))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,7 +23,7 @@ from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
 from streaming.engine.local import replay_local
 from streaming.errors import UsageError
-from streaming.history.outputs import write_agreement
+from streaming.history.outputs import Agreement, write_agreement
 from streaming.history.trust import HISTORY_FACTS, trust_warnings
 from streaming.io.delta import read_delta, scan_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import Bounds, count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
@@ -209,16 +211,22 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, stack: ExitStack)
     agreement, warnings = "", ""
     if pipe is not None:  # its summary once the replay has read every line
         imported = _HistoryImport(*_history_paths(kraft.PREFIX, layout.root), pipe.summary)
+    agreed: Future[Agreement] | None = None
     if imported is not None:
-        agreed = write_agreement(layout.root, imported.observed, layout.decisions_jsonl)
-        agreement = f"\n  {imported.summary.describe()}\n  {agreed.describe(layout.root)}"
         facts = imported.summary.facts()
         facts.write(layout.root)  # for the report, now and when `isrflow report` writes it again
-        # Said first, before anything is read from the replay: how far it tells the cluster's story.
-        warnings = "".join(f"WARNING: {w}\n" for w in trust_warnings(facts, agreed.figures))
+        # The agreement in a process of its own (a fresh interpreter: not a copy of this one's memory) while this
+        # one reads the audit for the report: each has a core, and only the report's story waits for it.
+        beside = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
+        agreed = beside.submit(write_agreement, layout.root, imported.observed, layout.decisions_jsonl)
     if prefix == zookeeper.PREFIX:
         agreement += _requests_agreement(options, layout)
-    report = write_report(layout.root, layout.report)
+    report = write_report(layout.root, layout.report, agreed.result if agreed is not None else None)
+    if imported is not None and agreed is not None:
+        written = agreed.result()
+        agreement = f"\n  {imported.summary.describe()}\n  {written.describe(layout.root)}{agreement}"
+        # Said first, before anything is read from the replay: how far it tells the cluster's story.
+        warnings = "".join(f"WARNING: {w}\n" for w in trust_warnings(facts, written.figures))
     # The counts read one column each: the rows as dicts cost more than the replay's core on a long log.
     outcomes = _column(layout.audit, "outcome")
     quarantined = len(_column(layout.quarantine, "source_offset"))

@@ -295,6 +295,48 @@ def test_an_audit_with_each_events_rows_in_any_order_is_read_a_batch_at_a_time_i
     assert max(len(group) for group in by_event) > 7 and sum(read) == len(rows) and max(read) == 7
 
 
+def _typed(values: list[Any]) -> list[Any]:
+    """Values with their types, nested lists' items too: equal values of another type differ."""
+    return [[_typed(v)] if isinstance(v, list) else (type(v), v) for v in values]
+
+
+def test_the_audits_columns_reach_python_as_arrow_gives_them_value_by_value() -> None:
+    """`_column_values` goes through numpy and dictionaries, not a scalar per value: the same values, types and
+    nulls as `to_pylist`, on a slice too (a list array's offsets then index its whole child array)."""
+    import pyarrow as pa
+
+    from streaming.analysis.columns import _column_values
+
+    arrays = [pa.array([1, None, 3], pa.int32()), pa.array([True, None, False]), pa.array(["a", None, "a"]),
+              pa.array([[1, 2], None, [], [2, 1], [1, 2]], pa.list_(pa.int32())),
+              pa.array([["x"], None, ["x", "y"]], pa.list_(pa.string())),
+              pa.array([[(1, "ONLINE")], None, []], pa.map_(pa.int32(), pa.string())),
+              pa.array([1.5, None])]
+    for array in [*arrays, *(a.slice(1) for a in arrays)]:
+        expected = [dict(v) if v and pa.types.is_map(array.type) else v for v in array.to_pylist()]
+        values = _column_values(array, {}, {})
+        assert _typed(values) == _typed(expected)
+    lists = _column_values(arrays[3], {}, {})
+    assert lists[0] is lists[4]  # equal broker lists: one object
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_the_audit_as_rows_is_its_columns_row_by_row(replays: dict[str, tuple[Path, Analysis, str]], name: str
+                                                      ) -> None:
+    import pyarrow as pa
+
+    from streaming.analysis.columns import audit_batches
+
+    out, _, _ = replays[name]
+    expected = []
+    for batch in audit_batches(out / "audit"):
+        maps = {f.name for f in batch.schema if pa.types.is_map(f.type)}
+        expected.extend({k: dict(v) if k in maps and v else v for k, v in row.items()} for row in batch.to_pylist())
+    rows = [dict(r) for r in read_audit(out / "audit")]
+    assert rows == expected
+    assert [_typed(list(r.values())) for r in rows] == [_typed(list(r.values())) for r in expected]
+
+
 def test_zombie_summary(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
     _, analysis, _ = replays["zombie-controller"]
     text = "\n".join(analysis.summary)
