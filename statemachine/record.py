@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from schemas.events import LeaderRecoveryState
-from schemas.records import AuditRow, Decision, evolve
+from schemas.records import AuditRow, Decision, evolve, frozen_record
 from statemachine.errors import Error, Outcome
 from statemachine.features import LATEST_PRODUCTION
 from statemachine.requests import Added
@@ -17,7 +17,7 @@ from statemachine.zk_releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
 NO_LEADER = -1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class PartitionRecord:
     """One partition as Kafka's controller context and state machines see it. Immutable: a command
     builds a new record, so a rejected command leaves the old one untouched."""
@@ -124,7 +124,7 @@ class Action(StrEnum):
     CLUSTER = "CLUSTER"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Command:
     """One event's work for one partition, with the cluster facts as they stood at the event."""
 

@@ -76,11 +76,14 @@ class Step:
     # -- state machine transitions ------------------------------------------------------------
     def move(self, target: PartitionState) -> None:
         check_partition_transition(self.record.state, target)
-        self.record = self.record.evolve(state=target)
+        if target is not self.record.state:  # a legal move to where it is (Online to Online) copies nothing
+            self.record = self.record.evolve(state=target)
 
     def move_replica(self, broker: int, target: ReplicaState) -> None:
         states = self.record.replica_states
         check_replica_transition(broker, states.get(broker, R.NON_EXISTENT), target)
+        if states.get(broker) is target:  # a legal move to where it is (Online to Online) copies nothing
+            return
         updated = dict(states)
         if target is R.NON_EXISTENT:
             del updated[broker]
@@ -231,8 +234,10 @@ class Step:
         before, rec, cmd = self.before, self.record, self.command
         directories = directories_for(before.replicas, before.directories, rec.replicas, self.assigned,
                                       cmd.default_directories or {}, cmd.metadata_version)
-        self.record = rec.evolve(directories=directories)
-        if self.decisions:
+        # Most operations leave them as they were: no copy then (the core's most frequent one otherwise).
+        if directories != rec.directories:
+            self.record = rec.evolve(directories=directories)
+        if self.decisions and directories != self.decisions[-1].directories:
             self.decisions[-1] = self.decisions[-1].evolve(directories=directories)
 
     def finish(self) -> Applied:

@@ -2,35 +2,20 @@
 
 `RecordColumns` takes the controller's frozen records (an AuditRow, a RequestRow) one by one, keeps only the tuple
 of their field values, and every BATCH_ROWS rows turns those tuples into one Arrow array per column of the
-table's schema: the same values `to_row` then `arrow_table` give (enum members as their values, tuples as
-lists, maps as (key, value) pairs), without a dict per row. Memory stays the Arrow columns plus one batch of tuples.
+table's schema: the same values `to_row` then `arrow_table` give, as pyarrow reads the values themselves (an enum
+member, every one a StrEnum, as its string value; a tuple as a list; a dict as a map's (key, value) pairs), without
+a dict per row or a converted copy of each value. Memory stays the Arrow columns plus one batch of tuples.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import Enum
 from typing import Any
 
-from schemas.records import plain, row_fields
+from schemas.records import row_fields
 from schemas.tables import TableSchema
 
 BATCH_ROWS = 50_000
-
-
-def _scalars(values: tuple[Any, ...]) -> list[Any]:
-    return [v._value_ if isinstance(v, Enum) else v for v in values]
-
-
-def _tuples(values: tuple[Any, ...]) -> list[Any]:
-    return [None if v is None else [plain(x) for x in v] for v in values]
-
-
-def _maps(values: tuple[Any, ...]) -> list[Any]:
-    return [None if v is None else [(plain(k), plain(x)) for k, x in v.items()] for v in values]
-
-
-_BY_KIND = {"scalar": _scalars, "tuple": _tuples, "map": _maps}
 
 
 class RecordColumns:
@@ -42,10 +27,7 @@ class RecordColumns:
         fields_ = row_fields(cls)
         self._values = fields_.values
         index = {name: i for i, name in enumerate(fields_.names)}
-        kinds = {**dict.fromkeys(fields_.scalars, "scalar"), **dict.fromkeys(fields_.tuples, "tuple"),
-                 **dict.fromkeys(fields_.maps, "map")}
-        self._columns = [(index.get(f.name), _BY_KIND[kinds[f.name]] if f.name in index else None,
-                          (constants or {}).get(f.name)) for f in self.arrow]
+        self._columns = [(index.get(f.name), (constants or {}).get(f.name)) for f in self.arrow]
         self._rows: list[tuple[Any, ...]] = []
         self._chunks: list[list[Any]] = [[] for _ in self.arrow]  # per column, its arrays of BATCH_ROWS rows
         self.count = 0
@@ -67,8 +49,8 @@ class RecordColumns:
             return
         n = len(self._rows)
         by_field = list(zip(*self._rows, strict=True))
-        for (i, convert, constant), f, chunks in zip(self._columns, self.arrow, self._chunks, strict=True):
-            chunks.append(pa.array(convert(by_field[i]) if i is not None else [constant] * n, type=f.type))
+        for (i, constant), f, chunks in zip(self._columns, self.arrow, self._chunks, strict=True):
+            chunks.append(pa.array(by_field[i] if i is not None else [constant] * n, type=f.type))
         self.count += n
         self._rows = []
 
