@@ -75,7 +75,8 @@ _ENVELOPE = frozenset({"event_id", "controller_epoch", "ts", "principal"})
 _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers", "directories", "through_znode",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
-                        "controller_died_after_leader_move", "read_at_failover", "reads_reassignment_znode"})
+                        "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
+                        "reads_reassignment_znode"})
 
 
 def _plain(value: Any) -> Any:
@@ -140,6 +141,10 @@ class IsrChange(Event):
     # after it moved the leader (onPartitionReassignment B3) and before it took the removed replicas out of the ISR
     # (B4): its handling ends there, and /brokers/topics/T keeps the reassignment for the next controller's failover.
     controller_died_after_leader_move: bool = False
+    # Addition (ZooKeeper): the controller died (paused or killed) right after writing this change, before the
+    # reassignment completion it lets start wrote anything (processAlterIsr -> maybeCompleteReassignment read the state
+    # after its session had expired): /brokers/topics/T keeps the reassignment for the next controller's failover.
+    controller_died_before_completion: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -465,7 +470,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),
-                  "controller_died_after_leader_move": (boolean, False)},
+                  "controller_died_after_leader_move": (boolean, False),
+                  "controller_died_before_completion": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
                            "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},

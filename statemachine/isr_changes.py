@@ -69,6 +69,10 @@ def _on_isr_change(s: Step) -> None:
     if cmd.reassignment_completed_by_queued_event:
         s.note("the reassignment it lets complete is completed by the event queued before it")
         return
+    if cmd.controller_died_before_completion:
+        # Its session expired before maybeCompleteReassignment read the state: ZooKeeper keeps the reassignment.
+        s.note("the controller died before the reassignment it lets complete was completed")
+        return
     if cmd.reassignment_completed_after_the_request:
         return  # COMPLETE_REASSIGNMENT, once the request's other partitions are written
     _maybe_complete_reassignment(s)

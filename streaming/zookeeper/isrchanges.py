@@ -161,16 +161,25 @@ def completion_cut(ctx: Context) -> None:
     reassigning partition's leader onto a target replica, an AlterPartition that let the reassignment complete:
     it died inside the completion (onPartitionReassignment), after B3 and before B4 took the removed replicas out of
     the ISR; /brokers/topics/T still shows the reassignment, which the next controller's failover completes again
-    (seed 443: t0-0 from [3] to [2], leader 2 with ISR [3, 2] written, then broker 3, the controller, killed)."""
+    (seed 443: t0-0 from [3] to [2], leader 2 with ISR [3, 2] written, then broker 3, the controller, killed). Or
+    right after the AlterPartition's own write, every target in the ISR: it died before the completion wrote
+    anything (`controller_died_before_completion`)."""
     newest = ctx.causes[-1] if ctx.causes else None
     if newest is None or newest.kind != "ISR" or newest.event is not ctx.newest_event:
         return
     key = (newest.event["topic"], newest.event["partition"])
     topic, state = ctx.topics.get(key[0]), ctx.states.get(key)
     if topic is None or state is None or not topic.reassigning(key[1]) or \
-            ctx.written_for.get(key) != newest.event["event_id"] or newest.last_zxid != ctx.controller_wrote_at:
+            ctx.written_for.get(key) != newest.event["event_id"]:
         return
-    if state.leader in topic.target(key[1]) and set(topic.removing.get(key[1], ())) & set(state.isr):
+    if not newest.wrote and event_zxid(newest.event) == ctx.controller_wrote_at:
+        # Nothing written for it past the change itself: the controller died before the completion read the state
+        # (seed 1211, Kafka 2.8.2: t0-2's ISR [1, 4, 3, 2] written, then broker 1, the controller, paused; its
+        # maybeCompleteReassignment failed on the expired session)
+        if set(topic.target(key[1])) <= set(state.isr):
+            newest.event["controller_died_before_completion"] = True
+    elif newest.last_zxid == ctx.controller_wrote_at and state.leader in topic.target(key[1]) and \
+            set(topic.removing.get(key[1], ())) & set(state.isr):
         newest.event["controller_died_after_leader_move"] = True
 
 

@@ -219,6 +219,28 @@ def test_a_completion_cut_after_the_leader_moved_ends_there_and_the_next_failove
     assert (cluster.rec("t", 0).replicas, cluster.rec("t", 0).reassignment_in_progress) == ((2,), False)
 
 
+def test_a_controller_dead_before_the_completion_wrote_leaves_it_to_the_next_failover() -> None:
+    # A real 2.8.2 cluster (zk campaign seed 1211): t-0 reassigned from [1, 4] to [2, 3]; the AlterPartition taking 2
+    # into the ISR was written, and the controller's broker 1 (the leader) paused before maybeCompleteReassignment read
+    # the state. The next controller's failover took 1 offline (leader -1), elected 2, and completed the reassignment.
+    cluster = cluster_with(1, 2, 3, 4)
+    cluster.create("t", [1, 4])
+    cluster.reassign(("t", 0, [2, 3]))
+    cluster.isr_change("t", 0, [1, 4, 3])
+    out = cluster.isr_change("t", 0, [1, 4, 3, 2], controller_died_before_completion=True)
+    [accepted] = out.decisions_for("t", 0)
+    assert (accepted.leader, accepted.isr) == (1, (1, 4, 3, 2))
+    cut = cluster.rec("t", 0)
+    assert (cut.replicas, cut.reassignment_in_progress) == ((2, 3, 1, 4), True)
+    read = {"topic": "t", "partition": 0, "replicas": [2, 3, 1, 4], "adding_replicas": [2, 3],
+            "removing_replicas": [1, 4]}
+    live = {str(b): cluster.broker_epochs[b] for b in (2, 3, 4)}
+    out = cluster.controller_change(controller_id=4, live_brokers=live, reassignments=[read])
+    assert [(d.leader, d.isr) for d in out.decisions_for("t", 0)][:2] == [(-1, (4, 3, 2)), (2, (4, 3, 2))]
+    assert (cluster.rec("t", 0).replicas, cluster.rec("t", 0).isr, cluster.rec("t", 0).reassignment_in_progress) == \
+        ((2, 3), (3, 2), False)
+
+
 # =====================================================================================================
 # Epochs across a reassignment of a partition that never had a leader
 # =====================================================================================================
