@@ -26,6 +26,7 @@ from streaming.zookeeper.context import (
     Cause,
     Context,
     PartitionState,
+    TopicAssignment,
     controllers_write,
     event_zxid,
     follows_on,
@@ -109,6 +110,24 @@ def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], bef
     if isr_change is None or isr_change["type"] != "IsrChange" or event_zxid(isr_change) < event_zxid(startup.event):
         return
     isr_change["reassignment_completed_by_queued_event"] = True
+
+
+def taken_by_request(ctx: Context, txn: ZkTxn, key: tuple[str, int], old: TopicAssignment) -> None:
+    """Below protocol 2.7: the controller's assignment write of a reassigning partition for an Admin API request (a
+    cancel, or a new target) right after its leader wrote its own ISR with every target in it, whose completion the
+    controller has not written: the request was queued before the watch's PartitionReassignmentIsrChange, so the
+    controller handled it first. Its onPartitionReassignment reads that ISR from ZooKeeper (U1, the unneeded replicas
+    out of the ISR, isReassignmentComplete) and completes what it can; the watch's event finds the old reassignment
+    gone. The IsrChange applies its ISR and leaves the completion to the request (seed 1208: t0-0 from [4] to [2],
+    its leader took 2 in, the cancel's assignment write next in the same ms: 2 out of the ISR, leader 4 kept; the
+    controller.log has the cancel's "Updating assignment" and no "Target replicas ... have all caught up")."""
+    newest = ctx.causes[-1] if ctx.causes else None
+    if not ctx.protocol_before_3 or not controllers_write(txn) or newest is None or newest.kind != "ISR" or \
+            newest.wrote or (newest.event["topic"], newest.event["partition"]) != key or not old.reassigning(key[1]):
+        return
+    state = ctx.states.get(key)
+    if state is not None and set(old.target(key[1])) <= set(state.isr):
+        newest.event["reassignment_completed_by_queued_event"] = True
 
 
 def read_by_request(ctx: Context, request: Cause, key: tuple[str, int]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streaming.zookeeper import isrchanges
 from streaming.zookeeper.admin import reassignment_read_at_failover
 from streaming.zookeeper.context import NO_LEADER, Cause, Context, TopicAssignment, controllers_write
 from streaming.zookeeper.logdirs import reassignment_answers
@@ -70,6 +71,7 @@ def topic_changed(ctx: Context, txn: ZkTxn, topic: str, new: TopicAssignment) ->
         if (topic, p) in ctx.znode_reassignments:
             _written_for_znode(ctx, txn, (topic, p))
             continue  # /admin/reassign_partitions asked for it: its event
+        isrchanges.taken_by_request(ctx, txn, (topic, p), old)
         moves.append({"topic": topic, "partition": p, "replicas": replicas})
     if moves:
         _reassignment(ctx, txn, moves, f"-{topic}", done=False, joins=controllers_write(txn))

@@ -46,7 +46,7 @@ SMOKE_0227 = Path(__file__).parent / "zklog" / "regressions" / "zookeeper-2.6-se
 def test_every_partition_history_of_a_real_zookeeper_mode_cluster_is_reproduced(log: Path, tmp_path: Path) -> None:
     summary = replay(ReplayOptions(f"zk:{log}", tmp_path, engine="local", config=ControllerConfig(rules=ZK)))
     histories = read_jsonl(tmp_path / "histories.jsonl")
-    assert len(histories) >= 4 and sum(h["states_compared"] for h in histories) > 20
+    assert len(histories) >= 3 and sum(h["states_compared"] for h in histories) > 20
     assert all(h["match"] for h in histories), [h["first_difference"] for h in histories if not h["match"]]
     assert "agreement with the controller: 100.0%" in summary
     assert "unexplained writes: 0" in summary

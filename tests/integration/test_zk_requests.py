@@ -650,3 +650,19 @@ def test_a_failover_logged_in_controller_log_ends_and_a_later_read_retries_the_d
     assert {e["event_id"]: e.get("topics") for e in events if e["type"] == "DeleteTopic"} == {
         "zk-217-t4": None, "zk-218-t5": None, "zk-219-t0": ["t0", "t1", "t3"], "zk-221-t1": ["t0", "t1", "t3"],
         "zk-223-t3": ["t0", "t1", "t3"]}
+
+
+def test_a_cancel_queued_before_a_leaders_own_isr_write_that_caught_up_sends_the_cancels_requests(tmp_path: Path
+                                                                                                  ) -> None:
+    # Campaign seed 1208 (Kafka 3.9.1 at protocol 2.6, two log dirs; its `version-2` is a regression of
+    # test_zk_histories): t0-0 being reassigned from [4] to [2]; its leader, 4, wrote the ISR [4, 2] itself and the
+    # cancel's assignment write came next, in the same ms: the controller took the cancel first (2 out of the ISR,
+    # StopReplica to broker 2, a bare bump of leader 4). isrflow had completed the reassignment at the IsrChange
+    # (leader 2), then nothing for the cancel: LeaderAndIsr 50 of 54 (isrflow 56), StopReplica 10 of 12.
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-2-seed-1208"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 54 of 54 (isrflow 54), StopReplica 12 of 12 (isrflow 12)" in summary
+    assert "3 of 3 equal" in summary
+    # What is left: broker 4's startup elected t1-1 (leaderless, reassigning, unclean election enabled) with t0-0
+    # and t1-0, one UpdateMetadata of the three; isrflow sends t1-1's apart.
+    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-160-4"}

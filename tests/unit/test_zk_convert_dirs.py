@@ -272,6 +272,27 @@ def test_a_startup_queued_before_a_leaders_own_isr_write_completes_the_reassignm
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_cancel_written_right_after_a_leaders_own_isr_write_that_caught_up_takes_the_completion() -> None:
+    # A real 3.9.1 run at protocol 2.6 (zk campaign seed 1208): t-0 being reassigned from [3] to [2]; its leader, 3,
+    # wrote the ISR [3, 2] itself, and the controller's next write was the cancel's assignment [3], in the same ms:
+    # the cancel was queued before the watch's completion. It read that ISR: 2 out of it, then a bare bump (3 kept);
+    # the IsrChange leaves the completion to it, or isrflow would move the leader onto 2 first.
+    z = leaders_write_their_isr()
+    z.topic({0: [3]})
+    z.state(0, 3, [3], 0)
+    z.topic({0: [2, 3]}, op="setData", adding_replicas={0: [2]}, removing_replicas={0: [3]})
+    z.state(0, 3, [3], 1)  # A1
+    z.state(0, 3, [3, 2], 1, session=z.sessions[3], by_leader=True)
+    z.topic({0: [3]}, op="setData")  # the cancel: U1
+    z.state(0, 3, [3], 2)  # 2, no longer a replica, out of the ISR
+    z.state(0, 3, [3], 3)  # B3: leader 3 kept, a bare bump
+    events, observed, decisions = replayed(z.history())
+    [isr_change] = [e for e in events if e["type"] == "IsrChange"]
+    assert isr_change.get("reassignment_completed_by_queued_event") is True
+    assert [o["cause"] for o in observed[-2:]] == ["ReassignPartitions"] * 2
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_completion_whose_watch_fired_after_a_request_was_taken_is_the_leaders_isr_changes() -> None:
     # A real 3.9.1 run at protocol 2.6 (zk campaign seed 808): t-0's leader took its target replica into the ISR
     # itself; an Admin API reassignment of t-1, asked again, was taken first (its bump is the controller's next
