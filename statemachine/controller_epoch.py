@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from schemas.events import ControllerChange
 from statemachine.errors import Outcome
-from statemachine.log_dirs import answered_again, lift_offline_dirs, merged
+from statemachine.log_dirs import answered_again, lift_offline_dirs, merged, replica_keys
 from statemachine.record import Action
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class ControllerEpoch:
         if isinstance(ev, ControllerChange) and ev.reads_reassignment_znode:
             # The answers are events of their own, queued behind the whole failover: after the reassignment it
             # read (seed 1108: t1-1's bump for it, then its replica in broker 1's failed dir offline).
-            cv.failover_answers = merged(lifted, answers)
+            cv.failover_answers = merged(lifted, replica_keys(answers))
         else:
             answered_again(self, out, lifted, answers)
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"

@@ -192,15 +192,18 @@ def lift_offline_dirs(cv: ClusterView, brokers: Iterable[int]) -> dict[int, froz
     return {b: cv.replicas_on_offline_dirs.pop(b) for b in sorted(brokers) if b in cv.replicas_on_offline_dirs}
 
 
-def merged(lifted: Mapping[int, frozenset[tuple[str, int]]],
-           answered: Mapping[int, Iterable[PartitionRef] | frozenset[tuple[str, int]]] | None
+def merged(lifted: Mapping[int, frozenset[tuple[str, int]]], more: Mapping[int, frozenset[tuple[str, int]]]
            ) -> dict[int, frozenset[tuple[str, int]]]:
-    """The replicas of each broker to be answered for: `lifted` and those `answered` names (refs or keys)."""
+    """The replicas of each broker to be answered for: those of `lifted` and of `more`."""
     out = dict(lifted)
-    for broker, refs in sorted((answered or {}).items()):
-        keys = {r if isinstance(r, tuple) else (r.topic, r.partition) for r in refs}
+    for broker, keys in sorted(more.items()):
         out[broker] = out.get(broker, frozenset()) | keys
     return out
+
+
+def replica_keys(answered: Mapping[int, Iterable[PartitionRef]] | None) -> dict[int, frozenset[tuple[str, int]]]:
+    """An event's replicas per broker (its `offline_replicas` refs) as partition keys."""
+    return {broker: frozenset((r.topic, r.partition) for r in refs) for broker, refs in (answered or {}).items()}
 
 
 def deleted_replicas(controller: Controller, brokers: Iterable[int]) -> dict[int, frozenset[tuple[str, int]]]:
@@ -224,7 +227,7 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     offline again (processLeaderAndIsrResponseReceived); so do those the event names (`answered`: a dir that failed
     while no controller read its notification). `not_asked`: each broker's replicas the requests left out."""
     cv = controller.cluster
-    lifted = merged(lifted, answered)
+    lifted = merged(lifted, replica_keys(answered))
     # Only the replicas the requests asked about are answered: a failed replica the broker no longer hosts stays
     # unknown to the controller until a later request reaches it (seed 1034: t2-0, moved off broker 3 before the
     # failover, marked offline again at its reassignment back onto broker 3); nor does a deleted one a startup's
