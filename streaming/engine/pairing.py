@@ -42,6 +42,24 @@ def _has_progress(storage: Storage, query: Location) -> bool:
     return any(name[:1].isdigit() for name in storage.names(query / "offsets"))
 
 
+def clear_cut_first_write(checkpoints: Checkpoints, storage: Storage | None = None) -> list[Location]:
+    """Remove what a query killed inside its first offsets write left: Spark writes `offsets/0` as a hidden
+    temp file and renames it, and from 4.1 a query with no batch refuses to start while `offsets` or
+    `commits` holds any file (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY), so the run could never start
+    again. Only a query with no batch file is touched: what it removes was never a batch. The removed files."""
+    storage = storage or Storage()
+    removed: list[Location] = []
+    for query in (checkpoints.sequencer, checkpoints.partitions):
+        if _has_progress(storage, query):
+            continue
+        for log in (query / "offsets", query / "commits"):
+            for name in storage.names(log):
+                if name.startswith("."):  # `.0.<uuid>.tmp` and its `..0.<uuid>.tmp.crc`
+                    storage.delete(log / name)
+                    removed.append(log / name)
+    return removed
+
+
 def _has_data(storage: Storage, *tables: Location) -> bool:
     return any(storage.exists(table / "_delta_log") for table in tables)
 

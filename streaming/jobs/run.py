@@ -64,7 +64,7 @@ def run(options: RunOptions) -> int:
 def _run(options: RunOptions, kafka: KafkaSettings) -> int:
     started = time.monotonic()
     from streaming.engine.counts import BatchCounts
-    from streaming.engine.pairing import check_pairing
+    from streaming.engine.pairing import check_pairing, clear_cut_first_write
     from streaming.engine.pipeline import parse_trigger, progress_listener, run_bounded, start_pipeline
     from streaming.engine.sequencer import SequencerState
     from streaming.engine.session import SHUFFLE_PARTITIONS, build_spark, default_master, state_partitions_conf
@@ -88,6 +88,8 @@ def _run(options: RunOptions, kafka: KafkaSettings) -> int:
              if is_remote(lake.audit, lake.bronze, checkpoints.root) else None)
     storage = Storage(spark)
     check_pairing(lake, checkpoints, storage)
+    for leftover in clear_cut_first_write(checkpoints, storage):
+        print(f"isrflow run: removed {leftover}, left by a run stopped inside its first batch's offsets write")
     requested = options.state_partitions
     if requested is None and SHUFFLE_PARTITIONS in options.spark_conf:
         requested = int(options.spark_conf[SHUFFLE_PARTITIONS])

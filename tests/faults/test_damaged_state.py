@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from streaming.engine.pairing import CHECKPOINT_MARKER, MARKER, check_pairing
+from streaming.engine.pairing import CHECKPOINT_MARKER, MARKER, check_pairing, clear_cut_first_write
 from streaming.errors import UsageError
 from streaming.io.layout import Checkpoints, Lake
 
@@ -74,6 +74,30 @@ def test_one_query_checkpoint_deleted_is_refused(tmp_path: Path) -> None:
     shutil.rmtree(checkpoints.partitions)
     with pytest.raises(UsageError, match="missing or incomplete"):
         check_pairing(lake, checkpoints)
+
+
+def cut_first_write(query: Path) -> list[Path]:
+    """What a kill inside Spark's first offsets write leaves: the hidden temp file and its checksum."""
+    (query / "offsets").mkdir(parents=True, exist_ok=True)
+    files = [query / "offsets" / ".0.bda0ab31.tmp", query / "offsets" / "..0.bda0ab31.tmp.crc"]
+    for f in files:
+        f.write_text("v1\n")
+    return files
+
+
+def test_a_first_offsets_write_cut_by_a_kill_is_cleared_and_nothing_else(tmp_path: Path) -> None:
+    """Crash-restart trial (2026-11-27): the partition query killed inside its first offsets write never
+    started again (Spark 4.1: STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY). Its leftovers go; a query with a
+    batch keeps every file, temp files included (Spark's own to resolve)."""
+    lake, checkpoints = pipeline(tmp_path, "a")
+    progress(lake, checkpoints)
+    (checkpoints.partitions / "offsets" / "0").unlink()
+    cut = cut_first_write(checkpoints.partitions)
+    kept = cut_first_write(checkpoints.sequencer)
+    assert sorted(clear_cut_first_write(checkpoints)) == sorted(cut)
+    assert not any(f.exists() for f in cut)
+    assert all(f.exists() for f in kept) and (checkpoints.sequencer / "offsets" / "0").exists()
+    assert clear_cut_first_write(checkpoints) == []
 
 
 def test_a_damaged_marker_is_named(tmp_path: Path) -> None:
