@@ -76,7 +76,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
-                        "reads_reassignment_znode", "write_failed"})
+                        "reads_reassignment_znode", "write_failed", "answer_order"})
 
 
 def _plain(value: Any) -> Any:
@@ -245,6 +245,10 @@ class ControllerChange(Event):
     # ZooKeeper mode (addition): the failover read a reassignment asked through /admin/reassign_partitions, the next
     # ReassignPartitions (`read_at_failover`): the brokers' answers to its requests are handled after that one.
     reads_reassignment_znode: bool = False
+    # ZooKeeper mode (addition): the brokers in the order the new controller handled their KAFKA_STORAGE_ERROR answers
+    # to its failover's LeaderAndIsr requests, each an event of its own queued as it came (its `Mark replicas`
+    # lines); brokers not named after those named, by id. Empty: by id.
+    answer_order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -487,7 +491,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                          "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),
                          "reassignments": (_replica_assignments, ()),
-                         "reads_reassignment_znode": (boolean, False)},
+                         "reads_reassignment_znode": (boolean, False),
+                         "answer_order": (int_list, ())},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "BrokerRegistration": {"max_metadata_version": (
