@@ -349,6 +349,36 @@ def test_an_alter_isr_a_deposed_controller_answered_is_its_own(tmp_path: Path) -
     assert all(r["match"] for r in rows)
 
 
+@pytest.mark.parametrize(("run", "counts", "leader", "brokers"), [
+    # Kafka 2.7.2: controller 1 took leader 3's AlterIsr of t3-0 at 51.404, 1.4 s after its session expired (controller
+    # 3 elected at 50.042); its write threw at 53.373 and it sent an UpdateMetadata naming t3-0 to brokers 1 and 3.
+    ("zookeeper-2.7-seed-1060", "LeaderAndIsr 74 of 74 (isrflow 74), StopReplica 14 of 14 (isrflow 14), "
+                                "UpdateMetadata 253 of 253 (isrflow 253)", 3, [1, 3]),
+    # Kafka 2.8.2: controller 4's own broker, t0-0's leader, asked it after controller 2's election; its write threw.
+    ("zookeeper-2.8-dirs-2-seed-1234", "LeaderAndIsr 74 of 74 (isrflow 74), StopReplica 5 of 5 (isrflow 5), "
+                                       "UpdateMetadata 165 of 165 (isrflow 165)", 4, [2, 4]),
+    # Kafka 2.8.2: controller 1 (epoch 1) answered its own broker's AlterIsr of t1-1 after controller 2's election (its
+    # UpdateMetadata to all four brokers); and controller 1's failover at epoch 4 got KAFKA_STORAGE_ERROR answers from
+    # brokers 2 and 1, handled in that order (its `Mark replicas` lines): each one's LeaderAndIsr and StopReplica.
+    ("zookeeper-2.8-dirs-2-seed-1115", "LeaderAndIsr 85 of 85 (isrflow 85), StopReplica 5 of 5 (isrflow 5), "
+                                       "UpdateMetadata 220 of 220 (isrflow 220)", 1, [1, 2, 3, 4]),
+])
+def test_an_alter_isr_a_controller_took_after_its_session_expired_is_its_own(
+        tmp_path: Path, run: str, counts: str, leader: int, brokers: list[int]) -> None:
+    summary, rows = _replayed(ZKLOG / "requests" / run / "version-2", tmp_path)
+    assert counts in summary
+    assert all(r["match"] for r in rows)
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    failed = [n for n, e in enumerate(events) if e.get("write_failed")]
+    assert len(failed) == 1 and events[failed[0]]["broker_id"] == leader
+    # before the next controller's failover, at the deposed controller's epoch
+    assert events[failed[0] + 1]["type"] == "ControllerChange"
+    assert events[failed[0]]["controller_epoch"] == events[failed[0] + 1]["controller_epoch"] - 1
+    sent = sorted(r["broker"] for r in read_jsonl(tmp_path / "requests.jsonl")
+                  if r["event_id"] == events[failed[0]]["event_id"] and r["request"] == UM)
+    assert sent == brokers
+
+
 def test_a_completion_queued_behind_a_request_and_an_in_place_bump_reaching_a_failed_dir(tmp_path: Path) -> None:
     # Campaign seed 808 (Kafka 3.9.1 at protocol 2.6, three log dirs; its history is a regression of
     # test_zk_histories): t0-1's leader took its target into the ISR itself just before the controller took an Admin
