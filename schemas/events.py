@@ -76,7 +76,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
-                        "reads_reassignment_znode"})
+                        "reads_reassignment_znode", "write_failed", "answer_order"})
 
 
 def _plain(value: Any) -> Any:
@@ -145,6 +145,11 @@ class IsrChange(Event):
     # reassignment completion it lets start wrote anything (processAlterIsr -> maybeCompleteReassignment read the state
     # after its session had expired): /brokers/topics/T keeps the reassignment for the next controller's failover.
     controller_died_before_completion: bool = False
+    # Addition (ZooKeeper): a controller that had lost its session handled this request: its write of the new ISR
+    # threw (the leader's answer: UNKNOWN_SERVER_ERROR), nothing was written, and it still sent the request's
+    # UpdateMetadata to the brokers it knew (KafkaController.processAlterIsr). The event comes before the next
+    # controller's, at the deposed controller's epoch.
+    write_failed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,6 +245,10 @@ class ControllerChange(Event):
     # ZooKeeper mode (addition): the failover read a reassignment asked through /admin/reassign_partitions, the next
     # ReassignPartitions (`read_at_failover`): the brokers' answers to its requests are handled after that one.
     reads_reassignment_znode: bool = False
+    # ZooKeeper mode (addition): the brokers in the order the new controller handled their KAFKA_STORAGE_ERROR answers
+    # to its failover's LeaderAndIsr requests, each an event of its own queued as it came (its `Mark replicas`
+    # lines); brokers not named after those named, by id. Empty: by id.
+    answer_order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -471,7 +480,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False),
-                  "controller_died_before_completion": (boolean, False)},
+                  "controller_died_before_completion": (boolean, False),
+                  "write_failed": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
                            "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
@@ -481,7 +491,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                          "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),
                          "reassignments": (_replica_assignments, ()),
-                         "reads_reassignment_znode": (boolean, False)},
+                         "reads_reassignment_znode": (boolean, False),
+                         "answer_order": (int_list, ())},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "BrokerRegistration": {"max_metadata_version": (

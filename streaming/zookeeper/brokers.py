@@ -60,6 +60,11 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())},
                       **({"reassignments": reassignments} if reassignments else {}))
     ctx.cause(Cause(event, "FAILOVER"))
+    # Which broker's KAFKA_STORAGE_ERROR answer to its LeaderAndIsr the failover handles first is timing: the order
+    # of its `Mark replicas` lines (seed 1115: broker 2's, then broker 1's).
+    order = ctx.offline_marks.answer_order(elected, txn.time) if ctx.offline_marks is not None else []
+    if len(order) > 1:
+        event["answer_order"] = order
     epoch = ctx.controller_epoch
     ctx.logged_reads = [LoggedRead(r) for r in ctx.reads.broker_reads.get(epoch, [])]
     ctx.logged_assignments = list(ctx.reads.assignments.get(epoch, []))

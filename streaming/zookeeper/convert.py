@@ -154,6 +154,7 @@ class Converter:
                 ctx.session_timeouts[txn.session] = op.version
             elif op.kind == "closeSession":
                 if "/controller" in op.deleted:
+                    isrchanges.answered_by_deposed(ctx, txn)
                     brokers.registrations_left_unread(ctx, txn)
                     admin.reassignment_left_unread(ctx)
                     admin.deletions_left_unanswered(ctx)

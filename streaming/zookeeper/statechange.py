@@ -355,6 +355,16 @@ class OfflineMarks:
             self.marks = [m for m in self.marks if m is not mark]
         return mark is not None
 
+    def answer_order(self, controller: int, since_ms: int) -> list[int]:
+        """The brokers in the order `controller` marked their replicas offline within ANSWER_MS after its election at
+        `since_ms` (each broker's first mark): the order it handled their answers to its failover's LeaderAndIsr
+        (each a LeaderAndIsrResponseReceived of its own, queued as it came). Nothing is taken."""
+        order: list[int] = []
+        for m in self.marks:
+            if m.controller == controller and since_ms <= m.at_ms <= since_ms + ANSWER_MS and m.broker not in order:
+                order.append(m.broker)
+        return order
+
     def startup_answer(self, broker: int, since_ms: int, notified_ms: Iterable[int] = ()) -> frozenset[tuple[str, int]]:
         """The replicas of `broker` marked offline in answer to the LeaderAndIsr of its startup at `since_ms` (a dir
         that failed while it was down, or failed before and still does: it writes no notification for it): the

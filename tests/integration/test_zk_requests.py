@@ -328,29 +328,55 @@ def test_isr_change_notifications_a_new_controller_deletes_in_its_failover_are_u
 def test_each_brokers_answer_to_a_failovers_leader_and_isr_is_its_own_batch(tmp_path: Path) -> None:
     # Campaign seed 719 (Kafka 2.8.2, three log dirs): brokers 4 and 1 answered the new controller's LeaderAndIsr with
     # KAFKA_STORAGE_ERROR for replicas in failed dirs; each answer took its replicas offline in batches of its own (an
-    # UpdateMetadata naming t1-1 and t4-1, then one naming t4-0). Which broker answers first is timing: isrflow takes
-    # them by id, so the two UpdateMetadata of each broker come in the other order: broker 1's answer's, naming t4-0,
-    # is left unmatched.
+    # UpdateMetadata naming t1-1 and t4-1, then one naming t4-0). Which broker answers first is timing: the
+    # controller's `Mark replicas` lines (broker 4's, then broker 1's) give the order (ControllerChange.answer_order).
     summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-719" / "version-2", tmp_path)
-    assert "LeaderAndIsr 84 of 84 (isrflow 84), StopReplica 19 of 19 (isrflow 19), UpdateMetadata 278 of 281 " \
+    assert "LeaderAndIsr 84 of 84 (isrflow 84), StopReplica 19 of 19 (isrflow 19), UpdateMetadata 281 of 281 " \
            "(isrflow 281)" in summary
-    answers = sorted((r["broker"], r["partition_count"]) for r in read_jsonl(tmp_path / "requests.jsonl")
-                     if r["event_id"] == "zk-202" and r["request"] == UM and r["batch"] >= 4)
-    assert answers == [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)]
-    assert sorted((r["broker"], r["controller"]["partition_count"]) for r in rows
-                  if not r["match"] and r["controller"]) == [(1, 1), (2, 1), (4, 1)]
+    answers = [(r["broker"], r["partition_count"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+               if r["event_id"] == "zk-202" and r["request"] == UM and r["batch"] >= 4]
+    assert sorted(answers, key=lambda a: a[0]) == [(1, 2), (1, 1), (2, 2), (2, 1), (4, 2), (4, 1)]
+    assert all(r["match"] for r in rows)
 
 
-@pytest.mark.xfail(strict=True, reason="an AlterIsr answered by a controller that had lost its session: its "
-                                       "UpdateMetadata goes out under the old epoch, to the brokers it knew")
 def test_an_alter_isr_a_deposed_controller_answered_is_its_own(tmp_path: Path) -> None:
     # Campaign seed 715 (Kafka 2.8.2): leader 3 sent AlterIsr for t0-1 to controller 2 (epoch 3) 2 s before controller
     # 1's election (epoch 4); controller 2, its session gone, failed to write and answered 6.3 s later, still sending
-    # an UpdateMetadata naming t0-1 to brokers 1, 2 and 3 under epoch 3. isrflow gives the unwritten request to
-    # epoch 4, to brokers 1 and 3.
+    # an UpdateMetadata naming t0-1 to brokers 1, 2 and 3 under epoch 3. The answer (UNKNOWN_SERVER_ERROR) within the
+    # session's timeout after the expiry makes the request controller 2's (`write_failed`), before the failover.
     summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.8-dirs-2-seed-715" / "version-2", tmp_path)
     assert "LeaderAndIsr 72 of 72 (isrflow 72), StopReplica 16 of 16 (isrflow 16)" in summary
     assert all(r["match"] for r in rows)
+
+
+@pytest.mark.parametrize(("run", "counts", "leader", "brokers"), [
+    # Kafka 2.7.2: controller 1 took leader 3's AlterIsr of t3-0 at 51.404, 1.4 s after its session expired (controller
+    # 3 elected at 50.042); its write threw at 53.373 and it sent an UpdateMetadata naming t3-0 to brokers 1 and 3.
+    ("zookeeper-2.7-seed-1060", "LeaderAndIsr 74 of 74 (isrflow 74), StopReplica 14 of 14 (isrflow 14), "
+                                "UpdateMetadata 253 of 253 (isrflow 253)", 3, [1, 3]),
+    # Kafka 2.8.2: controller 4's own broker, t0-0's leader, asked it after controller 2's election; its write threw.
+    ("zookeeper-2.8-dirs-2-seed-1234", "LeaderAndIsr 74 of 74 (isrflow 74), StopReplica 5 of 5 (isrflow 5), "
+                                       "UpdateMetadata 165 of 165 (isrflow 165)", 4, [2, 4]),
+    # Kafka 2.8.2: controller 1 (epoch 1) answered its own broker's AlterIsr of t1-1 after controller 2's election (its
+    # UpdateMetadata to all four brokers); and controller 1's failover at epoch 4 got KAFKA_STORAGE_ERROR answers from
+    # brokers 2 and 1, handled in that order (its `Mark replicas` lines): each one's LeaderAndIsr and StopReplica.
+    ("zookeeper-2.8-dirs-2-seed-1115", "LeaderAndIsr 85 of 85 (isrflow 85), StopReplica 5 of 5 (isrflow 5), "
+                                       "UpdateMetadata 220 of 220 (isrflow 220)", 1, [1, 2, 3, 4]),
+])
+def test_an_alter_isr_a_controller_took_after_its_session_expired_is_its_own(
+        tmp_path: Path, run: str, counts: str, leader: int, brokers: list[int]) -> None:
+    summary, rows = _replayed(ZKLOG / "requests" / run / "version-2", tmp_path)
+    assert counts in summary
+    assert all(r["match"] for r in rows)
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    failed = [n for n, e in enumerate(events) if e.get("write_failed")]
+    assert len(failed) == 1 and events[failed[0]]["broker_id"] == leader
+    # before the next controller's failover, at the deposed controller's epoch
+    assert events[failed[0] + 1]["type"] == "ControllerChange"
+    assert events[failed[0]]["controller_epoch"] == events[failed[0] + 1]["controller_epoch"] - 1
+    sent = sorted(r["broker"] for r in read_jsonl(tmp_path / "requests.jsonl")
+                  if r["event_id"] == events[failed[0]]["event_id"] and r["request"] == UM)
+    assert sent == brokers
 
 
 def test_a_completion_queued_behind_a_request_and_an_in_place_bump_reaching_a_failed_dir(tmp_path: Path) -> None:

@@ -600,3 +600,36 @@ def test_an_alter_partition_the_controller_wrote_ends_the_events_before_it() -> 
     assert observed[-1]["cause_event_id"] == events[-1]["event_id"]
     assert_every_history_equal(observed, decisions)
 
+
+
+def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own() -> None:
+    # Campaign seeds 1060, 1115, 1234 (Kafka 2.7.2, 2.8.2): the controller's session expired; before it heard so it
+    # took leader 2's AlterIsr, its write threw and the leader got UNKNOWN_SERVER_ERROR 2 s after the expiry. The
+    # request is that controller's (epoch 1, brokers 1 to 3), before the next one's election; an answer past the
+    # session's timeout, or with another error, stays at its answer's time.
+    z = Ensemble(session_timeout_ms=6000)
+    z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 2, [2, 3, 1], 0)
+    z.close(z.controller, "/controller", "/brokers/ids/1")
+    expiry = z.txns[-1]
+    z.txn(z.sessions[2], ZnodeOp("create", "/controller", b'{"brokerid":2}'),
+          ZnodeOp("setData", "/controller_epoch", b"2", 2))
+
+    epoch = next(t.zxid for t in z.txns if t.ops[0].path == "/brokers/ids/2")  # broker 2's registration
+
+    def asked(ms: int, error: int) -> AlterPartitionRequest:
+        answered = datetime.fromtimestamp((expiry.time + ms) / 1000, UTC).replace(tzinfo=None)
+        return AlterPartitionRequest(2, epoch, answered, answered,
+                                     (AskedPartition("t", 1, 0, (2, 3), False, 0, error),))
+
+    requests = [asked(2000, -1), asked(2500, INVALID_UPDATE_VERSION), asked(7000, -1)]
+    converted = convert(z.history(), alter_partitions=requests)
+    shown = [(e["type"], e["controller_epoch"], e.get("write_failed", False)) for e in converted.events[-4:]]
+    assert shown == [("IsrChange", 1, True), ("ControllerChange", 2, False), ("IsrChange", 2, False),
+                     ("IsrChange", 2, False)]
+    assert converted.events[-4]["event_id"] == f"zk-{expiry.zxid}-alter-partition-2-{expiry.time + 2000}-t-1"
+    records = [(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)]
+    audit = run_local(records, ControllerConfig(rules=ZK)).audit
+    assert [(r["outcome"], r["error"]) for r in audit if r["event_id"] == converted.events[-4]["event_id"]] == \
+        [("REJECTED", "UNKNOWN_SERVER_ERROR")]

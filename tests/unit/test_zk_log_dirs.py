@@ -72,6 +72,22 @@ def test_a_failover_asks_the_brokers_again() -> None:
     assert [(d.leader, d.isr) for d in result.decisions_for("u", 0)] == [(2, (2,)), (-1, (2,))]
 
 
+def test_a_failovers_answers_are_handled_in_the_order_they_came() -> None:
+    # Seeds 719 and 1115 (Kafka 2.8.2): each broker's KAFKA_STORAGE_ERROR answer to the failover's LeaderAndIsr is an
+    # event of its own, handled as it came (its `Mark replicas` line): broker 3's before broker 2's here; without an
+    # order, by id.
+    def offline_order(**fields: object) -> list[int]:
+        c = jbod()
+        failed_dir(c, 2, ("u", 0))
+        failed_dir(c, 3, ("t", 1))
+        rows = c.controller_change(1, **fields).cluster_rows
+        return [int(r.message.split()[1]) for r in rows if "answered KAFKA_STORAGE_ERROR again" in r.message]
+
+    assert offline_order() == [2, 3]
+    assert offline_order(answer_order=[3, 2]) == [3, 2]
+    assert offline_order(answer_order=[3]) == [3, 2]
+
+
 def test_a_notification_of_an_unregistered_broker_asks_nothing() -> None:
     c = jbod()
     c.failure(2)
