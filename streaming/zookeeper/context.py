@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
-from streaming.zookeeper.serverlog import AlterPartitionRequest
+from streaming.zookeeper.serverlog import AlterPartitionRequest, ControlledShutdowns
 from streaming.zookeeper.statechange import OfflineMarks
 from streaming.zookeeper.txnlog import ZkTxn
 
@@ -231,7 +231,7 @@ class Context:
 
     def __init__(self, reads: ControllerReads | None = None,
                  alter_partitions: Iterable[AlterPartitionRequest] = (),
-                 offline_marks: OfflineMarks | None = None) -> None:
+                 offline_marks: OfflineMarks | None = None, shutdowns: ControlledShutdowns | None = None) -> None:
         self.result = ZkConverted()
         # The replicas the controllers marked offline at a broker's answer (their state-change.log), when given.
         self.offline_marks = offline_marks
@@ -263,6 +263,8 @@ class Context:
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.session_timeouts: dict[int, int] = {}  # session id -> its timeout (ms), from its createSession
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
+        # When each broker asked for its controlled shutdown again (its server.log), when given.
+        self.shutdowns = shutdowns if shutdowns is not None else ControlledShutdowns()
         self.controller_id = -1
         self.controller_session: int | None = None
         self.controller_epoch = 0

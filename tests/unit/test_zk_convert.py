@@ -13,10 +13,11 @@ from schemas.events import parse_event
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.rules import ZK
 from streaming.engine.local import run_local
+from streaming.zookeeper.context import event_ts
 from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
-from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition
+from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition, ControlledShutdowns
 from streaming.zookeeper.txnlog import ZnodeOp
 
 from .zk_ensemble import (
@@ -184,6 +185,32 @@ def test_a_controlled_shutdown_that_leaves_a_partition_led_by_the_broker_is_aske
         ("BrokerChange", "CONTROLLED_SHUTDOWN", 2)] * 3 + [("BrokerChange", "FAILURE", 2)]
     assert [o["cause_event_id"] for o in observed[-2:]] == [events[-4]["event_id"], events[-1]["event_id"]]
     assert_every_history_equal(observed, decisions)
+
+
+def test_a_controlled_shutdowns_retry_its_server_log_dates_goes_before_what_came_after_it() -> None:
+    # Campaign seed 1236 (3.9.1): leader 2, shutting down, asked again to leave t-1's ISR between its retries; the
+    # controller refused each request (no write) and answered each with an UpdateMetadata, sent between its answers
+    # to the retries. Its server.log dates the retries; without it they go at the session's close, after the answers.
+    z = created()
+    z.session_end(3)
+    z.state(0, 1, [1, 2], 1)
+    z.state(1, 2, [2, 1], 1)
+    z.state(1, 2, [2], 1)
+    z.state(0, 1, [1], 2)  # broker 2's first request: out of t-0's ISR; it still leads t-1
+    started = z.now
+    z.wait(1_000)
+    z.session_end(2, clean=True)
+    closed = z.txns[-1].time
+    refused = datetime.fromtimestamp((closed - 300) / 1000, UTC).replace(tzinfo=None)
+    request = AlterPartitionRequest(2, 2, refused, refused, (
+        AskedPartition("t", 1, 1, (2, 1), False, 2, INVALID_UPDATE_VERSION),))
+    retries = ControlledShutdowns({2: [[started - 10, closed - 600, closed - 100]]})
+    placed = [[(e["type"], e.get("change"), e["ts"]) for e in convert(
+        z.history(), alter_partitions=[request], shutdowns=shutdowns).events[-4:]] for shutdowns in (None, retries)]
+    isr, shutdown, failure = ("IsrChange", None), ("BrokerChange", "CONTROLLED_SHUTDOWN"), ("BrokerChange", "FAILURE")
+    assert [e[:2] for e in placed[0]] == [isr, shutdown, shutdown, failure]
+    assert [e[:2] for e in placed[1]] == [shutdown, isr, shutdown, failure]
+    assert [e[2] for e in placed[1]] == [event_ts(t) for t in (closed - 600, closed - 300, closed - 100, closed)]
 
 
 def registrations_around_a_first_failover() -> Ensemble:
