@@ -692,3 +692,20 @@ def test_a_cancel_queued_before_a_leaders_own_isr_write_that_caught_up_sends_the
     # What is left: broker 4's startup elected t1-1 (leaderless, reassigning, unclean election enabled) with t0-0
     # and t1-0, one UpdateMetadata of the three; isrflow sends t1-1's apart.
     assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-160-4"}
+
+
+def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_them(tmp_path: Path) -> None:
+    # Campaign seed 1236 (Kafka 3.9.1, two log dirs): broker 3, shutting down, still led t0-1 (ISR [3, 2], broker 2
+    # ineligible), so it asked twice more (09:24:23.933 and 24.443, its "Retrying controlled shutdown" lines), nothing
+    # written. Between its requests its AlterPartition asking for [3, 2] was refused three times (INELIGIBLE_REPLICA,
+    # answered 23.432, 23.932, 24.437), each answered with one UpdateMetadata naming t0-1: the third went out between
+    # the second and third shutdown requests' UpdateMetadata. isrflow had the retries at the session's close, after
+    # every answer (UpdateMetadata 289 of 292).
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-3.9-dirs-2-seed-1236" / "version-2", tmp_path)
+    assert "LeaderAndIsr 122 of 122 (isrflow 122), StopReplica 18 of 18 (isrflow 18), UpdateMetadata 292 of 292 " \
+           "(isrflow 292)" in summary and all(r["match"] for r in rows)
+    order = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl")
+             if e["event_id"].startswith(("zk-243-alter-partition-3", "zk-244-3"))]
+    assert order == ["zk-243-alter-partition-3-1795771463432-t0-1", "zk-243-alter-partition-3-1795771463932-t0-1",
+                     "zk-244-3-shutdown-2", "zk-243-alter-partition-3-1795771464437-t0-1", "zk-244-3-shutdown-3",
+                     "zk-244-3"]
