@@ -709,3 +709,20 @@ def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_th
     assert order == ["zk-243-alter-partition-3-1795771463432-t0-1", "zk-243-alter-partition-3-1795771463932-t0-1",
                      "zk-244-3-shutdown-2", "zk-243-alter-partition-3-1795771464437-t0-1", "zk-244-3-shutdown-3",
                      "zk-244-3"]
+
+
+def test_an_alter_isr_the_previous_controller_took_after_losing_its_role_is_its_update_metadata(tmp_path: Path
+                                                                                                ) -> None:
+    # Campaign seed 1010 (Kafka 2.7.2): leader 2 sent its AlterIsr of t0-3 (ISR [2, 1]) to controller 3 at
+    # 04:37:22.274; controller 3 stalled past its session's expiry and controller 1 was elected (25.5 s). Controller 3
+    # then wrote, failed ("Failed to update ISR for partition t0-3", 27.761), answered UNKNOWN_SERVER_ERROR, and sent
+    # the UpdateMetadata naming t0-3 under its epoch 1 to brokers 1-4 (27.762) before resigning. isrflow had it as
+    # controller 1's, under epoch 2, to brokers 1, 2 and 4 (UpdateMetadata 418 of 422, isrflow 421).
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.7-seed-1010" / "version-2", tmp_path)
+    assert "LeaderAndIsr 190 of 190 (isrflow 190), StopReplica 30 of 30 (isrflow 30), UpdateMetadata 422 of 422 " \
+           "(isrflow 422)" in summary and "14 of 14 equal" in summary and all(r["match"] for r in rows)
+    [failed] = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e.get("controller_write_failed")]
+    assert (failed["topic"], failed["partition"], failed["controller_epoch"]) == ("t0", 3, 1)
+    sent = [(r["broker"], r["controller_epoch"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+            if r["event_id"] == failed["event_id"]]
+    assert sent == [(b, 1) for b in (1, 2, 3, 4)]
