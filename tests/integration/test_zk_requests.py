@@ -726,3 +726,19 @@ def test_an_alter_isr_the_previous_controller_took_after_losing_its_role_is_its_
     sent = [(r["broker"], r["controller_epoch"]) for r in read_jsonl(tmp_path / "requests.jsonl")
             if r["event_id"] == failed["event_id"]]
     assert sent == [(b, 1) for b in (1, 2, 3, 4)]
+
+
+@pytest.mark.xfail(strict=True, reason="a controller whose session expired while it stalled in a reassignment's "
+                   "completion: its leader move (B3) was written but answered SessionExpired, so it sent no "
+                   "LeaderAndIsr or UpdateMetadata for it, then B4's StopReplica to the removed replica (its ISR "
+                   "write failing), under its old epoch after the next controller's failover; isrflow models a "
+                   "controller killed after B3 (controller_died_after_leader_move, seed 443)")
+def test_a_controller_that_stalled_past_its_session_in_a_completion_sends_what_it_sent(tmp_path: Path) -> None:
+    # Campaign seed 1018 (Kafka 2.6.3 at its own protocol): leader 3 wrote t1-0's ISR [3, 2] (zk-267), letting its
+    # reassignment to [2] complete; controller 4 re-elected the leader (2, written at 04:48:12.07), stalled, and its
+    # session expired; controller 3 was elected at 18.55 (epoch 5). At 23.652 controller 4 logged the election as
+    # failed ("from OnlinePartition to OnlinePartition failed"), sent nothing for it, took replica 3 offline (B4):
+    # a StopReplica to broker 3 (23.754, epoch 4) though the ISR write failed, then resigned on its failed assignment
+    # write. isrflow sends the move's LeaderAndIsr to broker 2 and its UpdateMetadata, not the StopReplica.
+    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.6-seed-1018" / "version-2", tmp_path)
+    assert "10 of 10 equal" in summary and all(r["match"] for r in rows)
