@@ -721,7 +721,7 @@ def test_an_alter_isr_the_previous_controller_took_after_losing_its_role_is_its_
     summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.7-seed-1010" / "version-2", tmp_path)
     assert "LeaderAndIsr 190 of 190 (isrflow 190), StopReplica 30 of 30 (isrflow 30), UpdateMetadata 422 of 422 " \
            "(isrflow 422)" in summary and "14 of 14 equal" in summary and all(r["match"] for r in rows)
-    [failed] = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e.get("controller_write_failed")]
+    [failed] = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e.get("write_failed")]
     assert (failed["topic"], failed["partition"], failed["controller_epoch"]) == ("t0", 3, 1)
     sent = [(r["broker"], r["controller_epoch"]) for r in read_jsonl(tmp_path / "requests.jsonl")
             if r["event_id"] == failed["event_id"]]
