@@ -262,22 +262,29 @@ def test_the_isr_changes_of_one_alter_partition_request_are_the_controllers_pipe
     assert converter.unsettled_from(quiet_since=0) == z.txns[first].zxid
 
 
-def _refused_at(ms: int) -> AlterPartitionRequest:
-    """Leader 1's request (broker epoch 1: its registration's zxid) for t-0 at partition epoch 0, answered at `ms`."""
+def _refused_at(ms: int, *asked: AskedPartition) -> AlterPartitionRequest:
+    """Leader 1's request (broker epoch 1: its registration's zxid), answered at `ms`: `asked`, or t-0 at partition
+    epoch 0, refused."""
     answered = datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
-    return AlterPartitionRequest(1, 1, answered, answered, (
+    return AlterPartitionRequest(1, 1, answered, answered, asked or (
         AskedPartition("t", 0, 0, (1,), False, 0, INVALID_UPDATE_VERSION),))
+
+
+def _led_by_1() -> Ensemble:
+    """Topic t's two partitions led by broker 1, created, then two reads of the controller."""
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 1, [1, 3, 2], 0)
+    z.reads(z.controller, 2)
+    return z
 
 
 def test_an_alter_partition_the_controller_answered_without_a_write_is_placed_by_its_answer() -> None:
     # Campaign seed 123 (protocol 3.9): a leader's request the controller refused wrote nothing; the leader's
     # server.log names it and the time of the answer. It goes after the writes before that time, never inside
     # another request's pipelined writes, and not at all when answered before the retained history.
-    z = Ensemble()
-    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
-    z.state(0, 1, [1, 2, 3], 0)
-    z.state(1, 1, [1, 3, 2], 0)
-    z.reads(z.controller, 2)
+    z = _led_by_1()
     z.state(0, 1, [1, 2], 0)  # one request of leader 1, two pipelined writes
     z.state(1, 1, [1, 3], 0)
     t0 = 1_700_000_000_000
@@ -304,18 +311,12 @@ def test_the_partitions_the_controller_refused_in_a_request_it_partly_wrote_join
     # (processAlterPartition). The leader's server.log names the request: the refused partition's IsrChange, at the
     # epochs it was asked at, goes before the written one's, the request's last, and the rules refuse it and send
     # the one UpdateMetadata.
-    z = Ensemble()
-    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
-    z.state(0, 1, [1, 2, 3], 0)
-    z.state(1, 1, [1, 3, 2], 0)
-    z.reads(z.controller, 2)
+    z = _led_by_1()
     z.state(1, 1, [1, 3], 0)  # t-1's ISR changed: partition epoch 1
     z.reads(z.controller, 2)
     z.state(0, 1, [1, 2], 0)  # the request's t-0; its t-1, asked at partition epoch 0, refused
-    answered = datetime.fromtimestamp((1_700_000_000_000 + 10_000) / 1000, UTC).replace(tzinfo=None)
-    request = AlterPartitionRequest(1, 1, answered, answered, (
-        AskedPartition("t", 0, 0, (1, 2), False, 0, 0),
-        AskedPartition("t", 1, 0, (1,), False, 0, INVALID_UPDATE_VERSION)))
+    request = _refused_at(1_700_000_010_000, AskedPartition("t", 0, 0, (1, 2), False, 0, 0),
+                          AskedPartition("t", 1, 0, (1,), False, 0, INVALID_UPDATE_VERSION))
     converted = convert(z.history(), alter_partitions=[request])
     both = [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 0}]
     assert [(e["event_id"], e["partition_epoch"], e["isr"], e.get("request_partitions")) for e in
