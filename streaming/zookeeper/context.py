@@ -254,8 +254,12 @@ class Context:
         self.reads = reads if reads is not None else ControllerReads()
         # The leaders' AlterPartition requests the controller answered without a write (their server.log), oldest
         # answer last: no znode shows them, their UpdateMetadata is all they made.
+        alter_partitions = list(alter_partitions)
         self.unwritten_requests = sorted((r for r in alter_partitions if r.unwritten), key=lambda r: r.answered_ms,
                                          reverse=True)
+        # Those it answered with an error for some partitions and wrote the others, oldest answer first: their
+        # refused partitions join the written ones' request (isrchanges.refused_with).
+        self.partly_refused = sorted((r for r in alter_partitions if r.partly_refused), key=lambda r: r.answered_ms)
         self.logged_reads: list[LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
         self.logged_deletions: list[frozenset[str]] = []  # its reads of /admin/delete_topics: the topics new to each

@@ -75,6 +75,7 @@ class Converter:
             self._seed(history.snapshot)
         if history.txns:  # a request answered before the retained history is of a state it does not hold
             ctx.unwritten_requests = [r for r in ctx.unwritten_requests if r.answered_ms >= history.txns[0].time]
+            ctx.partly_refused = [r for r in ctx.partly_refused if r.answered_ms >= history.txns[0].time]
         self.feed(history.txns)
         isrchanges.answered_before(ctx, None)  # those answered after the last write
         return ctx.result

@@ -33,7 +33,7 @@ from streaming.zookeeper.context import (
     event_zxid,
     follows_on,
 )
-from streaming.zookeeper.serverlog import AlterPartitionRequest
+from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
 
 # Kafka's error code for an exception it has no code for: a partition's answer when the controller's write threw.
@@ -68,8 +68,10 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
     if request is not None:
         request.events.append(event)
         _extend(request, txn, [key], "request_partitions")
+        _refused_with(ctx, txn, request)
     elif txn.session == ctx.controller_session and not ctx.protocol_before_3:
         ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [{"topic": key[0], "partition": key[1]}])
+        _refused_with(ctx, txn, ctx.alter_partition)
     # The controller completes the reassignments a request lets complete once all its partitions are written and
     # its UpdateMetadata sent (processAlterIsr -> maybeCompleteReassignment, 2.7.2 to 3.9): its last partition's
     # event is the cause of every one of those completions (seed 1023).
@@ -233,6 +235,41 @@ def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field
         event[field_name] = request.partitions
 
 
+def _refused_with(ctx: Context, txn: ZkTxn, request: Batch) -> None:
+    """The partitions the controller refused in the AlterPartition request whose writes `request` now holds all of
+    (its leader's server.log: the same leader, these partitions answered without error, the answer after this
+    write). processAlterPartition checks every partition before it writes the valid ones, and its one UpdateMetadata
+    after the writes names them all, refused or not (2.8.2 to 3.9.1; seed 1221: broker 1's AlterIsr of t3-0 and
+    t1-0, t1-0 at leader epoch 12 fenced by the reassignment's bump to 13, t3-0 written, an UpdateMetadata of both).
+    Each refused partition is an IsrChange at the epochs its leader asked at (the rules refuse it as the controller
+    did), put before the request's last write, which sends the UpdateMetadata."""
+    answer = next((r for r in ctx.partly_refused if r.broker_id == request.leader and r.written == request.named
+                   and r.answered_ms >= txn.time), None)
+    if answer is None:
+        return
+    ctx.partly_refused.remove(answer)
+    refused = [p for p in answer.partitions if p.error != 0]
+    request.partitions[-1:-1] = [{"topic": p.topic, "partition": p.partition} for p in refused]
+    request.named.update((p.topic, p.partition) for p in refused)
+    last = ctx.result.events.pop()
+    request.events[-1:-1] = [_asked(ctx, txn, f"-{p.topic}-{p.partition}", answer, p, request.partitions)
+                             for p in refused]
+    last["request_partitions"] = request.partitions
+    ctx.result.events.append(last)
+    ctx.newest_event = last
+
+
+def _asked(ctx: Context, txn: ZkTxn, suffix: str, request: AlterPartitionRequest, p: AskedPartition,
+           request_partitions: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """The IsrChange of one partition of an AlterPartition request the controller refused, at the epochs its leader
+    asked at; `request_partitions`, when it names more than this one, the request's partitions."""
+    return ctx.event(txn, "IsrChange", suffix, topic=p.topic, partition=p.partition, broker_id=request.broker_id,
+                     broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
+                     partition_epoch=p.partition_epoch, isr=list(p.isr),
+                     leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
+                     **({"request_partitions": request_partitions} if len(request_partitions) > 1 else {}), **fields)
+
+
 def _mid_startup(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
                  after: PartitionState) -> bool:
     """A leader's own ISR write (below inter.broker.protocol 2.7) taking back a broker whose startup the controller
@@ -312,9 +349,4 @@ def _request_events(ctx: Context, request: AlterPartitionRequest, at: ZkTxn, **f
     # one request in flight per leader: its id and the answer's time name it
     sent = f"-alter-partition-{request.broker_id}-{request.answered_ms}"
     for p in request.partitions:
-        ctx.event(at, "IsrChange", f"{sent}-{p.topic}-{p.partition}",
-                  topic=p.topic, partition=p.partition, broker_id=request.broker_id,
-                  broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
-                  partition_epoch=p.partition_epoch, isr=list(p.isr),
-                  leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
-                  **({"request_partitions": refs} if len(refs) > 1 else {}), **fields)
+        _asked(ctx, at, f"{sent}-{p.topic}-{p.partition}", request, p, refs, **fields)

@@ -742,3 +742,54 @@ def test_a_controller_that_stalled_past_its_session_in_a_completion_sends_what_i
     # write. isrflow sends the move's LeaderAndIsr to broker 2 and its UpdateMetadata, not the StopReplica.
     summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.6-seed-1018" / "version-2", tmp_path)
     assert "10 of 10 equal" in summary and all(r["match"] for r in rows)
+def _request_of(tmp_path: Path, event_id: str) -> list[tuple[str, int, int, list[str]]]:
+    """The IsrChange events of the AlterPartition request `event_id` closes: id, leader epoch, partition epoch and
+    the request's partitions."""
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    named = [f"{p['topic']}-{p['partition']}" for p in events[event_id]["request_partitions"]]
+    return [(e["event_id"], e["leader_epoch"], e["partition_epoch"], named) for e in events.values()
+            if e["type"] == "IsrChange" and f"{e['topic']}-{e['partition']}" in named
+            and e.get("request_partitions") == events[event_id]["request_partitions"]]
+
+
+@pytest.mark.parametrize(("run", "closing", "asked"), [
+    # Campaign seed 1221 (Kafka 2.8.2, its own protocol): broker 1's AlterIsr of t3-0 and t1-0, t1-0 at leader epoch
+    # 12 which t1-0's reassignment resumed at broker 2's startup had just bumped to 13 (08:57:59.502): the controller
+    # wrote t3-0 (zxid 262), answered t1-0 FENCED_LEADER_EPOCH and sent one UpdateMetadata naming both (08:57:59.530).
+    ("zookeeper-2.8-seed-1221", "zk-262-t3-0",
+     [("zk-262-t1-0", 12, 15, ["t1-0", "t3-0"]), ("zk-262-t3-0", 3, 4, ["t1-0", "t3-0"])]),
+    # Campaign seed 1026 (Kafka 3.9.1): broker 4's AlterPartition of t2-2, t2-0 and t1-0, t2-2 at leader epoch 6
+    # (fenced), the others written (zxids 237, 238): one UpdateMetadata of the three (04:59:24.507).
+    ("zookeeper-3.9-seed-1026", "zk-238-t2-0",
+     [("zk-237-t1-0", 4, 5, ["t1-0", "t2-2", "t2-0"]), ("zk-238-t2-2", 6, 8, ["t1-0", "t2-2", "t2-0"]),
+      ("zk-238-t2-0", 8, 10, ["t1-0", "t2-2", "t2-0"])]),
+])
+def test_the_partitions_a_controller_refused_in_a_request_it_partly_wrote_are_in_its_update_metadata(
+        tmp_path: Path, run: str, closing: str, asked: list[tuple[str, int, int, list[str]]]) -> None:
+    # The leader's server.log names the request and the controller's answer for each partition: the refused ones
+    # join the written ones' request (isrflow had sent an UpdateMetadata of the written ones alone: 252 of 254 and
+    # 225 of 227).
+    summary, rows = _replayed(ZKLOG / "requests" / run / "version-2", tmp_path)
+    assert "agreement with the controller: 100.0%" in summary
+    assert all(r["match"] for r in rows) and rows
+    assert _request_of(tmp_path, closing) == asked
+    update_metadata = [r for r in rows if r["isrflow"] and r["isrflow"]["event_id"] == closing]
+    assert update_metadata and {r["isrflow"]["partition_count"] for r in update_metadata} == {len(asked[0][3])}
+
+
+@pytest.mark.parametrize("run", [
+    "zookeeper-3.5-dirs-2-seed-1209",
+    pytest.param("zookeeper-3.5-dirs-3-seed-1019", marks=pytest.mark.xfail(strict=True, reason=(
+        "the deposed controller answered FENCED_LEADER_EPOCH (74), a refusal, not a failed write: the rule of "
+        "IsrChange.write_failed takes requests answered UNKNOWN_SERVER_ERROR only, so isrflow gives this one to "
+        "the next controller's epoch and brokers"))),
+])
+def test_an_alter_partition_a_deposed_controller_answered_after_the_next_election(tmp_path: Path, run: str) -> None:
+    # Campaign seeds 1209 and 1019 (Kafka 3.5.2, several log dirs): controller 2 (epoch 1), its ZooKeeper session
+    # silent, took an AlterPartition (broker 1's of t1-0; broker 4's of t1-1) and answered it FENCED_LEADER_EPOCH
+    # after controller 4's election (epoch 2), still sending an UpdateMetadata naming the partition under epoch 1 to
+    # brokers 1, 2, 3 and 4 (08:08:35.468; 04:49:01.946), which the brokers refused. isrflow gives the unwritten
+    # request to epoch 2, to the brokers registered then (1, 3 and 4): 169 of 173 and 208 of 212.
+    summary, rows = _replayed(ZKLOG / "requests" / run / "version-2", tmp_path)
+    assert "agreement with the controller: 100.0%" in summary
+    assert all(r["match"] for r in rows)

@@ -289,22 +289,29 @@ def test_the_isr_changes_of_one_alter_partition_request_are_the_controllers_pipe
     assert converter.unsettled_from(quiet_since=0) == z.txns[first].zxid
 
 
-def _refused_at(ms: int) -> AlterPartitionRequest:
-    """Leader 1's request (broker epoch 1: its registration's zxid) for t-0 at partition epoch 0, answered at `ms`."""
+def _refused_at(ms: int, *asked: AskedPartition) -> AlterPartitionRequest:
+    """Leader 1's request (broker epoch 1: its registration's zxid), answered at `ms`: `asked`, or t-0 at partition
+    epoch 0, refused."""
     answered = datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
-    return AlterPartitionRequest(1, 1, answered, answered, (
+    return AlterPartitionRequest(1, 1, answered, answered, asked or (
         AskedPartition("t", 0, 0, (1,), False, 0, INVALID_UPDATE_VERSION),))
+
+
+def _led_by_1() -> Ensemble:
+    """Topic t's two partitions led by broker 1, created, then two reads of the controller."""
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 1, [1, 3, 2], 0)
+    z.reads(z.controller, 2)
+    return z
 
 
 def test_an_alter_partition_the_controller_answered_without_a_write_is_placed_by_its_answer() -> None:
     # Campaign seed 123 (protocol 3.9): a leader's request the controller refused wrote nothing; the leader's
     # server.log names it and the time of the answer. It goes after the writes before that time, never inside
     # another request's pipelined writes, and not at all when answered before the retained history.
-    z = Ensemble()
-    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
-    z.state(0, 1, [1, 2, 3], 0)
-    z.state(1, 1, [1, 3, 2], 0)
-    z.reads(z.controller, 2)
+    z = _led_by_1()
     z.state(0, 1, [1, 2], 0)  # one request of leader 1, two pipelined writes
     z.state(1, 1, [1, 3], 0)
     t0 = 1_700_000_000_000
@@ -323,6 +330,35 @@ def test_an_alter_partition_the_controller_answered_without_a_write_is_placed_by
     audit = run_local(records, ControllerConfig(rules=ZK)).audit
     assert [(r["outcome"], r["error"]) for r in audit if r["event_id"] in refused] == \
         [("REJECTED", "INVALID_UPDATE_VERSION")] * 2
+
+
+def test_the_partitions_the_controller_refused_in_a_request_it_partly_wrote_join_its_update_metadata() -> None:
+    # Campaign seeds 1221 (Kafka 2.8.2) and 1026 (3.9.1): a leader asked for two partitions in one request, one of
+    # them at epochs the controller had moved past; it wrote the other alone and sent one UpdateMetadata naming both
+    # (processAlterPartition). The leader's server.log names the request: the refused partition's IsrChange, at the
+    # epochs it was asked at, goes before the written one's, the request's last, and the rules refuse it and send
+    # the one UpdateMetadata.
+    z = _led_by_1()
+    z.state(1, 1, [1, 3], 0)  # t-1's ISR changed: partition epoch 1
+    z.reads(z.controller, 2)
+    z.state(0, 1, [1, 2], 0)  # the request's t-0; its t-1, asked at partition epoch 0, refused
+    request = _refused_at(1_700_000_010_000, AskedPartition("t", 0, 0, (1, 2), False, 0, 0),
+                          AskedPartition("t", 1, 0, (1,), False, 0, INVALID_UPDATE_VERSION))
+    converted = convert(z.history(), alter_partitions=[request])
+    both = [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 0}]
+    assert [(e["event_id"], e["partition_epoch"], e["isr"], e.get("request_partitions")) for e in
+            converted.events[-2:]] == [(f"zk-{z.txns[-1].zxid}-t-1", 0, [1], both),
+                                       (f"zk-{z.txns[-1].zxid}-t-0", 0, [1, 2], both)]
+    records = [(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)]
+    replay = run_local(records, ControllerConfig(rules=ZK))
+    assert [(r["event_id"], r["outcome"], r["error"]) for r in replay.audit[-2:]] == [
+        (f"zk-{z.txns[-1].zxid}-t-1", "REJECTED", "INVALID_UPDATE_VERSION"),
+        (f"zk-{z.txns[-1].zxid}-t-0", "ACCEPTED", None)]
+    isr_changes = [r for r in replay.requests if r["event_type"] == "IsrChange"]
+    assert [(r["event_id"], r["request"], r["broker"], r["partition_count"]) for r in isr_changes[-3:]] == \
+        [(f"zk-{z.txns[-1].zxid}-t-0", "UPDATE_METADATA", b, 2) for b in (1, 2, 3)]
+    # Without the leader's log the request is t-0's alone.
+    assert convert(z.history()).events[-1].get("request_partitions") is None
 
 
 def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_are_its_read_of_them() -> None:
