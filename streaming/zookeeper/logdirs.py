@@ -44,14 +44,40 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     broker = int(json.loads(op.data or b"{}").get("broker", -1))
     if broker < 0:
         return
+    for_request = _answered_before_asked(ctx, txn, broker)
     marked = ctx.offline_marks.answer(broker, txn.time, _new_replicas(ctx, broker)) \
         if ctx.offline_marks is not None else None
+    if marked is None and for_request:
+        marked = frozenset()  # its answer named no replica the controller did not know of
     event = ctx.event(txn, "LogDirEventNotification", broker_id=broker, offline_replicas=[
         {"topic": t, "partition": p} for t, p in sorted(marked or ())])
     cause = ctx.cause(Cause(event, "LOG_DIR", broker))
     cause.logged = marked
     ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
     ctx.log_dir_events[op.path] = cause
+
+
+def _answered_before_asked(ctx: Context, txn: ZkTxn, broker: int) -> bool:
+    """With the state-change logs: the broker's marks, logged after its notification but before the controller sent
+    it any LeaderAndIsr since (onBrokerLogDirFailure's came after), naming partitions of the Admin API reassignment
+    that is the newest event, within REQUEST_ANSWER_MS of its start: the broker's answer to that request's
+    LeaderAndIsr (its dir failed writing the checkpoint of a partition the request made it lead; the notification
+    came first), handled right after the request and before the notification. The request's event names them
+    (`offline_replicas`, `log_dirs.request_answers`), not the notification's (seed 1113, Kafka 2.7.2: t1-3 on broker
+    1, 7 ms after its notification, 51 ms before the notification's LeaderAndIsr). Whether any was."""
+    newest = ctx.newest_event
+    request = ctx.cause_of(newest["event_id"]) if newest is not None else None
+    if ctx.offline_marks is None or request is None or request.kind != "PARTITIONS" or broker not in ctx.brokers:
+        return False
+    until = event_ms(request.event) + REQUEST_ANSWER_MS
+    answered = [(m["topic"], m["partition"]) for m in request.event["partitions"]
+                if ctx.offline_marks.request_answer(broker, (m["topic"], m["partition"]), txn.time, until,
+                                                    (txn.time,))]
+    for key in answered:
+        request.event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
+            {"topic": key[0], "partition": key[1]})
+        ctx.failed_replicas.setdefault(broker, set()).add(key)
+    return bool(answered)
 
 
 def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:

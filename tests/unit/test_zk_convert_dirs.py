@@ -126,6 +126,30 @@ def test_a_mark_of_replicas_the_notification_did_not_ask_about_is_a_later_reques
     assert marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)
     assert not marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)  # taken
 
+def test_a_mark_before_the_notifications_leader_and_isr_answers_the_request_before_it() -> None:
+    # Campaign seed 1113 (Kafka 2.7.2): an Admin API reassignment made broker 1 t1-3's leader (LeaderAndIsr at
+    # 12.275); writing its checkpoint failed the dir, the notification came at 12.311, the mark of t1-3 at 12.318,
+    # and the notification's LeaderAndIsr to broker 1 only at 12.370: the mark answers the request's.
+    def line(ms: str, msg: str) -> str:
+        return f"[2026-11-27 06:07:12,{ms}] INFO [Controller id=2{' epoch=1' if 'Sending' in msg else ''}] {msg} " \
+               "(state.change.logger)\n"
+    asked = [line(ms, "Sending LeaderAndIsr request to broker 1 with 1 become-leader and 0 become-follower "
+                      "partitions") for ms in ("275", "370")]
+    mark = line("318", "Mark replicas t1-3 on broker 1 as offline")
+    notified = int(datetime(2026, 11, 27, 6, 7, 12, 311_000, tzinfo=UTC).timestamp() * 1000)
+    marks = parse_offline_marks([asked[0], mark, asked[1]])
+    assert marks.asked_at == {1: [notified - 36, notified + 59]}
+    assert not marks.request_answer(1, ("t1", 0), notified, notified + 900, [notified])  # another partition
+    assert marks.request_answer(1, ("t1", 3), notified, notified + 900, [notified])
+    assert not marks.request_answer(1, ("t1", 3), notified, notified + 900, [notified])  # taken
+    # Asked between the notification and the mark: the notification's answer. Logs cut to the marks: the same.
+    between = line("315", "Sending LeaderAndIsr request to broker 1 with 3 become-leader and 0 become-follower "
+                          "partitions")
+    for lines in ([asked[0], between, mark], [mark]):
+        assert not parse_offline_marks(lines).request_answer(1, ("t1", 3), notified, notified + 900, [notified])
+    assert parse_offline_marks([mark]).request_answer(1, ("t1", 3), notified, notified + 900)  # no notification
+
+
 def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notification_is_no_shutdown_of_its_own(
 ) -> None:
     # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6): broker 3's controlled shutdown made broker 4 t1-0's leader; 4's
