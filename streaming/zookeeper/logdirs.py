@@ -100,7 +100,8 @@ _ANSWERS_FIELD = {"PARTITIONS": "offline_replicas", "CONTROLLED_SHUTDOWN": "stor
                   "FAILURE": "storage_error_answers"}
 
 
-def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int]) -> Cause | None:
+def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int], left: int | None = None
+                   ) -> Cause | None:
     """A write taking one registered broker with a failed log dir out of the ISR right after the controller's writes
     for a request naming the partition: the broker's answer to that request's LeaderAndIsr, KAFKA_STORAGE_ERROR for a
     replica in its failed dir that the controller did not know of, which goes offline
@@ -113,19 +114,24 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     the dir, the answer was handled 14 ms before the notification's znode). The request's event names it
     (`offline_replicas`, `storage_error_answers`); with the state-change logs, only where a `Mark replicas` line of
     the broker names the partition since the request. The notification is read ahead (`note_notifications`): a
-    follower's poll that has not seen it yet reads the write as before."""
+    follower's poll that has not seen it yet reads the write as before. `left`: the leader that left the partition
+    leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
+    names the replica already (seed 1113)."""
     request = ctx.handling(txn)
     if request is None or request.kind not in _ANSWERS_FIELD or key not in request.partitions or \
-            len(dropped) != 1 or ctx.event_at(request.event) is None:
+            ctx.event_at(request.event) is None:
+        return None
+    field = _ANSWERS_FIELD[request.kind]
+    ref = {"topic": key[0], "partition": key[1]}
+    answered = [b for b in (*dropped[:1], left) if ref in request.event.get(field, {}).get(str(b), ())]
+    if len(dropped) <= 1 and answered:
+        return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
+    if len(dropped) != 1:
         return None
     broker = dropped[0]
     known = request.kind == "PARTITIONS" and broker in ctx.failed_replicas
     if broker not in ctx.brokers or not (known or _announced_after(ctx, broker, txn.time)):
         return None
-    field = _ANSWERS_FIELD[request.kind]
-    ref = {"topic": key[0], "partition": key[1]}
-    if ref in request.event.get(field, {}).get(str(broker), ()):
-        return request  # its mark was read with the request (`reassignment_answers`)
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
             broker, key, event_ms(request.event), txn.time + REQUEST_ANSWER_MS):
         return None
@@ -224,7 +230,8 @@ def notification_deleted(ctx: Context, cause: Cause) -> None:
     the mark, else from the failover's writes that drop the broker: `answer_explained`)."""
     failover = ctx.newest_failover()
     if failover is None or event_zxid(failover.event) < event_zxid(cause.event):
-        return  # read by the controller that was active when it came
+        _read_at_delete(ctx, cause)  # read by the controller that was active when it came
+        return
     if cause.event in ctx.result.events:
         ctx.result.events.remove(cause.event)
     ctx.forget_cause(cause)
@@ -234,6 +241,28 @@ def notification_deleted(ctx: Context, cause: Cause) -> None:
     ctx.unread_log_dirs[cause.broker] = failover.event["event_id"]
     if cause.broker not in ctx.brokers:
         ctx.answer_at_startup[cause.broker] = failover.event
+
+
+def _read_at_delete(ctx: Context, cause: Cause) -> None:
+    """The controller reads a notification when it comes to its event and deletes it right after sending its
+    LeaderAndIsr (processLogDirEventNotification writes nothing else): the events whose first write the controller
+    made between the notification and its delete were queued before it and handled first, so the notification's
+    event goes after the last of them (seed 1113, Kafka 2.7.2: broker 3's AlterIsr of t1-4, queued behind broker 1's
+    answer to a reassignment, and the completion it let go on, before broker 1's notification 14 ms older). Not
+    once a follower has handed the notification out."""
+    events = ctx.result.events
+    at = ctx.event_at(cause.event)
+    if at is None or cause.wrote:
+        return
+    before = [i for i in range(at + 1, len(events)) if event_zxid(events[i]) in ctx.controller_writes]
+    if not before:
+        return
+    events.insert(before[-1], events.pop(at))
+    ctx.newest_event = events[-1]
+    last = ctx.cause_of(events[before[-1] - 1]["event_id"])
+    if last is not None:
+        ctx.forget_cause(cause)
+        ctx.causes.insert(ctx.causes.index(last) + 1, cause)
 
 
 def fits(ctx: Context, cause: Cause, key: tuple[str, int], dropped: bool) -> bool:
