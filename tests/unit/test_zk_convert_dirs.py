@@ -150,6 +150,25 @@ def test_a_mark_before_the_notifications_leader_and_isr_answers_the_request_befo
     assert parse_offline_marks([mark]).request_answer(1, ("t1", 3), notified, notified + 900)  # no notification
 
 
+def test_a_notification_goes_after_the_events_the_controller_wrote_for_before_deleting_it() -> None:
+    # Campaign seed 1113 (Kafka 2.7.2): broker 1's notification came 22 ms before broker 3's AlterIsr of t1-4 was
+    # written, but the controller had queued that AlterIsr first: its write (and the completion it let go on) came
+    # before the notification's delete, which processLogDirEventNotification writes right after its LeaderAndIsr.
+    z = created()
+    announce_failed_dir(z, 3)
+    z.state(0, 1, [1, 2], 0)  # broker 3 out of t-0's ISR: an AlterIsr the controller handled before the notification
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", NOTIFICATION))
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events[-2:]] == ["IsrChange", "LogDirEventNotification"]
+    assert_every_history_equal(observed, decisions)
+    # Deleted before the write: the write is after it.
+    z = created()
+    log_dir_failure(z, 3)
+    z.state(0, 1, [1, 2], 0)
+    events, _, _ = replayed(z.history())
+    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "IsrChange"]
+
+
 def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notification_is_no_shutdown_of_its_own(
 ) -> None:
     # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6): broker 3's controlled shutdown made broker 4 t1-0's leader; 4's
