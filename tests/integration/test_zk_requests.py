@@ -661,8 +661,37 @@ def test_a_cancel_queued_before_a_leaders_own_isr_write_that_caught_up_sends_the
     # (leader 2), then nothing for the cancel: LeaderAndIsr 50 of 54 (isrflow 56), StopReplica 10 of 12.
     logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-2-seed-1208"
     summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
-    assert "LeaderAndIsr 54 of 54 (isrflow 54), StopReplica 12 of 12 (isrflow 12)" in summary
+    assert "LeaderAndIsr 54 of 54 (isrflow 54), StopReplica 12 of 12 (isrflow 12), UpdateMetadata 154 of 154 " \
+           "(isrflow 154)" in summary and all(r["match"] for r in rows)
     assert "3 of 3 equal" in summary
-    # What is left: broker 4's startup elected t1-1 (leaderless, reassigning, unclean election enabled) with t0-0
-    # and t1-0, one UpdateMetadata of the three; isrflow sends t1-1's apart.
-    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-160-4"}
+    # Broker 4's startup elected t1-1 (leaderless, reassigning, unclean election enabled, no replica on 4) with t0-0
+    # and t1-0, its own: one triggerOnlinePartitionStateChange, one UpdateMetadata of the three (isrflow had sent
+    # t1-1's apart: UpdateMetadata 152 of 154).
+    startup = [(r["batch"], r["partitions"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+               if r["event_id"] == "zk-160-4" and r["broker"] == 2 and r["request"] == UM]
+    assert [(b, sorted(f"{p['topic']}-{p['partition']}" for p in json.loads(parts))) for b, parts in startup][-1] \
+        == (3, ["t0-0", "t1-0", "t1-1"])
+
+
+def test_a_reassignments_answer_before_the_notifications_leader_and_isr_and_a_notification_read_after_an_alter_isr(
+        tmp_path: Path) -> None:
+    # Campaign seed 1113 (Kafka 2.7.2, three log dirs; its `version-2` is a regression of test_zk_histories): an
+    # Admin API reassignment of t1-4, t1-3 and t1-0 made broker 1 t1-3's leader; writing its leader epoch checkpoint
+    # failed the dir. Broker 1's notification came at 12.311, its answer to the request's LeaderAndIsr ("Mark
+    # replicas t1-3 on broker 1 as offline") at 12.318, before the controller sent broker 1 anything since: t1-3
+    # leaderless (0x9d), a LeaderAndIsr to broker 2, a StopReplica to broker 1. Broker 3's AlterIsr of t1-4, queued
+    # behind that answer, and the completion it let go on came next; the controller read the notification only then
+    # (12.369, "Handling log directory failure for brokers 1"), deleting it after its LeaderAndIsr. isrflow had given
+    # the mark to the notification and handled it before the AlterIsr: LeaderAndIsr 68 of 69, UpdateMetadata 272 of
+    # 276.
+    logs = ZKLOG / "requests" / "zookeeper-2.7-dirs-3-seed-1113"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 69 of 69 (isrflow 69), StopReplica 23 of 23 (isrflow 23), UpdateMetadata 276 of 276 " \
+           "(isrflow 276)" in summary and all(r["match"] for r in rows)
+    assert "12 of 12 equal" in summary
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    by_id = {e["event_id"]: e for e in events}
+    assert by_id["zk-150-t1"]["offline_replicas"] == {"1": [{"topic": "t1", "partition": 3}]}
+    assert by_id["zk-156"]["offline_replicas"] == []
+    order = [e["event_id"] for e in events]
+    assert order.index("zk-158-t1-4") < order.index("zk-156")
