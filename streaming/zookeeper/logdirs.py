@@ -163,8 +163,27 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
         elif cause.kind == "LOG_DIR" and cause.broker is not None and cause.broker not in started and \
                 dropped.get(cause.broker, False) and fits(ctx, cause, key, True) and \
                 (cause.logged is not None or _answer_pending(ctx, txn, cause)):
-            return cause
+            return _answered_after_request(ctx, txn, cause)
     return None
+
+
+def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause) -> Cause:
+    """With the state-change logs: the notification's answer written right after an Admin API reassignment the
+    controller handled between the notification and the answer (queued while the broker answered) is handled after
+    that request, and its event carries the answer (`offline_replicas`, taken offline right after it:
+    `log_dirs.request_answers`), not the notification's, which names nothing new then (seed 1035: broker 4's
+    answer, t0-1, after the reassignment of t2-0; isrflow had sent its requests before the request's). Not once a
+    follower handed either out."""
+    request = ctx.handling(txn)
+    if cause.logged is None or request is None or request.kind != "PARTITIONS" or \
+            event_zxid(request.event) < event_zxid(cause.event) or ctx.event_at(request.event) is None or \
+            ctx.event_at(cause.event) is None:
+        return cause
+    answers = request.event.setdefault("offline_replicas", {}).setdefault(str(cause.broker), [])
+    answers.extend(r for r in cause.event["offline_replicas"] if r not in answers)
+    cause.event["offline_replicas"] = []
+    cause.logged = frozenset()
+    return request
 
 
 def _answer_pending(ctx: Context, txn: ZkTxn, cause: Cause) -> bool:

@@ -169,6 +169,29 @@ def test_a_notification_goes_after_the_events_the_controller_wrote_for_before_de
     assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "IsrChange"]
 
 
+def test_a_notifications_answer_written_after_a_reassignment_handled_meanwhile_goes_with_that_request() -> None:
+    # Campaign seed 1035 (Kafka 2.8.2): controller 3 read broker 4's notification (its LeaderAndIsr to broker 4),
+    # then an Admin API reassignment of t2-0 that came meanwhile, then broker 4's answer ("Mark replicas t0-1 on
+    # broker 4 as offline"): t0-1 without 4. The answer is handled after the request: its event carries it. Here
+    # broker 3's notification, then a reassignment of t-0 taking 3 out, then the answer naming t-1.
+    z = created()
+    log_dir_failure(z, 3)
+    z.topic({0: [1, 2, 3], 1: [2, 3, 1]}, op="setData", removing_replicas={0: [3]})  # U1
+    z.state(0, 1, [1, 2, 3], 1)  # A1's bump
+    z.state(1, 2, [2, 1], 1)  # the answer: 3 out of t-1's ISR
+    at = datetime.fromtimestamp(z.txns[-1].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    mark = f"[{at}] INFO [Controller id=1] Mark replicas t-1 on broker 3 as offline (state.change.logger)\n"
+    converted = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
+    events = converted.events
+    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "ReassignPartitions"]
+    assert events[-2]["offline_replicas"] == []
+    assert events[-1]["offline_replicas"] == {"3": [{"topic": "t", "partition": 1}]}
+    assert converted.observed[-1]["cause_event_id"] == events[-1]["event_id"]
+    # From the directory alone (no mark), the notification explains the write as before.
+    events = convert(z.history()).events
+    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 1}] and "offline_replicas" not in events[-1]
+
+
 def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notification_is_no_shutdown_of_its_own(
 ) -> None:
     # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6): broker 3's controlled shutdown made broker 4 t1-0's leader; 4's
