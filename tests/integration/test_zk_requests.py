@@ -70,6 +70,17 @@ def _replayed(version_2: Path, out: Path, logs: Path | None = None) -> tuple[str
     return summary, read_jsonl(out / "requests_agreement.jsonl")
 
 
+def _every_request_equal(name: str, out: Path, counts: tuple[int, int, int]) -> str:
+    """The replay of a campaign run kept in zklog/regressions with its brokers' logs in zklog/requests, every request
+    of it equal (`counts`: LeaderAndIsr, StopReplica, UpdateMetadata); its summary."""
+    logs = ZKLOG / "requests" / name
+    summary, rows = _replayed(ZKLOG / "regressions" / name / "version-2", out, logs)
+    lai, sr, um = counts
+    assert f"LeaderAndIsr {lai} of {lai} (isrflow {lai}), StopReplica {sr} of {sr} (isrflow {sr}), UpdateMetadata " \
+           f"{um} of {um} (isrflow {um})" in summary and all(r["match"] for r in rows)
+    return summary
+
+
 def test_an_alter_partition_naming_two_partitions_is_one_update_metadata(tmp_path: Path) -> None:
     # Campaign seed 21 (protocol 3.9): leader 4's AlterPartition for t1-1 and t1-0 (zxids 0xf2 and 0xf3, cxids 159
     # and 160 of the controller's session), answered with one UpdateMetadata naming both.
@@ -686,10 +697,7 @@ def test_a_reassignments_answer_before_the_notifications_leader_and_isr_and_a_no
     # (12.369, "Handling log directory failure for brokers 1"), deleting it after its LeaderAndIsr. isrflow had given
     # the mark to the notification and handled it before the AlterIsr: LeaderAndIsr 68 of 69, UpdateMetadata 272 of
     # 276.
-    logs = ZKLOG / "requests" / "zookeeper-2.7-dirs-3-seed-1113"
-    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
-    assert "LeaderAndIsr 69 of 69 (isrflow 69), StopReplica 23 of 23 (isrflow 23), UpdateMetadata 276 of 276 " \
-           "(isrflow 276)" in summary and all(r["match"] for r in rows)
+    summary = _every_request_equal("zookeeper-2.7-dirs-3-seed-1113", tmp_path, (69, 23, 276))
     assert "12 of 12 equal" in summary
     events = read_jsonl(tmp_path / "zk" / "events.jsonl")
     by_id = {e["event_id"]: e for e in events}
