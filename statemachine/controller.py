@@ -188,8 +188,11 @@ class _Fanout:
         self._run: tuple[int, str] = (0, "")
 
     def _runs(self, action: str) -> int:
-        """The run `action`'s additions belong to: the current one if it is of that action, else a new one."""
-        if self._run[1] != action or action == Action.CLUSTER:
+        """The run `action`'s additions belong to: the current one if it is of that action, else a new one. A
+        startup's elections of the cluster's other New and Offline partitions join its run: onBrokerStartup's one
+        triggerOnlinePartitionStateChange elects them with the new brokers' partitions, one batch (seed 1208)."""
+        joins = action == Action.TRY_ELECTION and self._run[1] == Action.BROKER_STARTUP
+        if (self._run[1] != action and not joins) or action == Action.CLUSTER:
             self._run = (self._run[0] + 1, action)
         return self._run[0]
 

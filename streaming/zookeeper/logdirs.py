@@ -44,14 +44,40 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     broker = int(json.loads(op.data or b"{}").get("broker", -1))
     if broker < 0:
         return
+    for_request = _answered_before_asked(ctx, txn, broker)
     marked = ctx.offline_marks.answer(broker, txn.time, _new_replicas(ctx, broker)) \
         if ctx.offline_marks is not None else None
+    if marked is None and for_request:
+        marked = frozenset()  # its answer named no replica the controller did not know of
     event = ctx.event(txn, "LogDirEventNotification", broker_id=broker, offline_replicas=[
         {"topic": t, "partition": p} for t, p in sorted(marked or ())])
     cause = ctx.cause(Cause(event, "LOG_DIR", broker))
     cause.logged = marked
     ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
     ctx.log_dir_events[op.path] = cause
+
+
+def _answered_before_asked(ctx: Context, txn: ZkTxn, broker: int) -> bool:
+    """With the state-change logs: the broker's marks, logged after its notification but before the controller sent
+    it any LeaderAndIsr since (onBrokerLogDirFailure's came after), naming partitions of the Admin API reassignment
+    that is the newest event, within REQUEST_ANSWER_MS of its start: the broker's answer to that request's
+    LeaderAndIsr (its dir failed writing the checkpoint of a partition the request made it lead; the notification
+    came first), handled right after the request and before the notification. The request's event names them
+    (`offline_replicas`, `log_dirs.request_answers`), not the notification's (seed 1113, Kafka 2.7.2: t1-3 on broker
+    1, 7 ms after its notification, 51 ms before the notification's LeaderAndIsr). Whether any was."""
+    newest = ctx.newest_event
+    request = ctx.cause_of(newest["event_id"]) if newest is not None else None
+    if ctx.offline_marks is None or request is None or request.kind != "PARTITIONS" or broker not in ctx.brokers:
+        return False
+    until = event_ms(request.event) + REQUEST_ANSWER_MS
+    answered = [(m["topic"], m["partition"]) for m in request.event["partitions"]
+                if ctx.offline_marks.request_answer(broker, (m["topic"], m["partition"]), txn.time, until,
+                                                    (txn.time,))]
+    for key in answered:
+        request.event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
+            {"topic": key[0], "partition": key[1]})
+        ctx.failed_replicas.setdefault(broker, set()).add(key)
+    return bool(answered)
 
 
 def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:
@@ -74,7 +100,8 @@ _ANSWERS_FIELD = {"PARTITIONS": "offline_replicas", "CONTROLLED_SHUTDOWN": "stor
                   "FAILURE": "storage_error_answers"}
 
 
-def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int]) -> Cause | None:
+def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int], left: int | None = None
+                   ) -> Cause | None:
     """A write taking one registered broker with a failed log dir out of the ISR right after the controller's writes
     for a request naming the partition: the broker's answer to that request's LeaderAndIsr, KAFKA_STORAGE_ERROR for a
     replica in its failed dir that the controller did not know of, which goes offline
@@ -87,19 +114,24 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     the dir, the answer was handled 14 ms before the notification's znode). The request's event names it
     (`offline_replicas`, `storage_error_answers`); with the state-change logs, only where a `Mark replicas` line of
     the broker names the partition since the request. The notification is read ahead (`note_notifications`): a
-    follower's poll that has not seen it yet reads the write as before."""
+    follower's poll that has not seen it yet reads the write as before. `left`: the leader that left the partition
+    leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
+    names the replica already (seed 1113)."""
     request = ctx.handling(txn)
     if request is None or request.kind not in _ANSWERS_FIELD or key not in request.partitions or \
-            len(dropped) != 1 or ctx.event_at(request.event) is None:
+            ctx.event_at(request.event) is None:
+        return None
+    field = _ANSWERS_FIELD[request.kind]
+    ref = {"topic": key[0], "partition": key[1]}
+    answered = [b for b in (*dropped[:1], left) if ref in request.event.get(field, {}).get(str(b), ())]
+    if len(dropped) <= 1 and answered:
+        return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
+    if len(dropped) != 1:
         return None
     broker = dropped[0]
     known = request.kind == "PARTITIONS" and broker in ctx.failed_replicas
     if broker not in ctx.brokers or not (known or _announced_after(ctx, broker, txn.time)):
         return None
-    field = _ANSWERS_FIELD[request.kind]
-    ref = {"topic": key[0], "partition": key[1]}
-    if ref in request.event.get(field, {}).get(str(broker), ()):
-        return request  # its mark was read with the request (`reassignment_answers`)
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
             broker, key, event_ms(request.event), txn.time + REQUEST_ANSWER_MS):
         return None
@@ -131,8 +163,27 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
         elif cause.kind == "LOG_DIR" and cause.broker is not None and cause.broker not in started and \
                 dropped.get(cause.broker, False) and fits(ctx, cause, key, True) and \
                 (cause.logged is not None or _answer_pending(ctx, txn, cause)):
-            return cause
+            return _answered_after_request(ctx, txn, cause)
     return None
+
+
+def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause) -> Cause:
+    """With the state-change logs: the notification's answer written right after an Admin API reassignment the
+    controller handled between the notification and the answer (queued while the broker answered) is handled after
+    that request, and its event carries the answer (`offline_replicas`, taken offline right after it:
+    `log_dirs.request_answers`), not the notification's, which names nothing new then (seed 1035: broker 4's
+    answer, t0-1, after the reassignment of t2-0; isrflow had sent its requests before the request's). Not once a
+    follower handed either out."""
+    request = ctx.handling(txn)
+    if cause.logged is None or request is None or request.kind != "PARTITIONS" or \
+            event_zxid(request.event) < event_zxid(cause.event) or ctx.event_at(request.event) is None or \
+            ctx.event_at(cause.event) is None:
+        return cause
+    answers = request.event.setdefault("offline_replicas", {}).setdefault(str(cause.broker), [])
+    answers.extend(r for r in cause.event["offline_replicas"] if r not in answers)
+    cause.event["offline_replicas"] = []
+    cause.logged = frozenset()
+    return request
 
 
 def _answer_pending(ctx: Context, txn: ZkTxn, cause: Cause) -> bool:
@@ -198,7 +249,8 @@ def notification_deleted(ctx: Context, cause: Cause) -> None:
     the mark, else from the failover's writes that drop the broker: `answer_explained`)."""
     failover = ctx.newest_failover()
     if failover is None or event_zxid(failover.event) < event_zxid(cause.event):
-        return  # read by the controller that was active when it came
+        _read_at_delete(ctx, cause)  # read by the controller that was active when it came
+        return
     if cause.event in ctx.result.events:
         ctx.result.events.remove(cause.event)
     ctx.forget_cause(cause)
@@ -208,6 +260,28 @@ def notification_deleted(ctx: Context, cause: Cause) -> None:
     ctx.unread_log_dirs[cause.broker] = failover.event["event_id"]
     if cause.broker not in ctx.brokers:
         ctx.answer_at_startup[cause.broker] = failover.event
+
+
+def _read_at_delete(ctx: Context, cause: Cause) -> None:
+    """The controller reads a notification when it comes to its event and deletes it right after sending its
+    LeaderAndIsr (processLogDirEventNotification writes nothing else): the events whose first write the controller
+    made between the notification and its delete were queued before it and handled first, so the notification's
+    event goes after the last of them (seed 1113, Kafka 2.7.2: broker 3's AlterIsr of t1-4, queued behind broker 1's
+    answer to a reassignment, and the completion it let go on, before broker 1's notification 14 ms older). Not
+    once a follower has handed the notification out."""
+    events = ctx.result.events
+    at = ctx.event_at(cause.event)
+    if at is None or cause.wrote:
+        return
+    before = [i for i in range(at + 1, len(events)) if event_zxid(events[i]) in ctx.controller_writes]
+    if not before:
+        return
+    events.insert(before[-1], events.pop(at))
+    ctx.newest_event = events[-1]
+    last = ctx.cause_of(events[before[-1] - 1]["event_id"])
+    if last is not None:
+        ctx.forget_cause(cause)
+        ctx.causes.insert(ctx.causes.index(last) + 1, cause)
 
 
 def fits(ctx: Context, cause: Cause, key: tuple[str, int], dropped: bool) -> bool:

@@ -54,7 +54,8 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         admin.read_with_later_request(ctx, txn, cause)
         _answers_after_read(ctx, cause, key, before, after)
     if cause is None:
-        cause = logdirs.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr]) or \
+        cause = logdirs.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr],
+                                       before.leader if after.leader == NO_LEADER else None) or \
             logdirs.late_answer(ctx, txn, key, {b: _taken_offline(b, before, after) for b in ctx.brokers}) or \
             _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after)
     if cause is None:

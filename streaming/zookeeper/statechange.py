@@ -329,6 +329,8 @@ class OfflineMarks:
 
     marks: list[OfflineMark] = field(default_factory=list)
     other_lines: int = 0  # state.change.logger lines that are not marks
+    # broker -> the times the controllers sent it a LeaderAndIsr (`Sending LeaderAndIsr request to broker B ...`)
+    asked_at: dict[int, list[int]] = field(default_factory=dict)
 
     def answer(self, broker: int, since_ms: int, unasked: frozenset[tuple[str, int]] = frozenset()
                ) -> frozenset[tuple[str, int]] | None:
@@ -346,11 +348,14 @@ class OfflineMarks:
         self.marks = [m for m in self.marks if all(m is not t for t in taken)]
         return frozenset(r for m in taken for r in m.replicas)
 
-    def request_answer(self, broker: int, key: tuple[str, int], since_ms: int, until_ms: int) -> bool:
+    def request_answer(self, broker: int, key: tuple[str, int], since_ms: int, until_ms: int,
+                       notified_ms: Iterable[int] = ()) -> bool:
         """Whether a mark of `broker` naming `key` was logged between a request's start (`since_ms`) and the write
-        taking the replica offline (`until_ms`): the broker's answer to that request's LeaderAndIsr. Taken."""
+        taking the replica offline (`until_ms`): the broker's answer to that request's LeaderAndIsr, not to that of
+        one of its notifications at `notified_ms` (`unasked_since`). Taken."""
         mark = next((m for m in self.marks if m.broker == broker and key in m.replicas and
-                     since_ms <= m.at_ms <= until_ms), None)
+                     since_ms <= m.at_ms <= until_ms and
+                     all(self.unasked_since(broker, t, m.at_ms) for t in notified_ms if t <= m.at_ms)), None)
         if mark is not None:
             self.marks = [m for m in self.marks if m is not mark]
         return mark is not None
@@ -364,6 +369,13 @@ class OfflineMarks:
             if m.controller == controller and since_ms <= m.at_ms <= since_ms + ANSWER_MS and m.broker not in order:
                 order.append(m.broker)
         return order
+
+    def unasked_since(self, broker: int, since_ms: int, mark_ms: int) -> bool:
+        """Whether the controllers sent `broker` no LeaderAndIsr from `since_ms` (its notification) to a mark at
+        `mark_ms`: the mark answers an earlier request, not the notification, whose LeaderAndIsr came after
+        (onBrokerLogDirFailure). False when the logs name no LeaderAndIsr sent (cut to the marks)."""
+        asked = self.asked_at.get(broker)
+        return bool(self.asked_at) and not any(since_ms <= t <= mark_ms for t in asked or ())
 
     def startup_answer(self, broker: int, since_ms: int, notified_ms: Iterable[int] = ()) -> frozenset[tuple[str, int]]:
         """The replicas of `broker` marked offline in answer to the LeaderAndIsr of its startup at `since_ms` (a dir
@@ -384,11 +396,15 @@ def parse_offline_marks(lines: Iterable[str], into: OfflineMarks | None = None) 
     out = into if into is not None else OfflineMarks()
     for m in layout_lines(lines, _LINE, out):
         s = _MARK.match(m["msg"]) if m["who"] == "Controller" else None
-        if s is None:
-            out.other_lines += 1
+        sent = _SENT_LAI.match(m["msg"]) if s is None and m["who"] == "Controller" else None
+        out.other_lines += s is None
+        if s is None and sent is None:
+            continue
+        at = int(log_time(m["time"]).replace(tzinfo=UTC).timestamp() * 1000)
+        if sent is not None:
+            out.asked_at.setdefault(int(sent["broker"]), []).append(at)
             continue
         replicas = tuple((tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])) for tp in s["replicas"].split(","))
-        at = int(log_time(m["time"]).replace(tzinfo=UTC).timestamp() * 1000)
         out.marks.append(OfflineMark(at, int(m["id"]), int(s["broker"]), replicas))
     out.marks.sort(key=lambda mark: mark.at_ms)
     return out

@@ -70,6 +70,17 @@ def _replayed(version_2: Path, out: Path, logs: Path | None = None) -> tuple[str
     return summary, read_jsonl(out / "requests_agreement.jsonl")
 
 
+def _every_request_equal(name: str, out: Path, counts: tuple[int, int, int]) -> str:
+    """The replay of a campaign run kept in zklog/regressions with its brokers' logs in zklog/requests, every request
+    of it equal (`counts`: LeaderAndIsr, StopReplica, UpdateMetadata); its summary."""
+    logs = ZKLOG / "requests" / name
+    summary, rows = _replayed(ZKLOG / "regressions" / name / "version-2", out, logs)
+    lai, sr, um = counts
+    assert f"LeaderAndIsr {lai} of {lai} (isrflow {lai}), StopReplica {sr} of {sr} (isrflow {sr}), UpdateMetadata " \
+           f"{um} of {um} (isrflow {um})" in summary and all(r["match"] for r in rows)
+    return summary
+
+
 def test_an_alter_partition_naming_two_partitions_is_one_update_metadata(tmp_path: Path) -> None:
     # Campaign seed 21 (protocol 3.9): leader 4's AlterPartition for t1-1 and t1-0 (zxids 0xf2 and 0xf3, cxids 159
     # and 160 of the controller's session), answered with one UpdateMetadata naming both.
@@ -494,12 +505,14 @@ def test_a_log_dirs_answer_queued_behind_a_reassignment_is_no_controlled_shutdow
     created = {(d["topic"], d["partition"]): (d["leader"], d["isr"]) for d in read_jsonl(tmp_path / "decisions.jsonl")
                if d["cause"] == "CreateTopic" and d["topic"] in ("t7", "t8")}  # isrflow's: broker 4 online for them
     assert created == {("t7", 0): (4, [4, 2, 1]), ("t8", 0): (1, [1, 2, 4]), ("t8", 1): (3, [3, 4, 2])}
-    # What is left: isrflow handles the answer within the notification's event, before the reassignment; the
-    # controller sent its requests after the reassignment's (broker 1's LeaderAndIsr of t0-1, one UpdateMetadata
-    # per broker out of order).
-    assert {(r["broker"], r["request"]) for r in rows if not r["match"]} == {
-        (1, "LEADER_AND_ISR"), *((b, "UPDATE_METADATA") for b in (1, 2, 3, 4))}
-    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-191"}
+    # The answer is handled after the reassignment, the controller's order: the request's event carries it
+    # (isrflow had handled it within the notification's event, before the reassignment: broker 1's LeaderAndIsr of
+    # t0-1 and one UpdateMetadata per broker out of order, LeaderAndIsr 54 of 55, UpdateMetadata 161 of 165).
+    assert "LeaderAndIsr 55 of 55 (isrflow 55), StopReplica 14 of 14 (isrflow 14), UpdateMetadata 165 of 165 " \
+           "(isrflow 165)" in summary and all(r["match"] for r in rows)
+    by_id = {e["event_id"]: e for e in events}
+    assert by_id["zk-191"]["offline_replicas"] == []
+    assert by_id["zk-193-t2"]["offline_replicas"] == {"4": [{"topic": "t0", "partition": 1}]}
 
 
 def test_a_reassignment_back_onto_a_failed_replica_the_new_controller_forgot_takes_it_offline_again(
@@ -687,11 +700,37 @@ def test_a_cancel_queued_before_a_leaders_own_isr_write_that_caught_up_sends_the
     # (leader 2), then nothing for the cancel: LeaderAndIsr 50 of 54 (isrflow 56), StopReplica 10 of 12.
     logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-2-seed-1208"
     summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
-    assert "LeaderAndIsr 54 of 54 (isrflow 54), StopReplica 12 of 12 (isrflow 12)" in summary
+    assert "LeaderAndIsr 54 of 54 (isrflow 54), StopReplica 12 of 12 (isrflow 12), UpdateMetadata 154 of 154 " \
+           "(isrflow 154)" in summary and all(r["match"] for r in rows)
     assert "3 of 3 equal" in summary
-    # What is left: broker 4's startup elected t1-1 (leaderless, reassigning, unclean election enabled) with t0-0
-    # and t1-0, one UpdateMetadata of the three; isrflow sends t1-1's apart.
-    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-160-4"}
+    # Broker 4's startup elected t1-1 (leaderless, reassigning, unclean election enabled, no replica on 4) with t0-0
+    # and t1-0, its own: one triggerOnlinePartitionStateChange, one UpdateMetadata of the three (isrflow had sent
+    # t1-1's apart: UpdateMetadata 152 of 154).
+    startup = [(r["batch"], r["partitions"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+               if r["event_id"] == "zk-160-4" and r["broker"] == 2 and r["request"] == UM]
+    assert [(b, sorted(f"{p['topic']}-{p['partition']}" for p in json.loads(parts))) for b, parts in startup][-1] \
+        == (3, ["t0-0", "t1-0", "t1-1"])
+
+
+def test_a_reassignments_answer_before_the_notifications_leader_and_isr_and_a_notification_read_after_an_alter_isr(
+        tmp_path: Path) -> None:
+    # Campaign seed 1113 (Kafka 2.7.2, three log dirs; its `version-2` is a regression of test_zk_histories): an
+    # Admin API reassignment of t1-4, t1-3 and t1-0 made broker 1 t1-3's leader; writing its leader epoch checkpoint
+    # failed the dir. Broker 1's notification came at 12.311, its answer to the request's LeaderAndIsr ("Mark
+    # replicas t1-3 on broker 1 as offline") at 12.318, before the controller sent broker 1 anything since: t1-3
+    # leaderless (0x9d), a LeaderAndIsr to broker 2, a StopReplica to broker 1. Broker 3's AlterIsr of t1-4, queued
+    # behind that answer, and the completion it let go on came next; the controller read the notification only then
+    # (12.369, "Handling log directory failure for brokers 1"), deleting it after its LeaderAndIsr. isrflow had given
+    # the mark to the notification and handled it before the AlterIsr: LeaderAndIsr 68 of 69, UpdateMetadata 272 of
+    # 276.
+    summary = _every_request_equal("zookeeper-2.7-dirs-3-seed-1113", tmp_path, (69, 23, 276))
+    assert "12 of 12 equal" in summary
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    by_id = {e["event_id"]: e for e in events}
+    assert by_id["zk-150-t1"]["offline_replicas"] == {"1": [{"topic": "t1", "partition": 3}]}
+    assert by_id["zk-156"]["offline_replicas"] == []
+    order = [e["event_id"] for e in events]
+    assert order.index("zk-158-t1-4") < order.index("zk-156")
 
 
 def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_them(tmp_path: Path) -> None:
@@ -733,6 +772,8 @@ def test_an_alter_isr_the_previous_controller_took_after_losing_its_role_is_its_
                    "LeaderAndIsr or UpdateMetadata for it, then B4's StopReplica to the removed replica (its ISR "
                    "write failing), under its old epoch after the next controller's failover; isrflow models a "
                    "controller killed after B3 (controller_died_after_leader_move, seed 443)")
+
+
 def test_a_controller_that_stalled_past_its_session_in_a_completion_sends_what_it_sent(tmp_path: Path) -> None:
     # Campaign seed 1018 (Kafka 2.6.3 at its own protocol): leader 3 wrote t1-0's ISR [3, 2] (zk-267), letting its
     # reassignment to [2] complete; controller 4 re-elected the leader (2, written at 04:48:12.07), stalled, and its
@@ -742,6 +783,8 @@ def test_a_controller_that_stalled_past_its_session_in_a_completion_sends_what_i
     # write. isrflow sends the move's LeaderAndIsr to broker 2 and its UpdateMetadata, not the StopReplica.
     summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.6-seed-1018" / "version-2", tmp_path)
     assert "10 of 10 equal" in summary and all(r["match"] for r in rows)
+
+
 def _request_of(tmp_path: Path, event_id: str) -> list[tuple[str, int, int, list[str]]]:
     """The IsrChange events of the AlterPartition request `event_id` closes: id, leader epoch, partition epoch and
     the request's partitions."""

@@ -16,7 +16,7 @@ from statemachine.controller import Controller, ControllerConfig
 from statemachine.features import ZOOKEEPER_ERA_PROTOCOL
 from statemachine.record import Action
 from statemachine.requests import Request, RequestType, request_rows
-from statemachine.rules import KRAFT
+from statemachine.rules import KRAFT, ZK
 from streaming.zookeeper.requests import agreement_rows, modelled_by_isrflow, requests_agreement, sent_by_controller
 from streaming.zookeeper.statechange import read_state_change_log
 
@@ -314,3 +314,24 @@ def test_a_controlled_shutdown_asked_again_stops_the_followers_and_resends_their
         (1, LAI, 1, [(0, 1, (1, 3), None)]), (1, LAI, 3, [(0, 1, (1, 3), None)]),
         (1, UM, 1, [(0, 1, (1, 3), None)]), (1, UM, 2, [(0, 1, (1, 3), None)]), (1, UM, 3, [(0, 1, (1, 3), None)]),
         (1, SR, 2, [(0, None, None, False)])]
+
+
+def test_a_startup_elects_the_clusters_other_new_partitions_in_its_own_election_batch() -> None:
+    # Campaign seed 1208 (3.9.1 at protocol 2.6): broker 4's startup elected t0-0 and t1-0, its own, and t1-1, no
+    # replica of it, in one batch: onBrokerStartup's one triggerOnlinePartitionStateChange tries every New and Offline
+    # partition of the cluster, one LeaderAndIsr per leader and one UpdateMetadata naming all three. Here u-0 is
+    # broker 2's, offline at its failure, and t-0 New (created while its one replica was down, then reassigned onto
+    # live broker 3, as in seed 143): broker 2's startup elects both.
+    events = [_event(0, "ControllerChange", controller_id=3, live_brokers={str(b): e for b, e in EPOCHS.items()}),
+              _event(1, "CreateTopic", topic="u", assignment={"0": [2]}),
+              _event(2, "BrokerChange", broker_id=1, change="FAILURE", broker_epoch=EPOCHS[1]),
+              _event(3, "BrokerChange", broker_id=2, change="FAILURE", broker_epoch=EPOCHS[2]),
+              _event(4, "CreateTopic", topic="t", assignment={"0": [1]}),
+              _event(5, "ReassignPartitions", partitions=[{"topic": "t", "partition": 0, "replicas": [3]}]),
+              _startup(6, 2, 20)]
+    restart = _replay(events, ControllerConfig(rules=ZK))[6]
+    sent = [(r.batch, str(r.request), r.broker, [(p.topic, p.leader) for p in r.partitions]) for r in restart
+            if r.request is LAI or len(r.partitions) == 2]
+    # Its replica of u-0 online (leaderless still), then the one election batch.
+    assert sent == [(2, LAI, 2, [("u", -1)]), (3, LAI, 2, [("u", 2)]), (3, LAI, 3, [("t", 3)]),
+                    (3, UM, 2, [("t", 3), ("u", 2)]), (3, UM, 3, [("t", 3), ("u", 2)])]

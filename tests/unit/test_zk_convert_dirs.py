@@ -139,6 +139,72 @@ def test_a_mark_of_replicas_the_notification_did_not_ask_about_is_a_later_reques
     assert marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)
     assert not marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)  # taken
 
+def test_a_mark_before_the_notifications_leader_and_isr_answers_the_request_before_it() -> None:
+    # Campaign seed 1113 (Kafka 2.7.2): an Admin API reassignment made broker 1 t1-3's leader (LeaderAndIsr at
+    # 12.275); writing its checkpoint failed the dir, the notification came at 12.311, the mark of t1-3 at 12.318,
+    # and the notification's LeaderAndIsr to broker 1 only at 12.370: the mark answers the request's.
+    def line(ms: str, msg: str) -> str:
+        return f"[2026-11-27 06:07:12,{ms}] INFO [Controller id=2{' epoch=1' if 'Sending' in msg else ''}] {msg} " \
+               "(state.change.logger)\n"
+    asked = [line(ms, "Sending LeaderAndIsr request to broker 1 with 1 become-leader and 0 become-follower "
+                      "partitions") for ms in ("275", "370")]
+    mark = line("318", "Mark replicas t1-3 on broker 1 as offline")
+    notified = int(datetime(2026, 11, 27, 6, 7, 12, 311_000, tzinfo=UTC).timestamp() * 1000)
+    marks = parse_offline_marks([asked[0], mark, asked[1]])
+    assert marks.asked_at == {1: [notified - 36, notified + 59]}
+    assert not marks.request_answer(1, ("t1", 0), notified, notified + 900, [notified])  # another partition
+    assert marks.request_answer(1, ("t1", 3), notified, notified + 900, [notified])
+    assert not marks.request_answer(1, ("t1", 3), notified, notified + 900, [notified])  # taken
+    # Asked between the notification and the mark: the notification's answer. Logs cut to the marks: the same.
+    between = line("315", "Sending LeaderAndIsr request to broker 1 with 3 become-leader and 0 become-follower "
+                          "partitions")
+    for lines in ([asked[0], between, mark], [mark]):
+        assert not parse_offline_marks(lines).request_answer(1, ("t1", 3), notified, notified + 900, [notified])
+    assert parse_offline_marks([mark]).request_answer(1, ("t1", 3), notified, notified + 900)  # no notification
+
+
+def test_a_notification_goes_after_the_events_the_controller_wrote_for_before_deleting_it() -> None:
+    # Campaign seed 1113 (Kafka 2.7.2): broker 1's notification came 22 ms before broker 3's AlterIsr of t1-4 was
+    # written, but the controller had queued that AlterIsr first: its write (and the completion it let go on) came
+    # before the notification's delete, which processLogDirEventNotification writes right after its LeaderAndIsr.
+    z = created()
+    announce_failed_dir(z, 3)
+    z.state(0, 1, [1, 2], 0)  # broker 3 out of t-0's ISR: an AlterIsr the controller handled before the notification
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", NOTIFICATION))
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events[-2:]] == ["IsrChange", "LogDirEventNotification"]
+    assert_every_history_equal(observed, decisions)
+    # Deleted before the write: the write is after it.
+    z = created()
+    log_dir_failure(z, 3)
+    z.state(0, 1, [1, 2], 0)
+    events, _, _ = replayed(z.history())
+    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "IsrChange"]
+
+
+def test_a_notifications_answer_written_after_a_reassignment_handled_meanwhile_goes_with_that_request() -> None:
+    # Campaign seed 1035 (Kafka 2.8.2): controller 3 read broker 4's notification (its LeaderAndIsr to broker 4),
+    # then an Admin API reassignment of t2-0 that came meanwhile, then broker 4's answer ("Mark replicas t0-1 on
+    # broker 4 as offline"): t0-1 without 4. The answer is handled after the request: its event carries it. Here
+    # broker 3's notification, then a reassignment of t-0 taking 3 out, then the answer naming t-1.
+    z = created()
+    log_dir_failure(z, 3)
+    z.topic({0: [1, 2, 3], 1: [2, 3, 1]}, op="setData", removing_replicas={0: [3]})  # U1
+    z.state(0, 1, [1, 2, 3], 1)  # A1's bump
+    z.state(1, 2, [2, 1], 1)  # the answer: 3 out of t-1's ISR
+    at = datetime.fromtimestamp(z.txns[-1].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    mark = f"[{at}] INFO [Controller id=1] Mark replicas t-1 on broker 3 as offline (state.change.logger)\n"
+    converted = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
+    events = converted.events
+    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "ReassignPartitions"]
+    assert events[-2]["offline_replicas"] == []
+    assert events[-1]["offline_replicas"] == {"3": [{"topic": "t", "partition": 1}]}
+    assert converted.observed[-1]["cause_event_id"] == events[-1]["event_id"]
+    # From the directory alone (no mark), the notification explains the write as before.
+    events = convert(z.history()).events
+    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 1}] and "offline_replicas" not in events[-1]
+
+
 def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notification_is_no_shutdown_of_its_own(
 ) -> None:
     # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6): broker 3's controlled shutdown made broker 4 t1-0's leader; 4's
