@@ -165,6 +165,11 @@ class CreateTopic(Event):
     topic: str
     assignment: Mapping[str, tuple[int, ...]]  # partition id -> replicas, as the admin tool wrote them
     configs: Mapping[str, str] = field(default_factory=dict)
+    # ZooKeeper mode (addition): every topic one read of /brokers/topics found new when it found several (this one
+    # among them), in the order of their events, on each of their CreateTopic events: the controller creates them in
+    # one onNewPartitionCreation, one batch of requests, sent at the last of those events (the others send none).
+    # Empty: `topic` alone.
+    topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -472,7 +477,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False),
                   "controller_died_before_completion": (boolean, False)},
-    "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
+    "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {}), "topics": (string_list, ())},
     "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
                            "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),

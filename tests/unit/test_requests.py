@@ -294,3 +294,25 @@ def test_a_controlled_shutdown_asked_again_stops_the_followers_and_resends_their
         (1, LAI, 1, [(0, 1, (1, 3), None)]), (1, LAI, 3, [(0, 1, (1, 3), None)]),
         (1, UM, 1, [(0, 1, (1, 3), None)]), (1, UM, 2, [(0, 1, (1, 3), None)]), (1, UM, 3, [(0, 1, (1, 3), None)]),
         (1, SR, 2, [(0, None, None, False)])]
+
+
+def test_topics_one_read_of_brokers_topics_found_are_created_in_one_batch_at_the_last_ones_event() -> None:
+    # processTopicChange read t6 and t7 together (seed 1216): one onNewPartitionCreation, one LeaderAndIsr per broker
+    # naming both topics' partitions, one UpdateMetadata of them all; t6's event sends none. t8's partition has no
+    # live replica (broker 4 is not registered): it stays New and is in no request.
+    read = ["t6", "t7", "t8"]
+    events = [*SCENARIO[:3], _event(3, "CreateTopic", topic="t6", assignment={"0": [2, 3]}, topics=read),
+              _event(4, "CreateTopic", topic="t7", assignment={"0": [1, 2], "1": [3, 1]}, topics=read),
+              _event(5, "CreateTopic", topic="t8", assignment={"0": [4]}, topics=read)]
+    *_, t6, t7, t8 = _replay(events)
+    assert t6 == [] and t7 == []
+    assert [(r.batch, str(r.request), r.broker, [(p.topic, p.partition, p.is_new) for p in r.partitions])
+            for r in t8 if r.request is LAI] == [
+        (0, LAI, 1, [("t7", 0, True), ("t7", 1, True)]), (0, LAI, 2, [("t6", 0, True), ("t7", 0, True)]),
+        (0, LAI, 3, [("t6", 0, True), ("t7", 1, True)])]
+    assert [(r.batch, r.broker, len(r.partitions)) for r in t8 if r.request is UM] == [(0, 1, 3), (0, 2, 3), (0, 3, 3)]
+    # Each alone: a batch per event, the same partition states.
+    alone = _replay([*SCENARIO[:3], *(e.replace(b', "topics": ["t6", "t7", "t8"]', b"") for e in events[3:])])
+    assert [len(requests) for requests in alone[3:]] == [5, 6, 0]
+    together = {p for r in t8 for p in r.partitions}
+    assert together == {p for requests in alone[3:] for r in requests for p in r.partitions}
