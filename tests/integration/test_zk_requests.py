@@ -558,11 +558,16 @@ def test_a_failovers_answer_comes_after_the_reassignment_the_failover_read_from_
     read = [e for e in events if e.get("read_at_failover")]
     assert [e["event_id"] for e in read] == ["zk-187-reassign_partitions"]
     assert not [e for e in events if e["event_id"] == "zk-191-t0-0"]  # t0-0's resumed bump is the failover's
-    # What is left: isrflow resumes t0-0's reassignment within the ControllerChange, before the znode's (its
-    # LeaderAndIsr to broker 4 out of order), and sends t3's and t4's creations, both read by one TopicChange after
-    # the failover, one batch each.
-    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {
-        "zk-170", "zk-183", "zk-186"}
+    # t4 and t3, created during the failover, were read by one TopicChange queued behind it (their partitions znodes
+    # at cxids 111 and 112): one batch, after the reassignment the failover read; their events come after its.
+    at = next(i for i, e in enumerate(events) if e["event_id"] == "zk-170")
+    assert [e["event_id"] for e in events[at:at + 4]] == ["zk-170", "zk-187-reassign_partitions", "zk-183", "zk-186"]
+    assert events[at + 2]["topics"] == events[at + 3]["topics"] == ["t4", "t3"]
+    assert "UpdateMetadata 145 of 145 (isrflow 145)" in summary
+    # What is left (LeaderAndIsr 49 of 50): isrflow resumes t0-0's reassignment within the ControllerChange, before
+    # the znode's (initializePartitionReassignments: the znode's first, then maybeResumeReassignments), its
+    # LeaderAndIsr to broker 4 before t2-1's.
+    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-170"}
 
 
 def test_a_registration_the_dead_controller_never_read_is_the_next_failovers(tmp_path: Path) -> None:
@@ -675,7 +680,7 @@ def test_a_cancel_queued_before_a_leaders_own_isr_write_that_caught_up_sends_the
      "LeaderAndIsr 84 of 84 (isrflow 84), StopReplica 25 of 25 (isrflow 25), UpdateMetadata 248 of 248 (isrflow 248)"),
     # Campaign seed 1222 (Kafka 3.9.1 at protocol 2.6, three log dirs): t5, t6 and t7 read together by controller 4
     # (LeaderAndIsr 86 of 89, isrflow 93; UpdateMetadata 207 of 210, isrflow 216).
-    ("zookeeper-2.6-dirs-3-seed-1222", dict.fromkeys(("zk-196", "zk-199", "zk-202"), ["t5", "t6", "t7"]),
+    ("zookeeper-2.6-dirs-3-seed-1222", {key: ["t5", "t6", "t7"] for key in ("zk-196", "zk-199", "zk-202")},
      "LeaderAndIsr 89 of 89 (isrflow 89), StopReplica 40 of 40 (isrflow 40), UpdateMetadata 210 of 210 (isrflow 210)"),
 ])
 def test_topics_one_read_of_brokers_topics_found_are_created_in_one_batch(
