@@ -76,7 +76,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
-                        "reads_reassignment_znode"})
+                        "reads_reassignment_znode", "stop_replica_answer_order"})
 
 
 def _plain(value: Any) -> Any:
@@ -109,6 +109,10 @@ class BrokerChange(Event):
     # startup's LeaderAndIsr that the controller did not know were in a failed log dir (a dir that failed while the
     # broker was down announces itself by no notification); they go offline after the startup.
     offline_replicas: tuple[PartitionRef, ...] = ()
+    # STARTUP only, an addition for ZooKeeper: the brokers in the order their answers to the StopReplica requests of
+    # the deletion the startup resumed came back (controller.log), when several answered; each answer ends in
+    # resumeDeletions, which retries a topic's failed replicas once its last answer is in. Empty: by broker id.
+    stop_replica_answer_order: tuple[int, ...] = ()
     # FAILURE and CONTROLLED_SHUTDOWN, an addition for ZooKeeper: the replicas other brokers answered
     # KAFKA_STORAGE_ERROR for to the event's LeaderAndIsr requests, as broker id -> partitions: a log dir that failed
     # as the broker handled that request, announced by its notification only after the answer. They go offline after
@@ -471,7 +475,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "BrokerChange": {"unclean_shutdown": (boolean, False),
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                      "offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
-                     "storage_error_answers": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
+                     "storage_error_answers": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),
+                     "stop_replica_answer_order": (int_list, ())},
     "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),

@@ -704,25 +704,18 @@ def test_topics_read_together_then_a_deletions_answers_one_broker_at_a_time(tmp_
     # Campaign seed 1105 (Kafka 2.8.2, two log dirs): t2 and t3 read together by controller 3 ("New topics:
     # [HashSet(t3, t2)]", their partitions znodes at cxids 216 and 217 of its session, zxids 150 and 151): one batch
     # (isrflow had sent a batch per topic: LeaderAndIsr 113 of 114, UpdateMetadata 296 of 298).
+    # Then the StopReplica answers of deletions, each broker's an event of its own ending in resumeDeletions (isrflow
+    # had StopReplica 35 of 38): controller 3 read t0 and t3 while t4's answers were still to come; after them,
+    # broker 3's answer for t3-0 let it retry t3-1 alone (05:59:16.119), broker 4's for t0-1 then t0-1 (16.124),
+    # where isrflow had retried both at t4's answers. At broker 3's startup (controller 1), broker 4 answered before
+    # broker 1, whose answer let t4 and t0 be retried together (one StopReplica of four, 25.455); by broker id isrflow
+    # had sent t4's retry, then t0-1's.
     logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-2-seed-1105"
     summary, rows = _replayed(logs / "version-2", tmp_path, logs)
-    assert "13 of 13 equal" in summary
-    assert "LeaderAndIsr 114 of 114 (isrflow 114)" in summary and "UpdateMetadata 298 of 298 (isrflow 298)" in summary
-    created = {e["event_id"]: e.get("topics") for e in read_jsonl(tmp_path / "zk" / "events.jsonl")
-               if e["type"] == "CreateTopic"}
-    assert created["zk-142"] == created["zk-146"] == ["t2", "t3"]
-    # What is left (StopReplica 35 of 38): the StopReplica answers are events of their own, one per broker, each
-    # ending in resumeDeletions. Controller 3 took t0 and t3's deletion while t4's answers were still to come: broker
-    # 3's answer for t3-0 let it retry t3-1 alone (05:59:16.119), broker 4's for t0-1 then t0-1 (16.124); isrflow
-    # takes every answer of the read at once, one retry of both. At broker 3's startup (controller 1), broker 4
-    # answered before broker 1, whose answer let t4 and t0 be retried together (one StopReplica of four, 25.455);
-    # isrflow takes the answers by broker id (t4's retry, then t0-1's).
-    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-245-t0", "zk-279-3"}
-
-
-@pytest.mark.xfail(strict=True, reason="seed 1105: a deletion's StopReplica answers are taken at once (the read's) or "
-                                       "by broker id (a startup's), not in the order the brokers answered")
-def test_a_deletions_stop_replica_answers_retry_each_topic_once_its_last_answer_is_in(tmp_path: Path) -> None:
-    logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-2-seed-1105"
-    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
-    assert "StopReplica 38 of 38 (isrflow 38)" in summary and all(r["match"] for r in rows)
+    assert "13 of 13 equal" in summary and all(r["match"] for r in rows)
+    assert "LeaderAndIsr 114 of 114 (isrflow 114), StopReplica 38 of 38 (isrflow 38), UpdateMetadata 298 of 298 " \
+           "(isrflow 298)" in summary
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-142"]["topics"] == events["zk-146"]["topics"] == ["t2", "t3"]
+    assert events["zk-279-3"]["stop_replica_answer_order"] == [3, 4, 1]
+    assert [e["event_id"] for e in events.values() if "stop_replica_answer_order" in e] == ["zk-279-3"]
