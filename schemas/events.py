@@ -21,14 +21,18 @@ from schemas.fields import (
     assignment,
     boolean,
     broker_epochs,
-    broker_list,
     configs,
+    directory_assignments,
     feature_levels,
     int_list,
     leader,
     long,
     non_negative_int,
     one_of,
+    partition_refs,
+    recovery_state,
+    replica_assignments,
+    replicas_by_broker,
     required,
     short,
     string,
@@ -76,7 +80,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
-                        "reads_reassignment_znode", "write_failed", "answer_order"})
+                        "reads_reassignment_znode", "write_failed", "answer_order", "stop_replica_answer_order"})
 
 
 def _plain(value: Any) -> Any:
@@ -109,6 +113,10 @@ class BrokerChange(Event):
     # startup's LeaderAndIsr that the controller did not know were in a failed log dir (a dir that failed while the
     # broker was down announces itself by no notification); they go offline after the startup.
     offline_replicas: tuple[PartitionRef, ...] = ()
+    # STARTUP only, an addition for ZooKeeper: the brokers in the order their answers to the StopReplica requests of
+    # the deletion the startup resumed came back (controller.log), when several answered; each answer ends in
+    # resumeDeletions, which retries a topic's failed replicas once its last answer is in. Empty: by broker id.
+    stop_replica_answer_order: tuple[int, ...] = ()
     # FAILURE and CONTROLLED_SHUTDOWN, an addition for ZooKeeper: the replicas other brokers answered
     # KAFKA_STORAGE_ERROR for to the event's LeaderAndIsr requests, as broker id -> partitions: a log dir that failed
     # as the broker handled that request, announced by its notification only after the answer. They go offline after
@@ -170,6 +178,11 @@ class CreateTopic(Event):
     topic: str
     assignment: Mapping[str, tuple[int, ...]]  # partition id -> replicas, as the admin tool wrote them
     configs: Mapping[str, str] = field(default_factory=dict)
+    # ZooKeeper mode (addition): every topic one read of /brokers/topics found new when it found several (this one
+    # among them), in the order of their events, on each of their CreateTopic events: the controller creates them in
+    # one onNewPartitionCreation, one batch of requests, sent at the last of those events (the others send none).
+    # Empty: `topic` alone.
+    topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -375,56 +388,6 @@ class Malformed:
     reason: str
 
 
-def _recovery_state(value: Any, name: str) -> LeaderRecoveryState:
-    return LeaderRecoveryState(one_of(value, name, tuple(LeaderRecoveryState)))
-
-
-def _partition_refs(value: Any, name: str, with_replicas: bool) -> tuple[PartitionRef | Move, ...]:
-    if not isinstance(value, list):
-        raise Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
-    refs: list[PartitionRef | Move] = []
-    for item in value:
-        if not isinstance(item, dict):
-            raise Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
-        topic = string(required(item, "topic", name), f"{name}.topic")
-        partition = non_negative_int(required(item, "partition", name), f"{name}.partition")
-        if with_replicas:
-            replicas = required(item, "replicas", name)
-            refs.append(Move(topic, partition,
-                             None if replicas is None else broker_list(replicas, f"{name}.replicas")))
-        else:
-            refs.append(PartitionRef(topic, partition))
-    return tuple(refs)
-
-
-def _replica_assignments(value: Any, name: str) -> tuple[ReplicaAssignment, ...]:
-    if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
-        raise Invalid(f"field '{name}' must be a list of {{topic, partition, replicas, adding_replicas, "
-                      f"removing_replicas}} objects")
-    return tuple(ReplicaAssignment(string(required(a, "topic", name), f"{name}.topic"),
-                                   non_negative_int(required(a, "partition", name), f"{name}.partition"),
-                                   *(int_list(required(a, f, name), f"{name}.{f}")
-                                     for f in ("replicas", "adding_replicas", "removing_replicas")))
-                 for a in value)
-
-
-def _directory_assignments(value: Any, name: str) -> tuple[DirectoryAssignment, ...]:
-    if not isinstance(value, list) or not value or not all(isinstance(a, dict) for a in value):
-        raise Invalid(f"field '{name}' must be a non-empty list of {{topic, partition, directory}} objects")
-    return tuple(DirectoryAssignment(topic=string(required(a, "topic", name), f"{name}.topic"),
-                                     partition=non_negative_int(required(a, "partition", name), f"{name}.partition"),
-                                     directory=string(required(a, "directory", name), f"{name}.directory"))
-                 for a in value)
-
-
-def _replicas_by_broker(value: Any, name: str) -> dict[int, tuple[PartitionRef, ...]]:
-    if not isinstance(value, dict):
-        raise Invalid(f"field '{name}' must be an object of broker id -> [{{topic, partition}}]")
-    ids = broker_epochs(dict.fromkeys(value, 0), name)  # the keys checked as broker ids
-    return {b: _partition_refs(value[str(b)], f"{name}.{b}", with_replicas=False)  # type: ignore[misc]
-            for b in ids}
-
-
 _BROKER_LOG_DIRS = {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list}
 # Per type: field name -> validator. Validators return the normalised value.
 _FIELDS: dict[str, dict[str, Any]] = {
@@ -445,7 +408,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "CreateTopic": {"topic": string, "assignment": assignment},
     "CreatePartitions": {"topic": string, "assignment": assignment},
     "DeleteTopic": {"topic": string},
-    "ReassignPartitions": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=True)},
+    "ReassignPartitions": {"partitions": lambda v, n: partition_refs(v, n, with_replicas=True)},
     "ElectLeaders": {"election_type": lambda v, n: ElectionType(one_of(v, n, tuple(ElectionType)))},
     "AlterTopicConfig": {"topic": string, "configs": lambda v, n: configs(v, n, allow_null=True)},
     "ControllerChange": {"controller_id": non_negative_int},
@@ -460,13 +423,13 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "partition_epoch": non_negative_int,
     },
     "UpdateFeatures": {"features": feature_levels},
-    "IsrChangeNotification": {"partitions": lambda v, n: _partition_refs(v, n, with_replicas=False)},
+    "IsrChangeNotification": {"partitions": lambda v, n: partition_refs(v, n, with_replicas=False)},
     "BrokerRegistration": _BROKER_LOG_DIRS,
     "ControllerRegistration": {"controller_id": non_negative_int,
                                "max_metadata_version": lambda v, n: non_negative_int(v, n, INT16_MAX)},
     "LogDirsOffline": _BROKER_LOG_DIRS,
     "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
-                             "assignments": _directory_assignments},
+                             "assignments": directory_assignments},
     "LogDirEventNotification": {"broker_id": non_negative_int},
 }
 
@@ -474,31 +437,32 @@ _FIELDS: dict[str, dict[str, Any]] = {
 _OPTIONAL: dict[str, dict[str, Any]] = {
     "BrokerChange": {"unclean_shutdown": (boolean, False),
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
-                     "offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
-                     "storage_error_answers": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
-    "IsrChange": {"leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
-                  "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
+                     "offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
+                     "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None),
+                     "stop_replica_answer_order": (int_list, ())},
+    "IsrChange": {"leader_recovery_state": (recovery_state, LeaderRecoveryState.RECOVERED),
+                  "request_partitions": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False),
                   "controller_died_before_completion": (boolean, False),
                   "write_failed": (boolean, False)},
-    "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
+    "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {}), "topics": (string_list, ())},
     "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
-                           "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},
+                           "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),
                     "stop_replica_answers": (string_list, ())},
-    "ElectLeaders": {"partitions": (lambda v, n: None if v is None else _partition_refs(v, n, False), None)},
+    "ElectLeaders": {"partitions": (lambda v, n: None if v is None else partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
-                         "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),
-                         "reassignments": (_replica_assignments, ()),
+                         "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None),
+                         "reassignments": (replica_assignments, ()),
                          "reads_reassignment_znode": (boolean, False),
                          "answer_order": (int_list, ())},
-    "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
+    "LogDirEventNotification": {"offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "BrokerRegistration": {"max_metadata_version": (
         lambda v, n: None if v is None else non_negative_int(v, n, INT16_MAX), None)},
     "PartitionSnapshot": {
-        "leader_recovery_state": (_recovery_state, LeaderRecoveryState.RECOVERED),
+        "leader_recovery_state": (recovery_state, LeaderRecoveryState.RECOVERED),
         "adding_replicas": (int_list, ()),
         "removing_replicas": (int_list, ()),
         "configs": (lambda v, n: configs(v, n, allow_null=False), {}),
@@ -519,7 +483,7 @@ _OBSERVED_FIELDS: dict[str, Any] = {
     "replicas": int_list,
     "adding_replicas": int_list,
     "removing_replicas": int_list,
-    "leader_recovery_state": lambda v, n: str(_recovery_state(v, n)),
+    "leader_recovery_state": lambda v, n: str(recovery_state(v, n)),
     "eligible_leader_replicas": int_list,
     "last_known_elr": int_list,
     "source_offset": long,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from schemas.values import DirectoryAssignment, LeaderRecoveryState, Move, PartitionRef, ReplicaAssignment
+
 
 class Invalid(Exception):
     pass
@@ -156,3 +158,55 @@ def required(obj: Mapping[str, Any], key: str, where: str = "event") -> Any:
     if value is MISSING:
         raise Invalid(f"missing field '{key}'" + ("" if where == "event" else f" in '{where}'"))
     return value
+
+
+# -- structured values: partition refs, assignments, recovery states ------------------------------------
+
+def recovery_state(value: Any, name: str) -> LeaderRecoveryState:
+    return LeaderRecoveryState(one_of(value, name, tuple(LeaderRecoveryState)))
+
+
+def partition_refs(value: Any, name: str, with_replicas: bool) -> tuple[PartitionRef | Move, ...]:
+    if not isinstance(value, list):
+        raise Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
+    refs: list[PartitionRef | Move] = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise Invalid(f"field '{name}' must be a list of {{topic, partition}} objects")
+        topic = string(required(item, "topic", name), f"{name}.topic")
+        partition = non_negative_int(required(item, "partition", name), f"{name}.partition")
+        if with_replicas:
+            replicas = required(item, "replicas", name)
+            refs.append(Move(topic, partition,
+                             None if replicas is None else broker_list(replicas, f"{name}.replicas")))
+        else:
+            refs.append(PartitionRef(topic, partition))
+    return tuple(refs)
+
+
+def replica_assignments(value: Any, name: str) -> tuple[ReplicaAssignment, ...]:
+    if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
+        raise Invalid(f"field '{name}' must be a list of {{topic, partition, replicas, adding_replicas, "
+                      f"removing_replicas}} objects")
+    return tuple(ReplicaAssignment(string(required(a, "topic", name), f"{name}.topic"),
+                                   non_negative_int(required(a, "partition", name), f"{name}.partition"),
+                                   *(int_list(required(a, f, name), f"{name}.{f}")
+                                     for f in ("replicas", "adding_replicas", "removing_replicas")))
+                 for a in value)
+
+
+def directory_assignments(value: Any, name: str) -> tuple[DirectoryAssignment, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(a, dict) for a in value):
+        raise Invalid(f"field '{name}' must be a non-empty list of {{topic, partition, directory}} objects")
+    return tuple(DirectoryAssignment(topic=string(required(a, "topic", name), f"{name}.topic"),
+                                     partition=non_negative_int(required(a, "partition", name), f"{name}.partition"),
+                                     directory=string(required(a, "directory", name), f"{name}.directory"))
+                 for a in value)
+
+
+def replicas_by_broker(value: Any, name: str) -> dict[int, tuple[PartitionRef, ...]]:
+    if not isinstance(value, dict):
+        raise Invalid(f"field '{name}' must be an object of broker id -> [{{topic, partition}}]")
+    ids = broker_epochs(dict.fromkeys(value, 0), name)  # the keys checked as broker ids
+    return {b: partition_refs(value[str(b)], f"{name}.{b}", with_replicas=False)  # type: ignore[misc]
+            for b in ids}

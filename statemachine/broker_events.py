@@ -5,7 +5,7 @@ brokers and fanned out to the partitions it touches. A broker's log dirs are in 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from schemas.events import BrokerChange, BrokerChangeKind, IsrChange, IsrChangeNotification
@@ -45,7 +45,7 @@ class BrokerEvents:
                 answered_again(self, out, lifted, {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None,
                                not_asked=deleted)
                 if failing:
-                    self._stop_replica_answers(out, failing)
+                    self._stop_replica_answers(out, failing, order=ev.stop_replica_answer_order)
             case BrokerChangeKind.FAILURE:
                 self._broker_failure(out, ev.broker_id, ev.broker_epoch)
             case BrokerChangeKind.CONTROLLED_SHUTDOWN:
@@ -64,18 +64,23 @@ class BrokerEvents:
         return {b: keys for b, keys in sorted(failing.items()) if keys}
 
     def _stop_replica_answers(self, out: _Fanout, failing: Mapping[int, frozenset[Key]],
-                              topics: Iterable[str] | None = None) -> None:
+                              topics: Iterable[str] | None = None, order: Sequence[int] = (),
+                              unanswered: Iterable[str] = ()) -> None:
         """The StopReplica (delete) answers to a deletion the startup resumed, taken one by one: each is an event of
         its own (TopicDeletionStopReplicaResponseReceived), and each ends in resumeDeletions, which retries a topic's
         failed replicas once none of its replicas waits for an answer. A broker with a failed log dir answers first
         (its LeaderAndIsr answer came before: answered_again), KAFKA_STORAGE_ERROR for `failing`; then the others,
         their replicas deleted, by broker id (seed 412: broker 4's t4-0 retried twice, t3-1 once broker 1 had
-        answered, t2 once broker 2 had). With `topics`, only the answers for those topics' replicas."""
+        answered, t2 once broker 2 had), or in the `order` they answered in (BrokerChange.stop_replica_answer_order;
+        seed 1105: broker 4's answer before broker 1's, whose answer let t4 and t0 be retried in one batch). With
+        `topics`, only the answers for those topics' replicas; the `unanswered` topics' answers come after these (a
+        later read's own), so these retry none of theirs."""
+        resumable = None if not unanswered else self.cluster.topics_queued_for_deletion - set(unanswered)
         for broker, keys in failing.items():
             out.end_run()  # its retry's StopReplica is a batch of its own (seed 815: one per answer)
             for key in sorted(keys):
                 out.partition(Action.REPLICA_DELETION_FAILED, key, broker_id=broker)
-            self._resume_deletions(out)
+            self._resume_deletions(out, resumable)
         queued = self.cluster.topics_queued_for_deletion
         if topics is not None:
             queued = queued & set(topics)
@@ -84,11 +89,12 @@ class BrokerEvents:
             for broker, state in self.partitions[key].replica_states.items():
                 if state is ReplicaState.DELETION_STARTED:
                     waiting.setdefault(broker, []).append(key)
-        for broker, keys in sorted(waiting.items()):
+        for broker, keys in sorted(waiting.items(), key=lambda item: (
+                order.index(item[0]) if item[0] in order else len(order), item[0])):
             out.end_run()
             for key in keys:
                 out.partition(Action.REPLICA_DELETED, key, broker_id=broker)
-            self._resume_deletions(out)
+            self._resume_deletions(out, resumable)
 
     def _broker_startup(self, out: _Fanout, registered: Mapping[int, int], unclean_shutdown: bool = False,
                         stop_replica_answered: bool = True) -> None:

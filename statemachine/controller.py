@@ -62,7 +62,7 @@ from statemachine.partition import apply_command
 from statemachine.record import Action, Applied, Command, PartitionRecord
 from statemachine.requests import Added, Phase, Request, RequestType, batches
 from statemachine.rules import ZK, Rules
-from statemachine.step import metadata_state
+from statemachine.step import leader_and_isr_state, metadata_state
 from statemachine.topic_deletion import replicas_not_deleted
 from statemachine.topic_events import TopicEvents
 from statemachine.zk_releases import LAST_ZOOKEEPER_RELEASE, KafkaRelease
@@ -214,6 +214,24 @@ class _Fanout:
         for rec in records:
             self.sent.append((run, action, Added(Phase.METADATA, 0, RequestType.UPDATE_METADATA, to,
                                                  metadata_state(rec))))
+
+    def created_earlier(self, records: Iterable[PartitionRecord]) -> None:
+        """The creation requests of partitions the events just before this one created, read with its topic by one
+        read of /brokers/topics (CreateTopic.topics): in this event's creation batch, as the partition's INITIAL
+        election adds them (LeaderAndIsr, isNew, to its live replicas, its ISR; UpdateMetadata to every registered
+        broker). Nothing for one left New (no live replica)."""
+        if not self.requests:
+            return
+        registered = self.controller.cluster.broker_epochs.keys()
+        to = tuple(sorted(registered))
+        run = self._runs(Action.CREATE)
+        for rec in records:
+            if not rec.has_leader_and_isr:
+                continue
+            self.sent.append((run, Action.CREATE, Added(Phase.ELECTION, 0, RequestType.LEADER_AND_ISR, tuple(
+                b for b in rec.isr if b in registered), leader_and_isr_state(rec, is_new=True))))
+            self.sent.append((run, Action.CREATE, Added(Phase.ELECTION, 0, RequestType.UPDATE_METADATA, to,
+                                                        metadata_state(rec))))
 
     def facts_changed(self) -> None:
         self._facts = None

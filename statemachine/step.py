@@ -37,6 +37,13 @@ def metadata_state(rec: PartitionRecord) -> RequestPartition | None:
                             LEADER_DURING_DELETE if deleting else rec.leader_epoch, isr, partition_epoch, rec.replicas)
 
 
+def leader_and_isr_state(rec: PartitionRecord, is_new: bool = False) -> RequestPartition:
+    """A partition in LeaderAndIsr: as the controller holds it (its cache: PartitionRecord.controller_view)."""
+    isr, partition_epoch = rec.controller_view
+    return RequestPartition(rec.topic, rec.partition, rec.leader, rec.leader_epoch, isr, partition_epoch, rec.replicas,
+                            rec.adding_replicas, rec.removing_replicas, is_new=is_new)
+
+
 _NOT_RECORDING = nullcontext()
 
 
@@ -128,11 +135,7 @@ class Step:
         UpdateMetadata of it to every registered broker."""
         if self.phase is None:
             return
-        rec = self.record
-        isr, partition_epoch = rec.controller_view
-        self._add(RequestType.LEADER_AND_ISR, brokers, RequestPartition(
-            rec.topic, rec.partition, rec.leader, rec.leader_epoch, isr, partition_epoch, rec.replicas,
-            rec.adding_replicas, rec.removing_replicas, is_new=is_new))
+        self._add(RequestType.LEADER_AND_ISR, brokers, leader_and_isr_state(self.record, is_new))
         self.send_metadata()
 
     def send_stop_replica(self, broker: int, delete: bool) -> None:

@@ -52,7 +52,14 @@ class TopicEvents:
         cv.topics[topic] = len(assignment)
         if ev.configs:
             cv.topic_configs[topic] = dict(ev.configs)
+        sent = len(out.sent)
         self._create(out, topic, 0, assignment)
+        if ev.topics and topic != ev.topics[-1]:
+            # One read of /brokers/topics found this topic with later ones (processTopicChange): one
+            # onNewPartitionCreation of them all, its requests sent once, at the last one's event (seed 1216).
+            del out.sent[sent:]
+        elif ev.topics:
+            out.created_earlier(self.partitions[k] for t in ev.topics[:-1] for k in self.partitions_of(t))
 
     def _create(self, out: _Fanout, topic: str, first: int, assignment: list[tuple[int, ...]]) -> None:
         """onNewPartitionCreation per new partition. One whose replicas are all on dead brokers stays New:
@@ -124,7 +131,25 @@ class TopicEvents:
         if ev.stop_replica_answers:
             # An earlier read's StopReplica answers, queued behind this read (TopicDeletionStopReplicaResponseReceived):
             # each ends in resumeDeletions, which retries this read's failed replicas too (seed 1042).
-            self._stop_replica_answers(out, {}, ev.stop_replica_answers)
+            self._stop_replica_answers(out, {}, ev.stop_replica_answers,
+                                       unanswered=topics if ev.stop_replica_answered else ())
+        if ev.stop_replica_answered:
+            self._answered_one_broker_at_a_time(out, topics)
+
+    def _answered_one_broker_at_a_time(self, out: _Fanout, topics: list[str]) -> None:
+        """The read's own StopReplica answers, one per broker (by id), each ending in resumeDeletions: a topic whose
+        failed replicas wait for a retry is retried at the answer that completes its live replicas, in a batch of
+        that answer's (seed 1105: t3-1 at broker 3's answer, t0-1 at broker 4's, two requests)."""
+        last: dict[int, list[str]] = {}
+        for topic in topics:
+            answered = [b for key in self.partitions_of(topic)
+                        for b, state in self.partitions[key].replica_states.items()
+                        if state is ReplicaState.DELETION_SUCCESSFUL]
+            if answered:
+                last.setdefault(max(answered), []).append(topic)
+        for _, completed in sorted(last.items()):
+            out.end_run()
+            self._resume_deletions(out, completed)
 
     def _finish_deletions(self, out: _Fanout) -> None:
         cv = self.cluster
@@ -143,13 +168,13 @@ class TopicEvents:
                 for broker, keys in list(cv.deleted_logs.items()):
                     cv.deleted_logs[broker] = frozenset(k for k in keys if k[0] != topic)
 
-    def _resume_deletions(self, out: _Fanout) -> None:
+    def _resume_deletions(self, out: _Fanout, topics: Iterable[str] | None = None) -> None:
         """TopicDeletionManager.resumeDeletions (after a replica's deletion, a replica host's failure or startup):
         every replica whose deletion failed, of any topic being deleted, is retried (RETRY_DELETION): on a dead
         broker, or in a failed log dir of a live one (its StopReplica answered KAFKA_STORAGE_ERROR). Not while a
         replica of the topic is still ReplicaDeletionStarted (its answer not in yet): the topic waits for it."""
-        live = self.cluster.live_brokers
-        for topic in sorted(self.cluster.topics_queued_for_deletion):
+        live, queued = self.cluster.live_brokers, self.cluster.topics_queued_for_deletion
+        for topic in sorted(queued if topics is None else queued & set(topics)):
             if any(state is ReplicaState.DELETION_STARTED for key in self.partitions_of(topic)
                    for state in self.partitions[key].replica_states.values()):
                 continue

@@ -162,6 +162,8 @@ def registration(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
         event = ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
                           broker_epoch=txn.zxid)
         logdirs.startup_answer(ctx, txn, broker, event)
+        if logged is not None and len(answered := list(dict.fromkeys(logged.read.answers))) > 1:
+            event["stop_replica_answer_order"] = answered  # the deletion it resumed, answered in this order
         if logged is not None and logged.startup is not None:  # one startup with an earlier registration
             logged.startup.event["new_brokers"][str(broker)] = txn.zxid
             event["new_brokers"] = logged.startup.event["new_brokers"]

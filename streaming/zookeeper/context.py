@@ -284,6 +284,9 @@ class Context:
         self.cluster_configs: dict[str, str] = {}
         self.deleting: set[str] = set()
         self.created: dict[str, dict[str, Any]] = {}  # topic -> the event that created its newest partitions
+        # The controller's newest create of a topic's partitions znode (its session and cxid) and the CreateTopic
+        # events of the read of /brokers/topics it was for (topics.partitions_created).
+        self.creation_read: tuple[int, int, list[dict[str, Any]]] | None = None
         self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
         # Those of them asked while no controller was active, which the next one's failover reads.
         self.unread_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}

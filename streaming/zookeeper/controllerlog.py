@@ -39,7 +39,8 @@ _FAILOVER_READ = re.compile(r"^Initialized broker epochs cache: \w*\((?P<epochs>
 _ASSIGNMENT = re.compile(r"^Successfully updated assignment of partition (?P<topic>.+)-(?P<partition>\d+) to "
                          r"ReplicaAssignment\(")
 _DELETION_READ = re.compile(r"^Starting topic deletion for topics (?P<topics>.*)$")
-_DELETION_ANSWER = re.compile(r"^Delete topic callback invoked on StopReplica response received from broker \d+: "
+_DELETION_ANSWER = re.compile(r"^Delete topic callback invoked on StopReplica response received from broker "
+                              r"(?P<broker>\d+): "
                               r"request error = \w+, partition errors = \w*\((?P<partitions>.*)\)$")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
                           r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
@@ -55,6 +56,9 @@ class BrokerRead:
     new: tuple[int, ...]
     dead: tuple[int, ...]
     bounced: tuple[int, ...]
+    # the brokers whose answers to a deletion's StopReplica the controller logged after this read, before its next
+    # read of /admin/delete_topics: the deletion a startup resumed (in the order they came)
+    answers: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -102,6 +106,8 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             reads.append(frozenset(s["topics"].split(",")) - frozenset().union(*reads))
         elif epoch is not None and (s := _DELETION_ANSWER.match(msg)):
             _late_answer(out, epoch, s["partitions"], broker_read_at)
+            if out.broker_reads.get(epoch) and broker_read_at == len(out.deletion_reads.get(epoch, [])):
+                out.broker_reads[epoch][-1].answers.append(int(s["broker"]))
         else:
             out.other_lines += 1
     return out

@@ -195,6 +195,8 @@ class Converter:
                 topics.topic_changed(ctx, txn, topic, TopicAssignment.parse(op.data))
             elif op.kind == "delete":
                 topics.topic_deleted(ctx, topic)
+        elif len(parts) == 5 and parts[4] == "partitions" and op.kind == "create":
+            topics.partitions_created(ctx, txn, topic)
         elif len(parts) == 7 and parts[6] == "state" and op.kind in ("create", "setData"):
             partitionstate.state_write(ctx, txn, op, (topic, int(parts[5])))
 

@@ -16,7 +16,15 @@ from typing import Any
 
 from streaming.zookeeper import isrchanges
 from streaming.zookeeper.admin import reassignment_read_at_failover
-from streaming.zookeeper.context import NO_LEADER, Cause, Context, TopicAssignment, controllers_write
+from streaming.zookeeper.context import (
+    NO_LEADER,
+    Cause,
+    Context,
+    TopicAssignment,
+    controllers_write,
+    event_zxid,
+    follows_on,
+)
 from streaming.zookeeper.logdirs import reassignment_answers
 from streaming.zookeeper.txnlog import ZkTxn
 
@@ -31,6 +39,44 @@ def topic_created(ctx: Context, txn: ZkTxn, topic: str, assignment: TopicAssignm
                       **({"configs": configs} if configs else {}))
     ctx.created[topic] = event
     ctx.cause(Cause(event, "CREATED", topic=topic))
+
+
+def partitions_created(ctx: Context, txn: ZkTxn, topic: str) -> None:
+    """The controller's create of `/brokers/topics/T/partitions`: the first write of a new topic's partition states.
+    One read of /brokers/topics (processTopicChange) takes every topic created since the last, in one
+    onNewPartitionCreation: createTopicPartitionStatesRaw creates each of its topics' partitions znode first, one
+    request after the other (pipelined: consecutive cxids), then their partitions', then their states, and the
+    controller sends one batch of requests for them all. A topic whose partitions znode follows on another's was read
+    with it: each of their CreateTopic events names them all (`topics`, in the order of the events; seed 1216: t6 and
+    t7, created 7 ms apart). Not once a follower handed one of them out."""
+    event = ctx.created.get(topic)
+    if not controllers_write(txn) or event is None or event["type"] != "CreateTopic":
+        return
+    read = ctx.creation_read
+    events = [*read[2], event] if read is not None and follows_on(txn, read[0], read[1]) else [event]
+    ctx.creation_read = (txn.session, txn.cxid, events)
+    if any(ctx.event_at(e) is None for e in events):
+        return
+    if len(events) > 1:
+        names = [e["topic"] for e in sorted(events, key=event_zxid)]
+        for e in events:
+            e["topics"] = names
+    _after_failovers_read(ctx, events)
+
+
+def _after_failovers_read(ctx: Context, created: list[dict[str, Any]]) -> None:
+    """Topics created while a new controller's failover went on: their TopicChange is queued behind the whole
+    failover, so a reassignment asked through the znode that the failover read (`read_at_failover`, an event
+    after theirs when asked after them) was handled before them (seed 1108: t4 and t3 created during controller 1's
+    failover, the reassignment of t1-1 and t2-1 asked 2 ms after t3; their LeaderAndIsr after its). Their events
+    move after it."""
+    events = ctx.result.events
+    first = min(i for e in created if (i := ctx.event_at(e)) is not None)
+    later = [e for e in events[first:] if not any(e is c for c in created)]
+    if not later or not all(e.get("read_at_failover") for e in later):
+        return
+    events[first:] = [*later, *sorted(created, key=event_zxid)]
+    ctx.newest_event = events[-1]
 
 
 def topic_deleted(ctx: Context, topic: str) -> None:

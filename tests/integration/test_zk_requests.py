@@ -597,11 +597,16 @@ def test_a_failovers_answer_comes_after_the_reassignment_the_failover_read_from_
     read = [e for e in events if e.get("read_at_failover")]
     assert [e["event_id"] for e in read] == ["zk-187-reassign_partitions"]
     assert not [e for e in events if e["event_id"] == "zk-191-t0-0"]  # t0-0's resumed bump is the failover's
-    # What is left: isrflow resumes t0-0's reassignment within the ControllerChange, before the znode's (its
-    # LeaderAndIsr to broker 4 out of order), and sends t3's and t4's creations, both read by one TopicChange after
-    # the failover, one batch each.
-    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {
-        "zk-170", "zk-183", "zk-186"}
+    # t4 and t3, created during the failover, were read by one TopicChange queued behind it (their partitions znodes
+    # at cxids 111 and 112): one batch, after the reassignment the failover read; their events come after its.
+    at = next(i for i, e in enumerate(events) if e["event_id"] == "zk-170")
+    assert [e["event_id"] for e in events[at:at + 4]] == ["zk-170", "zk-187-reassign_partitions", "zk-183", "zk-186"]
+    assert events[at + 2]["topics"] == events[at + 3]["topics"] == ["t4", "t3"]
+    assert "UpdateMetadata 145 of 145 (isrflow 145)" in summary
+    # What is left (LeaderAndIsr 49 of 50): isrflow resumes t0-0's reassignment within the ControllerChange, before
+    # the znode's (initializePartitionReassignments: the znode's first, then maybeResumeReassignments), its
+    # LeaderAndIsr to broker 4 before t2-1's.
+    assert {r["isrflow"]["event_id"] for r in rows if not r["match"] and r["isrflow"]} == {"zk-170"}
 
 
 def test_a_registration_the_dead_controller_never_read_is_the_next_failovers(tmp_path: Path) -> None:
@@ -836,3 +841,60 @@ def test_an_alter_partition_a_deposed_controller_answered_after_the_next_electio
     summary, rows = _replayed(ZKLOG / "requests" / run / "version-2", tmp_path)
     assert "agreement with the controller: 100.0%" in summary
     assert all(r["match"] for r in rows)
+
+
+@pytest.mark.parametrize(("name", "read", "counts"), [
+    # Campaign seed 1216 (Kafka 3.9.1, two log dirs): t6 and t7 created 7 ms apart, read together by controller 2
+    # ("New topics: [HashSet(t6, t7)]"); isrflow had sent a batch per topic (LeaderAndIsr 82 of 84, isrflow 86).
+    ("zookeeper-3.9-dirs-2-seed-1216", {"zk-250": ["t6", "t7"], "zk-253": ["t6", "t7"]},
+     "LeaderAndIsr 84 of 84 (isrflow 84), StopReplica 25 of 25 (isrflow 25), UpdateMetadata 248 of 248 (isrflow 248)"),
+    # Campaign seed 1222 (Kafka 3.9.1 at protocol 2.6, three log dirs): t5, t6 and t7 read together by controller 4
+    # (LeaderAndIsr 86 of 89, isrflow 93; UpdateMetadata 207 of 210, isrflow 216).
+    ("zookeeper-2.6-dirs-3-seed-1222", {key: ["t5", "t6", "t7"] for key in ("zk-196", "zk-199", "zk-202")},
+     "LeaderAndIsr 89 of 89 (isrflow 89), StopReplica 40 of 40 (isrflow 40), UpdateMetadata 210 of 210 (isrflow 210)"),
+])
+def test_topics_one_read_of_brokers_topics_found_are_created_in_one_batch(
+        tmp_path: Path, name: str, read: dict[str, list[str]], counts: str) -> None:
+    # processTopicChange: one onNewPartitionCreation of every topic the read found new, one LeaderAndIsr per broker
+    # and one UpdateMetadata naming them all, sent at the last one's event. The importer tells them from ZooKeeper
+    # alone: the controller created their partitions znodes one request after the other (consecutive cxids).
+    logs = ZKLOG / "requests" / name
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert counts in summary and all(r["match"] for r in rows)
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert {e["event_id"]: e["topics"] for e in events if e["type"] == "CreateTopic" and "topics" in e} == read
+    *earlier, last = read
+    assert not [r for r in rows if r["isrflow"] and r["isrflow"]["event_id"] in earlier]
+    assert {len(r["isrflow"]["partitions"]) for r in rows if r["request"] == "UPDATE_METADATA" and r["isrflow"] and
+            r["isrflow"]["event_id"] == last} == {sum(
+                len(e["assignment"]) for e in events if e["event_id"] in read)}
+
+
+def test_topics_read_together_then_a_deletions_answers_one_broker_at_a_time(tmp_path: Path) -> None:
+    # Campaign seed 1105 (Kafka 2.8.2, two log dirs): t2 and t3 read together by controller 3 ("New topics:
+    # [HashSet(t3, t2)]", their partitions znodes at cxids 216 and 217 of its session, zxids 150 and 151): one batch
+    # (isrflow had sent a batch per topic: LeaderAndIsr 113 of 114, UpdateMetadata 296 of 298).
+    # Then the StopReplica answers of deletions, each broker's an event of its own ending in resumeDeletions (isrflow
+    # had StopReplica 35 of 38): controller 3 read t0 and t3 while t4's answers were still to come; after them,
+    # broker 3's answer for t3-0 let it retry t3-1 alone (05:59:16.119), broker 4's for t0-1 then t0-1 (16.124),
+    # where isrflow had retried both at t4's answers. At broker 3's startup (controller 1), broker 4 answered before
+    # broker 1, whose answer let t4 and t0 be retried together (one StopReplica of four, 25.455); by broker id isrflow
+    # had sent t4's retry, then t0-1's.
+    logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-2-seed-1105"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "13 of 13 equal" in summary and all(r["match"] for r in rows)
+    assert "LeaderAndIsr 114 of 114 (isrflow 114), StopReplica 38 of 38 (isrflow 38), UpdateMetadata 298 of 298 " \
+           "(isrflow 298)" in summary
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-142"]["topics"] == events["zk-146"]["topics"] == ["t2", "t3"]
+    assert events["zk-279-3"]["stop_replica_answer_order"] == [3, 4, 1]
+    assert [e["event_id"] for e in events.values() if "stop_replica_answer_order" in e] == ["zk-279-3"]
+
+
+@pytest.mark.xfail(strict=True, reason="seed 1108: a failover that read a znode reassignment resumes the reassignments "
+                                       "in progress after it (initializePartitionReassignments); isrflow resumes them "
+                                       "within the ControllerChange, t0-0's LeaderAndIsr before t2-1's")
+def test_a_failovers_resumed_reassignments_come_after_the_znodes(tmp_path: Path) -> None:
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-1108"
+    summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 50 of 50 (isrflow 50)" in summary and all(r["match"] for r in rows)

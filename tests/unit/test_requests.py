@@ -335,3 +335,71 @@ def test_a_startup_elects_the_clusters_other_new_partitions_in_its_own_election_
     # Its replica of u-0 online (leaderless still), then the one election batch.
     assert sent == [(2, LAI, 2, [("u", -1)]), (3, LAI, 2, [("u", 2)]), (3, LAI, 3, [("t", 3)]),
                     (3, UM, 2, [("t", 3), ("u", 2)]), (3, UM, 3, [("t", 3), ("u", 2)])]
+
+
+def test_topics_one_read_of_brokers_topics_found_are_created_in_one_batch_at_the_last_ones_event() -> None:
+    # processTopicChange read t6 and t7 together (seed 1216): one onNewPartitionCreation, one LeaderAndIsr per broker
+    # naming both topics' partitions, one UpdateMetadata of them all; t6's event sends none. t8's partition has no
+    # live replica (broker 4 is not registered): it stays New and is in no request.
+    read = ["t6", "t7", "t8"]
+    events = [*SCENARIO[:3], _event(3, "CreateTopic", topic="t6", assignment={"0": [2, 3]}, topics=read),
+              _event(4, "CreateTopic", topic="t7", assignment={"0": [1, 2], "1": [3, 1]}, topics=read),
+              _event(5, "CreateTopic", topic="t8", assignment={"0": [4]}, topics=read)]
+    *_, t6, t7, t8 = _replay(events)
+    assert t6 == [] and t7 == []
+    assert [(r.batch, str(r.request), r.broker, [(p.topic, p.partition, p.is_new) for p in r.partitions])
+            for r in t8 if r.request is LAI] == [
+        (0, LAI, 1, [("t7", 0, True), ("t7", 1, True)]), (0, LAI, 2, [("t6", 0, True), ("t7", 0, True)]),
+        (0, LAI, 3, [("t6", 0, True), ("t7", 1, True)])]
+    assert [(r.batch, r.broker, len(r.partitions)) for r in t8 if r.request is UM] == [(0, 1, 3), (0, 2, 3), (0, 3, 3)]
+    # Each alone: a batch per event, the same partition states.
+    alone = _replay([*SCENARIO[:3], *(e.replace(b', "topics": ["t6", "t7", "t8"]', b"") for e in events[3:])])
+    assert [len(requests) for requests in alone[3:]] == [5, 6, 0]
+    together = {p for r in t8 for p in r.partitions}
+    assert together == {p for requests in alone[3:] for r in requests for p in r.partitions}
+
+
+def _stop_replicas(requests: list[Request], broker: int) -> list[tuple[int, list[tuple[str, int]]]]:
+    return [(r.batch, [(p.topic, p.partition) for p in r.partitions]) for r in requests
+            if r.request is SR and r.broker == broker and not any(p.delete for p in r.partitions)]
+
+
+FAILED_DIR_DELETION = [
+    _event(0, "ControllerChange", controller_id=2, live_brokers={"1": 10, "2": 11, "3": 12, "4": 13}),
+    _event(1, "CreateTopic", topic="x", assignment={"0": [1, 3]}),
+    _event(2, "CreateTopic", topic="y", assignment={"0": [1, 3], "1": [4, 3]}),
+    _event(3, "LogDirEventNotification", broker_id=3, offline_replicas=[
+        {"topic": "x", "partition": 0}, {"topic": "y", "partition": 0}, {"topic": "y", "partition": 1}]),
+]
+
+
+def test_a_deletions_stop_replica_answers_each_retry_the_topics_they_complete() -> None:
+    # TopicDeletionStopReplicaResponseReceived, one per broker's answer, each ending in resumeDeletions: a topic's
+    # failed replicas (broker 3's, in its failed dir) are retried once its last live replica answered (seed 1105:
+    # t3-1, then t0-1, two requests). By broker id: broker 1's answer completes x (y still waits for broker 4's).
+    *_, deletion, same = _replay([*FAILED_DIR_DELETION, _event(4, "DeleteTopic", topic="x", topics=["x", "y"]),
+                                  _event(5, "DeleteTopic", topic="y", topics=["x", "y"])])
+    assert same == []
+    assert _stop_replicas(deletion, 3) == [(3, [("x", 0)]), (4, [("y", 0), ("y", 1)])]
+
+
+def test_a_startups_resumed_deletion_retries_in_the_order_the_brokers_answered() -> None:
+    # Seed 1105: broker 3 restarts with the dir holding x's and y's replicas failed. Its answers fail their
+    # deletion; then broker 1's and broker 4's answers come, each ending in resumeDeletions. By broker id x is
+    # retried at broker 1's answer and y at broker 4's; when broker 4 answered first
+    # (BrokerChange.stop_replica_answer_order), broker 1's lets both be retried in one batch.
+    events = [*FAILED_DIR_DELETION, _event(4, "BrokerChange", broker_id=3, change="FAILURE", broker_epoch=12),
+              _event(5, "DeleteTopic", topic="x", topics=["x", "y"]),
+              _event(6, "DeleteTopic", topic="y", topics=["x", "y"]),
+              json.dumps({"event_id": "e7", "type": "ControllerChange", "controller_epoch": 2, "controller_id": 1,
+                          "ts": "2026-11-25T03:34:00Z", "live_brokers": {"1": 10, "2": 11, "4": 13}}).encode()]
+
+    def startup(**fields: Any) -> list[Request]:
+        raw = json.dumps({"event_id": "e8", "type": "BrokerChange", "controller_epoch": 2, "broker_id": 3,
+                          "change": "STARTUP", "broker_epoch": 20, "ts": "2026-11-25T03:34:00Z", **fields}).encode()
+        return _replay([*events, raw])[-1]
+
+    by_id = _stop_replicas(startup(), 3)
+    assert [keys for _, keys in by_id[-2:]] == [[("x", 0)], [("y", 0), ("y", 1)]]
+    answered = _stop_replicas(startup(stop_replica_answer_order=[3, 4, 1]), 3)
+    assert answered[:-1] == by_id[:-2] and answered[-1][1] == [("x", 0), ("y", 0), ("y", 1)]

@@ -59,3 +59,15 @@ def test_an_answer_before_the_next_read_or_after_a_broker_read_is_not_late() -> 
     # A startup since the read resumes the deletion with requests of its own: the answer may be theirs.
     startup = _line("31,370", "Newly added brokers: 2, deleted brokers: , bounced brokers: , all live brokers: 1,2")
     assert not parse_controller_log([*first, startup, later, ANSWER_T4]).late_answers
+
+
+def test_the_stop_replica_answers_after_a_broker_read_name_their_brokers_in_order() -> None:
+    # Seed 1105: broker 3's startup resumed the deletion of t4, t0 and t3; broker 3 answered (KAFKA_STORAGE_ERROR),
+    # then broker 4, then broker 1. After the next read of /admin/delete_topics an answer is that read's.
+    startup = _line("25,367", "Newly added brokers: 3, deleted brokers: , bounced brokers: , all live brokers: 1,2,3,4")
+    answers = [_line(f"25,4{i}0", f"Delete topic callback invoked on StopReplica response received from broker {b}: "
+                                  f"request error = NONE, partition errors = HashMap(t0-1 -> NONE)", "DEBUG")
+               for i, b in enumerate((3, 3, 4, 1))]
+    reads = parse_controller_log([ELECTED, startup, *answers, _line("26,000", "Starting topic deletion for topics t5"),
+                                  ANSWER_T4])
+    assert [r.answers for r in reads.broker_reads[4]] == [[3, 3, 4, 1]]

@@ -696,3 +696,39 @@ def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own
     audit = run_local(records, ControllerConfig(rules=ZK)).audit
     assert [(r["outcome"], r["error"]) for r in audit if r["event_id"] == converted.events[-4]["event_id"]] == \
         [("REJECTED", "UNKNOWN_SERVER_ERROR")]
+
+
+def test_topics_whose_partitions_znodes_the_controller_creates_one_after_the_other_were_read_together() -> None:
+    # Seed 1216: t6 and t7 created 7 ms apart, both found by one read of /brokers/topics: the controller created
+    # t6's then t7's partitions znode (consecutive cxids), their partitions' znodes, then their states. t8, created
+    # later, its own read (a getChildren between), is alone.
+    z = Ensemble()
+    admin, check = z.sessions[2], ZnodeOp("check", "/controller_epoch", None, 1)
+    assignments = {"t6": {"0": [1, 2]}, "t7": {"0": [2, 3], "1": [3, 1]}, "t8": {"0": [3]}}
+
+    def topic(name: str) -> None:
+        z.txn(admin, ZnodeOp("create", f"/brokers/topics/{name}", json.dumps({"partitions": assignments[name]}
+                                                                              ).encode(), 0))
+
+    def partitions(*names: str) -> None:
+        z.reads(z.controller)  # processTopicChange's getChildren
+        for name in names:
+            z.txn(z.controller, check, ZnodeOp("create", f"/brokers/topics/{name}/partitions", b"", 0))
+        for name in names:
+            for p, replicas in assignments[name].items():
+                z.txn(z.controller, check, ZnodeOp("create", f"/brokers/topics/{name}/partitions/{p}", b"", 0))
+                z.state(int(p), replicas[0], replicas, 0, topic=name)
+
+    topic("t6")
+    topic("t7")
+    partitions("t6", "t7")
+    topic("t8")
+    partitions("t8")
+    events, observed, decisions = replayed(z.history())
+    created = [(e["topic"], e.get("topics")) for e in events if e["type"] == "CreateTopic"]
+    assert created == [("t6", ["t6", "t7"]), ("t7", ["t6", "t7"]), ("t8", None)]
+    assert_every_history_equal(observed, decisions)
+    controller = Controller(ControllerConfig(rules=ZK))
+    sent = [controller.handle_event(parse_event(json.dumps(e).encode()), i).requests for i, e in enumerate(events)]
+    assert [sorted({(p.topic, p.partition) for r in requests for p in r.partitions}) for requests in sent[-3:]] == [
+        [], [("t6", 0), ("t7", 0), ("t7", 1)], [("t8", 0)]]
