@@ -76,7 +76,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
-                        "reads_reassignment_znode"})
+                        "reads_reassignment_znode", "znode_reassignments", "answer_order"})
 
 
 def _plain(value: Any) -> Any:
@@ -240,6 +240,12 @@ class ControllerChange(Event):
     # ZooKeeper mode (addition): the failover read a reassignment asked through /admin/reassign_partitions, the next
     # ReassignPartitions (`read_at_failover`): the brokers' answers to its requests are handled after that one.
     reads_reassignment_znode: bool = False
+    # ZooKeeper mode (addition): those of `reassignments` that /admin/reassign_partitions still named: the failover
+    # resumes them first, in the order of its read of the znode (processZkPartitionReassignment), then the others.
+    znode_reassignments: tuple[PartitionRef, ...] = ()
+    # ZooKeeper mode (addition): the brokers whose KAFKA_STORAGE_ERROR answers to the failover's LeaderAndIsr the
+    # controller handled, in the order it did (each an event of its own, in the order the answers came); others after.
+    answer_order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -481,7 +487,9 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                          "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None),
                          "reassignments": (_replica_assignments, ()),
-                         "reads_reassignment_znode": (boolean, False)},
+                         "reads_reassignment_znode": (boolean, False),
+                         "znode_reassignments": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
+                         "answer_order": (int_list, ())},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: _partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "BrokerRegistration": {"max_metadata_version": (

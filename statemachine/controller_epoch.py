@@ -47,6 +47,8 @@ class ControllerEpoch:
         # initializeControllerContext reads every assignment: a reassignment in progress there is the new controller's
         # to resume, whatever the old one had written of it.
         read = {(r.topic, r.partition): r for r in ev.reassignments} if isinstance(ev, ControllerChange) else {}
+        if isinstance(ev, ControllerChange):
+            out.from_znode = frozenset((r.topic, r.partition) for r in ev.znode_reassignments)
         for key in sorted(self.partitions):
             if key in read:
                 out.partition(Action.CONTROLLER_FAILOVER, key, replicas=read[key].replicas,
@@ -67,7 +69,8 @@ class ControllerEpoch:
             # read (seed 1108: t1-1's bump for it, then its replica in broker 1's failed dir offline).
             cv.failover_answers = merged(lifted, replica_keys(answers))
         else:
-            answered_again(self, out, lifted, answers)
+            answered_again(self, out, lifted, answers,
+                           order=ev.answer_order if isinstance(ev, ControllerChange) else ())
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
         out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
                     f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)

@@ -56,9 +56,16 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     # the completion's ISR shrink and its assignment write, had nearly completed).
     reassignments = [{"topic": t, "partition": p, **a.fields(p)}
                      for t, a in sorted(ctx.topics.items()) for p in sorted(a.replicas) if a.reassigning(p)]
+    # Those /admin/reassign_partitions still names it resumes first (processZkPartitionReassignment; seed 1043).
+    in_znode = [{"topic": r["topic"], "partition": r["partition"]} for r in reassignments
+                if (r["topic"], r["partition"]) in ctx.znode_reassignments]
+    # With the state-change logs: the order its brokers' KAFKA_STORAGE_ERROR answers came in (seed 1240).
+    answers = ctx.offline_marks.answer_order(elected, txn.time) if ctx.offline_marks is not None else []
     event = ctx.event(txn, "ControllerChange", controller_id=max(elected, 0),
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())},
-                      **({"reassignments": reassignments} if reassignments else {}))
+                      **({"reassignments": reassignments} if reassignments else {}),
+                      **({"znode_reassignments": in_znode} if in_znode else {}),
+                      **({"answer_order": answers} if len(answers) > 1 else {}))
     ctx.cause(Cause(event, "FAILOVER"))
     epoch = ctx.controller_epoch
     ctx.logged_reads = [LoggedRead(r) for r in ctx.reads.broker_reads.get(epoch, [])]

@@ -329,6 +329,7 @@ class OfflineMarks:
 
     marks: list[OfflineMark] = field(default_factory=list)
     other_lines: int = 0  # state.change.logger lines that are not marks
+    logged: list[OfflineMark] = field(default_factory=list)  # every mark, also those taken, oldest first
 
     def answer(self, broker: int, since_ms: int, unasked: frozenset[tuple[str, int]] = frozenset()
                ) -> frozenset[tuple[str, int]] | None:
@@ -354,6 +355,16 @@ class OfflineMarks:
         if mark is not None:
             self.marks = [m for m in self.marks if m is not mark]
         return mark is not None
+
+    def answer_order(self, controller: int, since_ms: int) -> list[int]:
+        """The brokers in the order `controller`, elected at `since_ms`, first marked replicas of theirs offline
+        within ANSWER_MS: the order their answers to its failover's LeaderAndIsr came in (also marks another lookup
+        took: a notification's answer may be the failover's too). Nothing is taken."""
+        order: list[int] = []
+        for m in self.logged:
+            if m.controller == controller and since_ms <= m.at_ms <= since_ms + ANSWER_MS and m.broker not in order:
+                order.append(m.broker)
+        return order
 
     def startup_answer(self, broker: int, since_ms: int, notified_ms: Iterable[int] = ()) -> frozenset[tuple[str, int]]:
         """The replicas of `broker` marked offline in answer to the LeaderAndIsr of its startup at `since_ms` (a dir
@@ -381,6 +392,7 @@ def parse_offline_marks(lines: Iterable[str], into: OfflineMarks | None = None) 
         at = int(log_time(m["time"]).replace(tzinfo=UTC).timestamp() * 1000)
         out.marks.append(OfflineMark(at, int(m["id"]), int(s["broker"]), replicas))
     out.marks.sort(key=lambda mark: mark.at_ms)
+    out.logged = list(out.marks)
     return out
 
 
