@@ -4,6 +4,8 @@ again and takes them offline again."""
 
 from __future__ import annotations
 
+from statemachine.log_dirs import answer_order
+
 from .cluster import Cluster, Result
 
 
@@ -247,3 +249,10 @@ def test_a_startup_asks_nothing_of_its_brokers_deleted_replicas_so_its_failed_di
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
     assert any("answered KAFKA_STORAGE_ERROR again for 1 replica(s) in failed dirs: u-0" in r.message
                for r in back.cluster_rows)
+
+
+def test_the_answers_to_a_failover_go_in_the_order_they_came_then_by_broker_id() -> None:
+    # Each LeaderAndIsrResponseReceived is queued as its answer comes (seed 1240: broker 4's before broker 2's).
+    assert answer_order([2, 4], [4, 2]) == [4, 2]
+    assert answer_order([4, 2]) == [2, 4]
+    assert answer_order([1, 2, 4], [4, 4, 9]) == [4, 1, 2]
