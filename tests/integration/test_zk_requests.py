@@ -328,15 +328,25 @@ def test_isr_change_notifications_a_new_controller_deletes_in_its_failover_are_u
 def test_each_brokers_answer_to_a_failovers_leader_and_isr_is_its_own_batch(tmp_path: Path) -> None:
     # Campaign seed 719 (Kafka 2.8.2, three log dirs): brokers 4 and 1 answered the new controller's LeaderAndIsr with
     # KAFKA_STORAGE_ERROR for replicas in failed dirs; each answer took its replicas offline in batches of its own (an
-    # UpdateMetadata naming t1-1 and t4-1, then one naming t4-0). Which broker answers first is timing: isrflow takes
-    # them by id, so the two UpdateMetadata of each broker come in the other order: broker 1's answer's, naming t4-0,
-    # is left unmatched.
-    summary, rows = _replayed(ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-719" / "version-2", tmp_path)
-    assert "LeaderAndIsr 84 of 84 (isrflow 84), StopReplica 19 of 19 (isrflow 19), UpdateMetadata 278 of 281 " \
-           "(isrflow 281)" in summary
-    answers = sorted((r["broker"], r["partition_count"]) for r in read_jsonl(tmp_path / "requests.jsonl")
-                     if r["event_id"] == "zk-202" and r["request"] == UM and r["batch"] >= 4)
-    assert answers == [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)]
+    # UpdateMetadata naming t1-1 and t4-1, then one naming t4-0). Which broker answers first is timing, which the
+    # controller's "Mark replicas" lines show (broker 4's at 39.097, broker 1's at 39.110): without them isrflow takes
+    # them by id, so the two UpdateMetadata of each broker come in the other order, broker 1's answer's, naming t4-0,
+    # left unmatched (278 of 281).
+    kept = ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-719"
+    summary, rows = _replayed(kept / "version-2", tmp_path)
+    assert "LeaderAndIsr 84 of 84 (isrflow 84), StopReplica 19 of 19 (isrflow 19), UpdateMetadata 281 of 281 " \
+           "(isrflow 281)" in summary and all(r["match"] for r in rows)
+    answers = [(r["broker"], r["partition_count"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+               if r["event_id"] == "zk-202" and r["request"] == UM and r["batch"] >= 4]
+    assert answers == [(1, 2), (2, 2), (4, 2), (1, 1), (2, 1), (4, 1)]
+    # The Sending lines alone (no marks): by broker id.
+    sending = tmp_path / "sending"
+    shutil.copytree(kept, sending)
+    for log in (kept / "state-change").glob("*.log"):
+        (sending / "state-change" / log.name).write_text(
+            "".join(line for line in log.read_text().splitlines(keepends=True) if "Mark replicas" not in line))
+    summary, rows = _replayed(sending / "version-2", tmp_path / "by-id")
+    assert "UpdateMetadata 278 of 281 (isrflow 281)" in summary
     assert sorted((r["broker"], r["controller"]["partition_count"]) for r in rows
                   if not r["match"] and r["controller"]) == [(1, 1), (2, 1), (4, 1)]
 
