@@ -76,7 +76,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
-                        "reads_reassignment_znode", "znode_reassignments", "answer_order"})
+                        "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order"})
 
 
 def _plain(value: Any) -> Any:
@@ -145,6 +145,11 @@ class IsrChange(Event):
     # reassignment completion it lets start wrote anything (processAlterIsr -> maybeCompleteReassignment read the state
     # after its session had expired): /brokers/topics/T keeps the reassignment for the next controller's failover.
     controller_died_before_completion: bool = False
+    # Addition (ZooKeeper): a controller that had lost its session handled this request: its write of the new ISR
+    # threw (the leader's answer: UNKNOWN_SERVER_ERROR), nothing was written, and it still sent the request's
+    # UpdateMetadata to the brokers it knew (KafkaController.processAlterIsr). The event comes before the next
+    # controller's, at the deposed controller's epoch.
+    write_failed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,8 +248,9 @@ class ControllerChange(Event):
     # ZooKeeper mode (addition): those of `reassignments` that /admin/reassign_partitions still named: the failover
     # resumes them first, in the order of its read of the znode (processZkPartitionReassignment), then the others.
     znode_reassignments: tuple[PartitionRef, ...] = ()
-    # ZooKeeper mode (addition): the brokers whose KAFKA_STORAGE_ERROR answers to the failover's LeaderAndIsr the
-    # controller handled, in the order it did (each an event of its own, in the order the answers came); others after.
+    # ZooKeeper mode (addition): the brokers in the order the new controller handled their KAFKA_STORAGE_ERROR answers
+    # to its failover's LeaderAndIsr requests, each an event of its own queued as it came (its `Mark replicas`
+    # lines); brokers not named after those named, by id. Empty: by id.
     answer_order: tuple[int, ...] = ()
 
 
@@ -477,7 +483,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "request_partitions": (lambda v, n: _partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False),
-                  "controller_died_before_completion": (boolean, False)},
+                  "controller_died_before_completion": (boolean, False),
+                  "write_failed": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {})},
     "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
                            "offline_replicas": (lambda v, n: None if v is None else _replicas_by_broker(v, n), None)},

@@ -267,12 +267,12 @@ class BrokerEvents:
                       reassignment_completed_by_queued_event=ev.reassignment_completed_by_queued_event,
                       controller_died_after_leader_move=ev.controller_died_after_leader_move,
                       controller_died_before_completion=ev.controller_died_before_completion,
-                      reassignment_completed_after_the_request=after_request)
+                      write_failed=ev.write_failed, reassignment_completed_after_the_request=after_request)
         if not controllers or request[-1] != key:
             return
         out.metadata(self.cluster.broker_epochs, (self.partitions[k] for k in request if k in self.partitions),
                      action=Action.ISR_CHANGE)
-        for k in request if after_request else ():
+        for k in request if after_request and not ev.write_failed else ():
             cut = k == key and ev.controller_died_before_completion
             if k in self.partitions and self.partitions[k].reassignment_in_progress and not cut:
                 out.partition(Action.COMPLETE_REASSIGNMENT, k, controller_died_after_leader_move=(

@@ -57,6 +57,11 @@ def _on_isr_change(s: Step) -> None:
     ineligible = [r for r in cmd.isr if r not in cmd.live_brokers]
     if ineligible and s.rules.isr_members_must_be_live(cmd.metadata_version, cmd.kafka_release):
         raise Rejection(Error.INELIGIBLE_REPLICA, f"ISR members {ineligible} are not live brokers")
+    if cmd.write_failed:
+        # processAlterIsr: the write threw (the deposed controller's session had expired); its UpdateMetadata still
+        # goes out (the fan-out adds it), the cache keeps the state, and no reassignment is completed.
+        raise Rejection(Error.UNKNOWN_SERVER_ERROR, f"the controller's write of ISR {list(cmd.isr)} failed: its "
+                        "ZooKeeper session had expired")
     # No LeaderAndIsr: the ZK controller answers the leader and sends the request's UpdateMetadata (the controller's
     # fan-out adds it). Below protocol 2.7 the leader wrote it itself: the controller's cache keeps what it held until
     # it reads the leader's notification.

@@ -219,16 +219,6 @@ def deleted_replicas(controller: Controller, brokers: Iterable[int]) -> dict[int
             for b in brokers}
 
 
-def answer_order(answering: Iterable[int], order: Sequence[int] = ()) -> list[int]:
-    """The brokers `answering` a startup's or a failover's LeaderAndIsr in the order the controller handles their
-    answers: each LeaderAndIsrResponseReceived is queued as it comes, so those of `order` (the order they came in)
-    first, the others by id."""
-    rank: dict[int, int] = {}
-    for i, broker in enumerate(order):
-        rank.setdefault(broker, i)
-    return sorted(set(answering), key=lambda b: (rank.get(b, len(order)), b))
-
-
 def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, frozenset[tuple[str, int]]],
                    answered: Mapping[int, Iterable[PartitionRef]] | None = None,
                    not_asked: Mapping[int, frozenset[tuple[str, int]]] | None = None,
@@ -237,7 +227,7 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     failed dir answer KAFKA_STORAGE_ERROR again (a dir stays failed: isrflow does not see a disk replaced) and go
     offline again (processLeaderAndIsrResponseReceived); so do those the event names (`answered`: a dir that failed
     while no controller read its notification). `not_asked`: each broker's replicas the requests left out. `order`:
-    the brokers whose answers came first, in that order (`answer_order`)."""
+    the brokers whose answers came first, in the order they came; the others after them, by id."""
     cv = controller.cluster
     lifted = merged(lifted, replica_keys(answered))
     # Only the replicas the requests asked about are answered: a failed replica the broker no longer hosts stays
@@ -250,11 +240,11 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     # Every broker's answer is in before any is handled: an election for one broker's offline replicas passes over
     # another's in a failed dir too (seed 437: the controller's own broker answered first).
     cv.replicas_on_offline_dirs.update(lifted)
-    for broker in answer_order(lifted, order):
+    for broker in sorted(lifted, key=lambda b: (order.index(b) if b in order else len(order), b)):
         hosted = sorted(lifted[broker] & set(controller.partitions_on(broker)))
         if broker in cv.broker_epochs and hosted:
-            # Each answer is an event of its own (LeaderAndIsrResponseReceived): its own batches (seed 719), in the
-            # order the answers came (timing: the event's `answer_order`, else by id).
+            # Each answer is an event of its own (LeaderAndIsrResponseReceived): its own batches (seed 719). Which
+            # broker answers first is timing: as the event says, else by id.
             out.end_run()
             controller._replicas_become_offline(out, broker, hosted)
             out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR again for {len(hosted)} replica(s) in failed "

@@ -155,6 +155,8 @@ class Command:
     controller_died_after_leader_move: bool = False
     # ISR_CHANGE: the controller died right after writing it, before the completion it lets start wrote anything.
     controller_died_before_completion: bool = False
+    # ISR_CHANGE: handled by a controller that had lost its session: its write threw, nothing written.
+    write_failed: bool = False
     # ISR_CHANGE: the AlterPartition names other partitions too, and the reassignment it lets complete is completed
     # once the whole request is written and its UpdateMetadata sent (COMPLETE_REASSIGNMENT, its last partition's).
     reassignment_completed_after_the_request: bool = False

@@ -10,6 +10,12 @@ from schemas.tables import BINARY, LONG, Column, TableSchema
 from streaming.io.delta import arrow_table
 from streaming.io.kafkaclient import KafkaSettings
 
+# When the events topic's leader dies, the source's offset lookup waits on it for the admin client's default
+# 60 s before Spark retries with a new admin client, which finds the new leader at once: the failover's
+# decisions came a minute late. 15 s a try, and more tries, so a slow cluster is not a failed query either.
+FAILOVER_TIMEOUTS = {"kafka.request.timeout.ms": "10000", "kafka.default.api.timeout.ms": "15000",
+                     "fetchOffset.numRetries": "8"}
+
 
 def kafka_events(spark: Any, kafka: KafkaSettings | str, topic: str, starting_offsets: str = "earliest",
                  options: dict[str, str] | None = None) -> Any:
@@ -20,6 +26,8 @@ def kafka_events(spark: Any, kafka: KafkaSettings | str, topic: str, starting_of
     reader = (spark.readStream.format("kafka").option("subscribe", topic)
               .option("startingOffsets", starting_offsets).option("failOnDataLoss", "true")
               .option("kafka.isolation.level", "read_committed"))
+    for key, value in FAILOVER_TIMEOUTS.items():
+        reader = reader.option(key, value)
     for key, value in {**KafkaSettings.of(kafka).spark_options(), **(options or {})}.items():
         reader = reader.option(key, value)
     return reader.load().selectExpr("offset AS source_offset", "value")

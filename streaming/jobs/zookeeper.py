@@ -85,7 +85,8 @@ def import_zk(source: Path, events_out: Path, observed_out: Path | None = None,
     alter_partitions = read_server_logs(server_logs) if server_logs is not None else None
     state_change = state_change or folder_beside(source, "state-change")
     marks = read_offline_marks(state_change) if state_change is not None else None
-    result = convert(history, reads, alter_partitions.requests if alter_partitions is not None else (), marks)
+    result = convert(history, reads, alter_partitions.requests if alter_partitions is not None else (), marks,
+                     alter_partitions.shutdowns if alter_partitions is not None else None)
     release = read_release(history, server_logs)
     events = with_protocol(release, history, result.events)
     write_jsonl(events_out, events)

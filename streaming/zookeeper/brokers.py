@@ -22,6 +22,8 @@ no event) and the registrations each BrokerChange read took together (`new_broke
 
 from __future__ import annotations
 
+from typing import Any
+
 from streaming.zookeeper import logdirs
 from streaming.zookeeper.context import (
     FAILOVER_DELETES,
@@ -59,14 +61,16 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     # Those /admin/reassign_partitions still names it resumes first (processZkPartitionReassignment; seed 1043).
     in_znode = [{"topic": r["topic"], "partition": r["partition"]} for r in reassignments
                 if (r["topic"], r["partition"]) in ctx.znode_reassignments]
-    # With the state-change logs: the order its brokers' KAFKA_STORAGE_ERROR answers came in (seed 1240).
-    answers = ctx.offline_marks.answer_order(elected, txn.time) if ctx.offline_marks is not None else []
     event = ctx.event(txn, "ControllerChange", controller_id=max(elected, 0),
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())},
                       **({"reassignments": reassignments} if reassignments else {}),
-                      **({"znode_reassignments": in_znode} if in_znode else {}),
-                      **({"answer_order": answers} if len(answers) > 1 else {}))
+                      **({"znode_reassignments": in_znode} if in_znode else {}))
     ctx.cause(Cause(event, "FAILOVER"))
+    # Which broker's KAFKA_STORAGE_ERROR answer to its LeaderAndIsr the failover handles first is timing: the order
+    # of its `Mark replicas` lines (seed 1115: broker 2's, then broker 1's; seed 1240: broker 4's, then broker 2's).
+    order = ctx.offline_marks.answer_order(elected, txn.time) if ctx.offline_marks is not None else []
+    if len(order) > 1:
+        event["answer_order"] = order
     epoch = ctx.controller_epoch
     ctx.logged_reads = [LoggedRead(r) for r in ctx.reads.broker_reads.get(epoch, [])]
     ctx.logged_assignments = list(ctx.reads.assignments.get(epoch, []))
@@ -223,16 +227,35 @@ def _shut_down(ctx: Context, txn: ZkTxn, broker: int) -> None:
     it is the controller) for a controlled shutdown, and asked again while the answer named partitions it still
     led (KafkaServer.controlledShutdown, up to controlled.shutdown.max.retries times). The attempts that wrote
     nothing left no znode: a broker that led nothing and was in no ISR, or whose leaderships had nobody to move
-    to (seeds 29, 48 and 46). They are events here, at the close, before the broker's failure."""
+    to (seeds 29, 48 and 46). They are events here, at the close, before the broker's failure; a retry its
+    server.log dates goes before the events made since that time (seed 1236: leader 3's unwritten AlterPartition
+    answered between its second and third requests, its UpdateMetadata between theirs)."""
     epoch = ctx.brokers.get(broker)
     if epoch is None or ctx.controller_session is None:
         return
     attempts = ctx.shutdown_attempts.get(broker, 0)
+    retries = ctx.shutdowns.retries(broker, txn.time)
     while attempts == 0 or (attempts < CONTROLLED_SHUTDOWN_ATTEMPTS and _still_leads(ctx, broker)):
         attempts += 1
-        ctx.event(txn, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
-                  change="CONTROLLED_SHUTDOWN", broker_epoch=epoch)
+        retried = retries[attempts - 2] if 1 < attempts <= len(retries) + 1 else None
+        at = txn if retried is None else ZkTxn(txn.zxid, retried, txn.session, txn.cxid, ())
+        event = ctx.event(at, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
+                          change="CONTROLLED_SHUTDOWN", broker_epoch=epoch)
+        if retried is not None:
+            _back_to(ctx, event, retried)
     ctx.shutdown_attempts[broker] = attempts
+
+
+def _back_to(ctx: Context, event: dict[str, Any], time: int) -> None:
+    """Move `event`, the newest (a shutdown's retry), before the events still in the output made after `time` (ms),
+    never before its broker's earlier requests."""
+    events = ctx.result.events
+    at = len(events) - 1
+    while at > 0 and event_ms(events[at - 1]) > time and not (
+            events[at - 1].get("change") == "CONTROLLED_SHUTDOWN"
+            and events[at - 1]["broker_id"] == event["broker_id"]):
+        at -= 1
+    events.insert(at, events.pop())
 
 
 def _still_leads(ctx: Context, broker: int) -> bool:

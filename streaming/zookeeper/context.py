@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from streaming.zookeeper.controllerlog import BrokerRead, ControllerReads
-from streaming.zookeeper.serverlog import AlterPartitionRequest
+from streaming.zookeeper.serverlog import AlterPartitionRequest, ControlledShutdowns
 from streaming.zookeeper.statechange import OfflineMarks
 from streaming.zookeeper.txnlog import ZkTxn
 
@@ -231,7 +231,7 @@ class Context:
 
     def __init__(self, reads: ControllerReads | None = None,
                  alter_partitions: Iterable[AlterPartitionRequest] = (),
-                 offline_marks: OfflineMarks | None = None) -> None:
+                 offline_marks: OfflineMarks | None = None, shutdowns: ControlledShutdowns | None = None) -> None:
         self.result = ZkConverted()
         # The replicas the controllers marked offline at a broker's answer (their state-change.log), when given.
         self.offline_marks = offline_marks
@@ -254,8 +254,12 @@ class Context:
         self.reads = reads if reads is not None else ControllerReads()
         # The leaders' AlterPartition requests the controller answered without a write (their server.log), oldest
         # answer last: no znode shows them, their UpdateMetadata is all they made.
+        alter_partitions = list(alter_partitions)
         self.unwritten_requests = sorted((r for r in alter_partitions if r.unwritten), key=lambda r: r.answered_ms,
                                          reverse=True)
+        # Those it answered with an error for some partitions and wrote the others, oldest answer first: their
+        # refused partitions join the written ones' request (isrchanges.refused_with).
+        self.partly_refused = sorted((r for r in alter_partitions if r.partly_refused), key=lambda r: r.answered_ms)
         self.logged_reads: list[LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
         self.logged_deletions: list[frozenset[str]] = []  # its reads of /admin/delete_topics: the topics new to each
@@ -263,6 +267,8 @@ class Context:
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.session_timeouts: dict[int, int] = {}  # session id -> its timeout (ms), from its createSession
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
+        # When each broker asked for its controlled shutdown again (its server.log), when given.
+        self.shutdowns = shutdowns if shutdowns is not None else ControlledShutdowns()
         self.controller_id = -1
         self.controller_session: int | None = None
         self.controller_epoch = 0

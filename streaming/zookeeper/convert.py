@@ -44,7 +44,7 @@ from streaming.zookeeper.context import (
     follows_on,
 )
 from streaming.zookeeper.controllerlog import ControllerReads
-from streaming.zookeeper.serverlog import AlterPartitionRequest
+from streaming.zookeeper.serverlog import AlterPartitionRequest, ControlledShutdowns
 from streaming.zookeeper.statechange import OfflineMarks
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, ZkTxn, ZnodeOp
 
@@ -58,8 +58,8 @@ class Converter:
 
     def __init__(self, reads: ControllerReads | None = None,
                  alter_partitions: Iterable[AlterPartitionRequest] = (),
-                 offline_marks: OfflineMarks | None = None) -> None:
-        self.context = Context(reads, alter_partitions, offline_marks)
+                 offline_marks: OfflineMarks | None = None, shutdowns: ControlledShutdowns | None = None) -> None:
+        self.context = Context(reads, alter_partitions, offline_marks, shutdowns)
 
     @property
     def result(self) -> ZkConverted:
@@ -75,6 +75,7 @@ class Converter:
             self._seed(history.snapshot)
         if history.txns:  # a request answered before the retained history is of a state it does not hold
             ctx.unwritten_requests = [r for r in ctx.unwritten_requests if r.answered_ms >= history.txns[0].time]
+            ctx.partly_refused = [r for r in ctx.partly_refused if r.answered_ms >= history.txns[0].time]
         self.feed(history.txns)
         isrchanges.answered_before(ctx, None)  # those answered after the last write
         return ctx.result
@@ -154,6 +155,7 @@ class Converter:
                 ctx.session_timeouts[txn.session] = op.version
             elif op.kind == "closeSession":
                 if "/controller" in op.deleted:
+                    isrchanges.answered_by_deposed(ctx, txn)
                     brokers.registrations_left_unread(ctx, txn)
                     admin.reassignment_left_unread(ctx)
                     admin.deletions_left_unanswered(ctx)
@@ -243,9 +245,9 @@ class Converter:
 
 def convert(history: ZkHistory, reads: ControllerReads | None = None,
             alter_partitions: Iterable[AlterPartitionRequest] = (),
-            offline_marks: OfflineMarks | None = None) -> ZkConverted:
+            offline_marks: OfflineMarks | None = None, shutdowns: ControlledShutdowns | None = None) -> ZkConverted:
     """`history` as contract events and the controller's observed decisions (with what the controllers logged they
     read, `reads`, when their controller.log files are at hand, the AlterPartition requests their leaders logged,
     `alter_partitions`, and the replicas they marked offline at a broker's answer, `offline_marks`, from their
-    state-change.log)."""
-    return Converter(reads, alter_partitions, offline_marks).convert(history)
+    state-change.log; when the brokers retried their controlled shutdowns, `shutdowns`, from their server.log)."""
+    return Converter(reads, alter_partitions, offline_marks, shutdowns).convert(history)

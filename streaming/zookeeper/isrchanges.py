@@ -11,12 +11,14 @@ them.
   IsrChangeNotification naming the partitions they announced; a new controller's deletes at its failover, which
   reads every state anyway, are none.
 - With the leaders' server.log files, the AlterPartition requests the controller answered without a write ->
-  IsrChange events at their answer's time (`answered_before`).
+  IsrChange events at their answer's time (`answered_before`); those a controller whose session had expired
+  answered (its write threw) -> IsrChange events `write_failed` at the expiry (`answered_by_deposed`).
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from streaming.zookeeper import admin
 from streaming.zookeeper.context import (
@@ -31,7 +33,11 @@ from streaming.zookeeper.context import (
     event_zxid,
     follows_on,
 )
+from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition
 from streaming.zookeeper.txnlog import ZkHistory, ZkTxn, ZnodeOp
+
+# Kafka's error code for an exception it has no code for: a partition's answer when the controller's write threw.
+UNKNOWN_SERVER_ERROR = -1
 
 
 def leaders_write_their_isr(history: ZkHistory) -> bool:
@@ -62,8 +68,10 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
     if request is not None:
         request.events.append(event)
         _extend(request, txn, [key], "request_partitions")
+        _refused_with(ctx, txn, request)
     elif txn.session == ctx.controller_session and not ctx.protocol_before_3:
         ctx.alter_partition = Batch(txn.session, txn.cxid, leader, [event], [{"topic": key[0], "partition": key[1]}])
+        _refused_with(ctx, txn, ctx.alter_partition)
     # The controller completes the reassignments a request lets complete once all its partitions are written and
     # its UpdateMetadata sent (processAlterIsr -> maybeCompleteReassignment, 2.7.2 to 3.9): its last partition's
     # event is the cause of every one of those completions (seed 1023).
@@ -227,6 +235,41 @@ def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field
         event[field_name] = request.partitions
 
 
+def _refused_with(ctx: Context, txn: ZkTxn, request: Batch) -> None:
+    """The partitions the controller refused in the AlterPartition request whose writes `request` now holds all of
+    (its leader's server.log: the same leader, these partitions answered without error, the answer after this
+    write). processAlterPartition checks every partition before it writes the valid ones, and its one UpdateMetadata
+    after the writes names them all, refused or not (2.8.2 to 3.9.1; seed 1221: broker 1's AlterIsr of t3-0 and
+    t1-0, t1-0 at leader epoch 12 fenced by the reassignment's bump to 13, t3-0 written, an UpdateMetadata of both).
+    Each refused partition is an IsrChange at the epochs its leader asked at (the rules refuse it as the controller
+    did), put before the request's last write, which sends the UpdateMetadata."""
+    answer = next((r for r in ctx.partly_refused if r.broker_id == request.leader and r.written == request.named
+                   and r.answered_ms >= txn.time), None)
+    if answer is None:
+        return
+    ctx.partly_refused.remove(answer)
+    refused = [p for p in answer.partitions if p.error != 0]
+    request.partitions[-1:-1] = [{"topic": p.topic, "partition": p.partition} for p in refused]
+    request.named.update((p.topic, p.partition) for p in refused)
+    last = ctx.result.events.pop()
+    request.events[-1:-1] = [_asked(ctx, txn, f"-{p.topic}-{p.partition}", answer, p, request.partitions)
+                             for p in refused]
+    last["request_partitions"] = request.partitions
+    ctx.result.events.append(last)
+    ctx.newest_event = last
+
+
+def _asked(ctx: Context, txn: ZkTxn, suffix: str, request: AlterPartitionRequest, p: AskedPartition,
+           request_partitions: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """The IsrChange of one partition of an AlterPartition request the controller refused, at the epochs its leader
+    asked at; `request_partitions`, when it names more than this one, the request's partitions."""
+    return ctx.event(txn, "IsrChange", suffix, topic=p.topic, partition=p.partition, broker_id=request.broker_id,
+                     broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
+                     partition_epoch=p.partition_epoch, isr=list(p.isr),
+                     leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
+                     **({"request_partitions": request_partitions} if len(request_partitions) > 1 else {}), **fields)
+
+
 def _mid_startup(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
                  after: PartitionState) -> bool:
     """A leader's own ISR write (below inter.broker.protocol 2.7) taking back a broker whose startup the controller
@@ -279,14 +322,31 @@ def answered_before(ctx: Context, time: int | None) -> None:
     leader's taken as one)."""
     while ctx.unwritten_requests and (time is None or ctx.unwritten_requests[-1].answered_ms < time):
         request = ctx.unwritten_requests.pop()
-        refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
-        at = ZkTxn(ctx.zxid, request.answered_ms, 0, 0, ())
-        # one request in flight per leader: its id and the answer's time name it
-        sent = f"-alter-partition-{request.broker_id}-{at.time}"
-        for p in request.partitions:
-            ctx.event(at, "IsrChange", f"{sent}-{p.topic}-{p.partition}",
-                      topic=p.topic, partition=p.partition, broker_id=request.broker_id,
-                      broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
-                      partition_epoch=p.partition_epoch, isr=list(p.isr),
-                      leader_recovery_state="RECOVERING" if p.recovering else "RECOVERED",
-                      **({"request_partitions": refs} if len(refs) > 1 else {}))
+        _request_events(ctx, request, ZkTxn(ctx.zxid, request.answered_ms, 0, 0, ()))
+
+
+def answered_by_deposed(ctx: Context, txn: ZkTxn) -> None:
+    """The controller's session expired (the server's `closeSession`, cxid 0, deleting /controller): the requests
+    answered with UNKNOWN_SERVER_ERROR for every partition within the session's timeout after it were that
+    controller's, which had not heard of the expiry yet. Its write of the ISR threw (SessionExpiredException,
+    processAlterIsr at 2.7.2 and 2.8.2), it still sent the request's UpdateMetadata, naming its partitions, to the
+    brokers it knew, under its epoch, then resigned: their IsrChange events (`write_failed`) go before the next
+    controller's (seeds 1060, 1115, 1234: the leader's answer 2 to 3.5 s after the expiry; seed 1234's leader was
+    that controller's own broker, which asked after the next one's election)."""
+    timeout = ctx.session_timeouts.get(txn.session)
+    if txn.cxid != 0 or timeout is None:
+        return
+    failed = [r for r in ctx.unwritten_requests if txn.time <= r.answered_ms <= txn.time + timeout
+              and all(p.error == UNKNOWN_SERVER_ERROR for p in r.partitions)]
+    for request in reversed(failed):  # oldest answer first
+        ctx.unwritten_requests.remove(request)
+        _request_events(ctx, request, txn, write_failed=True)
+
+
+def _request_events(ctx: Context, request: AlterPartitionRequest, at: ZkTxn, **fields: Any) -> None:
+    """A request's IsrChange events, one per partition, at `at` (its zxid and time)."""
+    refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
+    # one request in flight per leader: its id and the answer's time name it
+    sent = f"-alter-partition-{request.broker_id}-{request.answered_ms}"
+    for p in request.partitions:
+        _asked(ctx, at, f"{sent}-{p.topic}-{p.partition}", request, p, refs, **fields)

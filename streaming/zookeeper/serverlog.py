@@ -25,21 +25,28 @@ PartitionData(partitionIndex=P, errorCode=C, ...)`, whatever C (AlterIsrManager.
 Those lines, after the broker's request in flight (one at a time), are its answer.
 
 A request with no answer, or answered with a top-level error (not the controller, a stale broker epoch) or a
-disconnect, made no UpdateMetadata and is not kept. Every other line is counted, not read.
+disconnect, made no UpdateMetadata and is not kept.
+
+The same file says when a broker asked for a controlled shutdown again (`ControlledShutdowns`): `[KafkaServer id=B]
+Starting controlled shutdown` (INFO) before its first request, then before each retry `Retrying controlled shutdown
+(N retries remaining)` (INFO, from Kafka 3.5) or `Retrying controlled shutdown after the previous attempt
+failed...` (WARN, before 3.5, also logged after the last attempt). Every other line is counted, not read.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from streaming.zookeeper.statechange import broker_ids, layout_lines, log_time, read_broker_logs
 
-_LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] DEBUG (?P<msg>.*?)"
-                   r"(?: \(kafka\.server\.(?:DefaultAlter(?:Partition|Isr)Manager|AlterIsrManagerImpl)\))?$")
+_LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>DEBUG|INFO|WARN) (?P<msg>.*?)"
+                   r"(?: \(kafka\.server\.(?:DefaultAlter(?:Partition|Isr)Manager|AlterIsrManagerImpl|"
+                   r"KafkaServer)\))?$")
+_SHUTDOWN = re.compile(r"^\[KafkaServer id=(?P<broker>\d+)\] (?P<step>Starting|Retrying) controlled shutdown\b")
 _SENT = re.compile(r"^Sending Alter(?:Partition|Isr) to controller Alter(?:Partition|Isr)RequestData\("
                    r"brokerId=(?P<broker>\d+), brokerEpoch=(?P<epoch>-?\d+), topics=")
 _ANSWERED = re.compile(r"^Received Alter(?:Partition|Isr) response ClientResponse\(.*?"
@@ -89,13 +96,28 @@ class AlterPartitionRequest:
     def answered_ms(self) -> int:
         """When the leader logged the answer, in ms since the epoch (the log's times read as UTC, like ZooKeeper's
         transaction times)."""
-        return int(self.answered.replace(tzinfo=UTC).timestamp() * 1000)
+        return _ms(self.answered)
 
     @property
     def unwritten(self) -> bool:
         """Every partition answered with an error: the controller wrote nothing for it (and still sent its
         UpdateMetadata)."""
         return bool(self.partitions) and all(p.error != 0 for p in self.partitions)
+
+    @property
+    def partly_refused(self) -> bool:
+        """Some partitions written, some answered with an error: the controller's UpdateMetadata after the writes
+        names them all (KafkaController.processAlterPartition, seeds 1221 and 1026)."""
+        return any(p.error == 0 for p in self.partitions) and any(p.error != 0 for p in self.partitions)
+
+    @property
+    def written(self) -> set[tuple[str, int]]:
+        """The partitions the controller accepted (and wrote)."""
+        return {(p.topic, p.partition) for p in self.partitions if p.error == 0}
+
+
+def _ms(at: datetime) -> int:
+    return int(at.replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def _segments(text: str) -> list[tuple[re.Match[str], str]]:
@@ -132,13 +154,27 @@ def _answers(text: str, names: dict[str, str]) -> dict[tuple[str, int], int]:
 
 
 @dataclass
+class ControlledShutdowns:
+    """Each broker's controlled shutdowns as its server.log tells them: per broker, each shutdown as the times (ms,
+    read as UTC) it started and it retried."""
+
+    by_broker: dict[int, list[list[int]]] = field(default_factory=dict)
+
+    def retries(self, broker: int, before_ms: int) -> list[int]:
+        """When `broker` asked again in its newest shutdown started before `before_ms` (none known: [])."""
+        started = [s for s in self.by_broker.get(broker, []) if s[0] < before_ms]
+        return started[-1][1:] if started else []
+
+
+@dataclass
 class AlterPartitionLog:
     """The answered AlterPartition requests of a cluster's leaders, from their server.log files, in the order each
-    broker sent them."""
+    broker sent them, and the brokers' controlled shutdowns."""
 
     requests: list[AlterPartitionRequest]
     unanswered: int = 0  # sent, then no answer, a disconnect or a top-level error: no UpdateMetadata
     other_lines: int = 0
+    shutdowns: ControlledShutdowns = field(default_factory=ControlledShutdowns)
 
 
 @dataclass(frozen=True)
@@ -165,7 +201,16 @@ def parse_server_log(lines: Iterable[str], into: AlterPartitionLog | None = None
     handled: tuple[_Sent, datetime, dict[tuple[str, int], int]] | None = None
     for m in layout_lines(lines, _LINE, out):
         msg = m["msg"]
-        if s := _SENT.match(msg):
+        if c := _SHUTDOWN.match(msg):
+            times = out.shutdowns.by_broker.setdefault(int(c["broker"]), [])
+            at = _ms(log_time(m["time"]))
+            if c["step"] == "Starting" or not times:
+                times.append([at])
+            else:
+                times[-1].append(at)
+        elif m["level"] != "DEBUG":
+            out.other_lines += 1
+        elif s := _SENT.match(msg):
             if handled is not None:
                 out.requests.append(handled[0].answered(handled[1], handled[2]))
                 handled = None

@@ -149,6 +149,7 @@ def test_the_playground_shadow_keeps_publishing_through_the_failover_of_its_own_
     print(f"published {time.monotonic() - fenced:.1f}s after the fencing")
     pg.wait_for(published(survivors, lambda d: d["topic"] == "after-failover"), 180,
                 "run published the decisions of the failover and of what came after")
+    print(f"run published them {time.monotonic() - fenced:.1f}s after the fencing")
 
     # No gap and no duplicate on the events topic: exactly the import's events up to the last published offset.
     everything = bridged(survivors)

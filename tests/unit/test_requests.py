@@ -78,6 +78,26 @@ def test_every_request_the_real_controller_sent_is_modelled_in_order() -> None:
     assert all(r["match"] for r in rows)
 
 
+def test_an_alter_isr_whose_write_threw_writes_nothing_and_still_sends_its_update_metadata() -> None:
+    # processAlterIsr (Kafka 2.7.2, 2.8.2) in a controller whose ZooKeeper session had expired: the write threw
+    # (UNKNOWN_SERVER_ERROR to the leader), its cache keeps the state, and the UpdateMetadata naming the partition still
+    # goes to every broker it knew (campaign seeds 1060, 1115, 1234). The same request written is accepted.
+    controller = Controller(ControllerConfig())
+    for offset, raw in enumerate(SCENARIO[:6]):
+        controller.handle_event(parse_event(raw), offset)
+    before = controller.partitions[("t", 0)]
+    ask = {"topic": "t", "partition": 0, "broker_id": 2, "broker_epoch": EPOCHS[2], "leader_epoch": 1,
+           "partition_epoch": 1, "isr": [2, 3, 1]}
+    failed = controller.handle_event(parse_event(_event(6, "IsrChange", write_failed=True, **ask)), 6)
+    audit = failed.handled[0].applied.audit
+    assert (audit.outcome, audit.error) == ("REJECTED", "UNKNOWN_SERVER_ERROR")
+    assert controller.partitions[("t", 0)] == before
+    assert [(r.request, r.broker, len(r.partitions)) for r in failed.requests] == [(UM, 1, 1), (UM, 2, 1), (UM, 3, 1)]
+    written = controller.handle_event(parse_event(_event(7, "IsrChange", **ask)), 7)
+    assert written.handled[0].applied.audit.outcome == "ACCEPTED"
+    assert controller.partitions[("t", 0)].isr == (2, 3, 1)
+
+
 def test_brokers_read_together_are_one_startup() -> None:
     # The log's start: brokers 1 and 3 registered while controller 2's failover ran; its next read of /brokers/ids
     # took both (processBrokerChange): one onBrokerStartup, one UpdateMetadata to broker 2 and one to brokers 1 and 3.

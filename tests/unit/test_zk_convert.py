@@ -13,10 +13,11 @@ from schemas.events import parse_event
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.rules import ZK
 from streaming.engine.local import run_local
+from streaming.zookeeper.context import event_ts
 from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
-from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition
+from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition, ControlledShutdowns
 from streaming.zookeeper.txnlog import ZnodeOp
 
 from .zk_ensemble import (
@@ -186,6 +187,32 @@ def test_a_controlled_shutdown_that_leaves_a_partition_led_by_the_broker_is_aske
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_controlled_shutdowns_retry_its_server_log_dates_goes_before_what_came_after_it() -> None:
+    # Campaign seed 1236 (3.9.1): leader 2, shutting down, asked again to leave t-1's ISR between its retries; the
+    # controller refused each request (no write) and answered each with an UpdateMetadata, sent between its answers
+    # to the retries. Its server.log dates the retries; without it they go at the session's close, after the answers.
+    z = created()
+    z.session_end(3)
+    z.state(0, 1, [1, 2], 1)
+    z.state(1, 2, [2, 1], 1)
+    z.state(1, 2, [2], 1)
+    z.state(0, 1, [1], 2)  # broker 2's first request: out of t-0's ISR; it still leads t-1
+    started = z.now
+    z.wait(1_000)
+    z.session_end(2, clean=True)
+    closed = z.txns[-1].time
+    refused = datetime.fromtimestamp((closed - 300) / 1000, UTC).replace(tzinfo=None)
+    request = AlterPartitionRequest(2, 2, refused, refused, (
+        AskedPartition("t", 1, 1, (2, 1), False, 2, INVALID_UPDATE_VERSION),))
+    retries = ControlledShutdowns({2: [[started - 10, closed - 600, closed - 100]]})
+    placed = [[(e["type"], e.get("change"), e["ts"]) for e in convert(
+        z.history(), alter_partitions=[request], shutdowns=shutdowns).events[-4:]] for shutdowns in (None, retries)]
+    isr, shutdown, failure = ("IsrChange", None), ("BrokerChange", "CONTROLLED_SHUTDOWN"), ("BrokerChange", "FAILURE")
+    assert [e[:2] for e in placed[0]] == [isr, shutdown, shutdown, failure]
+    assert [e[:2] for e in placed[1]] == [shutdown, isr, shutdown, failure]
+    assert [e[2] for e in placed[1]] == [event_ts(t) for t in (closed - 600, closed - 300, closed - 100, closed)]
+
+
 def registrations_around_a_first_failover() -> Ensemble:
     """Brokers 1 and 3 registered, 1 elected; then 2 registers, the new controller writes /feature, 4 and 5 register."""
     z = Ensemble((1, 3))
@@ -262,22 +289,29 @@ def test_the_isr_changes_of_one_alter_partition_request_are_the_controllers_pipe
     assert converter.unsettled_from(quiet_since=0) == z.txns[first].zxid
 
 
-def _refused_at(ms: int) -> AlterPartitionRequest:
-    """Leader 1's request (broker epoch 1: its registration's zxid) for t-0 at partition epoch 0, answered at `ms`."""
+def _refused_at(ms: int, *asked: AskedPartition) -> AlterPartitionRequest:
+    """Leader 1's request (broker epoch 1: its registration's zxid), answered at `ms`: `asked`, or t-0 at partition
+    epoch 0, refused."""
     answered = datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
-    return AlterPartitionRequest(1, 1, answered, answered, (
+    return AlterPartitionRequest(1, 1, answered, answered, asked or (
         AskedPartition("t", 0, 0, (1,), False, 0, INVALID_UPDATE_VERSION),))
+
+
+def _led_by_1() -> Ensemble:
+    """Topic t's two partitions led by broker 1, created, then two reads of the controller."""
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 1, [1, 3, 2], 0)
+    z.reads(z.controller, 2)
+    return z
 
 
 def test_an_alter_partition_the_controller_answered_without_a_write_is_placed_by_its_answer() -> None:
     # Campaign seed 123 (protocol 3.9): a leader's request the controller refused wrote nothing; the leader's
     # server.log names it and the time of the answer. It goes after the writes before that time, never inside
     # another request's pipelined writes, and not at all when answered before the retained history.
-    z = Ensemble()
-    z.topic({0: [1, 2, 3], 1: [1, 3, 2]})
-    z.state(0, 1, [1, 2, 3], 0)
-    z.state(1, 1, [1, 3, 2], 0)
-    z.reads(z.controller, 2)
+    z = _led_by_1()
     z.state(0, 1, [1, 2], 0)  # one request of leader 1, two pipelined writes
     z.state(1, 1, [1, 3], 0)
     t0 = 1_700_000_000_000
@@ -296,6 +330,35 @@ def test_an_alter_partition_the_controller_answered_without_a_write_is_placed_by
     audit = run_local(records, ControllerConfig(rules=ZK)).audit
     assert [(r["outcome"], r["error"]) for r in audit if r["event_id"] in refused] == \
         [("REJECTED", "INVALID_UPDATE_VERSION")] * 2
+
+
+def test_the_partitions_the_controller_refused_in_a_request_it_partly_wrote_join_its_update_metadata() -> None:
+    # Campaign seeds 1221 (Kafka 2.8.2) and 1026 (3.9.1): a leader asked for two partitions in one request, one of
+    # them at epochs the controller had moved past; it wrote the other alone and sent one UpdateMetadata naming both
+    # (processAlterPartition). The leader's server.log names the request: the refused partition's IsrChange, at the
+    # epochs it was asked at, goes before the written one's, the request's last, and the rules refuse it and send
+    # the one UpdateMetadata.
+    z = _led_by_1()
+    z.state(1, 1, [1, 3], 0)  # t-1's ISR changed: partition epoch 1
+    z.reads(z.controller, 2)
+    z.state(0, 1, [1, 2], 0)  # the request's t-0; its t-1, asked at partition epoch 0, refused
+    request = _refused_at(1_700_000_010_000, AskedPartition("t", 0, 0, (1, 2), False, 0, 0),
+                          AskedPartition("t", 1, 0, (1,), False, 0, INVALID_UPDATE_VERSION))
+    converted = convert(z.history(), alter_partitions=[request])
+    both = [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 0}]
+    assert [(e["event_id"], e["partition_epoch"], e["isr"], e.get("request_partitions")) for e in
+            converted.events[-2:]] == [(f"zk-{z.txns[-1].zxid}-t-1", 0, [1], both),
+                                       (f"zk-{z.txns[-1].zxid}-t-0", 0, [1, 2], both)]
+    records = [(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)]
+    replay = run_local(records, ControllerConfig(rules=ZK))
+    assert [(r["event_id"], r["outcome"], r["error"]) for r in replay.audit[-2:]] == [
+        (f"zk-{z.txns[-1].zxid}-t-1", "REJECTED", "INVALID_UPDATE_VERSION"),
+        (f"zk-{z.txns[-1].zxid}-t-0", "ACCEPTED", None)]
+    isr_changes = [r for r in replay.requests if r["event_type"] == "IsrChange"]
+    assert [(r["event_id"], r["request"], r["broker"], r["partition_count"]) for r in isr_changes[-3:]] == \
+        [(f"zk-{z.txns[-1].zxid}-t-0", "UPDATE_METADATA", b, 2) for b in (1, 2, 3)]
+    # Without the leader's log the request is t-0's alone.
+    assert convert(z.history()).events[-1].get("request_partitions") is None
 
 
 def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_are_its_read_of_them() -> None:
@@ -600,3 +663,36 @@ def test_an_alter_partition_the_controller_wrote_ends_the_events_before_it() -> 
     assert observed[-1]["cause_event_id"] == events[-1]["event_id"]
     assert_every_history_equal(observed, decisions)
 
+
+
+def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own() -> None:
+    # Campaign seeds 1060, 1115, 1234 (Kafka 2.7.2, 2.8.2): the controller's session expired; before it heard so it
+    # took leader 2's AlterIsr, its write threw and the leader got UNKNOWN_SERVER_ERROR 2 s after the expiry. The
+    # request is that controller's (epoch 1, brokers 1 to 3), before the next one's election; an answer past the
+    # session's timeout, or with another error, stays at its answer's time.
+    z = Ensemble(session_timeout_ms=6000)
+    z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 2, [2, 3, 1], 0)
+    z.close(z.controller, "/controller", "/brokers/ids/1")
+    expiry = z.txns[-1]
+    z.txn(z.sessions[2], ZnodeOp("create", "/controller", b'{"brokerid":2}'),
+          ZnodeOp("setData", "/controller_epoch", b"2", 2))
+
+    epoch = next(t.zxid for t in z.txns if t.ops[0].path == "/brokers/ids/2")  # broker 2's registration
+
+    def asked(ms: int, error: int) -> AlterPartitionRequest:
+        answered = datetime.fromtimestamp((expiry.time + ms) / 1000, UTC).replace(tzinfo=None)
+        return AlterPartitionRequest(2, epoch, answered, answered,
+                                     (AskedPartition("t", 1, 0, (2, 3), False, 0, error),))
+
+    requests = [asked(2000, -1), asked(2500, INVALID_UPDATE_VERSION), asked(7000, -1)]
+    converted = convert(z.history(), alter_partitions=requests)
+    shown = [(e["type"], e["controller_epoch"], e.get("write_failed", False)) for e in converted.events[-4:]]
+    assert shown == [("IsrChange", 1, True), ("ControllerChange", 2, False), ("IsrChange", 2, False),
+                     ("IsrChange", 2, False)]
+    assert converted.events[-4]["event_id"] == f"zk-{expiry.zxid}-alter-partition-2-{expiry.time + 2000}-t-1"
+    records = [(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)]
+    audit = run_local(records, ControllerConfig(rules=ZK)).audit
+    assert [(r["outcome"], r["error"]) for r in audit if r["event_id"] == converted.events[-4]["event_id"]] == \
+        [("REJECTED", "UNKNOWN_SERVER_ERROR")]

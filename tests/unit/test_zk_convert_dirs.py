@@ -129,6 +129,19 @@ def test_a_startup_takes_the_mark_after_it_unless_a_notification_of_the_broker_c
     assert marks.answer(1, at + 16_000) == {("t0", 0)}
 
 
+def test_a_failovers_answers_are_ordered_by_the_new_controllers_first_mark_of_each_broker() -> None:
+    # Campaign seed 1115 (Kafka 2.8.2): controller 1, elected at 25.547, marked broker 2's replicas (25.625), then
+    # broker 1's (25.639); controller 3's earlier marks and ones before the election are not its answers.
+    lines = [f"[2026-11-27 06:09:{t}] INFO [Controller id={c}] Mark replicas {replicas} on broker {broker} as "
+             "offline (state.change.logger)\n" for t, c, replicas, broker in (
+                 ("18,031", 3, "t0-2", 1), ("25,500", 1, "t0-2", 4), ("25,625", 1, "t0-2,t1-2", 2),
+                 ("25,639", 1, "t0-2,t1-2", 1), ("26,000", 3, "t0-3", 3), ("28,234", 1, "t0-3", 2))]
+    marks = parse_offline_marks(lines)
+    at = int(datetime(2026, 11, 27, 6, 9, 25, 547_000, tzinfo=UTC).timestamp() * 1000)
+    assert marks.answer_order(1, at) == [2, 1]
+    assert marks.answer_order(1, at) == [2, 1]  # nothing taken
+
+
 def test_a_mark_of_replicas_the_notification_did_not_ask_about_is_a_later_requests_answer() -> None:
     # Campaign seed 906 (Kafka 3.5.2): broker 3's notification (36.030) was asked about t0-0 only, its replica of t1-1
     # being a reassignment's NewReplica; the mark of t1-1 (38.696) answered a znode reassignment's LeaderAndIsr, a

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from streaming.zookeeper.serverlog import parse_server_log, read_server_logs
+from streaming.zookeeper.serverlog import ControlledShutdowns, parse_server_log, read_server_logs
 
 DATA = Path(__file__).parent / "zkdata" / "server"
 
@@ -103,3 +103,31 @@ def test_a_kafka_2_7_leaders_answer_is_its_line_per_partition() -> None:
                 "])]))")
     log = parse_server_log([sent, received, handled])
     assert [r.partitions[0].error for r in log.requests] == [0] and log.other_lines == 1
+
+
+def test_a_brokers_controlled_shutdowns_and_their_retries() -> None:
+    # Broker 3's lines of campaign seed 1236 (Kafka 3.9.1), then a Kafka 2.6 broker's (a WARN before each retry and
+    # after the last attempt) shutting down twice.
+    server = "(kafka.server.KafkaServer)"
+    lines = [f"[2026-11-27 09:24:23,378] INFO [KafkaServer id=3] Starting controlled shutdown {server}",
+             f"[2026-11-27 09:24:23,426] INFO [KafkaServer id=3] Controlled shutdown request returned after 43ms "
+             f"with 1 partitions remaining to move {server}",
+             f"[2026-11-27 09:24:23,933] INFO [KafkaServer id=3] Retrying controlled shutdown (2 retries remaining) "
+             f"{server}",
+             f"[2026-11-27 09:24:24,443] INFO [KafkaServer id=3] Retrying controlled shutdown (1 retries remaining) "
+             f"{server}"]
+    retry = f"WARN [KafkaServer id=1] Retrying controlled shutdown after the previous attempt failed... {server}"
+    lines += [f"[2026-11-25 10:00:00,000] INFO [KafkaServer id=1] Starting controlled shutdown {server}",
+              f"[2026-11-25 10:00:00,500] {retry}",
+              f"[2026-11-25 10:05:00,000] INFO [KafkaServer id=1] Starting controlled shutdown {server}",
+              f"[2026-11-25 10:05:00,500] {retry}", f"[2026-11-25 10:05:01,000] {retry}",
+              f"[2026-11-25 10:05:01,500] {retry}"]
+    log = parse_server_log(lines)
+    assert log.other_lines == 1 and log.requests == []
+    ms = 1_795_771_463_000
+    assert log.shutdowns.retries(3, ms + 1_000) == [ms + 933, ms + 1_443]
+    assert log.shutdowns.retries(3, ms) == []  # no shutdown started before
+    second = log.shutdowns.by_broker[1][1][0]
+    assert log.shutdowns.retries(1, second) == [second - 299_500]
+    assert log.shutdowns.retries(1, second + 2_000) == [second + 500, second + 1_000, second + 1_500]
+    assert ControlledShutdowns().retries(1, second) == []
