@@ -80,7 +80,8 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "topics", "reassignments", "stop_replica_answered", "stop_replica_answers", "offline_replicas",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
-                        "reads_reassignment_znode", "write_failed", "answer_order", "stop_replica_answer_order"})
+                        "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order",
+                        "stop_replica_answer_order"})
 
 
 def _plain(value: Any) -> Any:
@@ -258,6 +259,9 @@ class ControllerChange(Event):
     # ZooKeeper mode (addition): the failover read a reassignment asked through /admin/reassign_partitions, the next
     # ReassignPartitions (`read_at_failover`): the brokers' answers to its requests are handled after that one.
     reads_reassignment_znode: bool = False
+    # ZooKeeper mode (addition): those of `reassignments` that /admin/reassign_partitions still named: the failover
+    # resumes them first, in the order of its read of the znode (processZkPartitionReassignment), then the others.
+    znode_reassignments: tuple[PartitionRef, ...] = ()
     # ZooKeeper mode (addition): the brokers in the order the new controller handled their KAFKA_STORAGE_ERROR answers
     # to its failover's LeaderAndIsr requests, each an event of its own queued as it came (its `Mark replicas`
     # lines); brokers not named after those named, by id. Empty: by id.
@@ -456,6 +460,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                          "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None),
                          "reassignments": (replica_assignments, ()),
                          "reads_reassignment_znode": (boolean, False),
+                         "znode_reassignments": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
                          "answer_order": (int_list, ())},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},

@@ -186,6 +186,8 @@ class _Fanout:
         self.requests = requests
         self.sent: list[tuple[int, str, Added]] = []
         self._run: tuple[int, str] = (0, "")
+        # A failover's reassignments that /admin/reassign_partitions still named: resumed first (requests.batches).
+        self.from_znode: frozenset[Key] = frozenset()
 
     def _runs(self, action: str) -> int:
         """The run `action`'s additions belong to: the current one if it is of that action, else a new one. A
@@ -423,7 +425,7 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
         if not out.handled:
             out.cluster("nothing to do", Outcome.NO_OP)
         self._finish_deletions(out)
-        return HandledEvent(out.handled, batches(out.sent))
+        return HandledEvent(out.handled, batches(out.sent, out.from_znode))
 
     def _check_duplicate(self, event_id: str, offset: int) -> None:
         seen, window = self.cluster.seen_event_ids, self.config.duplicate_window

@@ -47,6 +47,8 @@ class ControllerEpoch:
         # initializeControllerContext reads every assignment: a reassignment in progress there is the new controller's
         # to resume, whatever the old one had written of it.
         read = {(r.topic, r.partition): r for r in ev.reassignments} if isinstance(ev, ControllerChange) else {}
+        if isinstance(ev, ControllerChange):
+            out.from_znode = frozenset((r.topic, r.partition) for r in ev.znode_reassignments)
         for key in sorted(self.partitions):
             if key in read:
                 out.partition(Action.CONTROLLER_FAILOVER, key, replicas=read[key].replicas,

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
 from schemas.records import RequestRow
-from statemachine.visit_order import reassignment_order
+from statemachine.visit_order import failover_resume_order
 
 LEADER_DURING_DELETE = -2  # LeaderAndIsr.LeaderDuringDelete and EpochDuringDelete: the topic is being deleted
 NO_EPOCH = -1
@@ -58,7 +58,8 @@ _ORDER: dict[str, tuple[Phase, ...]] = {
 _DEFAULT_ORDER = tuple(Phase)
 # maybeResumeReassignments: a new controller, and a broker's startup, resume the reassignments in progress by iterating
 # the controller's partitionsBeingReassigned, a Scala hash set (visit_order.reassignment_order), not in the order the
-# partitions come (seeds 702, 708).
+# partitions come (seeds 702, 708); a new controller resumes those /admin/reassign_partitions still names first
+# (visit_order.failover_resume_order; seeds 1043, 1232).
 _RESUMING = frozenset({"CONTROLLER_FAILOVER", "BROKER_STARTUP"})
 
 
@@ -148,11 +149,12 @@ def _sorted(states: dict[tuple[str, int], RequestPartition]) -> tuple[RequestPar
     return tuple(p for _, p in sorted(states.items()))
 
 
-def batches(added: Sequence[tuple[int, str, Added]]) -> list[Request]:
+def batches(added: Sequence[tuple[int, str, Added]], from_znode: Iterable[tuple[str, int]] = ()) -> list[Request]:
     """One event's requests, batch by batch: `added` holds (run, action, addition) in the order the event made
     them, a run being a stretch of commands of one action (a failover's, then the event's own). Within a run the
     additions go out by the action's order of phases; the reassignment's one partition after the other: in the
-    event's order, or, where the controller resumes them (`_RESUMING`), in its hash set's."""
+    event's order, or, where the controller resumes them (`_RESUMING`), in its hash set's, after those of
+    `from_znode` (a failover's read of /admin/reassign_partitions)."""
     first_seen: dict[tuple[int, str, int], int] = {}
     resumed: dict[int, set[tuple[str, int]]] = {}
     for i, (run, action, a) in enumerate(added):
@@ -162,7 +164,7 @@ def batches(added: Sequence[tuple[int, str, Added]]) -> list[Request]:
             if action in _RESUMING:
                 resumed.setdefault(run, set()).add(key)
     for run, keys in resumed.items():
-        for turn, key in enumerate(reassignment_order(keys)):
+        for turn, key in enumerate(failover_resume_order(keys, from_znode)):
             first_seen[(run, *key)] = turn
     # Each batch's additions in the order the event made them (one _Batch per batch, not per addition).
     grouped: dict[tuple[int, int, int, int], list[Added]] = {}

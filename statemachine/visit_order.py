@@ -69,3 +69,14 @@ def reassignment_order(partitions: Iterable[tuple[str, int]]) -> list[tuple[str,
         size *= 2
     improved = {k: (h := _topic_partition_hash(*k)) ^ (h >> 16) for k in keys}
     return sorted(keys, key=lambda k: (improved[k] & (size - 1), improved[k]))
+
+
+def failover_resume_order(partitions: Iterable[tuple[str, int]], from_znode: Iterable[tuple[str, int]]
+                          ) -> list[tuple[str, int]]:
+    """The distinct `partitions` being reassigned in the order a new controller resumes them
+    (initializePartitionReassignments): first those `/admin/reassign_partitions` still names, in the order of the
+    map its read of the znode builds (processZkPartitionReassignment), then the others, in the order of its set of
+    reassignments in progress (maybeResumeReassignments, which skips the ones resumed already)."""
+    keys = set(partitions)
+    first = keys & set(from_znode)
+    return reassignment_order(first) + reassignment_order(keys - first)

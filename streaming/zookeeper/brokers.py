@@ -58,12 +58,16 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     # the completion's ISR shrink and its assignment write, had nearly completed).
     reassignments = [{"topic": t, "partition": p, **a.fields(p)}
                      for t, a in sorted(ctx.topics.items()) for p in sorted(a.replicas) if a.reassigning(p)]
+    # Those /admin/reassign_partitions still names it resumes first (processZkPartitionReassignment; seed 1043).
+    in_znode = [{"topic": r["topic"], "partition": r["partition"]} for r in reassignments
+                if (r["topic"], r["partition"]) in ctx.znode_reassignments]
     event = ctx.event(txn, "ControllerChange", controller_id=max(elected, 0),
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())},
-                      **({"reassignments": reassignments} if reassignments else {}))
+                      **({"reassignments": reassignments} if reassignments else {}),
+                      **({"znode_reassignments": in_znode} if in_znode else {}))
     ctx.cause(Cause(event, "FAILOVER"))
     # Which broker's KAFKA_STORAGE_ERROR answer to its LeaderAndIsr the failover handles first is timing: the order
-    # of its `Mark replicas` lines (seed 1115: broker 2's, then broker 1's).
+    # of its `Mark replicas` lines (seed 1115: broker 2's, then broker 1's; seed 1240: broker 4's, then broker 2's).
     order = ctx.offline_marks.answer_order(elected, txn.time) if ctx.offline_marks is not None else []
     if len(order) > 1:
         event["answer_order"] = order

@@ -331,6 +331,7 @@ class OfflineMarks:
     other_lines: int = 0  # state.change.logger lines that are not marks
     # broker -> the times the controllers sent it a LeaderAndIsr (`Sending LeaderAndIsr request to broker B ...`)
     asked_at: dict[int, list[int]] = field(default_factory=dict)
+    logged: list[OfflineMark] = field(default_factory=list)  # every mark, also those taken, oldest first
 
     def answer(self, broker: int, since_ms: int, unasked: frozenset[tuple[str, int]] = frozenset()
                ) -> frozenset[tuple[str, int]] | None:
@@ -361,11 +362,11 @@ class OfflineMarks:
         return mark is not None
 
     def answer_order(self, controller: int, since_ms: int) -> list[int]:
-        """The brokers in the order `controller` marked their replicas offline within ANSWER_MS after its election at
-        `since_ms` (each broker's first mark): the order it handled their answers to its failover's LeaderAndIsr
-        (each a LeaderAndIsrResponseReceived of its own, queued as it came). Nothing is taken."""
+        """The brokers in the order `controller`, elected at `since_ms`, first marked replicas of theirs offline
+        within ANSWER_MS: the order their answers to its failover's LeaderAndIsr came in (also marks another lookup
+        took: a notification's answer may be the failover's too). Nothing is taken."""
         order: list[int] = []
-        for m in self.marks:
+        for m in self.logged:
             if m.controller == controller and since_ms <= m.at_ms <= since_ms + ANSWER_MS and m.broker not in order:
                 order.append(m.broker)
         return order
@@ -407,6 +408,7 @@ def parse_offline_marks(lines: Iterable[str], into: OfflineMarks | None = None) 
         replicas = tuple((tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])) for tp in s["replicas"].split(","))
         out.marks.append(OfflineMark(at, int(m["id"]), int(s["broker"]), replicas))
     out.marks.sort(key=lambda mark: mark.at_ms)
+    out.logged = list(out.marks)
     return out
 
 

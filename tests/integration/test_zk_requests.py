@@ -738,6 +738,61 @@ def test_a_reassignments_answer_before_the_notifications_leader_and_isr_and_a_no
     assert order.index("zk-158-t1-4") < order.index("zk-156")
 
 
+def test_a_failover_resumes_first_the_reassignments_the_znode_still_names(tmp_path: Path) -> None:
+    # Campaign seed 1043 (Kafka 2.7.2, two log dirs): t1-1 and t1-0 were being reassigned through
+    # /admin/reassign_partitions (zk-209), t0-0 through the Admin API (zk-205-t0), when controller 4 took over (zk-249):
+    # initializePartitionReassignments resumed the znode's first (processZkPartitionReassignment: t1-1, t1-0), then
+    # t0-0 (maybeResumeReassignments). isrflow had taken all three in the hash set's order (t0-0 first): LeaderAndIsr
+    # 119 of 121.
+    logs = ZKLOG / "requests" / "zookeeper-2.7-dirs-2-seed-1043"
+    summary, rows = _replayed(logs / "version-2", tmp_path / "1043", logs)
+    assert "LeaderAndIsr 121 of 121 (isrflow 121), StopReplica 29 of 29 (isrflow 29), UpdateMetadata 246 of 246 " \
+           "(isrflow 246)" in summary and all(r["match"] for r in rows)
+    [failover] = [e for e in read_jsonl(tmp_path / "1043" / "zk" / "events.jsonl") if e["event_id"] == "zk-249"]
+    assert failover["znode_reassignments"] == [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]
+    resumed = [parts for _, broker, parts in _leader_and_isr(tmp_path / "1043", "zk-249")
+               if broker == 4 and len(parts) == 1]
+    assert resumed[:3] == [["t1-1"], ["t1-0"], ["t0-0"]]
+    # Seed 1232 (Kafka 3.9.1 at protocol 2.6, three log dirs): the znode named t0-0 (zk-211) at both failovers (1, 4);
+    # each resumed t0-0 before t1-4 and t1-3. isrflow had LeaderAndIsr 127 of 130.
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-1232"
+    summary, rows = _replayed(logs / "version-2", tmp_path / "1232", logs)
+    assert "LeaderAndIsr 130 of 130 (isrflow 130), StopReplica 25 of 25 (isrflow 25), UpdateMetadata 353 of 353 " \
+           "(isrflow 353)" in summary and all(r["match"] for r in rows)
+    resumed = [parts for _, broker, parts in _leader_and_isr(tmp_path / "1232", "zk-262")
+               if broker == 1 and len(parts) == 1]
+    assert resumed == [["t0-0"], ["t1-4"]]
+
+
+def test_a_failovers_storage_error_answers_are_handled_in_the_order_they_came(tmp_path: Path) -> None:
+    # Campaign seed 1240 (Kafka 2.7.2, two log dirs): brokers 4 and 2, with failed dirs, answered controller 2's
+    # failover LeaderAndIsr with KAFKA_STORAGE_ERROR, 4 first (its "Mark replicas" line at 32.646, broker 2's at
+    # 32.654): broker 4's answer took t0-3 and t0-0 offline (UpdateMetadata of 2 partitions), then broker 2's t0-2
+    # (of 1). isrflow had taken them by broker id: UpdateMetadata 180 of 182.
+    logs = ZKLOG / "requests" / "zookeeper-2.7-dirs-2-seed-1240"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 75 of 75 (isrflow 75), StopReplica 11 of 11 (isrflow 11), UpdateMetadata 182 of 182 " \
+           "(isrflow 182)" in summary and all(r["match"] for r in rows)
+    [failover] = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-158"]
+    assert failover["answer_order"] == [4, 2]
+    stopped = [r["broker"] for r in read_jsonl(tmp_path / "requests.jsonl")
+               if r["event_id"] == "zk-158" and r["request"] == "STOP_REPLICA"]
+    assert stopped == [4, 2]
+
+
+def test_an_alter_isr_a_deposed_controller_failed_to_write_is_answered_under_its_epoch(tmp_path: Path) -> None:
+    # Campaign seed 1227 (Kafka 3.0.2, two log dirs), the cause of seed 715 (and of 1010 and 1060): leader 4 sent
+    # AlterIsr for t1-2 to controller 3 (epoch 1) at 28.846, as controller 1's failover (epoch 2) began; controller 3's
+    # write failed (its session gone) at 30.674 and it still sent an UpdateMetadata naming t1-2 to brokers 1-4 under
+    # epoch 1, answering UNKNOWN_SERVER_ERROR. The importer makes the answer an IsrChange of epoch 2 (zk-103, from
+    # broker 4's server.log), whose UpdateMetadata went to brokers 1, 2 and 4 after the failover: 197 of 201. The
+    # importer marks it (`write_failed`) and the rules send it under epoch 1 to the brokers controller 3 knew.
+    logs = ZKLOG / "requests" / "zookeeper-3.0-dirs-2-seed-1227"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 80 of 80 (isrflow 80), StopReplica 13 of 13 (isrflow 13), UpdateMetadata 201 of 201 " \
+           "(isrflow 201)" in summary and all(r["match"] for r in rows)
+
+
 def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_them(tmp_path: Path) -> None:
     # Campaign seed 1236 (Kafka 3.9.1, two log dirs): broker 3, shutting down, still led t0-1 (ISR [3, 2], broker 2
     # ineligible), so it asked twice more (09:24:23.933 and 24.443, its "Retrying controlled shutdown" lines), nothing

@@ -403,3 +403,56 @@ def test_a_startups_resumed_deletion_retries_in_the_order_the_brokers_answered()
     assert [keys for _, keys in by_id[-2:]] == [[("x", 0)], [("y", 0), ("y", 1)]]
     answered = _stop_replicas(startup(stop_replica_answer_order=[3, 4, 1]), 3)
     assert answered[:-1] == by_id[:-2] and answered[-1][1] == [("x", 0), ("y", 0), ("y", 1)]
+
+
+def _epoch_event(n: int, epoch: int, kind: str, **fields: Any) -> bytes:
+    return json.dumps({"event_id": f"e{n}", "type": kind, "controller_epoch": epoch, "ts": "2026-11-27T05:22:00Z",
+                       **fields}).encode()
+
+
+def _reassigning_then_failover(**failover: Any) -> list[Request]:
+    """t0-0, t1-0 and t1-1 being reassigned from [1, 2] to [3, 4] when controller 3 takes over: its requests."""
+    live = {str(b): 10 + b for b in (1, 2, 3, 4)}
+    read = [{"topic": t, "partition": p, "replicas": [3, 4, 1, 2], "adding_replicas": [3, 4],
+             "removing_replicas": [1, 2]} for t, p in (("t0", 0), ("t1", 0), ("t1", 1))]
+    events = [_epoch_event(0, 1, "ControllerChange", controller_id=1, live_brokers=live),
+              _epoch_event(1, 1, "CreateTopic", topic="t0", assignment={"0": [1, 2]}),
+              _epoch_event(2, 1, "CreateTopic", topic="t1", assignment={"0": [1, 2], "1": [1, 2]}),
+              _epoch_event(3, 1, "ReassignPartitions", partitions=[
+                  {"topic": t, "partition": p, "replicas": [3, 4]} for t, p in (("t0", 0), ("t1", 0), ("t1", 1))]),
+              _epoch_event(4, 2, "ControllerChange", controller_id=3, live_brokers=live, reassignments=read,
+                           **failover)]
+    return _replay(events)[-1]
+
+
+def _resumed(requests: list[Request]) -> list[tuple[str, int]]:
+    """The partitions of the resumed reassignments' LeaderAndIsr to new replica 3, one batch each, in batch order."""
+    return [(p.topic, p.partition) for r in requests if r.request is LAI and r.broker == 3
+            and len(r.partitions) == 1 for p in r.partitions]
+
+
+def test_a_failover_resumes_the_reassignments_the_znode_still_names_first() -> None:
+    # Kafka 2.7.2 campaign seed 1043: /admin/reassign_partitions still named t1-1 and t1-0 when controller 4 took over;
+    # initializePartitionReassignments resumed them first (processZkPartitionReassignment, its map's order), then
+    # t0-0, asked through the Admin API (maybeResumeReassignments skips those resumed already).
+    assert _resumed(_reassigning_then_failover()) == [("t0", 0), ("t1", 1), ("t1", 0)]  # the set's order alone
+    in_znode = [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]
+    assert _resumed(_reassigning_then_failover(znode_reassignments=in_znode)) == [("t1", 1), ("t1", 0), ("t0", 0)]
+
+
+def test_a_failovers_storage_error_answers_are_handled_in_the_order_they_came() -> None:
+    # Kafka 2.7.2 campaign seed 1240: brokers 4 and 2 answered the new controller's LeaderAndIsr with
+    # KAFKA_STORAGE_ERROR, 4 first; each answer is an event of its own, handled in the order they came (its "Mark
+    # replicas" lines): broker 4's StopReplica, then broker 2's. Without the order, by broker id.
+    live = {str(b): 10 + b for b in (1, 2, 3, 4)}
+    answers = {"2": [{"topic": "t", "partition": 0}], "4": [{"topic": "t", "partition": 1}]}
+
+    def stopped(**order: Any) -> list[int]:
+        events = [_epoch_event(0, 1, "ControllerChange", controller_id=1, live_brokers=live),
+                  _epoch_event(1, 1, "CreateTopic", topic="t", assignment={"0": [2, 1], "1": [4, 3]}),
+                  _epoch_event(2, 2, "ControllerChange", controller_id=3, live_brokers=live, offline_replicas=answers,
+                               **order)]
+        return [r.broker for r in _replay(events)[-1] if r.request is SR]
+
+    assert stopped() == [2, 4]
+    assert stopped(answer_order=[4, 2]) == [4, 2]

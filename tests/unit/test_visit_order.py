@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from statemachine.visit_order import reassignment_order, replica_state_machine_order
+from statemachine.visit_order import failover_resume_order, reassignment_order, replica_state_machine_order
 
 
 def test_the_order_scala_iterates_a_hash_map_of_broker_ids() -> None:
@@ -25,3 +25,13 @@ def test_one_requests_reassignments_start_in_the_order_of_the_controllers_hash_m
     assert reassignment_order([("t0", 0), ("t0", 1), ("t1", 0), ("t1", 2)]) == [
         ("t0", 1), ("t1", 2), ("t0", 0), ("t1", 0)]
     assert reassignment_order([("t0", 1), ("t0", 1)]) == [("t0", 1)]
+
+
+def test_a_failover_resumes_first_the_reassignments_its_read_of_the_znode_found() -> None:
+    # Kafka 2.7.2 campaign seed 1043: t1-1 and t1-0 in /admin/reassign_partitions, t0-0 not: t1-1, t1-0, t0-0 (the
+    # hash set alone would give t0-0 first). Seed 1232 (Kafka 3.9.1): t0-0 in the znode, then t1-4 and t1-3.
+    moving = [("t0", 0), ("t1", 0), ("t1", 1)]
+    assert failover_resume_order(moving, []) == reassignment_order(moving) == [("t0", 0), ("t1", 1), ("t1", 0)]
+    assert failover_resume_order(moving, [("t1", 0), ("t1", 1)]) == [("t1", 1), ("t1", 0), ("t0", 0)]
+    assert failover_resume_order([("t1", 3), ("t1", 4), ("t0", 0)], [("t0", 0), ("t9", 9)]) == [
+        ("t0", 0), ("t1", 4), ("t1", 3)]

@@ -102,6 +102,21 @@ def test_a_notification_takes_the_mark_after_it_and_one_just_before() -> None:
     assert marks.answer(1, at + 400) is None  # taken
 
 
+def test_a_failovers_answers_come_in_the_order_its_controller_first_marked_each_broker() -> None:
+    # Kafka 2.7.2, campaign seed 1240: controller 3 marked brokers 4 and 2 (notifications' answers), then controller 2,
+    # elected at 32.542, broker 4's answer at 32.646 and broker 2's at 32.654. Those marks may be taken by another
+    # lookup: the order reads them all.
+    logged = (("15,850", 3, "t0-3,t0-0", 4), ("26,203", 3, "t0-2", 2), ("32,646", 2, "t0-3,t0-0", 4),
+              ("32,654", 2, "t0-2", 2))
+    lines = [f"[2026-11-27 09:28:{t}] INFO [Controller id={c}] Mark replicas {replicas} on broker {b} as offline "
+             "(state.change.logger)\n" for t, c, replicas, b in logged]
+    marks = parse_offline_marks(lines)
+    at = int(datetime(2026, 11, 27, 9, 28, 32, 542000, tzinfo=UTC).timestamp() * 1000)
+    assert marks.answer(4, at) == {("t0", 3), ("t0", 0)}  # taken
+    assert marks.answer_order(2, at) == [4, 2]
+    assert marks.answer_order(3, at) == []  # the deposed controller's marks came before
+
+
 def test_a_startup_takes_the_mark_after_it_unless_a_notification_of_the_broker_comes_first() -> None:
     # Campaign seed 805: broker 1's dir failed while it was down (no notification); controller 2 marked its replicas
     # at 34.213, answering the startup at 33.155. A mark after a later notification of the broker is that one's.

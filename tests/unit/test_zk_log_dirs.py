@@ -263,3 +263,4 @@ def test_a_startup_asks_nothing_of_its_brokers_deleted_replicas_so_its_failed_di
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
     assert any("answered KAFKA_STORAGE_ERROR again for 1 replica(s) in failed dirs: u-0" in r.message
                for r in back.cluster_rows)
+
