@@ -8,7 +8,7 @@ peak memory is a fraction of reading every column of every row as a dict.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -178,7 +178,12 @@ class AuditRows:
         self.path = path
 
     def __iter__(self) -> Iterator[Row]:
-        return _rows(audit_batches(self.path))
+        return self.rows()
+
+    def rows(self, watch: Callable[[Iterator[Any]], Iterator[Any]] | None = None) -> Iterator[Row]:
+        """The rows; `watch`, when given, sees each record batch before its rows are made (and yields it)."""
+        batches = audit_batches(self.path)
+        return _rows(batches if watch is None else watch(batches))
 
 
 def read_audit(path: Path) -> list[Row]:

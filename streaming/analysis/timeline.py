@@ -15,6 +15,7 @@ Definitions:
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,14 +32,13 @@ from schemas.events import (
 from schemas.records import parse_ts
 from statemachine.elections import Election
 from statemachine.errors import Outcome
-from statemachine.record import NO_LEADER, Action
-from statemachine.states import PartitionState
+from statemachine.record import Action
 from streaming.analysis.columns import AuditRows, read_decisions, read_decisions_table
-from streaming.analysis.facts import Facts, as_int, key_of
+from streaming.analysis.facts import Facts, key_of
+from streaming.analysis.health import Health, HealthColumns, PartitionAtEnd
 from streaming.analysis.words import Clock, Key
 from streaming.io.delta import read_delta
 
-NON_EXISTENT = PartitionState.NON_EXISTENT
 # Kafka's election strategies in the order the report lists them.
 ELECTION_ORDER = (Election.INITIAL, Election.OFFLINE, Election.OFFLINE_UNCLEAN, Election.CONTROLLED_SHUTDOWN,
                   Election.REASSIGN, Election.PREFERRED)
@@ -47,7 +47,7 @@ ELECTION_ORDER = (Election.INITIAL, Election.OFFLINE, Election.OFFLINE_UNCLEAN, 
 
 @dataclass
 class Inputs:
-    audit: Iterable[Mapping[str, Any]]  # in log order; read again by each `analyse` (AuditRows)
+    audit: AuditRows  # in log order; read again by each `analyse`
     decisions: list[dict[str, Any]]  # only those a reassignment reads (`reassignment_decisions`)
     quarantine: list[dict[str, Any]]
     source: str = ""
@@ -128,26 +128,7 @@ def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent |
 
 # -- the analysis ------------------------------------------------------------------------------------------
 
-@dataclass(slots=True)  # one per partition: a million of them for a million-partition snapshot
-class _Partition:
-    state: str = NON_EXISTENT
-    leader: int = NO_LEADER
-    isr: tuple[int, ...] = ()
-    replicas: tuple[int, ...] = ()  # the audit's replicas_after
-    removing: tuple[int, ...] = ()  # a reassignment's removing replicas, from the decisions when present
-
-    @property
-    def offline(self) -> bool:
-        return self.state != NON_EXISTENT and self.leader == NO_LEADER
-
-    @property
-    def under_replicated(self) -> bool:
-        if self.leader == NO_LEADER or self.state == NON_EXISTENT:
-            return False
-        return len(self.isr) < len([r for r in self.replicas if r not in self.removing])
-
-
-@dataclass(slots=True)  # one per event of the log
+@dataclass(frozen=True)
 class Point:
     """The cluster after one event of the log."""
 
@@ -155,20 +136,16 @@ class Point:
     time: datetime | None
     offline: int
     under_replicated: int
-    leaders: dict[int, int]  # broker -> partitions it leads
 
 
 @dataclass
 class Analysis:
     inputs: Inputs
     decisions: list[dict[str, Any]]
-    times: dict[int, datetime | None]  # source_offset -> monotonic event time
-    points: list[Point]
+    times: dict[int, datetime | None]  # source_offset -> monotonic event time, in log order
+    health: Health  # after each event (in the order of `times`), from the audit's columns
     broker_events: list[BrokerEvent]
-    partitions: dict[Key, _Partition]  # as the log leaves them
-    topics: set[str]
     brokers: set[int]
-    ever_offline: set[Key]
     facts: Facts  # what the summary, the tables and the plots read of the audit (streaming.analysis.facts)
     summary: list[str] = field(default_factory=list)
 
@@ -190,17 +167,35 @@ class Analysis:
     def rejected(self) -> int:
         return self.facts.rejected
 
-    def _peak(self, attr: str) -> tuple[int, Point | None]:
-        best = max(self.points, key=lambda p: getattr(p, attr), default=None)
-        return (getattr(best, attr) if best else 0), best
+    @property
+    def partitions(self) -> dict[Key, PartitionAtEnd]:
+        """The partitions as the log leaves them."""
+        return self.health.partitions
+
+    @property
+    def topics(self) -> set[str]:
+        return self.health.topics
+
+    @property
+    def ever_offline(self) -> set[Key]:
+        return self.health.ever_offline
+
+    def _peak(self, counts: Any) -> tuple[int, Point | None]:
+        """The highest count and the first event that has it."""
+        if not len(counts):
+            return 0, None
+        i = int(counts.argmax())
+        offset = next(itertools.islice(self.times, i, None))
+        return int(counts[i]), Point(offset, self.times[offset], int(self.health.offline[i]),
+                                     int(self.health.under_replicated[i]))
 
     @property
     def offline_peak(self) -> tuple[int, Point | None]:
-        return self._peak("offline")
+        return self._peak(self.health.offline)
 
     @property
     def under_replicated_peak(self) -> tuple[int, Point | None]:
-        return self._peak("under_replicated")
+        return self._peak(self.health.under_replicated)
 
     @property
     def offline_at_end(self) -> list[Key]:
@@ -229,82 +224,35 @@ class Analysis:
 
 
 def analyse(inputs: Inputs) -> Analysis:
-    """One pass over the audit in log order, an event's rows at a time: the cluster after each event (the points)
-    and the facts the page reads (streaming.analysis.facts)."""
+    """One pass over the audit in log order, an event's rows at a time: the facts the page reads
+    (streaming.analysis.facts); the cluster after each event from the same pass's columns (streaming.analysis.
+    health)."""
     decisions = sorted(inputs.decisions, key=lambda d: (d["source_offset"], d["topic"], d["partition"],
                                                         d["partition_epoch"]))
     removing_at: dict[int, dict[Key, tuple[int, ...]]] = defaultdict(dict)  # the last decision's, per event
     for d in decisions:
         removing_at[d["source_offset"]][key_of(d)] = tuple(d.get("removing_replicas") or ())
+    columns = HealthColumns(removing_at)
 
     times: dict[int, datetime | None] = {}  # each offset's event time, never earlier than the one before it
     latest: datetime | None = None
     facts = Facts()
-    parts: dict[Key, _Partition] = {}
-    offline: set[Key] = set()
-    urp: set[Key] = set()
-    leaders: Counter[int] = Counter()
-    points: list[Point] = []
-    ever_offline: set[Key] = set()
     broker_events: list[BrokerEvent] = []
     brokers: set[int] = set()
-    topics: set[str] = set()
-
-    def update(key: Key, **changes: Any) -> None:
-        """Change a partition (a deleted one leaves `parts`), keeping the counts and sets in step."""
-        p = parts.get(key)
-        if p is None:
-            p = parts[key] = _Partition()
-        if p.leader != NO_LEADER:
-            leaders[p.leader] -= 1
-        for name, value in changes.items():
-            setattr(p, name, value)
-        if p.state == NON_EXISTENT:
-            del parts[key]
-        elif p.leader != NO_LEADER:
-            leaders[p.leader] += 1
-        if p.offline:
-            offline.add(key)
-            ever_offline.add(key)
-        else:
-            offline.discard(key)
-        if p.under_replicated:
-            urp.add(key)
-        else:
-            urp.discard(key)
-
-    for offset, group in groupby(inputs.audit, key=lambda r: r["source_offset"]):
+    for offset, group in groupby(inputs.audit.rows(columns.watch), key=lambda r: r["source_offset"]):
         rows = list(group)
         t = next((t for t in map(parse_ts, (r.get("event_ts") for r in rows)) if t is not None), None)
         if t is not None and (latest is None or t > latest):
             latest = t
         times[offset] = latest
-        events = []
-        for row in rows:
-            if row.get("partition") is None:
-                be = broker_event(row, latest)
-                if be is not None:
-                    events.append(be)
-                    brokers.add(be.broker)
-            elif row.get("outcome") != Outcome.REJECTED and row.get("to_state") is not None:
-                topics.add(row["topic"])
-                update(key_of(row), state=row["to_state"], leader=as_int(row.get("leader_after")),
-                       isr=tuple(row.get("isr_after") or ()), replicas=tuple(row.get("replicas_after") or ()))
-                brokers.update(*(row.get(c) or () for c in ("replicas_after", "isr_after", "replica_states")))
+        events = [be for row in rows if row.get("partition") is None and (be := broker_event(row, latest))]
+        brokers.update(be.broker for be in events)
         broker_events.extend(events)
         facts.add(offset, latest, rows, events)
-        for key, removing in removing_at.get(offset, {}).items():
-            if key in parts:
-                update(key, removing=removing)
-        led = {b: n for b, n in leaders.items() if n > 0}
-        if points and points[-1].leaders == led:  # most events move no leader: one dict for a run of points
-            led = points[-1].leaders
-        points.append(Point(offset, latest, len(offline), len(urp), led))
     facts.close()
-    return Analysis(
-        inputs=inputs, decisions=decisions, times=times, points=points, broker_events=broker_events,
-        partitions=parts, topics=topics, brokers=brokers, ever_offline=ever_offline, facts=facts,
-    )
+    health = columns.health(list(times))
+    return Analysis(inputs=inputs, decisions=decisions, times=times, health=health, broker_events=broker_events,
+                    brokers=brokers | health.brokers, facts=facts)
 
 
 Story = list[tuple[int, str]]  # (source_offset, sentence): the summary tells the log in its order
