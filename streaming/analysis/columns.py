@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from statemachine.elections import Election
 from statemachine.errors import Outcome
 from streaming.history.agreement import from_table_rows
 from streaming.io.delta import DECISION_ORDER, delta_dataset, dict_batches, scan_delta
@@ -206,19 +207,49 @@ def event_offsets(path: Path, event_ids: Iterable[str]) -> dict[str, int]:
     return dict(zip(last["event_id"].to_pylist(), pc.cast(last["source_offset_max"], "int64").to_pylist(), strict=True))
 
 
-def read_decisions(path: Path) -> Iterator[dict[str, Any]]:
-    """A replay's decisions.jsonl (written in DECISION_ORDER) line by line, each with DECISION_FIELDS only."""
-    brokers: dict[tuple[int, ...], list[int]] = {}  # replica lists shared: the report never changes them
+def decision_columns(path: Path) -> Any:
+    """A replay's decisions.jsonl (written in DECISION_ORDER) as an Arrow table of DECISION_FIELDS, read by Arrow's
+    JSON reader: the other fields skipped, no Python object per decision."""
+    import pyarrow as pa
+    import pyarrow.json as pj
 
-    def slim(d: dict[str, Any]) -> dict[str, Any]:
-        return {f: brokers.setdefault(tuple(v), v) if isinstance(v := d.get(f), list) else v for f in DECISION_FIELDS}
+    brokers = pa.list_(pa.int32())
+    schema = pa.schema([("source_offset", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
+                        ("partition_epoch", pa.int32()), *((f, brokers) for f in DECISION_FIELDS[4:])])
+    if not path.stat().st_size:
+        return schema.empty_table()
+    return pj.read_json(path, read_options=pj.ReadOptions(use_threads=False),
+                        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
 
-    yield from (slim(d) for d in jsonl_rows(path))
+
+def outcome_decisions(path: Path) -> list[dict[str, Any]]:
+    """Of a replay's decisions.jsonl, what the final outcomes read (streaming.history.outcomes.compared_outcomes,
+    which keeps each partition's last leader and ISR and counts its unclean elections): each partition's last
+    decision and every unclean election, in order, with their topic, partition, leader, ISR and election. Read by
+    Arrow's JSON reader, the rows chosen by numpy: dicts for a few decisions, not for every one."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("leader", pa.int32()),
+                        ("isr", pa.list_(pa.int32())), ("election", pa.string())])
+    if not path.stat().st_size:
+        return []
+    table = pj.read_json(path, read_options=pj.ReadOptions(use_threads=False), parse_options=pj.ParseOptions(
+        explicit_schema=schema, unexpected_field_behavior="ignore")).combine_chunks()
+    topics = pc.dictionary_encode(table["topic"].chunk(0)).indices.to_numpy().astype(np.int64)
+    key = topics << 32 | table["partition"].chunk(0).to_numpy().astype(np.int64)
+    keep = pc.fill_null(pc.equal(table["election"], str(Election.OFFLINE_UNCLEAN)), False).to_numpy(
+        zero_copy_only=False).copy()
+    keep[len(key) - 1 - np.unique(key[::-1], return_index=True)[1]] = True  # each partition's last
+    return table.filter(pa.array(keep)).to_pylist()
 
 
-def read_decisions_table(path: Path) -> Iterator[dict[str, Any]]:
-    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER, a batch at a time."""
-    return table_rows(path, list(DECISION_FIELDS), [(c, "ascending") for c in DECISION_ORDER])
+def decision_table(path: Path) -> Any:
+    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER."""
+    table = scan_delta(path, columns=list(DECISION_FIELDS))
+    return None if table is None else table.sort_by([(c, "ascending") for c in DECISION_ORDER])
 
 
 def table_rows(path: Path, columns: list[str] | None = None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -33,7 +33,7 @@ from schemas.records import parse_ts
 from statemachine.elections import Election
 from statemachine.errors import Outcome
 from statemachine.record import Action
-from streaming.analysis.columns import AuditRows, read_decisions, read_decisions_table
+from streaming.analysis.columns import AuditRows, decision_columns, decision_table
 from streaming.analysis.facts import Facts, key_of
 from streaming.analysis.health import Health, HealthColumns, PartitionAtEnd
 from streaming.analysis.words import Clock, Key
@@ -61,47 +61,43 @@ def read_inputs(out_dir: Path) -> Inputs:
     audit = AuditRows(out_dir / "audit")
     decisions_path = out_dir / "decisions.jsonl"
     # A replay writes decisions.jsonl; `isrflow run` a `decisions` Delta table beside its audit.
-    decisions = read_decisions(decisions_path) if decisions_path.exists() else \
-        read_decisions_table(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else iter(())
-    counted = _Counted(decisions)
-    kept = reassignment_decisions(counted)
+    decisions = decision_columns(decisions_path) if decisions_path.exists() else \
+        decision_table(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else None
+    kept = reassignment_decisions(decisions) if decisions is not None else []
     quarantine_path = out_dir / "quarantine"
     quarantine = read_delta(quarantine_path) if (quarantine_path / "_delta_log").is_dir() else []
-    return Inputs(audit, kept, quarantine, str(out_dir), counted.count)
+    return Inputs(audit, kept, quarantine, str(out_dir), decisions.num_rows if decisions is not None else 0)
 
 
-class _Counted:
-    """An iterable that counts what went through it."""
+def reassignment_decisions(decisions: Any) -> list[dict[str, Any]]:
+    """Of decisions in DECISION_ORDER (as every replay writes them; an Arrow table), the ones the timeline and
+    `reassignments` read: those with adding or removing replicas, the one after each such run that ends it, and
+    the one before a run starts (its replicas are where the reassignment came from). Every other decision leaves a
+    partition's removing replicas as they were (empty) and opens or closes no reassignment, so the report is the
+    same without it, and the report holds a few decisions instead of every one. Chosen by numpy over each
+    partition's decisions in order; the kept ones as dicts, each run's first decision after the one before it."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    def __init__(self, items: Iterable[Any]) -> None:
-        self.items, self.count = items, 0
-
-    def __iter__(self) -> Iterator[Any]:
-        for item in self.items:
-            self.count += 1
-            yield item
-
-
-def reassignment_decisions(decisions: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Of decisions in DECISION_ORDER (as every replay writes them), the ones the timeline and `reassignments`
-    read: those with adding or removing replicas, the one after each such run that ends it, and the one before a
-    run starts (its replicas are where the reassignment came from). Every other decision leaves a partition's
-    removing replicas as they were (empty) and opens or closes no reassignment, so the report is the same without
-    it, and the report holds a few decisions instead of every one."""
-    kept: list[Mapping[str, Any]] = []
-    last: dict[Key, tuple[Mapping[str, Any], bool]] = {}  # a partition's last decision: (it, whether kept)
-    for d in decisions:
-        key = key_of(d)
-        moving = bool(d.get("adding_replicas") or d.get("removing_replicas"))
-        before = last.get(key)
-        ended = before is not None and bool(before[0].get("adding_replicas") or before[0].get("removing_replicas"))
-        if moving and before is not None and not ended and not before[1]:
-            kept.append(before[0])  # where the reassignment started from
-        keep = moving or ended
-        if keep:
-            kept.append(d)
-        last[key] = (d, keep)
-    return kept
+    if not decisions.num_rows:
+        return []
+    decisions = decisions.combine_chunks()
+    topics = pc.dictionary_encode(decisions["topic"].chunk(0)).indices.to_numpy().astype(np.int64)
+    key = topics << 32 | decisions["partition"].chunk(0).to_numpy().astype(np.int64)
+    moving = np.zeros(len(key), dtype=bool)
+    for name in ("adding_replicas", "removing_replicas"):
+        moving |= pc.fill_null(pc.list_value_length(decisions[name]), 0).to_numpy() > 0
+    order = np.argsort(key, kind="stable")  # each partition's decisions in order
+    k, m = key[order], moving[order]
+    first = np.ones(len(k), dtype=bool)
+    first[1:] = k[1:] != k[:-1]
+    ended = np.append(False, m[:-1]) & ~first  # the partition's decision before it had adding or removing replicas
+    keep = m | ended
+    starts = m & ~first & ~ended & ~np.append(False, keep[:-1])  # the decision before it joins too
+    rows = np.concatenate([order[keep], order[np.append(starts[1:], False)]])
+    place = np.concatenate([order[keep], order[starts] - 0.5])
+    return decisions.take(pa.array(rows[np.argsort(place, kind="stable")])).to_pylist()
 
 
 # -- cluster-level events ------------------------------------------------------------------------------------
