@@ -84,6 +84,25 @@ def test_offline_partitions_match_the_audit(replays: dict[str, tuple[Path, Analy
 
 
 @pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_partitions_led_per_broker_match_the_audit(replays: dict[str, tuple[Path, Analysis, str]], name: str) -> None:
+    out, analysis, _ = replays[name]
+    # Independently: walk the partition rows in log order, count the partitions each broker leads after each event.
+    leaders: dict[tuple[str, int], int] = {}
+    per_offset: dict[int, Counter[int]] = {}
+    for r in _audit(out):
+        if r["partition"] is not None and r["outcome"] != "REJECTED" and r["to_state"] is not None:
+            key = (r["topic"], r["partition"])
+            if r["to_state"] == "NonExistentPartition":
+                leaders.pop(key, None)
+            else:
+                leaders[key] = r["leader_after"]
+        per_offset[r["source_offset"]] = Counter(v for v in leaders.values() if v != -1)
+    led = {b: [per_offset[o][b] for o in sorted(per_offset)] for b in analysis.brokers}
+    assert {b: analysis.health.led(b).tolist() for b in analysis.brokers} == led
+    assert any(max(counts) for counts in led.values())
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
 def test_unclean_elections_are_listed_with_their_partition(replays: dict[str, tuple[Path, Analysis, str]],
                                                            name: str) -> None:
     out, analysis, html = replays[name]
