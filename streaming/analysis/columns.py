@@ -222,12 +222,62 @@ def decision_columns(path: Path) -> Any:
                         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
 
 
+def partition_keys(topic: Any, partition: Any, numbers: dict[str, int]) -> Any:
+    """A number per row naming its partition (numpy int64: the topic's number in `numbers`, given in order of
+    first sight, << 32 | the partition), from Arrow columns without a Python object per row."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    topics = pc.dictionary_encode(topic)
+    known = np.array([numbers.setdefault(t, len(numbers)) for t in topics.dictionary.to_pylist()], dtype=np.int64)
+    return (known[topics.indices.to_numpy()] << 32) | partition.to_numpy().astype(np.int64)
+
+
+def last_of_each(key: Any) -> Any:
+    """The positions of each key's last row (numpy)."""
+    import numpy as np
+
+    return len(key) - 1 - np.unique(key[::-1], return_index=True)[1]
+
+
+class Latest:
+    """Of record batches read in order, each partition's last row; compacted as the batches come, so that it holds
+    about a row per partition, not every row."""
+
+    def __init__(self) -> None:
+        self.tables: list[Any] = []
+        self.rows = self.compacted = 0
+
+    def add(self, batch: Any, key: Any) -> None:
+        """A batch's rows, `key` naming each row's partition (numpy, as `partition_keys`)."""
+        import pyarrow as pa
+
+        last = pa.array(last_of_each(key))
+        self.tables.append(pa.Table.from_batches([batch.take(last)]).append_column("_key", pa.array(key).take(last)))
+        self.rows += len(last)
+        if self.rows > 2 * self.compacted + 50_000:
+            self._compact()
+
+    def _compact(self) -> None:
+        import pyarrow as pa
+
+        if not self.tables:
+            return
+        table = pa.concat_tables(self.tables).combine_chunks()
+        self.tables = [table.take(pa.array(last_of_each(table["_key"].to_numpy())))]
+        self.rows = self.compacted = self.tables[0].num_rows
+
+    def table(self) -> Any:
+        """The last rows, without their keys (None when no batch had a row)."""
+        self._compact()
+        return self.tables[0].drop_columns(["_key"]) if self.tables else None
+
+
 def outcome_decisions(path: Path) -> list[dict[str, Any]]:
     """Of a replay's decisions.jsonl, what the final outcomes read (streaming.history.outcomes.compared_outcomes,
     which keeps each partition's last leader and ISR and counts its unclean elections): each partition's last
     decision and every unclean election, in order, with their topic, partition, leader, ISR and election. Read by
-    Arrow's JSON reader, the rows chosen by numpy: dicts for a few decisions, not for every one."""
-    import numpy as np
+    Arrow's JSON reader (only these fields), the rows chosen by numpy: dicts for a few decisions, not every one."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
@@ -238,11 +288,9 @@ def outcome_decisions(path: Path) -> list[dict[str, Any]]:
         return []
     table = pj.read_json(path, read_options=pj.ReadOptions(use_threads=False), parse_options=pj.ParseOptions(
         explicit_schema=schema, unexpected_field_behavior="ignore")).combine_chunks()
-    topics = pc.dictionary_encode(table["topic"].chunk(0)).indices.to_numpy().astype(np.int64)
-    key = topics << 32 | table["partition"].chunk(0).to_numpy().astype(np.int64)
     keep = pc.fill_null(pc.equal(table["election"], str(Election.OFFLINE_UNCLEAN)), False).to_numpy(
         zero_copy_only=False).copy()
-    keep[len(key) - 1 - np.unique(key[::-1], return_index=True)[1]] = True  # each partition's last
+    keep[last_of_each(partition_keys(table["topic"].chunk(0), table["partition"].chunk(0), {}))] = True
     return table.filter(pa.array(keep)).to_pylist()
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from statemachine.errors import Outcome
 from statemachine.record import NO_LEADER
 from statemachine.states import PartitionState
+from streaming.analysis.columns import Latest, partition_keys
 from streaming.analysis.words import Key
 
 NON_EXISTENT = PartitionState.NON_EXISTENT
@@ -82,7 +83,6 @@ class _Rows:
     leader: list[Any] = field(default_factory=list)
     isr: list[Any] = field(default_factory=list)  # ISR sizes
     replicas: list[Any] = field(default_factory=list)  # replica set sizes
-    last: list[Any] = field(default_factory=list)  # per batch: the last row of each partition (PartitionAtEnd's)
 
 
 class HealthColumns:
@@ -97,6 +97,7 @@ class HealthColumns:
         moving = {key for keys in removing_at.values() for key, removing in keys.items() if removing}
         self.moving = np.array(sorted(self._number(k) for k in moving), dtype=np.int64)
         self.rows = _Rows()
+        self.latest = Latest()  # each partition's last row (what it is at the end)
         self.moving_rows: list[tuple[Any, Any]] = []  # per batch: their rows' positions, their replicas_after
         self.count = 0
         self.topics: set[str] = set()
@@ -124,11 +125,8 @@ class HealthColumns:
                                     pc.not_equal(batch["outcome"], str(Outcome.REJECTED))))
         if not rows.num_rows:
             return
-        topics = pc.dictionary_encode(rows["topic"])
-        words = topics.dictionary.to_pylist()
-        self.topics.update(words)
-        numbers = np.array([self.topic_number.setdefault(t, len(self.topic_number)) for t in words], dtype=np.int64)
-        key = (numbers[topics.indices.to_numpy()] << 32) | rows["partition"].to_numpy().astype(np.int64)
+        self.topics.update(pc.unique(rows["topic"]).to_pylist())
+        key = partition_keys(rows["topic"], rows["partition"], self.topic_number)
         exists = pc.not_equal(rows["to_state"], str(NON_EXISTENT)).to_numpy(zero_copy_only=False)
         leader = pc.fill_null(rows["leader_after"], NO_LEADER).to_numpy().astype(np.int64)
         r = self.rows
@@ -138,10 +136,8 @@ class HealthColumns:
             column.append(values)
         for name in ("replicas_after", "isr_after", "replica_states"):
             self.brokers.update(pc.unique(pc.list_flatten(rows[name])).to_pylist())
-        # The last row of each partition in this batch: what the partition is at the end if no later batch has it.
-        last = len(key) - 1 - np.unique(key[::-1], return_index=True)[1]
-        kept = rows.select(["topic", "partition", "to_state", "leader_after", "isr_after", "replicas_after"])
-        r.last.append((self.count + last, key[last], pa.Table.from_batches([kept.take(pa.array(last))])))
+        self.latest.add(rows.select(["topic", "partition", "to_state", "leader_after", "isr_after",
+                                     "replicas_after"]), key)
         moving = np.flatnonzero(np.isin(key, self.moving))
         if len(moving):
             self.moving_rows.append((self.count + moving, rows["replicas_after"].take(pa.array(moving))))
@@ -238,16 +234,8 @@ class HealthColumns:
 
     def _partitions(self, removing: Mapping[int, tuple[int, ...]]) -> dict[Key, PartitionAtEnd]:
         """Each existing partition as its last row leaves it, with its removing replicas."""
-        import numpy as np
-        import pyarrow as pa
-
-        rows = np.concatenate([i for i, _, _ in self.rows.last])
-        keys = np.concatenate([k for _, k, _ in self.rows.last])
-        by_key = np.lexsort((rows, keys))
-        last = by_key[np.append(keys[by_key][1:] != keys[by_key][:-1], True)]
-        table = pa.concat_tables([t for _, _, t in self.rows.last]).take(pa.array(last))
         out: dict[Key, PartitionAtEnd] = {}
-        for row in table.to_pylist():
+        for row in self.latest.table().to_pylist():
             if row["to_state"] != NON_EXISTENT:
                 k = (row["topic"], row["partition"])
                 leader = NO_LEADER if row["leader_after"] is None else row["leader_after"]
