@@ -233,6 +233,15 @@ def partition_keys(topic: Any, partition: Any, numbers: dict[str, int]) -> Any:
     return (known[topics.indices.to_numpy()] << 32) | partition.to_numpy().astype(np.int64)
 
 
+def table_partition_keys(table: Any) -> Any:
+    """`partition_keys` of every row of an Arrow table, a record batch at a time (no combined copy of the table)."""
+    import numpy as np
+
+    numbers: dict[str, int] = {}
+    return np.concatenate([np.zeros(0, dtype=np.int64), *(partition_keys(b["topic"], b["partition"], numbers)
+                                                          for b in table.to_batches())])
+
+
 def last_of_each(key: Any) -> Any:
     """The positions of each key's last row (numpy)."""
     import numpy as np
@@ -287,10 +296,10 @@ def outcome_decisions(path: Path) -> list[dict[str, Any]]:
     if not path.stat().st_size:
         return []
     table = pj.read_json(path, read_options=pj.ReadOptions(use_threads=False), parse_options=pj.ParseOptions(
-        explicit_schema=schema, unexpected_field_behavior="ignore")).combine_chunks()
+        explicit_schema=schema, unexpected_field_behavior="ignore"))
     keep = pc.fill_null(pc.equal(table["election"], str(Election.OFFLINE_UNCLEAN)), False).to_numpy(
         zero_copy_only=False).copy()
-    keep[last_of_each(partition_keys(table["topic"].chunk(0), table["partition"].chunk(0), {}))] = True
+    keep[last_of_each(table_partition_keys(table))] = True
     return table.filter(pa.array(keep)).to_pylist()
 
 

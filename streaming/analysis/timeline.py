@@ -33,7 +33,7 @@ from schemas.records import parse_ts
 from statemachine.elections import Election
 from statemachine.errors import Outcome
 from statemachine.record import Action
-from streaming.analysis.columns import AuditRows, decision_columns, decision_table, partition_keys
+from streaming.analysis.columns import AuditRows, decision_columns, decision_table, table_partition_keys
 from streaming.analysis.facts import Facts, key_of
 from streaming.analysis.health import Health, HealthColumns, PartitionAtEnd
 from streaming.analysis.words import Clock, Key
@@ -82,8 +82,7 @@ def reassignment_decisions(decisions: Any) -> list[dict[str, Any]]:
 
     if not decisions.num_rows:
         return []
-    decisions = decisions.combine_chunks()
-    key = partition_keys(decisions["topic"].chunk(0), decisions["partition"].chunk(0), {})
+    key = table_partition_keys(decisions)
     moving = np.zeros(len(key), dtype=bool)
     for name in ("adding_replicas", "removing_replicas"):
         moving |= pc.fill_null(pc.list_value_length(decisions[name]), 0).to_numpy() > 0
