@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from streaming.analysis.columns import observed_rows
+from streaming.analysis.columns import observed_rows, outcome_decisions
 from streaming.analysis.controller_story import SHOWN, Agreement, read_agreement
 from streaming.history.agreement import COMPARED
 from streaming.history.outcomes import (
@@ -89,7 +89,8 @@ def agreement_section(out_dir: Path, agreement: Agreement | None = None,
         controller = controller_outcomes(observed_rows(out_dir) or ())
     if controller.last and decisions_path.exists():  # no controller's change: no outcomes to compare
         events = (e for path in sorted(out_dir.glob("*/events.jsonl")) for e in jsonl_rows_naming(path, TOPIC_EVENTS))
-        parts.extend(_outcomes(compared_outcomes(controller, jsonl_rows(decisions_path), deleted_topics(events))))
+        outcomes = compared_outcomes(controller, outcome_decisions(decisions_path), deleted_topics(events))
+        parts.extend(_outcomes(outcomes))
     return "\n".join(parts)
 
 

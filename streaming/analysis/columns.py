@@ -8,10 +8,11 @@ peak memory is a fraction of reading every column of every row as a dict.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from statemachine.elections import Election
 from statemachine.errors import Outcome
 from streaming.history.agreement import from_table_rows
 from streaming.io.delta import DECISION_ORDER, delta_dataset, dict_batches, scan_delta
@@ -178,7 +179,12 @@ class AuditRows:
         self.path = path
 
     def __iter__(self) -> Iterator[Row]:
-        return _rows(audit_batches(self.path))
+        return self.rows()
+
+    def rows(self, watch: Callable[[Iterator[Any]], Iterator[Any]] | None = None) -> Iterator[Row]:
+        """The rows; `watch`, when given, sees each record batch before its rows are made (and yields it)."""
+        batches = audit_batches(self.path)
+        return _rows(batches if watch is None else watch(batches))
 
 
 def read_audit(path: Path) -> list[Row]:
@@ -201,19 +207,106 @@ def event_offsets(path: Path, event_ids: Iterable[str]) -> dict[str, int]:
     return dict(zip(last["event_id"].to_pylist(), pc.cast(last["source_offset_max"], "int64").to_pylist(), strict=True))
 
 
-def read_decisions(path: Path) -> Iterator[dict[str, Any]]:
-    """A replay's decisions.jsonl (written in DECISION_ORDER) line by line, each with DECISION_FIELDS only."""
-    brokers: dict[tuple[int, ...], list[int]] = {}  # replica lists shared: the report never changes them
+def decision_columns(path: Path) -> Any:
+    """A replay's decisions.jsonl (written in DECISION_ORDER) as an Arrow table of DECISION_FIELDS, read by Arrow's
+    JSON reader: the other fields skipped, no Python object per decision."""
+    import pyarrow as pa
+    import pyarrow.json as pj
 
-    def slim(d: dict[str, Any]) -> dict[str, Any]:
-        return {f: brokers.setdefault(tuple(v), v) if isinstance(v := d.get(f), list) else v for f in DECISION_FIELDS}
+    brokers = pa.list_(pa.int32())
+    schema = pa.schema([("source_offset", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
+                        ("partition_epoch", pa.int32()), *((f, brokers) for f in DECISION_FIELDS[4:])])
+    if not path.stat().st_size:
+        return schema.empty_table()
+    return pj.read_json(path, read_options=pj.ReadOptions(use_threads=False),
+                        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
 
-    yield from (slim(d) for d in jsonl_rows(path))
+
+def partition_keys(topic: Any, partition: Any, numbers: dict[str, int]) -> Any:
+    """A number per row naming its partition (numpy int64: the topic's number in `numbers`, given in order of
+    first sight, << 32 | the partition), from Arrow columns without a Python object per row."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    topics = pc.dictionary_encode(topic)
+    known = np.array([numbers.setdefault(t, len(numbers)) for t in topics.dictionary.to_pylist()], dtype=np.int64)
+    return (known[topics.indices.to_numpy()] << 32) | partition.to_numpy().astype(np.int64)
 
 
-def read_decisions_table(path: Path) -> Iterator[dict[str, Any]]:
-    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER, a batch at a time."""
-    return table_rows(path, list(DECISION_FIELDS), [(c, "ascending") for c in DECISION_ORDER])
+def table_partition_keys(table: Any) -> Any:
+    """`partition_keys` of every row of an Arrow table, a record batch at a time (no combined copy of the table)."""
+    import numpy as np
+
+    numbers: dict[str, int] = {}
+    return np.concatenate([np.zeros(0, dtype=np.int64), *(partition_keys(b["topic"], b["partition"], numbers)
+                                                          for b in table.to_batches())])
+
+
+def last_of_each(key: Any) -> Any:
+    """The positions of each key's last row (numpy)."""
+    import numpy as np
+
+    return len(key) - 1 - np.unique(key[::-1], return_index=True)[1]
+
+
+class Latest:
+    """Of record batches read in order, each partition's last row; compacted as the batches come, so that it holds
+    about a row per partition, not every row."""
+
+    def __init__(self) -> None:
+        self.tables: list[Any] = []
+        self.rows = self.compacted = 0
+
+    def add(self, batch: Any, key: Any) -> None:
+        """A batch's rows, `key` naming each row's partition (numpy, as `partition_keys`)."""
+        import pyarrow as pa
+
+        last = pa.array(last_of_each(key))
+        self.tables.append(pa.Table.from_batches([batch.take(last)]).append_column("_key", pa.array(key).take(last)))
+        self.rows += len(last)
+        if self.rows > 2 * self.compacted + 50_000:
+            self._compact()
+
+    def _compact(self) -> None:
+        import pyarrow as pa
+
+        if not self.tables:
+            return
+        table = pa.concat_tables(self.tables).combine_chunks()
+        self.tables = [table.take(pa.array(last_of_each(table["_key"].to_numpy())))]
+        self.rows = self.compacted = self.tables[0].num_rows
+
+    def table(self) -> Any:
+        """The last rows, without their keys (None when no batch had a row)."""
+        self._compact()
+        return self.tables[0].drop_columns(["_key"]) if self.tables else None
+
+
+def outcome_decisions(path: Path) -> list[dict[str, Any]]:
+    """Of a replay's decisions.jsonl, what the final outcomes read (streaming.history.outcomes.compared_outcomes,
+    which keeps each partition's last leader and ISR and counts its unclean elections): each partition's last
+    decision and every unclean election, in order, with their topic, partition, leader, ISR and election. Read by
+    Arrow's JSON reader (only these fields), the rows chosen by numpy: dicts for a few decisions, not every one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("leader", pa.int32()),
+                        ("isr", pa.list_(pa.int32())), ("election", pa.string())])
+    if not path.stat().st_size:
+        return []
+    table = pj.read_json(path, read_options=pj.ReadOptions(use_threads=False), parse_options=pj.ParseOptions(
+        explicit_schema=schema, unexpected_field_behavior="ignore"))
+    keep = pc.fill_null(pc.equal(table["election"], str(Election.OFFLINE_UNCLEAN)), False).to_numpy(
+        zero_copy_only=False).copy()
+    keep[last_of_each(table_partition_keys(table))] = True
+    return table.filter(pa.array(keep)).to_pylist()
+
+
+def decision_table(path: Path) -> Any:
+    """`isrflow run`'s decisions Delta table, DECISION_FIELDS only, in DECISION_ORDER."""
+    table = scan_delta(path, columns=list(DECISION_FIELDS))
+    return None if table is None else table.sort_by([(c, "ascending") for c in DECISION_ORDER])
 
 
 def table_rows(path: Path, columns: list[str] | None = None,

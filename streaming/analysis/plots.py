@@ -47,10 +47,10 @@ def _figure(rows: int = 1, height: float = 3.0) -> tuple[Any, Any]:
 
 
 def _x(a: Analysis) -> tuple[list[Any], bool]:
-    """The x values of the points: times when the log has them, else offsets."""
-    if a.points and all(p.time is not None for p in a.points):
-        return [p.time for p in a.points], True
-    return [p.offset for p in a.points], False
+    """The x values of the events: times when the log has them, else offsets."""
+    if a.times and all(t is not None for t in a.times.values()):
+        return list(a.times.values()), True
+    return list(a.times), False
 
 
 def _style_axis(ax: Any, use_time: bool, span_s: float, bottom: bool, top: int | None = None) -> None:
@@ -113,16 +113,20 @@ def _broker_event_handles(a: Analysis) -> list[Any]:
             BROKER_EVENT_STYLE.items() if ch in changes]
 
 
-def _runs(xs: Sequence[Any], ys: Sequence[int]) -> tuple[list[Any], list[int]]:
-    """The points of a step line (`where="post"`) where its value changes, and its last: the same line from fewer
-    points (a million-partition snapshot is a million points, mostly runs of equal values, which matplotlib would
-    hold and draw one by one)."""
-    last = len(ys) - 1
-    keep = [i for i in range(len(ys)) if i == 0 or i == last or ys[i] != ys[i - 1]]
-    return [xs[i] for i in keep], [ys[i] for i in keep]
+def _runs(xs: Sequence[Any], ys: Any) -> tuple[list[Any], list[int]]:
+    """The points of a step line (`where="post"`) where its value (numpy, one per event) changes, and its last:
+    the same line from fewer points (a million-partition snapshot is a million points, mostly runs of equal values,
+    which matplotlib would hold and draw one by one)."""
+    import numpy as np
+
+    if not len(ys):
+        return [], []
+    keep = np.flatnonzero(np.diff(ys, prepend=ys[0] - 1, append=ys[-1] - 1)[:-1] != 0)
+    keep = np.union1d(keep, [len(ys) - 1]).tolist()
+    return [xs[i] for i in keep], ys[keep].tolist()
 
 
-def _step(ax: Any, xs: Sequence[Any], ys: Sequence[int], color: str, label: str) -> Any:
+def _step(ax: Any, xs: Sequence[Any], ys: Any, color: str, label: str) -> Any:
     xs, ys = _runs(xs, ys)
     (line,) = ax.step(xs, ys, where="post", color=color, linewidth=1.8, label=label)
     ax.fill_between(xs, ys, step="post", color=color, alpha=0.15)
@@ -183,8 +187,7 @@ def plot_health(a: Analysis) -> str:
     xs, use_time = _x(a)
     span_s = _span(xs, use_time)
     fig, (ax1, ax2) = _figure(2, 2.5)
-    offline = [p.offline for p in a.points]
-    urp = [p.under_replicated for p in a.points]
+    offline, urp = a.health.offline, a.health.under_replicated
     _step(ax1, xs, offline, "#c62828", "offline")
     ax1.set_ylabel("offline")
     ax1.set_title("Offline partitions (no leader), after each event", loc="left", fontsize=11)
@@ -193,7 +196,7 @@ def plot_health(a: Analysis) -> str:
     ax2.set_title("Under-replicated partitions (ISR smaller than the replica set)", loc="left", fontsize=11)
     for ax, values in ((ax1, offline), (ax2, urp)):
         _broker_markers(ax, a, use_time, label=ax is ax1, span_s=span_s)
-        _style_axis(ax, use_time, span_s, bottom=ax is ax2, top=max(values, default=0))
+        _style_axis(ax, use_time, span_s, bottom=ax is ax2, top=int(values.max(initial=0)))
     handles = _broker_event_handles(a)
     if handles:
         _legend(ax1, handles)
@@ -220,8 +223,8 @@ def plot_leaders(a: Analysis) -> str:
         ax1.text(0.5, 0.5, "no leader change", transform=ax1.transAxes, ha="center", color="#777")
     most = 0
     for b in brokers:
-        values = [p.leaders.get(b, 0) for p in a.points]
-        most = max(most, *values) if values else most
+        values = a.health.led(b)
+        most = max(most, int(values.max(initial=0)))
         ax2.step(*_runs(xs, values), where="post", color=colors[b], linewidth=1.6, label=f"broker {b}")
     ax2.set_ylabel("partitions led")
     ax2.set_title("Partitions led per broker, after each event", loc="left", fontsize=11)

@@ -82,16 +82,13 @@ def quarantine_table(a: Analysis) -> list[dict[str, Any]]:
 
 
 def broker_table(a: Analysis) -> list[dict[str, Any]]:
-    last = a.points[-1].leaders if a.points else {}
-    peak: Counter[int] = Counter()
-    for p in a.points:
-        for b, n in p.leaders.items():
-            peak[b] = max(peak[b], n)
+    led = {b: a.health.led_peak_and_end(b) for b in a.brokers}
     changes = Counter((e.broker, e.change) for e in a.broker_events)
     gained, lost = a.facts.gained, a.facts.lost
     kind = BrokerChangeKind
     return [{"broker": b, "failures": changes[(b, kind.FAILURE)], "shutdowns": changes[(b, kind.CONTROLLED_SHUTDOWN)],
-             "startups": changes[(b, kind.STARTUP)], "gained": gained[b], "lost": lost[b], "peak": peak[b],
-             "end": last.get(b, 0)} for b in sorted(a.brokers)]
+             "startups": changes[(b, kind.STARTUP)], "gained": gained[b], "lost": lost[b],
+             "peak": led[b][0], "end": led[b][1]}
+            for b in sorted(a.brokers)]
 
 

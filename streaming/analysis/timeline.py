@@ -15,8 +15,9 @@ Definitions:
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -31,14 +32,13 @@ from schemas.events import (
 from schemas.records import parse_ts
 from statemachine.elections import Election
 from statemachine.errors import Outcome
-from statemachine.record import NO_LEADER, Action
-from statemachine.states import PartitionState
-from streaming.analysis.columns import AuditRows, read_decisions, read_decisions_table
-from streaming.analysis.facts import Facts, as_int, key_of
+from statemachine.record import Action
+from streaming.analysis.columns import AuditRows, decision_columns, decision_table, table_partition_keys
+from streaming.analysis.facts import Facts, key_of
+from streaming.analysis.health import Health, HealthColumns, PartitionAtEnd
 from streaming.analysis.words import Clock, Key
 from streaming.io.delta import read_delta
 
-NON_EXISTENT = PartitionState.NON_EXISTENT
 # Kafka's election strategies in the order the report lists them.
 ELECTION_ORDER = (Election.INITIAL, Election.OFFLINE, Election.OFFLINE_UNCLEAN, Election.CONTROLLED_SHUTDOWN,
                   Election.REASSIGN, Election.PREFERRED)
@@ -47,7 +47,7 @@ ELECTION_ORDER = (Election.INITIAL, Election.OFFLINE, Election.OFFLINE_UNCLEAN, 
 
 @dataclass
 class Inputs:
-    audit: Iterable[Mapping[str, Any]]  # in log order; read again by each `analyse` (AuditRows)
+    audit: AuditRows  # in log order; read again by each `analyse`
     decisions: list[dict[str, Any]]  # only those a reassignment reads (`reassignment_decisions`)
     quarantine: list[dict[str, Any]]
     source: str = ""
@@ -61,47 +61,41 @@ def read_inputs(out_dir: Path) -> Inputs:
     audit = AuditRows(out_dir / "audit")
     decisions_path = out_dir / "decisions.jsonl"
     # A replay writes decisions.jsonl; `isrflow run` a `decisions` Delta table beside its audit.
-    decisions = read_decisions(decisions_path) if decisions_path.exists() else \
-        read_decisions_table(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else iter(())
-    counted = _Counted(decisions)
-    kept = reassignment_decisions(counted)
+    decisions = decision_columns(decisions_path) if decisions_path.exists() else \
+        decision_table(out_dir / "decisions") if (out_dir / "decisions" / "_delta_log").is_dir() else None
+    kept = reassignment_decisions(decisions) if decisions is not None else []
     quarantine_path = out_dir / "quarantine"
     quarantine = read_delta(quarantine_path) if (quarantine_path / "_delta_log").is_dir() else []
-    return Inputs(audit, kept, quarantine, str(out_dir), counted.count)
+    return Inputs(audit, kept, quarantine, str(out_dir), decisions.num_rows if decisions is not None else 0)
 
 
-class _Counted:
-    """An iterable that counts what went through it."""
+def reassignment_decisions(decisions: Any) -> list[dict[str, Any]]:
+    """Of decisions in DECISION_ORDER (as every replay writes them; an Arrow table), the ones the timeline and
+    `reassignments` read: those with adding or removing replicas, the one after each such run that ends it, and
+    the one before a run starts (its replicas are where the reassignment came from). Every other decision leaves a
+    partition's removing replicas as they were (empty) and opens or closes no reassignment, so the report is the
+    same without it, and the report holds a few decisions instead of every one. Chosen by numpy over each
+    partition's decisions in order; the kept ones as dicts, each run's first decision after the one before it."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    def __init__(self, items: Iterable[Any]) -> None:
-        self.items, self.count = items, 0
-
-    def __iter__(self) -> Iterator[Any]:
-        for item in self.items:
-            self.count += 1
-            yield item
-
-
-def reassignment_decisions(decisions: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Of decisions in DECISION_ORDER (as every replay writes them), the ones the timeline and `reassignments`
-    read: those with adding or removing replicas, the one after each such run that ends it, and the one before a
-    run starts (its replicas are where the reassignment came from). Every other decision leaves a partition's
-    removing replicas as they were (empty) and opens or closes no reassignment, so the report is the same without
-    it, and the report holds a few decisions instead of every one."""
-    kept: list[Mapping[str, Any]] = []
-    last: dict[Key, tuple[Mapping[str, Any], bool]] = {}  # a partition's last decision: (it, whether kept)
-    for d in decisions:
-        key = key_of(d)
-        moving = bool(d.get("adding_replicas") or d.get("removing_replicas"))
-        before = last.get(key)
-        ended = before is not None and bool(before[0].get("adding_replicas") or before[0].get("removing_replicas"))
-        if moving and before is not None and not ended and not before[1]:
-            kept.append(before[0])  # where the reassignment started from
-        keep = moving or ended
-        if keep:
-            kept.append(d)
-        last[key] = (d, keep)
-    return kept
+    if not decisions.num_rows:
+        return []
+    key = table_partition_keys(decisions)
+    moving = np.zeros(len(key), dtype=bool)
+    for name in ("adding_replicas", "removing_replicas"):
+        moving |= pc.fill_null(pc.list_value_length(decisions[name]), 0).to_numpy() > 0
+    order = np.argsort(key, kind="stable")  # each partition's decisions in order
+    k, m = key[order], moving[order]
+    first = np.ones(len(k), dtype=bool)
+    first[1:] = k[1:] != k[:-1]
+    ended = np.append(False, m[:-1]) & ~first  # the partition's decision before it had adding or removing replicas
+    keep = m | ended
+    starts = m & ~first & ~ended & ~np.append(False, keep[:-1])  # the decision before it joins too
+    rows = np.concatenate([order[keep], order[np.append(starts[1:], False)]])
+    place = np.concatenate([order[keep], order[starts] - 0.5])
+    return decisions.take(pa.array(rows[np.argsort(place, kind="stable")])).to_pylist()
 
 
 # -- cluster-level events ------------------------------------------------------------------------------------
@@ -128,26 +122,7 @@ def broker_event(row: Mapping[str, Any], time: datetime | None) -> BrokerEvent |
 
 # -- the analysis ------------------------------------------------------------------------------------------
 
-@dataclass(slots=True)  # one per partition: a million of them for a million-partition snapshot
-class _Partition:
-    state: str = NON_EXISTENT
-    leader: int = NO_LEADER
-    isr: tuple[int, ...] = ()
-    replicas: tuple[int, ...] = ()  # the audit's replicas_after
-    removing: tuple[int, ...] = ()  # a reassignment's removing replicas, from the decisions when present
-
-    @property
-    def offline(self) -> bool:
-        return self.state != NON_EXISTENT and self.leader == NO_LEADER
-
-    @property
-    def under_replicated(self) -> bool:
-        if self.leader == NO_LEADER or self.state == NON_EXISTENT:
-            return False
-        return len(self.isr) < len([r for r in self.replicas if r not in self.removing])
-
-
-@dataclass(slots=True)  # one per event of the log
+@dataclass(frozen=True)
 class Point:
     """The cluster after one event of the log."""
 
@@ -155,20 +130,16 @@ class Point:
     time: datetime | None
     offline: int
     under_replicated: int
-    leaders: dict[int, int]  # broker -> partitions it leads
 
 
 @dataclass
 class Analysis:
     inputs: Inputs
     decisions: list[dict[str, Any]]
-    times: dict[int, datetime | None]  # source_offset -> monotonic event time
-    points: list[Point]
+    times: dict[int, datetime | None]  # source_offset -> monotonic event time, in log order
+    health: Health  # after each event (in the order of `times`), from the audit's columns
     broker_events: list[BrokerEvent]
-    partitions: dict[Key, _Partition]  # as the log leaves them
-    topics: set[str]
     brokers: set[int]
-    ever_offline: set[Key]
     facts: Facts  # what the summary, the tables and the plots read of the audit (streaming.analysis.facts)
     summary: list[str] = field(default_factory=list)
 
@@ -190,17 +161,35 @@ class Analysis:
     def rejected(self) -> int:
         return self.facts.rejected
 
-    def _peak(self, attr: str) -> tuple[int, Point | None]:
-        best = max(self.points, key=lambda p: getattr(p, attr), default=None)
-        return (getattr(best, attr) if best else 0), best
+    @property
+    def partitions(self) -> dict[Key, PartitionAtEnd]:
+        """The partitions as the log leaves them."""
+        return self.health.partitions
+
+    @property
+    def topics(self) -> set[str]:
+        return self.health.topics
+
+    @property
+    def ever_offline(self) -> set[Key]:
+        return self.health.ever_offline
+
+    def _peak(self, counts: Any) -> tuple[int, Point | None]:
+        """The highest count and the first event that has it."""
+        if not len(counts):
+            return 0, None
+        i = int(counts.argmax())
+        offset = next(itertools.islice(self.times, i, None))
+        return int(counts[i]), Point(offset, self.times[offset], int(self.health.offline[i]),
+                                     int(self.health.under_replicated[i]))
 
     @property
     def offline_peak(self) -> tuple[int, Point | None]:
-        return self._peak("offline")
+        return self._peak(self.health.offline)
 
     @property
     def under_replicated_peak(self) -> tuple[int, Point | None]:
-        return self._peak("under_replicated")
+        return self._peak(self.health.under_replicated)
 
     @property
     def offline_at_end(self) -> list[Key]:
@@ -229,82 +218,35 @@ class Analysis:
 
 
 def analyse(inputs: Inputs) -> Analysis:
-    """One pass over the audit in log order, an event's rows at a time: the cluster after each event (the points)
-    and the facts the page reads (streaming.analysis.facts)."""
+    """One pass over the audit in log order, an event's rows at a time: the facts the page reads
+    (streaming.analysis.facts); the cluster after each event from the same pass's columns (streaming.analysis.
+    health)."""
     decisions = sorted(inputs.decisions, key=lambda d: (d["source_offset"], d["topic"], d["partition"],
                                                         d["partition_epoch"]))
     removing_at: dict[int, dict[Key, tuple[int, ...]]] = defaultdict(dict)  # the last decision's, per event
     for d in decisions:
         removing_at[d["source_offset"]][key_of(d)] = tuple(d.get("removing_replicas") or ())
+    columns = HealthColumns(removing_at)
 
     times: dict[int, datetime | None] = {}  # each offset's event time, never earlier than the one before it
     latest: datetime | None = None
     facts = Facts()
-    parts: dict[Key, _Partition] = {}
-    offline: set[Key] = set()
-    urp: set[Key] = set()
-    leaders: Counter[int] = Counter()
-    points: list[Point] = []
-    ever_offline: set[Key] = set()
     broker_events: list[BrokerEvent] = []
     brokers: set[int] = set()
-    topics: set[str] = set()
-
-    def update(key: Key, **changes: Any) -> None:
-        """Change a partition (a deleted one leaves `parts`), keeping the counts and sets in step."""
-        p = parts.get(key)
-        if p is None:
-            p = parts[key] = _Partition()
-        if p.leader != NO_LEADER:
-            leaders[p.leader] -= 1
-        for name, value in changes.items():
-            setattr(p, name, value)
-        if p.state == NON_EXISTENT:
-            del parts[key]
-        elif p.leader != NO_LEADER:
-            leaders[p.leader] += 1
-        if p.offline:
-            offline.add(key)
-            ever_offline.add(key)
-        else:
-            offline.discard(key)
-        if p.under_replicated:
-            urp.add(key)
-        else:
-            urp.discard(key)
-
-    for offset, group in groupby(inputs.audit, key=lambda r: r["source_offset"]):
+    for offset, group in groupby(inputs.audit.rows(columns.watch), key=lambda r: r["source_offset"]):
         rows = list(group)
         t = next((t for t in map(parse_ts, (r.get("event_ts") for r in rows)) if t is not None), None)
         if t is not None and (latest is None or t > latest):
             latest = t
         times[offset] = latest
-        events = []
-        for row in rows:
-            if row.get("partition") is None:
-                be = broker_event(row, latest)
-                if be is not None:
-                    events.append(be)
-                    brokers.add(be.broker)
-            elif row.get("outcome") != Outcome.REJECTED and row.get("to_state") is not None:
-                topics.add(row["topic"])
-                update(key_of(row), state=row["to_state"], leader=as_int(row.get("leader_after")),
-                       isr=tuple(row.get("isr_after") or ()), replicas=tuple(row.get("replicas_after") or ()))
-                brokers.update(*(row.get(c) or () for c in ("replicas_after", "isr_after", "replica_states")))
+        events = [be for row in rows if row.get("partition") is None and (be := broker_event(row, latest))]
+        brokers.update(be.broker for be in events)
         broker_events.extend(events)
         facts.add(offset, latest, rows, events)
-        for key, removing in removing_at.get(offset, {}).items():
-            if key in parts:
-                update(key, removing=removing)
-        led = {b: n for b, n in leaders.items() if n > 0}
-        if points and points[-1].leaders == led:  # most events move no leader: one dict for a run of points
-            led = points[-1].leaders
-        points.append(Point(offset, latest, len(offline), len(urp), led))
     facts.close()
-    return Analysis(
-        inputs=inputs, decisions=decisions, times=times, points=points, broker_events=broker_events,
-        partitions=parts, topics=topics, brokers=brokers, ever_offline=ever_offline, facts=facts,
-    )
+    health = columns.health(list(times))
+    return Analysis(inputs=inputs, decisions=decisions, times=times, health=health, broker_events=broker_events,
+                    brokers=brokers | health.brokers, facts=facts)
 
 
 Story = list[tuple[int, str]]  # (source_offset, sentence): the summary tells the log in its order

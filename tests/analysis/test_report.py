@@ -79,8 +79,27 @@ def test_offline_partitions_match_the_audit(replays: dict[str, tuple[Path, Analy
         per_offset[r["source_offset"]] = sum(1 for v in leaders.values() if v == -1)
     assert analysis.ever_offline == ever
     assert analysis.offline_peak[0] == max(per_offset.values(), default=0)
-    assert [p.offline for p in analysis.points] == [per_offset[o] for o in sorted(per_offset)]
+    assert analysis.health.offline.tolist() == [per_offset[o] for o in sorted(per_offset)]
     assert f'<div class="n">{len(ever)}</div><div class="l">went offline</div>' in html
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
+def test_partitions_led_per_broker_match_the_audit(replays: dict[str, tuple[Path, Analysis, str]], name: str) -> None:
+    out, analysis, _ = replays[name]
+    # Independently: walk the partition rows in log order, count the partitions each broker leads after each event.
+    leaders: dict[tuple[str, int], int] = {}
+    per_offset: dict[int, Counter[int]] = {}
+    for r in _audit(out):
+        if r["partition"] is not None and r["outcome"] != "REJECTED" and r["to_state"] is not None:
+            key = (r["topic"], r["partition"])
+            if r["to_state"] == "NonExistentPartition":
+                leaders.pop(key, None)
+            else:
+                leaders[key] = r["leader_after"]
+        per_offset[r["source_offset"]] = Counter(v for v in leaders.values() if v != -1)
+    led = {b: [per_offset[o][b] for o in sorted(per_offset)] for b in analysis.brokers}
+    assert {b: analysis.health.led(b).tolist() for b in analysis.brokers} == led
+    assert any(max(counts) for counts in led.values())
 
 
 @pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
@@ -136,9 +155,9 @@ def test_under_replicated_from_the_audit_alone(replays: dict[str, tuple[Path, An
     shutil.copytree(out / "audit", tmp_path / "audit")
     alone = build_report(tmp_path)
     if not reassignments(analysis.decisions):
-        assert [p.under_replicated for p in alone.points] == [p.under_replicated for p in analysis.points]
+        assert alone.health.under_replicated.tolist() == analysis.health.under_replicated.tolist()
     assert alone.under_replicated_at_end == analysis.under_replicated_at_end
-    assert [p.offline for p in alone.points] == [p.offline for p in analysis.points]
+    assert alone.health.offline.tolist() == analysis.health.offline.tolist()
     assert alone.brokers == analysis.brokers
 
 
@@ -242,6 +261,12 @@ def test_reassignment_summary_and_moves(replays: dict[str, tuple[Path, Analysis,
     assert "dropped broker 1" not in text  # replicas removed by a reassignment are not lagging followers
 
 
+def _counts(a: Analysis) -> tuple[list[int], list[int], dict[int, list[int]]]:
+    """Offline and under-replicated partitions and the partitions each broker leads, after each event."""
+    return (a.health.offline.tolist(), a.health.under_replicated.tolist(),
+            {b: a.health.led(b).tolist() for b in a.brokers})
+
+
 @pytest.mark.parametrize("name", [*EXAMPLES, "incident"])
 def test_the_decisions_the_report_keeps_give_what_every_decision_gives(
         replays: dict[str, tuple[Path, Analysis, str]], name: str) -> None:
@@ -249,9 +274,9 @@ def test_the_decisions_the_report_keeps_give_what_every_decision_gives(
     every = read_decisions_jsonl(out / "decisions.jsonl")
     assert analysis.inputs.decision_count == len(every)
     assert reassignments(analysis.inputs.decisions) == reassignments(every)
-    # The timeline from every decision: the same partitions (removing replicas included) and points.
+    # The timeline from every decision: the same partitions (removing replicas included) and counts per event.
     whole = analyse(replace(analysis.inputs, decisions=every))
-    assert whole.partitions == analysis.partitions and whole.points == analysis.points
+    assert whole.partitions == analysis.partitions and _counts(whole) == _counts(analysis)
     if name == "reassignment":  # the test is not empty: a few decisions kept, not all
         assert 0 < len(analysis.inputs.decisions) < len(every)
 
@@ -439,7 +464,7 @@ def test_missing_audit_is_a_clear_error(tmp_path: Path) -> None:
 def test_event_time_is_monotonic_along_the_log(replays: dict[str, tuple[Path, Analysis, str]]) -> None:
     # The incident log redelivers an event with an older ts: it is drawn at the later time.
     out, analysis, _ = replays["incident"]
-    times = [p.time for p in analysis.points]
+    times = list(analysis.times.values())
     assert times == sorted(times)
     by_offset: dict[int, set[str]] = defaultdict(set)
     for r in read_audit(out / "audit"):
