@@ -151,7 +151,7 @@ def replay_local(records: Iterable[tuple[int, bytes]], out_dir: Path, config: Co
             if r.requests:
                 requests.extend(r.requests)
                 requests_out.writelines(jsonl_line(to_row(row)) for row in r.requests)
-    release_freed_memory()  # the controller's state, before the tables are joined and written beside it
+    release_freed_memory()  # glibc's free pages of the controller's state, before the tables are joined and written
     write_arrow_delta(out_dir / "audit", audit.table())
     write_delta(out_dir / "quarantine", quarantine, QUARANTINE)
     write_arrow_delta(out_dir / "requests", requests.table())
