@@ -18,7 +18,7 @@ from schemas.tables import AUDIT, QUARANTINE, REQUESTS
 from statemachine.controller import Controller, ControllerConfig, Handled
 from statemachine.errors import Outcome
 from statemachine.requests import request_rows
-from streaming.engine.collector import young_collection_only
+from streaming.engine.collector import release_freed_memory, young_collection_only
 from streaming.io.columns import RecordColumns
 from streaming.io.delta import (
     DECISION_ORDER,
@@ -151,6 +151,7 @@ def replay_local(records: Iterable[tuple[int, bytes]], out_dir: Path, config: Co
             if r.requests:
                 requests.extend(r.requests)
                 requests_out.writelines(jsonl_line(to_row(row)) for row in r.requests)
+    release_freed_memory()  # glibc's free pages of the controller's state, before the tables are joined and written
     write_arrow_delta(out_dir / "audit", audit.table())
     write_delta(out_dir / "quarantine", quarantine, QUARANTINE)
     write_arrow_delta(out_dir / "requests", requests.table())

@@ -21,6 +21,7 @@ from statemachine.errors import Outcome
 from statemachine.requests import RequestType
 from streaming.analysis.progress import Progress
 from streaming.analysis.report import write_report
+from streaming.engine.collector import release_freed_memory
 from streaming.engine.local import replay_local
 from streaming.errors import UsageError
 from streaming.history.outputs import Agreement, write_agreement
@@ -200,6 +201,7 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, stack: ExitStack)
     with Progress(total) as progress:
         if options.engine == "local":
             replay_local(records, layout.root, config, source, lambda _: progress.advance(1))
+            release_freed_memory()  # the audit's columns and the writer's buffers, before the report reads it back
         else:
             from streaming.engine.session import build_spark, replay_sizing
 
