@@ -284,7 +284,7 @@ class Context:
         self.cluster_configs: dict[str, str] = {}
         self.deleting: set[str] = set()
         self.created: dict[str, dict[str, Any]] = {}  # topic -> the event that created its newest partitions
-        # The controller's newest create of a topic's partitions znode (its session and cxid) and the CreateTopic
+        # The controller's newest create of a topic's partitions znode (its session and zxid) and the CreateTopic
         # events of the read of /brokers/topics it was for (topics.partitions_created).
         self.creation_read: tuple[int, int, list[dict[str, Any]]] | None = None
         self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions

@@ -23,7 +23,6 @@ from streaming.zookeeper.context import (
     TopicAssignment,
     controllers_write,
     event_zxid,
-    follows_on,
 )
 from streaming.zookeeper.logdirs import reassignment_answers
 from streaming.zookeeper.txnlog import ZkTxn
@@ -46,15 +45,21 @@ def partitions_created(ctx: Context, txn: ZkTxn, topic: str) -> None:
     One read of /brokers/topics (processTopicChange) takes every topic created since the last, in one
     onNewPartitionCreation: createTopicPartitionStatesRaw creates each of its topics' partitions znode first, one
     request after the other (pipelined: consecutive cxids), then their partitions', then their states, and the
-    controller sends one batch of requests for them all. A topic whose partitions znode follows on another's was read
-    with it: each of their CreateTopic events names them all (`topics`, in the order of the events; seed 1216: t6 and
-    t7, created 7 ms apart). Not once a follower handed one of them out."""
+    controller sends one batch of requests for them all. A topic whose partitions znode is the controller's next write
+    after another's was read with it (a topic of its own would have its partitions' znodes written first): each of
+    their CreateTopic events names them all (`topics`, in the order of the events; seed 1216: t6 and t7, created 7 ms
+    apart). Not by consecutive cxids alone: the session is its broker's too, whose other threads' reads can come
+    between the pipelined creates (seed 1260, Kafka 2.7.2: t3's at cxid 126, t2's at 128, the controller.log's "New
+    topics: [HashSet(t3, t2)]"). Not once a follower handed one of them out."""
     event = ctx.created.get(topic)
     if not controllers_write(txn) or event is None or event["type"] != "CreateTopic":
         return
     read = ctx.creation_read
-    events = [*read[2], event] if read is not None and follows_on(txn, read[0], read[1]) else [event]
-    ctx.creation_read = (txn.session, txn.cxid, events)
+    if read is not None and txn.session == read[0] and ctx.controller_wrote_at == read[1]:
+        events = [*read[2], event]
+    else:
+        events = [event]
+    ctx.creation_read = (txn.session, txn.zxid, events)
     if any(ctx.event_at(e) is None for e in events):
         return
     if len(events) > 1:

@@ -907,12 +907,18 @@ def test_an_alter_partition_a_deposed_controller_answered_after_the_next_electio
     # (LeaderAndIsr 86 of 89, isrflow 93; UpdateMetadata 207 of 210, isrflow 216).
     ("zookeeper-2.6-dirs-3-seed-1222", {key: ["t5", "t6", "t7"] for key in ("zk-196", "zk-199", "zk-202")},
      "LeaderAndIsr 89 of 89 (isrflow 89), StopReplica 40 of 40 (isrflow 40), UpdateMetadata 210 of 210 (isrflow 210)"),
+    # Campaign seed 1260 (Kafka 2.7.2, two log dirs): t2 and t3 read together by controller 2 ("New topics:
+    # [HashSet(t3, t2)]"), their partitions znodes at cxids 126 and 128 of its session (its broker's other threads
+    # read at 127), no write of the controller's between (LeaderAndIsr 45 of 46, isrflow 47; UpdateMetadata 120 of
+    # 122, isrflow 124).
+    ("zookeeper-2.7-dirs-2-seed-1260", {"zk-137": ["t2", "t3"], "zk-142": ["t2", "t3"]},
+     "LeaderAndIsr 46 of 46 (isrflow 46), StopReplica 12 of 12 (isrflow 12), UpdateMetadata 122 of 122 (isrflow 122)"),
 ])
 def test_topics_one_read_of_brokers_topics_found_are_created_in_one_batch(
         tmp_path: Path, name: str, read: dict[str, list[str]], counts: str) -> None:
     # processTopicChange: one onNewPartitionCreation of every topic the read found new, one LeaderAndIsr per broker
     # and one UpdateMetadata naming them all, sent at the last one's event. The importer tells them from ZooKeeper
-    # alone: the controller created their partitions znodes one request after the other (consecutive cxids).
+    # alone: the controller created their partitions znodes one write after the other.
     logs = ZKLOG / "requests" / name
     summary, rows = _replayed(logs / "version-2", tmp_path, logs)
     assert counts in summary and all(r["match"] for r in rows)

@@ -698,10 +698,14 @@ def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own
         [("REJECTED", "UNKNOWN_SERVER_ERROR")]
 
 
-def test_topics_whose_partitions_znodes_the_controller_creates_one_after_the_other_were_read_together() -> None:
+@pytest.mark.parametrize("read_between", [False, True])
+def test_topics_whose_partitions_znodes_the_controller_creates_one_after_the_other_were_read_together(
+        read_between: bool) -> None:
     # Seed 1216: t6 and t7 created 7 ms apart, both found by one read of /brokers/topics: the controller created
     # t6's then t7's partitions znode (consecutive cxids), their partitions' znodes, then their states. t8, created
-    # later, its own read (a getChildren between), is alone.
+    # later, its own read (a getChildren between), is alone. Seed 1260 (Kafka 2.7.2): a read of the controller's
+    # broker's other threads, in its session, came between the two pipelined creates (cxids 126 and 128): still one
+    # read, no write of the controller's between them.
     z = Ensemble()
     admin, check = z.sessions[2], ZnodeOp("check", "/controller_epoch", None, 1)
     assignments = {"t6": {"0": [1, 2]}, "t7": {"0": [2, 3], "1": [3, 1]}, "t8": {"0": [3]}}
@@ -714,6 +718,8 @@ def test_topics_whose_partitions_znodes_the_controller_creates_one_after_the_oth
         z.reads(z.controller)  # processTopicChange's getChildren
         for name in names:
             z.txn(z.controller, check, ZnodeOp("create", f"/brokers/topics/{name}/partitions", b"", 0))
+            if read_between:
+                z.reads(z.controller)
         for name in names:
             for p, replicas in assignments[name].items():
                 z.txn(z.controller, check, ZnodeOp("create", f"/brokers/topics/{name}/partitions/{p}", b"", 0))
