@@ -128,7 +128,10 @@ def on_log_dir_event_notification(controller: Controller, ev: LogDirEventNotific
     # Its answer: the replicas in the failed dir, those not known offline yet go offline. Kept also when the dir
     # held none of its replicas: the broker has an offline dir from now on, and answers KAFKA_STORAGE_ERROR for logs
     # it deleted (`storage_errors`, seed 815).
-    answered = {(r.topic, r.partition) for r in ev.offline_replicas} & set(hosted)
+    # Only replicas the LeaderAndIsr asked about: none whose deletion succeeded (ReplicaDeletionSuccessful to
+    # OnlineReplica is no valid transition: nothing sent; a later request's answer marks it, seed 1250).
+    asked = set(hosted) - deleted_replicas(controller, [broker])[broker]
+    answered = {(r.topic, r.partition) for r in ev.offline_replicas} & asked
     new = _answered(controller, out, broker, answered)
     out.cluster(f"broker {broker} announced a failed log dir: asked about its {len(hosted)} replica(s), "
                 f"{len(answered)} in failed dirs, {len(new)} newly offline: {_names(new)}")

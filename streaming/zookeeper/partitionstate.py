@@ -89,7 +89,7 @@ def _handled_by(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Partitio
         return completing
     for cause in reversed(ctx.causes):
         if _fits(ctx, cause, key, before, after):
-            return _own_deletion(ctx, txn, key[0], cause, before, after) or _answer_after_read(ctx, cause, key, before,
+            return _own_deletion(ctx, txn, key, cause, before, after) or _answer_after_read(ctx, cause, key, before,
                                                                                               after)
         if cause.within is not None:
             continue  # a step of an older event, whose handling goes on after it (a failover's)
@@ -161,7 +161,7 @@ def _watched_behind(ctx: Context, request: Cause, key: tuple[str, int], before: 
     return isr
 
 
-def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: PartitionState,
+def _own_deletion(ctx: Context, txn: ZkTxn, key: tuple[str, int], cause: Cause, before: PartitionState,
                   after: PartitionState) -> Cause | None:
     """A write of a topic being deleted, by a deletion request that came while that topic's own request was
     still queued (a DeleteTopics naming both: the controller wrote nothing between the two znodes): the earlier
@@ -181,16 +181,17 @@ def _own_deletion(ctx: Context, txn: ZkTxn, topic: str, cause: Cause, before: Pa
     With the controller's log, a retry (a dead replica's, no live one taken offline) of a topic whose StopReplica
     answers the controller logged after the later read is the later request's, which brings them
     (`stop_replica_answers`; seed 828: t1's dead replicas retried after t3's read)."""
+    topic = key[0]
     if cause.kind != "DELETE" or (topic in cause.event.get("stop_replica_answers", ()) and
                                   before.leader == after.leader == NO_LEADER and
-                                  not _live_replica_offline(ctx, before, after)):
+                                  not _live_replica_offline(ctx, key, before, after)):
         return None
     own = next((c for c in reversed(ctx.causes) if c.deletes(topic)), None)
     if own is None or own is cause:
         return None
     if topic not in cause.queued_with:
         handled = not cause.wrote and own.wrote and ctx.handling(txn) is own
-        return own if handled and _live_replica_offline(ctx, before, after) else None
+        return own if handled and _live_replica_offline(ctx, key, before, after) else None
     if before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr):  # a retry
         return own if own.wrote else _next_read(ctx, own)  # also after the later one wrote (seed 309)
     return None if cause.wrote else own
@@ -225,7 +226,7 @@ def _answers_after_read(ctx: Context, cause: Cause, key: tuple[str, int], before
     if earlier is None or earlier.kind != "DELETE" or not earlier.wrote or \
             not (cause.deletes(key[0]) or earlier.deletes(key[0])) or \
             ctx.logged_deletions or "stop_replica_answers" in cause.event or \
-            not before.leader == after.leader == NO_LEADER or _live_replica_offline(ctx, before, after):
+            not before.leader == after.leader == NO_LEADER or _live_replica_offline(ctx, key, before, after):
         return
     events = [earlier.event, *earlier.joined, cause.event, *cause.joined]
     if any(ctx.event_at(e) is None for e in events):
@@ -255,13 +256,18 @@ def _late_answer(ctx: Context, key: tuple[str, int], before: PartitionState, aft
     return None
 
 
-def _live_replica_offline(ctx: Context, before: PartitionState, after: PartitionState) -> bool:
-    """Whether a write takes a live broker's replica offline (OfflineReplica, removeReplicasFromIsr): out of the
-    ISR, or the last ISR member, which stays, with the leader epoch bumped."""
+def _live_replica_offline(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
+    """Whether a write takes a live replica offline (OfflineReplica, removeReplicasFromIsr): out of the ISR, or the
+    last ISR member, which stays, with the leader epoch bumped. A replica in a failed log dir of a live broker is
+    dead as one on a dead broker (isReplicaOnline): its deletion fails and is retried (seed 1250, Kafka 2.7.2: t1-0's
+    replica in broker 3's failed dir, retried at broker 4's StopReplica answer queued behind t2's read)."""
+    def live(broker: int) -> bool:
+        return broker in ctx.brokers and key not in ctx.failed_replicas.get(broker, ())
+
     dropped = [b for b in before.isr if b not in after.isr]
     if dropped:
-        return any(b in ctx.brokers for b in dropped)
-    return after.leader == NO_LEADER and len(after.isr) == 1 and after.isr[0] in ctx.brokers
+        return any(live(b) for b in dropped)
+    return after.leader == NO_LEADER and len(after.isr) == 1 and live(after.isr[0])
 
 
 def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:

@@ -7,8 +7,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from streaming.zookeeper.context import Context, PartitionState
 from streaming.zookeeper.controllerlog import ControllerReads, parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
+from streaming.zookeeper.partitionstate import _live_replica_offline
 from streaming.zookeeper.statechange import parse_offline_marks
 from streaming.zookeeper.txnlog import ZnodeOp
 
@@ -614,3 +616,23 @@ def test_with_the_controllers_log_a_retry_of_a_read_that_wrote_nothing_is_the_ne
     requests = {e["topic"]: e["event_id"] for e in converted.events if e["type"] == "DeleteTopic"}
     assert [(o["topic"], o["cause_event_id"]) for o in converted.observed[-3:]] == [
         ("a", requests["b"]), ("b", requests["b"]), ("c", requests["c"])]
+
+
+def test_a_registered_brokers_replica_in_a_failed_dir_is_not_a_live_replica_taken_offline() -> None:
+    # A real 2.7.2 run (zk campaign seed 1250): t1-0 leaderless with ISR [3], broker 3 registered again but its replica
+    # in a failed dir (a dead replica to onPartitionDeletion, isReplicaOnline). The bare bump retrying its deletion
+    # takes no live replica offline: it is the retry of the later read whose queued StopReplica answers brought it
+    # (`stop_replica_answers`), not a write of the earlier read's pass.
+    ctx = Context()
+    ctx.brokers = {3: 183}
+    before, after = PartitionState(-1, (3,), 10, 11), PartitionState(-1, (3,), 11, 12)
+    assert _live_replica_offline(ctx, ("t1", 0), before, after)
+    ctx.failed_replicas[3] = {("t1", 2)}  # another of its replicas failed: t1-0's is live
+    assert _live_replica_offline(ctx, ("t1", 0), before, after)
+    ctx.failed_replicas[3].add(("t1", 0))
+    assert not _live_replica_offline(ctx, ("t1", 0), before, after)
+    # Out of the ISR likewise: only a replica in a live dir counts.
+    ctx.brokers[1] = 240
+    isr_1_3 = PartitionState(1, (1, 3), 10, 11)
+    assert not _live_replica_offline(ctx, ("t1", 0), isr_1_3, PartitionState(1, (1,), 11, 12))
+    assert _live_replica_offline(ctx, ("t1", 0), isr_1_3, PartitionState(-1, (3,), 11, 12))

@@ -264,3 +264,22 @@ def test_a_startup_asks_nothing_of_its_brokers_deleted_replicas_so_its_failed_di
     assert any("answered KAFKA_STORAGE_ERROR again for 1 replica(s) in failed dirs: u-0" in r.message
                for r in back.cluster_rows)
 
+
+
+def test_a_notification_asks_nothing_of_the_brokers_deleted_replicas_so_its_answer_names_none() -> None:
+    # zk campaign seed 1250 (Kafka 2.7.2): broker 2 deleted its replica of d-0 (ReplicaDeletionSuccessful), d waiting
+    # for dead broker 3; then a dir of 2 failed. onBrokerLogDirFailure's move to OnlineReplica is no valid transition
+    # from ReplicaDeletionSuccessful: no LeaderAndIsr of d-0 (Kafka logs "... to OnlineReplica failed"), so the
+    # notification's answer cannot name it; nothing goes offline, and no UpdateMetadata announces it.
+    c = Cluster()
+    c.start(1, 2, 3)
+    c.create("d", [2, 3])
+    c.create("u", [2, 1])
+    c.failure(3)
+    c.delete("d")
+    assert c.replica_states("d", 0)[2] == "ReplicaDeletionSuccessful"
+    result = failed_dir(c, 2, ("d", 0))
+    assert result.decisions == []
+    assert "0 in failed dirs, 0 newly offline" in result.cluster_row.message
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset()}
+    assert c.replica_states("d", 0)[2] == "ReplicaDeletionSuccessful"
