@@ -794,19 +794,25 @@ def test_an_alter_isr_a_deposed_controller_failed_to_write_is_answered_under_its
 
 
 
-@pytest.mark.xfail(strict=True, reason="seed 1255: a startup's KAFKA_STORAGE_ERROR answer queued behind an AlterIsr is "
-                                       "handled within the BrokerChange, before the IsrChange")
 def test_a_startups_storage_error_answer_queued_behind_an_alter_isr_comes_after_it(tmp_path: Path) -> None:
     # Campaign seed 1255 (Kafka 2.8.2, three log dirs): broker 4 registered again (zk-160-4, 11:52:30.197) with its dir
     # holding t2-0 still failed. Its answer to the startup's LeaderAndIsr (KAFKA_STORAGE_ERROR for t2-0) came at
     # 30.495, as the controller handled leader 2's AlterIsr of t0-0 (zk-162-t0-0, written 30.505, UpdateMetadata
     # 30.507); the answer, an event of its own, came after it ("Mark replicas t2-0 on broker 4 as offline" at 30.510:
     # LeaderAndIsr, UpdateMetadata of t2-0, StopReplica, an UpdateMetadata of no partition). isrflow had handled it
-    # within the startup, before the AlterIsr: UpdateMetadata 160 of 163.
+    # within the startup, before the AlterIsr: UpdateMetadata 160 of 163. Now the IsrChange carries the answer
+    # (`storage_error_answers`) and the startup leaves it (`storage_error_answer_queued`).
     logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-1255"
     summary, rows = _replayed(logs / "version-2", tmp_path, logs)
     assert "LeaderAndIsr 52 of 52 (isrflow 52), StopReplica 8 of 8 (isrflow 8), UpdateMetadata 163 of 163 " \
            "(isrflow 163)" in summary and all(r["match"] for r in rows)
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-160-4"]["storage_error_answer_queued"] is True
+    assert events["zk-162-t0-0"]["storage_error_answers"] == {"4": [{"topic": "t2", "partition": 0}]}
+    assert [e for e in events.values() if "storage_error_answers" in e] == [events["zk-162-t0-0"]]
+    offline = [(r["broker"], r["isrflow"]["event_id"]) for r in rows if r["request"] == "STOP_REPLICA"
+               and r["controller"]["time"].endswith("30.518")]
+    assert offline == [(4, "zk-162-t0-0")]
 
 
 def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_them(tmp_path: Path) -> None:
