@@ -351,7 +351,10 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     broker, since = startup.broker, event_ms(startup.event)
     if not any(t < since for t in ctx.notified_at.get(broker, ())):
         return  # a dir that failed while it was down: its startup's own `offline_replicas` (startup_answer)
-    mark = next((m for m in marks.marks if m.broker == broker and since <= m.at_ms <= since + ANSWER_MS), None)
+    # The answer to the startup's own LeaderAndIsr comes within REQUEST_ANSWER_MS; a later mark answers a later
+    # request (seed 815: t4's deletion retried 11 s after the startup).
+    mark = next((m for m in marks.marks if m.broker == broker and since <= m.at_ms <= since + REQUEST_ANSWER_MS),
+                None)
     if mark is None or mark.at_ms <= txn.time:
         return
     for earlier in ctx.result.events[ctx.event_at(startup.event) + 1:]:
