@@ -81,7 +81,8 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
                         "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order",
-                        "stop_replica_answer_order"})
+                        "stop_replica_answer_order", "storage_error_answer_queued",
+                        "storage_error_answers"})
 
 
 def _plain(value: Any) -> Any:
@@ -123,6 +124,10 @@ class BrokerChange(Event):
     # as the broker handled that request, announced by its notification only after the answer. They go offline after
     # the event (each answer an event of its own, LeaderAndIsrResponseReceived), as a notification's answer does.
     storage_error_answers: Mapping[int, tuple[PartitionRef, ...]] | None = None
+    # STARTUP only, an addition for ZooKeeper: the broker's KAFKA_STORAGE_ERROR answer to the startup's LeaderAndIsr
+    # (a dir known failed before) came while the controller handled a later event, and was handled after it: that
+    # event's `storage_error_answers` carry it, the startup takes none of the broker's replicas offline.
+    storage_error_answer_queued: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,6 +164,9 @@ class IsrChange(Event):
     # UpdateMetadata to the brokers it knew (KafkaController.processAlterIsr). The event comes before the next
     # controller's, at the deposed controller's epoch.
     write_failed: bool = False
+    # Addition (ZooKeeper): other brokers' KAFKA_STORAGE_ERROR answers queued behind this request, handled right after
+    # it, as broker id -> partitions (a startup's answer: BrokerChange.storage_error_answer_queued).
+    storage_error_answers: Mapping[int, tuple[PartitionRef, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -443,13 +451,15 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                      "offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
                      "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None),
-                     "stop_replica_answer_order": (int_list, ())},
+                     "stop_replica_answer_order": (int_list, ()),
+                     "storage_error_answer_queued": (boolean, False)},
     "IsrChange": {"leader_recovery_state": (recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False),
                   "controller_died_before_completion": (boolean, False),
-                  "write_failed": (boolean, False)},
+                  "write_failed": (boolean, False),
+                  "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {}), "topics": (string_list, ())},
     "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
                            "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},

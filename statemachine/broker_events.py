@@ -42,7 +42,10 @@ class BrokerEvents:
                 failing = self._failing_deletions(lifted)
                 deleted = deleted_replicas(self, registered)
                 self._broker_startup(out, registered, ev.unclean_shutdown, stop_replica_answered=not failing)
-                answered_again(self, out, lifted, {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None,
+                # Its own answer queued behind a later event is that event's (seed 1255: behind an AlterIsr).
+                answered_again(self, out, {b: k for b, k in lifted.items()
+                                           if not (ev.storage_error_answer_queued and b == ev.broker_id)},
+                               {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None,
                                not_asked=deleted)
                 if failing:
                     self._stop_replica_answers(out, failing, order=ev.stop_replica_answer_order)
@@ -251,6 +254,12 @@ class BrokerEvents:
                     + _names(still_led))
 
     def _on_isr_change(self, ev: IsrChange, out: _Fanout) -> None:
+        self._alter_partition(ev, out)
+        # Answers queued behind the request, each an event of its own after it (seed 1255: a startup's answer that
+        # came as the controller handled leader 2's AlterIsr of t0-0).
+        request_answers(self, out, ev.storage_error_answers)
+
+    def _alter_partition(self, ev: IsrChange, out: _Fanout) -> None:
         registered = self.cluster.broker_epochs.get(ev.broker_id)
         if registered is None or registered != ev.broker_epoch:
             raise Rejection(Error.STALE_BROKER_EPOCH,

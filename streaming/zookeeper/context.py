@@ -384,6 +384,8 @@ class Context:
 
     def observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
                 cause: str, event_id: str | None) -> None:
+        if cause == "BrokerChange" and event_id is not None:
+            cause, event_id = self._queued_answer(txn, key, cause, event_id)
         topic = self.topics.get(key[0]) or TopicAssignment({})
         self.written_for[key], self.written_at[key] = event_id, txn.zxid
         self.result.observed.append({
@@ -395,6 +397,20 @@ class Context:
             "cause_event_id": event_id,
             "decision": before is None or before.leader != after.leader or not set(before.isr) <= set(after.isr),
         })
+
+    def _queued_answer(self, txn: ZkTxn, key: tuple[str, int], cause: str, event_id: str) -> tuple[str, str]:
+        """A startup's write taking a replica offline after a later IsrChange's write, whose event carries the
+        startup's KAFKA_STORAGE_ERROR answer naming it (`logdirs.queued_startup_answer`): that answer's, handled
+        after the IsrChange (seed 1267: t0-0 elected by broker 1's startup, then leaderless after leader 4's AlterIsr
+        of t4-0)."""
+        for event in reversed(self.result.events):
+            if event["event_id"] == event_id:
+                break
+            named = event.get("storage_error_answers") if event["type"] == "IsrChange" else None
+            if named and event_zxid(event) < txn.zxid and \
+                    any((r["topic"], r["partition"]) == key for refs in named.values() for r in refs):
+                return "IsrChange", event["event_id"]
+        return cause, event_id
 
     def reassigning(self, key: tuple[str, int]) -> bool:
         topic = self.topics.get(key[0])

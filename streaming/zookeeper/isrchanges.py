@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from streaming.zookeeper import admin
+from streaming.zookeeper import admin, logdirs
 from streaming.zookeeper.context import (
     ISR_CHANGE_NOTIFICATION,
     NO_LEADER,
@@ -82,6 +82,7 @@ def leader_isr_change(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Pa
     else:
         ctx.cause(cause)
         if controllers_write(txn):
+            logdirs.queued_startup_answer(ctx, txn, event)
             admin.read_after_isr_change(ctx)
     ctx.observe(txn, key, before, after, "IsrChange", event["event_id"])
 

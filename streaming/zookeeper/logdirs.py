@@ -332,3 +332,36 @@ def _unread_answer(ctx: Context, cause: Cause, broker: int) -> dict[str, Any] | 
         return cause.event if ctx.unread_log_dirs.get(broker) == cause.event["event_id"] else None
     failover = ctx.answer_at_startup.get(broker) if cause.kind == "STARTUP" else None
     return failover if failover is not None and ctx.event_at(failover) is not None else None
+
+
+def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> None:
+    """With the state-change logs: a broker that announced a failed dir before and registered again answers the
+    startup's LeaderAndIsr with KAFKA_STORAGE_ERROR again (the rules take its known failed replicas offline again).
+    That answer is an event of its own (LeaderAndIsrResponseReceived), queued behind what came while the broker
+    answered: where the controller wrote a leader's AlterIsr (`event`, its IsrChange) after the startup and before
+    the answer's `Mark replicas` line, the answer comes after that request, which carries it (`storage_error_answers`;
+    the newest such one), and the startup takes nothing offline (`storage_error_answer_queued`). Seed 1255 (Kafka
+    2.8.2): broker 4's answer naming t2-0 came as the controller handled leader 2's AlterIsr of t0-0 (written 30.505,
+    marked 30.510). Not across a new controller, nor once a follower handed the startup out."""
+    marks = ctx.offline_marks
+    startup = next((c for c in reversed(ctx.causes) if c.kind in ("STARTUP", "FAILOVER")), None)
+    if marks is None or startup is None or startup.kind != "STARTUP" or startup.broker is None or \
+            ctx.event_at(startup.event) is None or startup.event.get("new_brokers"):
+        return
+    broker, since = startup.broker, event_ms(startup.event)
+    if not any(t < since for t in ctx.notified_at.get(broker, ())):
+        return  # a dir that failed while it was down: its startup's own `offline_replicas` (startup_answer)
+    # The answer to the startup's own LeaderAndIsr comes within REQUEST_ANSWER_MS; a later mark answers a later
+    # request (seed 815: t4's deletion retried 11 s after the startup).
+    mark = next((m for m in marks.marks if m.broker == broker and since <= m.at_ms <= since + REQUEST_ANSWER_MS),
+                None)
+    if mark is None or mark.at_ms <= txn.time:
+        return
+    for earlier in ctx.result.events[ctx.event_at(startup.event) + 1:]:
+        if earlier is not event and str(broker) in (earlier.get("storage_error_answers") or {}):
+            del earlier["storage_error_answers"][str(broker)]  # an AlterIsr before this one: not the newest
+            if not earlier["storage_error_answers"]:
+                del earlier["storage_error_answers"]
+    startup.event["storage_error_answer_queued"] = True
+    event.setdefault("storage_error_answers", {})[str(broker)] = [
+        {"topic": t, "partition": p} for t, p in sorted(mark.replicas)]

@@ -656,7 +656,8 @@ def test_a_failover_whose_read_the_controller_log_names_ends_before_a_later_znod
     # the startup and the deletion in between (StopReplica 28 of 32, LeaderAndIsr 85 of 85 with isrflow's 86).
     logs = ZKLOG / "requests" / "zookeeper-3.0-dirs-3-seed-1117"
     summary, rows = _replayed(ZKLOG / "regressions" / logs.name / "version-2", tmp_path, logs)
-    assert "LeaderAndIsr 85 of 85 (isrflow 85), StopReplica 32 of 32 (isrflow 32)" in summary
+    assert "LeaderAndIsr 85 of 85 (isrflow 85), StopReplica 32 of 32 (isrflow 32), UpdateMetadata 233 of 233 " \
+           "(isrflow 233)" in summary and all(r["match"] for r in rows)
     assert "12 of 12 equal" in summary
     events = read_jsonl(tmp_path / "zk" / "events.jsonl")
     assert not [e["event_id"] for e in events if e.get("read_at_failover") or e.get("reads_reassignment_znode")]
@@ -664,12 +665,14 @@ def test_a_failover_whose_read_the_controller_log_names_ends_before_a_later_znod
                 if r["request"] == "STOP_REPLICA" and r["broker"] == 1 and r["match"]
                 and r["controller"]["partitions"] == ["t0-2"]]
     assert ("2026-11-27 06:10:56.656", "zk-177") in failover
-    # What is left: broker 2's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr (zk-245-2; t1-1 and t3-1
-    # marked offline at 06:11:16.906) was handled after broker 1's AlterIsr of t3-0, sent at .890 before the answer
-    # came in (.893): its UpdateMetadata (.905) went first. isrflow takes the answer within the startup.
-    assert sorted((r["broker"], r["controller"]["time"] if r["controller"] else r["isrflow"]["event_id"])
-                  for r in rows if not r["match"]) == [(1, "2026-11-27 06:11:16.905"), (1, "zk-248-t2-0"),
-                                                       (2, "2026-11-27 06:11:16.905"), (2, "zk-248-t2-0")]
+    # Broker 2's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr (zk-245-2; t1-1 and t3-1 marked offline at
+    # 06:11:16.906) was handled after broker 1's AlterIsr of t3-0, sent at .890 before the answer came in (.893): its
+    # UpdateMetadata (.905) went first. isrflow had taken the answer within the startup (UpdateMetadata 231 of 233);
+    # now the IsrChange carries it, as in seed 1255.
+    events = {e["event_id"]: e for e in events}
+    assert events["zk-245-2"]["storage_error_answer_queued"] is True
+    assert events["zk-247-t3-0"]["storage_error_answers"] == {"2": [{"topic": "t1", "partition": 1},
+                                                                    {"topic": "t3", "partition": 1}]}
 
 
 def test_a_failover_logged_in_controller_log_ends_and_a_later_read_retries_the_deletions_queued_before(
@@ -791,6 +794,28 @@ def test_an_alter_isr_a_deposed_controller_failed_to_write_is_answered_under_its
     summary, rows = _replayed(logs / "version-2", tmp_path, logs)
     assert "LeaderAndIsr 80 of 80 (isrflow 80), StopReplica 13 of 13 (isrflow 13), UpdateMetadata 201 of 201 " \
            "(isrflow 201)" in summary and all(r["match"] for r in rows)
+
+
+
+def test_a_startups_storage_error_answer_queued_behind_an_alter_isr_comes_after_it(tmp_path: Path) -> None:
+    # Campaign seed 1255 (Kafka 2.8.2, three log dirs): broker 4 registered again (zk-160-4, 11:52:30.197) with its dir
+    # holding t2-0 still failed. Its answer to the startup's LeaderAndIsr (KAFKA_STORAGE_ERROR for t2-0) came at
+    # 30.495, as the controller handled leader 2's AlterIsr of t0-0 (zk-162-t0-0, written 30.505, UpdateMetadata
+    # 30.507); the answer, an event of its own, came after it ("Mark replicas t2-0 on broker 4 as offline" at 30.510:
+    # LeaderAndIsr, UpdateMetadata of t2-0, StopReplica, an UpdateMetadata of no partition). isrflow had handled it
+    # within the startup, before the AlterIsr: UpdateMetadata 160 of 163. Now the IsrChange carries the answer
+    # (`storage_error_answers`) and the startup leaves it (`storage_error_answer_queued`).
+    logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-1255"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 52 of 52 (isrflow 52), StopReplica 8 of 8 (isrflow 8), UpdateMetadata 163 of 163 " \
+           "(isrflow 163)" in summary and all(r["match"] for r in rows)
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-160-4"]["storage_error_answer_queued"] is True
+    assert events["zk-162-t0-0"]["storage_error_answers"] == {"4": [{"topic": "t2", "partition": 0}]}
+    assert [e for e in events.values() if "storage_error_answers" in e] == [events["zk-162-t0-0"]]
+    offline = [(r["broker"], r["isrflow"]["event_id"]) for r in rows if r["request"] == "STOP_REPLICA"
+               and r["controller"]["time"].endswith("30.518")]
+    assert offline == [(4, "zk-162-t0-0")]
 
 
 def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_them(tmp_path: Path) -> None:

@@ -65,6 +65,28 @@ def test_a_restarted_broker_is_asked_again_its_replicas_elected_then_offline_aga
     assert c.rec("u", 0).leader == -1
 
 
+
+def test_a_startups_answer_queued_behind_an_alter_isr_takes_the_replicas_offline_after_it() -> None:
+    # zk campaign seed 1255 (Kafka 2.8.2): broker 4 registered again with its failed dir; its KAFKA_STORAGE_ERROR answer
+    # to the startup's LeaderAndIsr came as the controller handled leader 2's AlterIsr of t0-0, and was handled after
+    # it. Here: broker 2's answer for u-0 queued behind leader 1's ISR change of t-1.
+    c = jbod()
+    failed_dir(c, 2, ("u", 0))
+    c.failure(2)
+    started = c.startup(2, storage_error_answer_queued=True)
+    # The startup forgot the broker's offline replicas and asks again; until the answer, u-0 counts online.
+    assert [(d.leader, d.isr) for d in started.decisions_for("u", 0)] == [(2, (2,))]
+    assert 2 not in c.controller.cluster.replicas_on_offline_dirs
+    changed = c.isr_change("t", 1, [1, 3, 2], storage_error_answers={"2": [{"topic": "u", "partition": 0}]})
+    assert [(d.topic, d.leader, sorted(d.isr)) for d in changed.decisions] == [("t", 1, [1, 2, 3]), ("u", -1, [2])]
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
+    # Without the queued answer the startup takes u-0 offline itself (as before).
+    c = jbod()
+    failed_dir(c, 2, ("u", 0))
+    c.failure(2)
+    assert [(d.leader, d.isr) for d in c.startup(2).decisions_for("u", 0)] == [(2, (2,)), (-1, (2,))]
+
+
 def test_a_failover_asks_the_brokers_again() -> None:
     c = jbod()
     failed_dir(c, 2, ("u", 0))
