@@ -1012,9 +1012,9 @@ def test_a_failovers_answer_handled_before_anothers_reads_only_its_own_failed_re
 
 @pytest.mark.xfail(strict=True, reason="seed 1267: broker 1's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr "
                    "(zk-257-1; t0-0, t2-0, Mark replicas 12:08:47.079) was handled after the UpdateMetadata requests "
-                   "of .058 and .077, which isrflow gives to the ISR changes of zk-260; isrflow takes the answer within the "
-                   "startup (`offline_replicas`), its UpdateMetadata first: the answer as an event of its own, a "
-                   "contract change (as seed 1117's)")
+                   "of .058 and .077, which isrflow gives to the ISR changes of zk-260; isrflow takes the answer "
+                   "within the startup (`offline_replicas`), its UpdateMetadata first: the answer as an event of its "
+                   "own, a contract change (as seed 1117's)")
 def test_every_request_of_seed_1267_is_modelled(tmp_path: Path) -> None:
     summary, rows = _replayed(SEED_1267 / "version-2", tmp_path)
     assert "UpdateMetadata 420 of 420 (isrflow 420)" in summary and all(r["match"] for r in rows)
