@@ -180,16 +180,18 @@ class BrokerEvents:
         out.cluster(f"broker {broker} failed; hosted {len(hosted)} partition(s); {len(offline)} offline: "
                     + _names(offline))
 
-    def _replicas_become_offline(self, out: _Fanout, broker: int, hosted: list[Key]) -> None:
+    def _replicas_become_offline(self, out: _Fanout, broker: int, hosted: list[Key],
+                                 unhandled: Mapping[int, frozenset[Key]] | None = None) -> None:
         """onReplicasBecomeOffline of broker's replicas of `hosted` (all of them at its failure, those of a failed
         log dir at its LeaderAndIsr answer): the partitions whose leader is offline elect, the replicas go offline,
-        and a replica of a topic being deleted fails its deletion, which resumes the deletions."""
+        and a replica of a topic being deleted fails its deletion, which resumes the deletions. `unhandled`: the
+        replicas of other brokers' answers to the same requests, not handled yet (`log_dirs.answered_again`)."""
         queued = self.cluster.topics_queued_for_deletion
         deleting = bool(queued) and any(k[0] in queued for k in hosted)
         # Before KAFKA-13225 the failure's own UpdateMetadata goes out when no partition had an offline leader
         # before it: read now, before any change, and only when the requests are recorded (nothing else reads it).
         updates_when_nothing_changed = broker_failure_updates_metadata_when_nothing_changed(self.release)
-        offline_leaders = (self._partitions_with_offline_leader()
+        offline_leaders = (self._partitions_with_offline_leader(unhandled or {})
                            if out.requests and not updates_when_nothing_changed else [])
         # Kafka's partitionsWithOfflineLeader also takes in partitions still led by a shutting-down broker
         # (their controlled-shutdown election had failed): they elect now too. And those left leaderless (-1)
@@ -220,13 +222,15 @@ class BrokerEvents:
         if nothing_changed:
             out.metadata(self.cluster.broker_epochs)  # the brokers learn it is gone
 
-    def _partitions_with_offline_leader(self) -> list[Key]:
+    def _partitions_with_offline_leader(self, unhandled: Mapping[int, frozenset[Key]]) -> list[Key]:
         """ControllerContext.partitionsWithOfflineLeader: the partitions with a leader and ISR, not being deleted,
-        whose leader is not a live broker (leader -1 included) or whose leader's replica is in a failed log dir."""
+        whose leader is not a live broker (leader -1 included) or whose leader's replica is in a failed log dir
+        (one its broker's answer already handled: not in `unhandled`)."""
         live = self.cluster.live_brokers
         return [k for k, r in self.partitions.items()
                 if r.has_leader_and_isr and not r.queued_for_deletion
-                and (r.leader not in live or r.leader in offline_replicas(self.cluster, r))]
+                and (r.leader not in live or (r.leader in offline_replicas(self.cluster, r)
+                                              and k not in unhandled.get(r.leader, ())))]
 
     def _fenced_again(self, out: _Fanout, broker: int) -> None:
         """KRaft: a fenced broker keeps its registration, and its session timing out later fences it again (after

@@ -242,13 +242,18 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
               - skipped.get(broker, frozenset()) for broker, keys in lifted.items()}
     # Every broker's answer is in before any is handled: an election for one broker's offline replicas passes over
     # another's in a failed dir too (seed 437: the controller's own broker answered first).
+    # Whether a leader is offline, though, is each answer's own reading (partitionsWithOfflineLeader): the answers
+    # not handled yet leave their leaders online to it, so nothing changed sends its UpdateMetadata (seed 1267).
+    unhandled = {broker: keys - cv.replicas_on_offline_dirs.get(broker, frozenset())
+                 for broker, keys in lifted.items()}
     cv.replicas_on_offline_dirs.update(lifted)
     for broker in sorted(lifted, key=lambda b: (order.index(b) if b in order else len(order), b)):
+        del unhandled[broker]
         hosted = sorted(lifted[broker] & set(controller.partitions_on(broker)))
         if broker in cv.broker_epochs and hosted:
             # Each answer is an event of its own (LeaderAndIsrResponseReceived): its own batches (seed 719). Which
             # broker answers first is timing: as the event says, else by id.
             out.end_run()
-            controller._replicas_become_offline(out, broker, hosted)
+            controller._replicas_become_offline(out, broker, hosted, unhandled)
             out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR again for {len(hosted)} replica(s) in failed "
                         f"dirs: " + ", ".join(f"{t}-{p}" for t, p in hosted))

@@ -17,6 +17,7 @@ from statemachine.features import ZOOKEEPER_ERA_PROTOCOL
 from statemachine.record import Action
 from statemachine.requests import Request, RequestType, request_rows
 from statemachine.rules import KRAFT, ZK
+from statemachine.zk_releases import KafkaRelease
 from streaming.zookeeper.requests import agreement_rows, modelled_by_isrflow, requests_agreement, sent_by_controller
 from streaming.zookeeper.statechange import read_state_change_log
 
@@ -456,3 +457,24 @@ def test_a_failovers_storage_error_answers_are_handled_in_the_order_they_came() 
 
     assert stopped() == [2, 4]
     assert stopped(answer_order=[4, 2]) == [4, 2]
+
+
+def test_an_answer_handled_before_anothers_sees_only_its_own_failed_replicas_offline() -> None:
+    # Kafka 3.0.2 campaign seed 1267: brokers 3 and 1 answered the new controller's LeaderAndIsr with
+    # KAFKA_STORAGE_ERROR, 3 first (t-1, a follower) then 1 (t-0, which it leads). Before KAFKA-13225 an answer sends
+    # an UpdateMetadata of no partition when no partition has an offline leader, read from the answers handled so
+    # far: broker 1's, not handled yet, leaves t-0's leader online to broker 3's, which sends it.
+    live = {str(b): 10 + b for b in (1, 2, 3, 4)}
+    answers = {"1": [{"topic": "t", "partition": 0}], "3": [{"topic": "t", "partition": 1}]}
+    events = [_epoch_event(0, 1, "ControllerChange", controller_id=4, live_brokers=live),
+              _epoch_event(1, 1, "CreateTopic", topic="t", assignment={"0": [1, 2], "1": [2, 3]}),
+              _epoch_event(2, 2, "ControllerChange", controller_id=4, live_brokers=live, offline_replicas=answers,
+                           answer_order=[3, 1])]
+    failover = _replay(events, ControllerConfig(kafka_version=KafkaRelease(3, 0, 2)))[-1]
+    stops = [i for i, r in enumerate(failover) if r.request is SR]
+    assert [failover[i].broker for i in stops] == [3, 1]
+    between = failover[stops[0] + 1:stops[1]]
+    # Broker 3's answer: its StopReplica, then the UpdateMetadata of no partition to every live broker; broker 1's
+    # answer then elects t-0 (its own UpdateMetadata names it), so sends none of no partition.
+    assert sorted(r.broker for r in between if r.request is UM and not r.partitions) == [1, 2, 3, 4]
+    assert not [r for r in failover[stops[1]:] if r.request is UM and not r.partitions]
