@@ -240,14 +240,19 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
     skipped = not_asked or {}
     lifted = {broker: storage_errors(cv, broker, keys & set(controller.partitions_on(broker)))
               - skipped.get(broker, frozenset()) for broker, keys in lifted.items()}
-    # Every broker's answer is in before any is handled: an election for one broker's offline replicas passes over
-    # another's in a failed dir too (seed 437: the controller's own broker answered first).
-    # Whether a leader is offline, though, is each answer's own reading (partitionsWithOfflineLeader): the answers
-    # not handled yet leave their leaders online to it, so nothing changed sends its UpdateMetadata (seed 1267).
+    # Each answer is handled as it comes (processLeaderAndIsrResponseReceived records the broker's offline replicas,
+    # then takes them offline): an election for one broker's offline replicas may pick another's replica in a failed
+    # dir whose answer is still queued (seed 1269: t0-1 elected onto broker 4 at broker 2's answer, leaderless at
+    # broker 4's). Without the order (the directory alone) every answer counts as in before any is handled: the
+    # controller's own broker answers first (seed 437), which the order by id cannot tell. Whether a leader is
+    # offline, though, is each answer's own reading (partitionsWithOfflineLeader): the answers not handled yet leave
+    # their leaders online to it, so nothing changed sends its UpdateMetadata (seed 1267).
     unhandled = {broker: keys - cv.replicas_on_offline_dirs.get(broker, frozenset())
                  for broker, keys in lifted.items()}
-    cv.replicas_on_offline_dirs.update(lifted)
+    if not order:
+        cv.replicas_on_offline_dirs.update(lifted)
     for broker in sorted(lifted, key=lambda b: (order.index(b) if b in order else len(order), b)):
+        cv.replicas_on_offline_dirs[broker] = lifted[broker]
         del unhandled[broker]
         hosted = sorted(lifted[broker] & set(controller.partitions_on(broker)))
         if broker in cv.broker_epochs and hosted:

@@ -783,6 +783,24 @@ def test_a_failovers_storage_error_answers_are_handled_in_the_order_they_came(tm
     assert stopped == [4, 2]
 
 
+def test_a_failovers_answer_still_queued_leaves_its_replica_electable(tmp_path: Path) -> None:
+    # Campaign seed 1269 (Kafka 3.5.2, two log dirs): controller 2's failover (zk-205) elected t0-1's replica on
+    # broker 2 uncleanly; brokers 2 and 4 answered its LeaderAndIsr with KAFKA_STORAGE_ERROR for t0-1, 2 first
+    # (03.660, 4 at 03.677). Broker 2's answer, handled before broker 4's was in, elected 4 (epoch 8); broker 4's then
+    # left t0-1 leaderless (epoch 9). isrflow had counted both answers in before handling either: leaderless at
+    # once, LeaderAndIsr 82 of 95, StopReplica 7 of 10, 85 of 90 decisions.
+    logs = ZKLOG / "requests" / "zookeeper-3.5-dirs-2-seed-1269"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 95 of 95 (isrflow 95), StopReplica 10 of 10 (isrflow 10), UpdateMetadata 224 of 224 " \
+           "(isrflow 224)" in summary and all(r["match"] for r in rows)
+    assert "partition histories: 20 of 20 equal" in summary
+    [failover] = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-205"]
+    assert failover["answer_order"] == [2, 4]
+    decided = [(d["leader"], d["leader_epoch"]) for d in read_jsonl(tmp_path / "decisions.jsonl")
+               if (d["topic"], d["partition"]) == ("t0", 1) and d["cause_event_id"] == "zk-205"]
+    assert decided == [(-1, 6), (2, 7), (4, 8), (-1, 9)]
+
+
 def test_an_alter_isr_a_deposed_controller_failed_to_write_is_answered_under_its_epoch(tmp_path: Path) -> None:
     # Campaign seed 1227 (Kafka 3.0.2, two log dirs), the cause of seed 715 (and of 1010 and 1060): leader 4 sent
     # AlterIsr for t1-2 to controller 3 (epoch 1) at 28.846, as controller 1's failover (epoch 2) began; controller 3's

@@ -110,6 +110,22 @@ def test_a_failovers_answers_are_handled_in_the_order_they_came() -> None:
     assert offline_order(answer_order=[3]) == [3, 2]
 
 
+def test_a_failovers_answer_still_queued_leaves_its_replica_electable() -> None:
+    # Seed 1269 (Kafka 3.5.2): brokers 2 and 4 both answered the failover's LeaderAndIsr with KAFKA_STORAGE_ERROR for
+    # t0-1, 2 first. Broker 2's answer was handled before broker 4's came in: its election picked 4, broker 4's answer
+    # then took 4 offline too. Without the order every answer counts as in at once (seed 437): 3 leads at once.
+    def leaders(**fields: object) -> list[int]:
+        c = Cluster()
+        c.start(1, 2, 3)
+        c.create("t", [2, 3, 1])
+        answers = {"2": [{"topic": "t", "partition": 0}], "3": [{"topic": "t", "partition": 0}]}
+        result = c.controller_change(1, offline_replicas=answers, **fields)
+        return [d.leader for d in result.decisions_for("t", 0)]
+
+    assert leaders(answer_order=[2, 3]) == [3, 1]
+    assert leaders() == [1]
+
+
 def test_a_notification_of_an_unregistered_broker_asks_nothing() -> None:
     c = jbod()
     c.failure(2)
