@@ -14,6 +14,7 @@ from statemachine.features import is_alter_partition_supported
 from statemachine.log_dirs import (
     answered_again,
     deleted_replicas,
+    in_answer_order,
     lift_offline_dirs,
     offline_replicas,
     request_answers,
@@ -92,10 +93,9 @@ class BrokerEvents:
             for broker, state in self.partitions[key].replica_states.items():
                 if state is ReplicaState.DELETION_STARTED:
                     waiting.setdefault(broker, []).append(key)
-        for broker, keys in sorted(waiting.items(), key=lambda item: (
-                order.index(item[0]) if item[0] in order else len(order), item[0])):
+        for broker in in_answer_order(waiting, order):
             out.end_run()
-            for key in keys:
+            for key in waiting[broker]:
                 out.partition(Action.REPLICA_DELETED, key, broker_id=broker)
             self._resume_deletions(out, resumable)
 

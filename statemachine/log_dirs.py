@@ -204,6 +204,12 @@ def merged(lifted: Mapping[int, frozenset[tuple[str, int]]], more: Mapping[int, 
     return out
 
 
+def in_answer_order(brokers: Iterable[int], order: Sequence[int]) -> list[int]:
+    """The brokers in the order their answers came: those `order` names first, in its order, then the others by id
+    (which broker answers first is timing; without the controller's log isrflow takes them by id)."""
+    return sorted(brokers, key=lambda b: (order.index(b) if b in order else len(order), b))
+
+
 def replica_keys(answered: Mapping[int, Iterable[PartitionRef]] | None) -> dict[int, frozenset[tuple[str, int]]]:
     """An event's replicas per broker (its `offline_replicas` refs) as partition keys."""
     return {broker: frozenset((r.topic, r.partition) for r in refs) for broker, refs in (answered or {}).items()}
@@ -251,7 +257,7 @@ def answered_again(controller: Controller, out: _Fanout, lifted: dict[int, froze
                  for broker, keys in lifted.items()}
     if not order:
         cv.replicas_on_offline_dirs.update(lifted)
-    for broker in sorted(lifted, key=lambda b: (order.index(b) if b in order else len(order), b)):
+    for broker in in_answer_order(lifted, order):
         cv.replicas_on_offline_dirs[broker] = lifted[broker]
         del unhandled[broker]
         hosted = sorted(lifted[broker] & set(controller.partitions_on(broker)))

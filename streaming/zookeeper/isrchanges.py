@@ -262,8 +262,9 @@ def _refused_with(ctx: Context, txn: ZkTxn, request: Batch) -> None:
 
 def _asked(ctx: Context, txn: ZkTxn, suffix: str, request: AlterPartitionRequest, p: AskedPartition,
            request_partitions: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
-    """The IsrChange of one partition of an AlterPartition request the controller refused, at the epochs its leader
-    asked at; `request_partitions`, when it names more than this one, the request's partitions."""
+    """The IsrChange of one partition of an AlterPartition request the controller answered without a write (refused,
+    or its write threw: `fields`), at the epochs its leader asked at; `request_partitions`, when it names more than
+    this one, the request's partitions."""
     return ctx.event(txn, "IsrChange", suffix, topic=p.topic, partition=p.partition, broker_id=request.broker_id,
                      broker_epoch=request.broker_epoch, leader_epoch=p.leader_epoch,
                      partition_epoch=p.partition_epoch, isr=list(p.isr),

@@ -38,10 +38,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-from streaming.zookeeper.statechange import broker_ids, layout_lines, log_time, read_broker_logs
+from streaming.zookeeper.statechange import broker_ids, epoch_ms, layout_lines, log_time, read_broker_logs
 
 _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>DEBUG|INFO|WARN) (?P<msg>.*?)"
                    r"(?: \(kafka\.server\.(?:DefaultAlter(?:Partition|Isr)Manager|AlterIsrManagerImpl|"
@@ -96,7 +96,7 @@ class AlterPartitionRequest:
     def answered_ms(self) -> int:
         """When the leader logged the answer, in ms since the epoch (the log's times read as UTC, like ZooKeeper's
         transaction times)."""
-        return _ms(self.answered)
+        return epoch_ms(self.answered)
 
     @property
     def unwritten(self) -> bool:
@@ -114,10 +114,6 @@ class AlterPartitionRequest:
     def written(self) -> set[tuple[str, int]]:
         """The partitions the controller accepted (and wrote)."""
         return {(p.topic, p.partition) for p in self.partitions if p.error == 0}
-
-
-def _ms(at: datetime) -> int:
-    return int(at.replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def _segments(text: str) -> list[tuple[re.Match[str], str]]:
@@ -203,7 +199,7 @@ def parse_server_log(lines: Iterable[str], into: AlterPartitionLog | None = None
         msg = m["msg"]
         if c := _SHUTDOWN.match(msg):
             times = out.shutdowns.by_broker.setdefault(int(c["broker"]), [])
-            at = _ms(log_time(m["time"]))
+            at = epoch_ms(log_time(m["time"]))
             if c["step"] == "Starting" or not times:
                 times.append([at])
             else:

@@ -173,6 +173,11 @@ def log_time(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f")
 
 
+def epoch_ms(at: datetime) -> int:
+    """A log line's time in ms since the epoch, read as UTC (as ZooKeeper's transaction times are)."""
+    return int(at.replace(tzinfo=UTC).timestamp() * 1000)
+
+
 class CountsOtherLines(Protocol):
     other_lines: int
 
@@ -401,7 +406,7 @@ def parse_offline_marks(lines: Iterable[str], into: OfflineMarks | None = None) 
         out.other_lines += s is None
         if s is None and sent is None:
             continue
-        at = int(log_time(m["time"]).replace(tzinfo=UTC).timestamp() * 1000)
+        at = epoch_ms(log_time(m["time"]))
         if sent is not None:
             out.asked_at.setdefault(int(sent["broker"]), []).append(at)
             continue
