@@ -211,11 +211,18 @@ def decision_columns(path: Path) -> Any:
     """A replay's decisions.jsonl (written in DECISION_ORDER) as an Arrow table of DECISION_FIELDS, read by Arrow's
     JSON reader: the other fields skipped, no Python object per decision."""
     import pyarrow as pa
-    import pyarrow.json as pj
 
     brokers = pa.list_(pa.int32())
     schema = pa.schema([("source_offset", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
                         ("partition_epoch", pa.int32()), *((f, brokers) for f in DECISION_FIELDS[4:])])
+    return jsonl_columns(path, schema)
+
+
+def jsonl_columns(path: Path, schema: Any) -> Any:
+    """A JSON lines file as an Arrow table of `schema`'s fields only (Arrow's JSON reader: the other fields skipped,
+    no Python object per line)."""
+    import pyarrow.json as pj
+
     if not path.stat().st_size:
         return schema.empty_table()
     return pj.read_json(path, read_options=pj.ReadOptions(use_threads=False),
@@ -240,6 +247,22 @@ def table_partition_keys(table: Any) -> Any:
     numbers: dict[str, int] = {}
     return np.concatenate([np.zeros(0, dtype=np.int64), *(partition_keys(b["topic"], b["partition"], numbers)
                                                           for b in table.to_batches())])
+
+
+def list_sizes(lists: Any) -> Any:
+    """The length of each list of an Arrow list column (numpy; 0 for null)."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
+
+
+def run_starts(keys: Any) -> Any:
+    """Where each run of equal keys starts (numpy bool per row)."""
+    import numpy as np
+
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    return first
 
 
 def last_of_each(key: Any) -> Any:
@@ -289,14 +312,10 @@ def outcome_decisions(path: Path) -> list[dict[str, Any]]:
     Arrow's JSON reader (only these fields), the rows chosen by numpy: dicts for a few decisions, not every one."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.json as pj
 
     schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("leader", pa.int32()),
                         ("isr", pa.list_(pa.int32())), ("election", pa.string())])
-    if not path.stat().st_size:
-        return []
-    table = pj.read_json(path, read_options=pj.ReadOptions(use_threads=False), parse_options=pj.ParseOptions(
-        explicit_schema=schema, unexpected_field_behavior="ignore"))
+    table = jsonl_columns(path, schema)
     keep = pc.fill_null(pc.equal(table["election"], str(Election.OFFLINE_UNCLEAN)), False).to_numpy(
         zero_copy_only=False).copy()
     keep[last_of_each(table_partition_keys(table))] = True

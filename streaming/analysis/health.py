@@ -18,7 +18,7 @@ from typing import Any
 from statemachine.errors import Outcome
 from statemachine.record import NO_LEADER
 from statemachine.states import PartitionState
-from streaming.analysis.columns import Latest, partition_keys
+from streaming.analysis.columns import Latest, list_sizes, partition_keys, run_starts
 from streaming.analysis.words import Key
 
 NON_EXISTENT = PartitionState.NON_EXISTENT
@@ -131,8 +131,8 @@ class HealthColumns:
         leader = pc.fill_null(rows["leader_after"], NO_LEADER).to_numpy().astype(np.int64)
         r = self.rows
         for column, values in ((r.offset, rows["source_offset"].to_numpy()), (r.key, key), (r.exists, exists),
-                               (r.leader, leader), (r.isr, _sizes(rows["isr_after"])),
-                               (r.replicas, _sizes(rows["replicas_after"]))):
+                               (r.leader, leader), (r.isr, list_sizes(rows["isr_after"])),
+                               (r.replicas, list_sizes(rows["replicas_after"]))):
             column.append(values)
         for name in ("replicas_after", "isr_after", "replica_states"):
             self.brokers.update(pc.unique(pc.list_flatten(rows[name])).to_pylist())
@@ -160,7 +160,7 @@ class HealthColumns:
         urp = (led != NO_LEADER) & (isr < replicas)
         removing, changes = self._moving(offset, events, key, exists, leader, isr, urp)
         by_key = np.argsort(key, kind="stable")
-        first = _firsts(key[by_key])
+        first = run_starts(key[by_key])
         return Health(
             offline=_running(event[by_key], offline[by_key], first, n),
             under_replicated=self._under_replicated(key, event, urp, changes, n),
@@ -230,7 +230,7 @@ class HealthColumns:
             event = np.concatenate([event, np.array([c[1] for c in changes], dtype=np.int64)])
             urp = np.concatenate([urp, np.array([c[3] for c in changes], dtype=bool)])
         order = np.lexsort((place, key))
-        return _running(event[order], urp[order], _firsts(key[order]), n)
+        return _running(event[order], urp[order], run_starts(key[order]), n)
 
     def _partitions(self, removing: Mapping[int, tuple[int, ...]]) -> dict[Key, PartitionAtEnd]:
         """Each existing partition as its last row leaves it, with its removing replicas."""
@@ -242,21 +242,6 @@ class HealthColumns:
                 out[k] = PartitionAtEnd(row["to_state"], leader, tuple(row["isr_after"] or ()),
                                         tuple(row["replicas_after"] or ()), removing.get(self._number(k), ()))
         return out
-
-
-def _sizes(lists: Any) -> Any:
-    import pyarrow.compute as pc
-
-    return pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
-
-
-def _firsts(keys: Any) -> Any:
-    """Where each run of equal keys starts."""
-    import numpy as np
-
-    first = np.ones(len(keys), dtype=bool)
-    first[1:] = keys[1:] != keys[:-1]
-    return first
 
 
 def _running(event: Any, state: Any, first: Any, n: int) -> Any:

@@ -33,7 +33,14 @@ from schemas.records import parse_ts
 from statemachine.elections import Election
 from statemachine.errors import Outcome
 from statemachine.record import Action
-from streaming.analysis.columns import AuditRows, decision_columns, decision_table, table_partition_keys
+from streaming.analysis.columns import (
+    AuditRows,
+    decision_columns,
+    decision_table,
+    list_sizes,
+    run_starts,
+    table_partition_keys,
+)
 from streaming.analysis.facts import Facts, key_of
 from streaming.analysis.health import Health, HealthColumns, PartitionAtEnd
 from streaming.analysis.words import Clock, Key
@@ -78,18 +85,16 @@ def reassignment_decisions(decisions: Any) -> list[dict[str, Any]]:
     partition's decisions in order; the kept ones as dicts, each run's first decision after the one before it."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if not decisions.num_rows:
         return []
     key = table_partition_keys(decisions)
     moving = np.zeros(len(key), dtype=bool)
     for name in ("adding_replicas", "removing_replicas"):
-        moving |= pc.fill_null(pc.list_value_length(decisions[name]), 0).to_numpy() > 0
+        moving |= list_sizes(decisions[name]) > 0
     order = np.argsort(key, kind="stable")  # each partition's decisions in order
-    k, m = key[order], moving[order]
-    first = np.ones(len(k), dtype=bool)
-    first[1:] = k[1:] != k[:-1]
+    m = moving[order]
+    first = run_starts(key[order])
     ended = np.append(False, m[:-1]) & ~first  # the partition's decision before it had adding or removing replicas
     keep = m | ended
     starts = m & ~first & ~ended & ~np.append(False, keep[:-1])  # the decision before it joins too
