@@ -157,7 +157,6 @@ def read_after_isr_change(ctx: Context) -> None:
         for event in unread:
             events.remove(event)
         events.extend(unread)
-        ctx.newest_event = events[-1]
         first, *rest = sorted(unread, key=event_zxid)
         _group(ctx.cause(Cause(first, "DELETE", topic=first["topic"], joined=rest)))
 

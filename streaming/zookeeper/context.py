@@ -298,7 +298,6 @@ class Context:
         # then the deletes of the notifications it finds: onControllerFailover deletes them unread before it reads
         # anything else); None once it wrote anything else.
         self.failover_prologue: int | None = None
-        self.newest_event: dict[str, Any] | None = None
         # Below protocol 2.7: /isr_change_notification/isr_change_N -> (its creating zxid, the partitions it names).
         self.notifications: dict[str, tuple[int, list[tuple[str, int]]]] = {}
         self.alter_partition: Batch | None = None  # the newest AlterPartition request's IsrChange events
@@ -310,8 +309,12 @@ class Context:
         event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": event_ts(txn.time),
                  "controller_epoch": self.controller_epoch, **fields}
         self.result.events.append(event)
-        self.newest_event = event
         return event
+
+    @property
+    def newest_event(self) -> dict[str, Any] | None:
+        """The output's last event (the events the importer moves keep it so)."""
+        return self.result.events[-1] if self.result.events else None
 
     def event_at(self, event: dict[str, Any]) -> int | None:
         """Where `event` is in the output (None: a follower handed it out with an earlier poll)."""
@@ -380,7 +383,6 @@ class Context:
         """An event the controller never read after all (its broker was gone): out of the output and the queue."""
         self.result.events.remove(cause.event)
         self.forget_cause(cause)
-        self.newest_event = self.result.events[-1] if self.result.events else None
 
     def observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
                 cause: str, event_id: str | None) -> None:

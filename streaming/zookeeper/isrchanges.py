@@ -257,7 +257,6 @@ def _refused_with(ctx: Context, txn: ZkTxn, request: Batch) -> None:
                              for p in refused]
     last["request_partitions"] = request.partitions
     ctx.result.events.append(last)
-    ctx.newest_event = last
 
 
 def _asked(ctx: Context, txn: ZkTxn, suffix: str, request: AlterPartitionRequest, p: AskedPartition,

@@ -277,7 +277,6 @@ def _read_at_delete(ctx: Context, cause: Cause) -> None:
     if not before:
         return
     events.insert(before[-1], events.pop(at))
-    ctx.newest_event = events[-1]
     last = ctx.cause_of(events[before[-1] - 1]["event_id"])
     if last is not None:
         ctx.forget_cause(cause)

@@ -81,7 +81,6 @@ def _after_failovers_read(ctx: Context, created: list[dict[str, Any]]) -> None:
     if not later or not all(e.get("read_at_failover") for e in later):
         return
     events[first:] = [*later, *sorted(created, key=event_zxid)]
-    ctx.newest_event = events[-1]
 
 
 def topic_deleted(ctx: Context, topic: str) -> None:
