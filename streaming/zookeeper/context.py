@@ -242,6 +242,10 @@ class Context:
         # far): their marks are theirs, not a startup's (OfflineMarks.startup_answer); a request's answer just before
         # one came from a dir that failed as the broker handled that request (logdirs.request_answer).
         self.notified_at: dict[int, list[int]] = {}
+        # Each notification's reader, read ahead as well: the controller whose session deleted it (path -> broker id;
+        # the sessions that created /controller -> the broker elected): its answer is that controller's mark.
+        self.notification_readers: dict[str, int] = {}
+        self.controller_sessions: dict[int, int] = {}
         # The log dir notifications not deleted yet (path -> its LOG_DIR cause), and the brokers whose one a new
         # controller's failover deleted unread (broker -> that failover's event id).
         self.log_dir_events: dict[str, Cause] = {}

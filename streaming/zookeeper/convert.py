@@ -230,6 +230,7 @@ class Converter:
         if "/controller" in nodes:
             ctx.controller_id = json.loads(nodes["/controller"].data or b"{}").get("brokerid", -1)
             ctx.controller_session = nodes["/controller"].ephemeral_owner
+            ctx.controller_sessions[ctx.controller_session] = ctx.controller_id  # a notification's reader, maybe
             ctx.controller_since = nodes["/controller"].czxid
             ctx.event(at, "ControllerChange", "-snapshot", controller_id=max(ctx.controller_id, 0),
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())})

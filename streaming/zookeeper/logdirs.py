@@ -45,7 +45,8 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     if broker < 0:
         return
     for_request = _answered_before_asked(ctx, txn, broker)
-    marked = ctx.offline_marks.answer(broker, txn.time, _new_replicas(ctx, broker)) \
+    marked = ctx.offline_marks.answer(broker, txn.time, _new_replicas(ctx, broker),
+                                      ctx.notification_readers.get(op.path)) \
         if ctx.offline_marks is not None else None
     if marked is None and for_request:
         marked = frozenset()  # its answer named no replica the controller did not know of
@@ -219,12 +220,19 @@ def reassignment_answers(ctx: Context, event: dict[str, Any], replicas: dict[tup
 
 def note_notifications(ctx: Context, txns: Iterable[ZkTxn]) -> None:
     """The times of every broker's notifications in the history, read ahead: a mark after one is its answer, and a
-    request's answer just before one came from a dir that failed as the broker handled that request."""
+    request's answer just before one came from a dir that failed as the broker handled that request. And which
+    controller deleted each (`notification_readers`): the one whose LeaderAndIsr asked about it."""
     for txn in txns:
         for op in txn.ops:
-            if op.kind == "create" and op.path.startswith(LOG_DIR_EVENT_NOTIFICATION) and op.path.count("/") == 2:
+            if op.path == "/controller" and op.kind == "create":
+                ctx.controller_sessions[txn.session] = int(json.loads(op.data or b"{}").get("brokerid", -1))
+            if not op.path.startswith(LOG_DIR_EVENT_NOTIFICATION) or op.path.count("/") != 2:
+                continue
+            if op.kind == "create":
                 broker = int(json.loads(op.data or b"{}").get("broker", -1))
                 ctx.notified_at.setdefault(broker, []).append(txn.time)
+            elif op.kind == "delete" and txn.session in ctx.controller_sessions:
+                ctx.notification_readers[op.path] = ctx.controller_sessions[txn.session]
 
 
 def startup_answer(ctx: Context, txn: ZkTxn, broker: int, event: dict[str, Any]) -> None:

@@ -338,16 +338,19 @@ class OfflineMarks:
     asked_at: dict[int, list[int]] = field(default_factory=dict)
     logged: list[OfflineMark] = field(default_factory=list)  # every mark, also those taken, oldest first
 
-    def answer(self, broker: int, since_ms: int, unasked: frozenset[tuple[str, int]] = frozenset()
-               ) -> frozenset[tuple[str, int]] | None:
+    def answer(self, broker: int, since_ms: int, unasked: frozenset[tuple[str, int]] = frozenset(),
+               reader: int | None = None) -> frozenset[tuple[str, int]] | None:
         """The replicas of `broker` marked offline in answer to a notification at `since_ms`: the first mark logged
         within ANSWER_MS after it, and those of the second before it (an answer to another LeaderAndIsr that reached
         the broker after its dir failed, before its notification: its controller's own broker, say); not a mark of
         `unasked` replicas only, which the notification's LeaderAndIsr did not name (a later request's answer: seed
-        906). Taken: a later notification won't get them. None: no mark."""
+        906); after it, only a mark of the controller that read it (`reader`, when known: the one that deleted it),
+        whose LeaderAndIsr asked (an answer naming nothing new is not logged, and a later controller's mark answers
+        another request: seed 1291). Taken: a later notification won't get them. None: no mark."""
         mine = [m for m in self.marks if m.broker == broker and not set(m.replicas) <= unasked]
         before = [m for m in mine if since_ms - 1000 <= m.at_ms < since_ms]
-        after = next((m for m in mine if since_ms <= m.at_ms <= since_ms + ANSWER_MS), None)
+        after = next((m for m in mine if since_ms <= m.at_ms <= since_ms + ANSWER_MS and
+                      reader in (None, m.controller)), None)
         taken = [*before, *([after] if after is not None else [])]
         if not taken:
             return None

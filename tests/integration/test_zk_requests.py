@@ -836,6 +836,27 @@ def test_a_startups_storage_error_answer_queued_behind_an_alter_isr_comes_after_
     assert offline == [(4, "zk-162-t0-0")]
 
 
+def test_a_later_controllers_mark_of_a_broker_answers_its_reassignment_not_the_brokers_old_notification(
+        tmp_path: Path) -> None:
+    # Campaign seed 1291 (Kafka 2.8.2, three log dirs): broker 1's dir failed under t1-0 (answered to a reassignment's
+    # LeaderAndIsr at 12:40:36.737, before its notification at 36.750, which controller 1 read and whose answer named
+    # nothing new: no mark). t1-0 moved off broker 1; 28 s and two failovers later controller 2 reassigned it back
+    # onto broker 1 (zk-225-t1, 12:41:04.473), whose KAFKA_STORAGE_ERROR answer ("Mark replicas t1-0 on broker 1 as
+    # offline", 04.492) took it offline again: no write, LeaderAndIsr to 2 and 3, StopReplica to 1, UpdateMetadata.
+    # The importer had given that mark to the notification (the first within 30 s after it): LeaderAndIsr 100 of 102,
+    # StopReplica 14 of 15, UpdateMetadata 231 of 234. A notification's answer is its reader's mark.
+    logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-1291"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 102 of 102 (isrflow 102), StopReplica 15 of 15 (isrflow 15), UpdateMetadata 234 of 234 " \
+           "(isrflow 234)" in summary and all(r["match"] for r in rows)
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-122"]["offline_replicas"] == []
+    assert events["zk-225-t1"]["offline_replicas"] == {"1": [{"topic": "t1", "partition": 0}]}
+    stopped = [(r["broker"], r["isrflow"]["event_id"]) for r in rows if r["request"] == "STOP_REPLICA"
+               and r["controller"]["time"].endswith("04.510")]
+    assert stopped == [(1, "zk-225-t1")]
+
+
 def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_them(tmp_path: Path) -> None:
     # Campaign seed 1236 (Kafka 3.9.1, two log dirs): broker 3, shutting down, still led t0-1 (ISR [3, 2], broker 2
     # ineligible), so it asked twice more (09:24:23.933 and 24.443, its "Retrying controlled shutdown" lines), nothing

@@ -76,9 +76,7 @@ def test_a_log_dir_notification_a_failover_deletes_unread_is_the_failovers_answe
     z.state(0, 2, [2, 1, 3], 0)
     announce_failed_dir(z, 2)
     z.close(z.sessions[1], "/brokers/ids/1", "/controller")
-    z.txn(z.sessions[3], ZnodeOp("create", "/controller", b'{"brokerid":3}'),
-          ZnodeOp("setData", "/controller_epoch", b"2", 2))
-    z.controller = z.sessions[3]
+    z.elect(3, 2)
     z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", NOTIFICATION))
     z.state(0, 2, [2, 3], 1)  # the failover: dead 1 out of the ISR
     z.state(0, 3, [3], 2)  # then 2's answer: its replica offline, 3 leads

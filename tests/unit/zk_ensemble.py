@@ -91,6 +91,12 @@ class Ensemble:
         self.txn(session or self.controller, *(() if by_leader else (ZnodeOp("check", "/controller_epoch", None, 1),)),
                  write)
 
+    def elect(self, broker: int, epoch: int) -> None:
+        """Broker `broker` becomes the controller of `epoch` (its failover's first write)."""
+        self.txn(self.sessions[broker], ZnodeOp("create", "/controller", b'{"brokerid":%d}' % broker),
+                 ZnodeOp("setData", "/controller_epoch", str(epoch).encode(), epoch))
+        self.controller = self.sessions[broker]
+
     def register(self, broker: int, session: int | None = None) -> None:
         """Broker `broker` registers in `session` (default 0x1000 + its id; a new one when it comes back)."""
         self.sessions[broker] = session or 0x1000 + broker

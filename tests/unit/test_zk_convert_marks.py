@@ -1,0 +1,69 @@
+"""The ZooKeeper importer on the controllers' `Mark replicas ... as offline` lines: which event a mark answers
+(hand-written transactions, tests.unit.zk_ensemble, and marks as the state-change logs hold them)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from streaming.zookeeper.convert import Converter
+from streaming.zookeeper.statechange import parse_offline_marks
+from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, Znode
+
+from .test_zk_convert_dirs import log_dir_failure
+from .zk_ensemble import Ensemble
+
+
+def _mark(at_ms: int, controller: int, replicas: str, broker: int) -> str:
+    at = datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    return f"[{at}] INFO [Controller id={controller}] Mark replicas {replicas} on broker {broker} as offline " \
+           "(state.change.logger)\n"
+
+
+def test_a_notification_takes_only_a_mark_of_the_controller_that_read_it() -> None:
+    # Campaign seed 1291 (Kafka 2.8.2): broker 1's notification, read by controller 1, named nothing new (no mark);
+    # 28 s and two failovers later controller 2 marked t1-0 on broker 1, its answer to a reassignment.
+    lines = [_mark(1_000_000 + 27_742, 2, "t1-0", 1), _mark(1_000_000 + 27_800, 1, "t1-1", 1)]
+    assert parse_offline_marks(lines).answer(1, 1_000_000, reader=1) == {("t1", 1)}
+    marks = parse_offline_marks(lines)
+    assert marks.answer(1, 1_000_000, reader=3) is None
+    assert marks.request_answer(1, ("t1", 0), 1_000_000 + 27_723, 1_000_000 + 28_723)  # left for the request
+    assert parse_offline_marks(lines).answer(1, 1_000_000) == {("t1", 0)}  # the reader unknown: the first
+
+
+def _failover_after_notification() -> Ensemble:
+    """Controller 1 reads broker 2's notification (deleting it), then dies; broker 3's failover; 5 s later a mark of
+    t-0 on broker 2 (by the controller given to `_mark`)."""
+    z = Ensemble()
+    z.topic({0: [2, 1, 3]})
+    z.state(0, 2, [2, 1, 3], 0)
+    log_dir_failure(z, 2)
+    z.wait(1_000)  # controller 1 dies a second later
+    z.close(z.sessions[1], "/brokers/ids/1", "/controller")
+    z.elect(3, 2)
+    z.wait(5_000)
+    return z
+
+
+def test_a_later_controllers_mark_of_the_broker_is_not_its_read_notifications_answer() -> None:
+    for marked_by, named in ((1, [{"topic": "t", "partition": 0}]), (3, [])):
+        z = _failover_after_notification()
+        marks = parse_offline_marks([_mark(z.now, marked_by, "t-0", 2)])
+        [event] = [e for e in Converter(offline_marks=marks).convert(z.history()).events
+                   if e["type"] == "LogDirEventNotification"]
+        assert event["offline_replicas"] == named, marked_by
+
+
+def test_a_controller_elected_before_the_retained_history_reads_notifications_too() -> None:
+    # The history starts at a snapshot holding /controller (broker 1's session): controller 1 still read broker 2's
+    # notification, and controller 3's later mark is not its answer.
+    z = _failover_after_notification()
+    seeded = 4  # the registrations and controller 1's election, in the snapshot
+    nodes = {f"/brokers/ids/{b}": Znode(f"/brokers/ids/{b}", b"{}", 0, b, b, z.sessions[b]) for b in (1, 2, 3)}
+    nodes["/controller"] = Znode("/controller", b'{"brokerid":1}', 0, seeded, seeded, z.sessions[1])
+    nodes["/controller_epoch"] = Znode("/controller_epoch", b"1", 1, seeded, seeded, 0)
+    history = ZkHistory(ZkSnapshot(seeded, nodes, {}, Path("snapshot.4")), z.txns[seeded:], [], "test")
+    marks = parse_offline_marks([_mark(z.now, 3, "t-0", 2)])
+    [event] = [e for e in Converter(offline_marks=marks).convert(history).events
+               if e["type"] == "LogDirEventNotification"]
+    assert event["offline_replicas"] == []
