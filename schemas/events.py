@@ -217,6 +217,10 @@ class DeleteTopic(Event):
     # after this read's onTopicDeletion (addition; their events say `stop_replica_answered` false): their replicas
     # deleted, then resumeDeletions, which retries the failed replicas of every topic being deleted, this read's too.
     stop_replica_answers: tuple[str, ...] = ()
+    # Addition (ZooKeeper): brokers that answered this read's StopReplica (delete) with KAFKA_STORAGE_ERROR, as broker
+    # id -> partitions: a log dir that failed as they deleted the replica, announced by its notification only after.
+    # Their deletion fails (ReplicaDeletionIneligible) and resumeDeletions retries it once the other answers are in.
+    storage_error_answers: Mapping[int, tuple[PartitionRef, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -464,7 +468,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
                            "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),
-                    "stop_replica_answers": (string_list, ())},
+                    "stop_replica_answers": (string_list, ()),
+                    "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else partition_refs(v, n, False), None)},
     "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                          "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None),

@@ -16,11 +16,12 @@ from statemachine.leader_changes import (
 from statemachine.record import NO_LEADER
 from statemachine.replica_steps import _offline_replica, _online_replica, _require_partition
 from statemachine.requests import Phase
-from statemachine.states import PartitionState
+from statemachine.states import VALID_PREVIOUS_REPLICA_STATES, PartitionState, ReplicaState
 from statemachine.step import Step
 from statemachine.topic_deletion import _fail_deletion, replicas_not_deleted
 
 P = PartitionState
+R = ReplicaState
 
 
 def _on_broker_startup(s: Step) -> None:
@@ -80,11 +81,14 @@ def _on_broker_failure(s: Step) -> None:
 def _on_log_dir_failure(s: Step) -> None:
     """onBrokerLogDirFailure: the broker's replica to OnlineReplica again, which sends it a LeaderAndIsr of the
     partition; its answer (KAFKA_STORAGE_ERROR for a replica in the failed dir) is the controller's next step. A
-    replica being deleted takes no such transition."""
+    replica being deleted takes it only from OfflineReplica or ReplicaDeletionIneligible (seed 1274: t2-0's failed
+    deletion retried, then asked about and marked offline again; from ReplicaDeletionStarted or Successful no valid
+    transition, nothing sent)."""
     broker = s.command.broker_id
     assert broker is not None
     _require_partition(s)
-    if s.record.queued_for_deletion or broker not in s.record.replica_states:
+    state = s.record.replica_states.get(broker)
+    if state is None or (s.record.queued_for_deletion and state not in VALID_PREVIOUS_REPLICA_STATES[R.ONLINE]):
         return
     with s.batch(Phase.ONLINE_REPLICA):
         _online_replica(s, broker)

@@ -96,14 +96,14 @@ def _on_resume_deletion(s: Step) -> None:
 
 
 def _on_retry_deletion(s: Step) -> None:
-    """TopicDeletionManager.resumeDeletions retries each replica whose deletion failed: back to OfflineReplica, which
-    takes it out of the ISR where it still is (the last member stays; the ZK controller writes that). A replica of a
-    broker that is live again is not among them: its startup brought it online first."""
+    """TopicDeletionManager.retryDeletionForIneligibleReplicas: each replica whose deletion failed goes back to
+    OfflineReplica, which takes it out of the ISR where it still is (the last member stays; the ZK controller writes
+    that). A replica of a broker that is live again is not among them when its startup brought it online first; one
+    of a live broker whose StopReplica answered KAFKA_STORAGE_ERROR is (seed 1274: StopReplica, no delete)."""
     _require_partition(s)
-    live = s.command.live_brokers
     with s.batch(Phase.OFFLINE_REPLICA):
         for broker in replica_state_machine_order(b for b, state in s.record.replica_states.items()
-                                                  if state is R.DELETION_INELIGIBLE and b not in live):
+                                                  if state is R.DELETION_INELIGIBLE):
             _offline_replica(s, broker)
 
 

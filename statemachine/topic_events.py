@@ -6,7 +6,7 @@ the admin elections, reassignments and the leader rebalance, each checked and fa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from schemas.events import (
@@ -16,12 +16,13 @@ from schemas.events import (
     DeleteTopic,
     ElectionType,
     ElectLeaders,
+    PartitionRef,
     PartitionSnapshot,
     ReassignPartitions,
 )
 from statemachine.admin_checks import MIN_ISR_CONFIG, check_configs, checked_assignment
 from statemachine.errors import Error, Outcome, Rejection
-from statemachine.log_dirs import answered_again, default_directories, offline_replicas, request_answers
+from statemachine.log_dirs import answered_again, default_directories, request_answers
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import PartitionState, ReplicaState
 from statemachine.topic_deletion import replicas_not_deleted
@@ -126,15 +127,31 @@ class TopicEvents:
         # One read of /admin/delete_topics: every topic it found, in one onTopicDeletion (one batch of requests).
         topics = [t for t in sorted({topic, *ev.topics}) if t in cv.topics and t not in cv.topics_queued_for_deletion]
         cv.topics_queued_for_deletion.update(topics)
-        for key in [k for t in topics for k in self.partitions_of(t)]:
-            out.partition(Action.DELETE, key, stop_replica_answered=ev.stop_replica_answered)
+        keys = [k for t in topics for k in self.partitions_of(t)]
+        failing = ev.stop_replica_answered and ev.storage_error_answers
+        for key in keys:
+            out.partition(Action.DELETE, key, stop_replica_answered=ev.stop_replica_answered and not failing)
         if ev.stop_replica_answers:
             # An earlier read's StopReplica answers, queued behind this read (TopicDeletionStopReplicaResponseReceived):
             # each ends in resumeDeletions, which retries this read's failed replicas too (seed 1042).
             self._stop_replica_answers(out, {}, ev.stop_replica_answers,
                                        unanswered=topics if ev.stop_replica_answered else ())
-        if ev.stop_replica_answered:
+        if failing:
+            # A broker whose log dir failed as it deleted a replica answered KAFKA_STORAGE_ERROR for it (seed 1274):
+            # the answers one by one, that one first, as a startup's resumed deletion's.
+            self._stop_replica_answers(out, self._deletions_failed(ev.storage_error_answers, keys), topics)
+        elif ev.stop_replica_answered:
             self._answered_one_broker_at_a_time(out, topics)
+
+    def _deletions_failed(self, answers: Mapping[int, Iterable[PartitionRef]], keys: Iterable[Key]
+                          ) -> dict[int, frozenset[Key]]:
+        """The replicas of `keys` whose StopReplica (delete) the brokers answered with KAFKA_STORAGE_ERROR
+        (`answers`), among those waiting for their answer (ReplicaDeletionStarted), by broker id."""
+        started = {(b, k) for k in keys for b, state in self.partitions[k].replica_states.items()
+                   if state is ReplicaState.DELETION_STARTED}
+        failed = {b: frozenset(k for r in refs if (b, k := (r.topic, r.partition)) in started)
+                  for b, refs in answers.items()}
+        return {b: keys for b, keys in sorted(failed.items()) if keys}
 
     def _answered_one_broker_at_a_time(self, out: _Fanout, topics: list[str]) -> None:
         """The read's own StopReplica answers, one per broker (by id), each ending in resumeDeletions: a topic whose
@@ -171,18 +188,16 @@ class TopicEvents:
     def _resume_deletions(self, out: _Fanout, topics: Iterable[str] | None = None) -> None:
         """TopicDeletionManager.resumeDeletions (after a replica's deletion, a replica host's failure or startup):
         every replica whose deletion failed, of any topic being deleted, is retried (RETRY_DELETION): on a dead
-        broker, or in a failed log dir of a live one (its StopReplica answered KAFKA_STORAGE_ERROR). Not while a
-        replica of the topic is still ReplicaDeletionStarted (its answer not in yet): the topic waits for it."""
-        live, queued = self.cluster.live_brokers, self.cluster.topics_queued_for_deletion
+        broker, or on a live one whose StopReplica answered KAFKA_STORAGE_ERROR (a failed log dir, known or not).
+        Not while a replica of the topic is still ReplicaDeletionStarted (its answer not in yet): the topic waits
+        for it."""
+        queued = self.cluster.topics_queued_for_deletion
         for topic in sorted(queued if topics is None else queued & set(topics)):
             if any(state is ReplicaState.DELETION_STARTED for key in self.partitions_of(topic)
                    for state in self.partitions[key].replica_states.values()):
                 continue
             for key in self.partitions_of(topic):
-                rec = self.partitions[key]
-                offline = offline_replicas(self.cluster, rec)
-                if any(state is ReplicaState.DELETION_INELIGIBLE and (broker not in live or broker in offline)
-                       for broker, state in rec.replica_states.items()):
+                if ReplicaState.DELETION_INELIGIBLE in self.partitions[key].replica_states.values():
                     out.partition(Action.RETRY_DELETION, key)
 
     def _on_alter_topic_config(self, ev: AlterTopicConfig, out: _Fanout) -> None:

@@ -249,6 +249,10 @@ class Context:
         # The log dir notifications not deleted yet (path -> its LOG_DIR cause), and the brokers whose one a new
         # controller's failover deleted unread (broker -> that failover's event id).
         self.log_dir_events: dict[str, Cause] = {}
+        # Without the controller's log: deletions a broker's notification came right after (the deletion's cause, the
+        # notification's, the broker's replicas of its topics), confirmed as its KAFKA_STORAGE_ERROR answers when the
+        # controller's session ends with the topics still there (logdirs.deletions_failed_in_dir).
+        self.deletions_in_failed_dir: list[tuple[Cause, Cause, frozenset[tuple[str, int]]]] = []
         self.unread_log_dirs: dict[int, str] = {}
         # Those of them down at that failover: their answer comes at their next startup, and the failover's
         # ControllerChange, which restores the answers it never got, names it (broker -> that event).

@@ -76,6 +76,9 @@ class ControllerReads:
     # started whose StopReplica answers the controller logged after this read (and before the next): it handled
     # them after this read's onTopicDeletion (seed 1042)
     late_answers: dict[int, dict[int, frozenset[str]]] = field(default_factory=dict)
+    # per controller epoch, per read of /admin/delete_topics, the replicas (broker -> partitions) whose StopReplica
+    # (delete) of that read's own deletion the brokers answered with KAFKA_STORAGE_ERROR (seed 1274)
+    storage_error_answers: dict[int, dict[int, dict[int, frozenset[tuple[str, int]]]]] = field(default_factory=dict)
     other_lines: int = 0
 
     def __bool__(self) -> bool:
@@ -106,6 +109,7 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             reads.append(frozenset(s["topics"].split(",")) - frozenset().union(*reads))
         elif epoch is not None and (s := _DELETION_ANSWER.match(msg)):
             _late_answer(out, epoch, s["partitions"], broker_read_at)
+            _storage_error_answer(out, epoch, int(s["broker"]), s["partitions"], broker_read_at)
             if out.broker_reads.get(epoch) and broker_read_at == len(out.deletion_reads.get(epoch, [])):
                 out.broker_reads[epoch][-1].answers.append(int(s["broker"]))
         else:
@@ -113,11 +117,31 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
     return out
 
 
+def _answered(partitions: str) -> dict[tuple[str, int], str]:
+    """A StopReplica answer's partition errors (`T-P -> ERROR, ...`), by partition."""
+    pairs = (p.split(" -> ") for p in partitions.split(", ") if " -> " in p)
+    return {(tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])): error for tp, error in pairs}
+
+
+def _storage_error_answer(out: ControllerReads, epoch: int, broker: int, partitions: str,
+                          broker_read_at: int) -> None:
+    """A broker's KAFKA_STORAGE_ERROR answer to the StopReplica (delete) of the newest read of /admin/delete_topics,
+    logged before any BrokerChange read since it (not a startup's resumed deletion): a log dir that failed as the
+    broker deleted the replica, which the controller did not know of (seed 1274)."""
+    failed = frozenset(k for k, error in _answered(partitions).items() if error == "KAFKA_STORAGE_ERROR")
+    reads = out.deletion_reads.get(epoch, [])
+    if not failed or not reads or broker_read_at >= len(reads) or \
+            not {t for t, _ in failed} <= reads[-1]:
+        return
+    answers = out.storage_error_answers.setdefault(epoch, {}).setdefault(len(reads) - 1, {})
+    answers[broker] = answers.get(broker, frozenset()) | failed
+
+
 def _late_answer(out: ControllerReads, epoch: int, partitions: str, broker_read_at: int) -> None:
     """A StopReplica answer (`T-P -> ERROR, ...`) logged after a later read of /admin/delete_topics than the one that
     started its topics, with no BrokerChange read since that one (a startup resumes deletions: its own requests)."""
     reads = out.deletion_reads.get(epoch, [])
-    topics = frozenset(p.split(" -> ")[0].rsplit("-", 1)[0] for p in partitions.split(", ") if " -> " in p)
+    topics = frozenset(t for t, _ in _answered(partitions))
     started = [i for i, read in enumerate(reads) if read & topics]
     if not started or started[0] == len(reads) - 1 or broker_read_at > started[0] or not reads[-1]:
         return

@@ -158,6 +158,7 @@ class Converter:
                     isrchanges.answered_by_deposed(ctx, txn)
                     brokers.registrations_left_unread(ctx, txn)
                     admin.reassignment_left_unread(ctx)
+                    logdirs.deletions_failed_in_dir(ctx)
                     admin.deletions_left_unanswered(ctx)
                     isrchanges.completion_cut(ctx)
                 brokers.session_closed(ctx, txn, op)

@@ -56,6 +56,49 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     cause.logged = marked
     ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
     ctx.log_dir_events[op.path] = cause
+    _after_deletion(ctx, txn, cause)
+
+
+def _after_deletion(ctx: Context, txn: ZkTxn, notification: Cause) -> None:
+    """Without the controller's log (which names the answers: `DeleteTopic.storage_error_answers`): a notification
+    within REQUEST_ANSWER_MS of a deletion request the controller wrote for, whose broker holds replicas of its topics
+    (not known in a failed dir; with the state-change logs, only those its mark names), every replica of them on a
+    registered broker: the dir may have failed as the broker deleted them (seed 1274). Kept until the controller's
+    session ends (`deletions_failed_in_dir`)."""
+    broker = notification.broker
+    if ctx.reads or broker is None or broker not in ctx.brokers:
+        return
+    for cause in ctx.causes:
+        if cause.kind != "DELETE" or not cause.wrote or event_zxid(cause.event) < ctx.controller_since or \
+                txn.time - event_ms(cause.event) > REQUEST_ANSWER_MS or not cause.read_topics <= set(ctx.topics):
+            continue
+        replicas = {(b, (t, p)) for t in cause.read_topics for p, r in ctx.topics[t].replicas.items() for b in r}
+        if not all(b in ctx.brokers and key not in ctx.failed_replicas.get(b, ()) for b, key in replicas):
+            continue
+        keys = frozenset(key for b, key in replicas if b == broker and
+                         (notification.logged is None or key in notification.logged))
+        if keys:
+            ctx.deletions_in_failed_dir.append((cause, notification, keys))
+
+
+def deletions_failed_in_dir(ctx: Context) -> None:
+    """The controller's session ended with the topics of a deletion a notification came right after still there
+    (`_after_deletion`): the deletion never completed, every replica live, so the notification's broker answered its
+    StopReplica (delete) with KAFKA_STORAGE_ERROR (its dir failed as it deleted them: ReplicaDeletionIneligible,
+    retried back to OfflineReplica), and the notification's LeaderAndIsr asked about them again (the answer names
+    them). The deletion's event carries the answers (`storage_error_answers`), the notification's names them. Not
+    once a follower has handed either out."""
+    found, ctx.deletions_in_failed_dir = ctx.deletions_in_failed_dir, []
+    for deletion, notification, keys in found:
+        if not deletion.read_topics <= set(ctx.topics) or ctx.event_at(deletion.event) is None or \
+                ctx.event_at(notification.event) is None:
+            continue
+        refs = [{"topic": t, "partition": p} for t, p in sorted(keys)]
+        deletion.event.setdefault("storage_error_answers", {})[str(notification.broker)] = refs
+        named = notification.event["offline_replicas"]
+        named.extend(r for r in refs if r not in named)
+        named.sort(key=lambda r: (r["topic"], r["partition"]))
+        ctx.failed_replicas.setdefault(notification.broker or 0, set()).update(keys)
 
 
 def _answered_before_asked(ctx: Context, txn: ZkTxn, broker: int) -> bool:

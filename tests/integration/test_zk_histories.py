@@ -39,11 +39,6 @@ NOT_YET: dict[str, str] = {
                                       "t5 and t0 as one (t0-0's write, after t5's broker batches, its), then t1 and "
                                       "t3 apart. Every history equal; with the brokers' logs all 63 decisions agree "
                                       "(test_zk_requests.py)",
-    "zookeeper-2.6-dirs-2-seed-1274": "drawn on the merged rules (campaign s11), not analysed yet: t2-0 and "
-                                      "t2-1 (Kafka 3.9.1 at protocol 2.6, two log dirs) each end on a controller "
-                                      "write isrflow does not make (t2-1: a broker change's leader -1, ISR [3], "
-                                      "epoch 3; t2-0: a failover's leader -1, ISR [4], epoch 3): 19 of 21 "
-                                      "histories as run, LeaderAndIsr 120 of 128, StopReplica 35 of 43",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])

@@ -1081,3 +1081,20 @@ def test_a_failovers_answer_handled_before_anothers_reads_only_its_own_failed_re
 def test_every_request_of_seed_1267_is_modelled(tmp_path: Path) -> None:
     summary, rows = _replayed(SEED_1267 / "version-2", tmp_path)
     assert "UpdateMetadata 420 of 420 (isrflow 420)" in summary and all(r["match"] for r in rows)
+
+
+def test_a_dir_failing_as_its_broker_deletes_a_replica_fails_the_deletion_and_the_notification_asks_again(
+        tmp_path: Path) -> None:
+    # Campaign seed 1274 (Kafka 3.9.1 at protocol 2.6, two log dirs): t2's deletion (zk-145-t2); broker 2's dir
+    # failed renaming t2-0's log for deletion, so it answered the StopReplica (delete) with KAFKA_STORAGE_ERROR
+    # (controller.log, 12:19:43.361) before its notification (zk-150). The other answers in, resumeDeletions retried
+    # t2-0's replica on 2 (StopReplica, no delete, 43.376); the notification moved it back to OnlineReplica (a
+    # LeaderAndIsr of four partitions, t2-0 among them, 43.381), and its answer's failReplicaDeletion from
+    # OnlineReplica failed. t2 was never deleted: broker 2's startup and controller 1's failover wrote t2-1 and t2-0
+    # again. isrflow had deleted t2 at once: 19 of 21 histories, LeaderAndIsr 120 of 128, StopReplica 35 of 43,
+    # UpdateMetadata 249 of 267.
+    summary = _every_request_equal("zookeeper-2.6-dirs-2-seed-1274", tmp_path, (128, 43, 267))
+    assert "partition histories: 21 of 21 equal" in summary
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-145-t2"]["storage_error_answers"] == {"2": [{"topic": "t2", "partition": 0}]}
+

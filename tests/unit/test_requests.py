@@ -17,6 +17,7 @@ from statemachine.features import ZOOKEEPER_ERA_PROTOCOL
 from statemachine.record import Action
 from statemachine.requests import Request, RequestType, request_rows
 from statemachine.rules import KRAFT, ZK
+from statemachine.states import ReplicaState
 from statemachine.zk_releases import KafkaRelease
 from streaming.zookeeper.requests import agreement_rows, modelled_by_isrflow, requests_agreement, sent_by_controller
 from streaming.zookeeper.statechange import read_state_change_log
@@ -404,6 +405,39 @@ def test_a_startups_resumed_deletion_retries_in_the_order_the_brokers_answered()
     assert [keys for _, keys in by_id[-2:]] == [[("x", 0)], [("y", 0), ("y", 1)]]
     answered = _stop_replicas(startup(stop_replica_answer_order=[3, 4, 1]), 3)
     assert answered[:-1] == by_id[:-2] and answered[-1][1] == [("x", 0), ("y", 0), ("y", 1)]
+
+
+def test_a_dir_failing_as_its_broker_deletes_a_replica_fails_the_deletion_until_its_notification_asks_again() -> None:
+    # Seed 1274 (Kafka 3.9.1 at protocol 2.6): broker 2's dir failed renaming d-0's log for deletion; it answered the
+    # StopReplica (delete) with KAFKA_STORAGE_ERROR before its notification was written (DeleteTopic
+    # .storage_error_answers). d-0's replica on 2 fails (ReplicaDeletionIneligible); once broker 1's, 3's and 4's
+    # answers are in, resumeDeletions retries it: back to OfflineReplica, a StopReplica (no delete) to 2, and d is
+    # never completed. The notification then moves it to OnlineReplica again (a LeaderAndIsr of d-0 to 2), its answer
+    # names it, and failReplicaDeletion from OnlineReplica is no valid transition: nothing more for d-0.
+    events = [_event(0, "ControllerChange", controller_id=2, live_brokers={"1": 10, "2": 11, "3": 12, "4": 13}),
+              _event(1, "CreateTopic", topic="d", assignment={"0": [4, 2], "1": [1, 3]}),
+              _event(2, "CreateTopic", topic="u", assignment={"0": [2, 1]})]
+    failed = {"2": [{"topic": "d", "partition": 0}]}
+    notification = _event(4, "LogDirEventNotification", broker_id=2, offline_replicas=[
+        {"topic": "d", "partition": 0}, {"topic": "u", "partition": 0}])
+    controller = Controller(ControllerConfig())
+    for offset, raw in enumerate(events):
+        controller.handle_event(parse_event(raw), offset)
+    deletion = controller.handle_event(parse_event(_event(3, "DeleteTopic", topic="d", storage_error_answers=failed)),
+                                       3).requests
+    assert _stop_replicas(deletion, 2)[-1][1] == [("d", 0)]  # the retry, after the StopReplica deleting it
+    assert "d" in controller.cluster.topics_queued_for_deletion
+    assert controller.partitions[("d", 0)].replica_states == {4: ReplicaState.DELETION_SUCCESSFUL,
+                                                              2: ReplicaState.OFFLINE}
+    asked = controller.handle_event(parse_event(notification), 4).requests
+    assert sorted(p.topic for r in asked if r.request is LAI and r.broker == 2 for p in r.partitions) == ["d", "u"]
+    assert _stop_replicas(asked, 2) == [(_stop_replicas(asked, 2)[0][0], [("u", 0)])]  # none for d-0
+    assert controller.partitions[("d", 0)].replica_states[2] is ReplicaState.ONLINE
+    # Without the answer the deletion completes: no retry, the topic gone.
+    plain = Controller(ControllerConfig())
+    for offset, raw in enumerate([*events, _event(3, "DeleteTopic", topic="d")]):
+        requests = plain.handle_event(parse_event(raw), offset).requests
+    assert _stop_replicas(requests, 2) == [(1, [("d", 0)])] and "d" not in plain.cluster.topics
 
 
 def _epoch_event(n: int, epoch: int, kind: str, **fields: Any) -> bytes:

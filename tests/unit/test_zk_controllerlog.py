@@ -71,3 +71,17 @@ def test_the_stop_replica_answers_after_a_broker_read_name_their_brokers_in_orde
     reads = parse_controller_log([ELECTED, startup, *answers, _line("26,000", "Starting topic deletion for topics t5"),
                                   ANSWER_T4])
     assert [r.answers for r in reads.broker_reads[4]] == [[3, 3, 4, 1]]
+
+
+def test_a_storage_error_answer_to_a_reads_own_deletion_names_its_broker_and_replicas() -> None:
+    # Campaign seed 1274 (Kafka 3.9.1): broker 2's dir failed as it deleted t2-0; its answer to the read's StopReplica
+    # is that read's, not one after a startup's resumed deletion, nor one naming no KAFKA_STORAGE_ERROR.
+    read = [ELECTED, _line("43,308", "Starting topic deletion for topics t2")]
+    failed = _line("43,361", "Delete topic callback invoked on StopReplica response received from broker 2: request "
+                             "error = NONE, partition errors = Map(t2-0 -> KAFKA_STORAGE_ERROR)", "DEBUG")
+    ok = _line("43,369", "Delete topic callback invoked on StopReplica response received from broker 4: request "
+                         "error = NONE, partition errors = Map(t2-0 -> NONE)", "DEBUG")
+    assert parse_controller_log([*read, failed, ok]).storage_error_answers == {4: {0: {2: frozenset({("t2", 0)})}}}
+    startup = _line("43,340", "Newly added brokers: 2, deleted brokers: , bounced brokers: , all live brokers: 1,2")
+    assert not parse_controller_log([*read, startup, failed]).storage_error_answers
+    assert not parse_controller_log([*read, ok]).storage_error_answers
