@@ -411,8 +411,9 @@ def _epoch_event(n: int, epoch: int, kind: str, **fields: Any) -> bytes:
                        **fields}).encode()
 
 
-def _reassigning_then_failover(**failover: Any) -> list[Request]:
-    """t0-0, t1-0 and t1-1 being reassigned from [1, 2] to [3, 4] when controller 3 takes over: its requests."""
+def _reassigning_then_failover(*before: bytes, **failover: Any) -> list[Request]:
+    """t0-0, t1-0 and t1-1 being reassigned from [1, 2] to [3, 4] when controller 3 takes over (after `before`, events
+    numbered from 4): its requests."""
     live = {str(b): 10 + b for b in (1, 2, 3, 4)}
     read = [{"topic": t, "partition": p, "replicas": [3, 4, 1, 2], "adding_replicas": [3, 4],
              "removing_replicas": [1, 2]} for t, p in (("t0", 0), ("t1", 0), ("t1", 1))]
@@ -421,7 +422,9 @@ def _reassigning_then_failover(**failover: Any) -> list[Request]:
               _epoch_event(2, 1, "CreateTopic", topic="t1", assignment={"0": [1, 2], "1": [1, 2]}),
               _epoch_event(3, 1, "ReassignPartitions", partitions=[
                   {"topic": t, "partition": p, "replicas": [3, 4]} for t, p in (("t0", 0), ("t1", 0), ("t1", 1))]),
-              _epoch_event(4, 2, "ControllerChange", controller_id=3, live_brokers=live, reassignments=read,
+              *before,
+              _epoch_event(4 + len(before), 2, "ControllerChange", controller_id=3, live_brokers=live,
+                           reassignments=read,
                            **failover)]
     return _replay(events)[-1]
 
@@ -439,6 +442,19 @@ def test_a_failover_resumes_the_reassignments_the_znode_still_names_first() -> N
     assert _resumed(_reassigning_then_failover()) == [("t0", 0), ("t1", 1), ("t1", 0)]  # the set's order alone
     in_znode = [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]
     assert _resumed(_reassigning_then_failover(znode_reassignments=in_znode)) == [("t1", 1), ("t1", 0), ("t0", 0)]
+
+
+def test_a_failover_resumes_a_znode_reassignment_of_a_topic_being_deleted_with_the_others() -> None:
+    # Kafka 3.9.1 at protocol 2.6, campaign seed 1284: the znode still named t4-0 and t0-2 when controller 2 took over,
+    # t4 queued for deletion. processZkPartitionReassignment refused t4-0 (maybeTriggerPartitionReassignment: "Skipping
+    # reassignment of t4-0 since the topic is currently being deleted") and maybeResumeReassignments resumed it
+    # after t0-2. Here t1 is queued for deletion (broker 4, hosting it, dead): its partitions go in the set's order.
+    in_znode = [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]
+    dead = _epoch_event(4, 1, "BrokerChange", broker_id=4, change="FAILURE", broker_epoch=14)
+    deleting = _epoch_event(5, 1, "DeleteTopic", topic="t1")
+    assert _resumed(_reassigning_then_failover(dead, znode_reassignments=in_znode)) == [("t1", 1), ("t1", 0), ("t0", 0)]
+    assert _resumed(_reassigning_then_failover(dead, deleting, znode_reassignments=in_znode)) == [
+        ("t0", 0), ("t1", 1), ("t1", 0)]
 
 
 def test_a_failovers_storage_error_answers_are_handled_in_the_order_they_came() -> None:
