@@ -494,3 +494,29 @@ def test_an_answer_handled_before_anothers_sees_only_its_own_failed_replicas_off
     # answer then elects t-0 (its own UpdateMetadata names it), so sends none of no partition.
     assert sorted(r.broker for r in between if r.request is UM and not r.partitions) == [1, 2, 3, 4]
     assert not [r for r in failover[stops[1]:] if r.request is UM and not r.partitions]
+
+
+def test_a_completion_whose_assignment_write_threw_sends_no_update_metadata() -> None:
+    # Kafka 3.9.1 at protocol 2.6, campaign seed 1288: t0-0 reassigned from [2, 1] to [2, 3]; leader 1's ISR [1, 2, 3]
+    # let controller 1 complete it: 2 elected (B3), 1 out of the ISR and stopped (B4), the assignment written (B5),
+    # whose answer was SessionExpired ("Error processing event PartitionReassignmentIsrChange(t0-0)"): no
+    # UpdateMetadata (B6) after the StopReplica.
+    events = [_epoch_event(0, 1, "ControllerChange", controller_id=1, live_brokers={"1": 11, "2": 12, "3": 13}),
+              _epoch_event(1, 1, "CreateTopic", topic="t", assignment={"0": [1, 2]}),
+              _epoch_event(2, 1, "ReassignPartitions", partitions=[{"topic": "t", "partition": 0, "replicas": [2, 3]}])]
+
+    def completion(**fields: Any) -> list[RequestType]:
+        controller = Controller(ControllerConfig())
+        for offset, raw in enumerate(events):
+            controller.handle_event(parse_event(raw), offset)
+        rec = controller.partitions[("t", 0)]
+        isr_change = _epoch_event(3, 1, "IsrChange", topic="t", partition=0, broker_id=1, broker_epoch=11,
+                                  leader_epoch=rec.leader_epoch, partition_epoch=rec.partition_epoch,
+                                  isr=[1, 2, 3], **fields)
+        requests = controller.handle_event(parse_event(isr_change), 3).requests
+        assert controller.partitions[("t", 0)].replicas == (2, 3)  # the assignment was written either way
+        return [r.request for r in requests if r.broker == 3]
+
+    whole = completion()
+    assert whole[-1] is UM and whole.count(LAI) == 2
+    assert completion(controller_died_after_assignment=True) == whole[:-1]
