@@ -160,6 +160,7 @@ class Converter:
                     admin.reassignment_left_unread(ctx)
                     admin.deletions_left_unanswered(ctx)
                     isrchanges.completion_cut(ctx)
+                    isrchanges.completion_write_threw(ctx)
                 brokers.session_closed(ctx, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
                 brokers.registration(ctx, txn, op)
