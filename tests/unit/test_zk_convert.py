@@ -397,6 +397,32 @@ def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_
     assert_every_history_equal(observed, decisions)
 
 
+def test_an_isr_change_notification_read_goes_before_the_startups_registered_after_its_creation() -> None:
+    # Campaign seed 1288 (Kafka 3.9.1 at protocol 2.6): the notification (0xc1) and broker 1's registration (0xc2),
+    # then the controller's delete of the notification: its watch fired first, the read goes before the startup. A
+    # registration before the notification's creation stays before it.
+    def events(registered_first: bool) -> list[str]:
+        z = created()
+        z.session_end(3)
+        z.state(0, 1, [1, 2], 1)
+        z.state(1, 2, [2, 1], 1)
+        z.state(0, 1, [1, 2, 3], 1, session=z.sessions[1], by_leader=True)
+        data = b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
+        notify = ZnodeOp("create", "/isr_change_notification/isr_change_0000000001", data, 0)
+        if registered_first:
+            z.register(3, 0x2003)
+        z.txn(z.sessions[1], notify)
+        if not registered_first:
+            z.register(3, 0x2003)
+        z.reads(z.controller, 2)
+        z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1),
+              ZnodeOp("delete", "/isr_change_notification/isr_change_0000000001"))
+        return [e["type"] + ("-" + e["change"] if "change" in e else "") for e in convert(z.history()).events][-2:]
+
+    assert events(registered_first=False) == ["IsrChangeNotification", "BrokerChange-STARTUP"]
+    assert events(registered_first=True) == ["BrokerChange-STARTUP", "IsrChangeNotification"]
+
+
 def test_an_admin_preferred_election_is_read_from_the_leader_moving_to_the_first_replica() -> None:
     z = created()
     z.session_end(2)
