@@ -82,7 +82,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
                         "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order",
                         "stop_replica_answer_order", "storage_error_answer_queued",
-                        "storage_error_answers"})
+                        "storage_error_answers", "controller_died_after_assignment"})
 
 
 def _plain(value: Any) -> Any:
@@ -159,6 +159,10 @@ class IsrChange(Event):
     # reassignment completion it lets start wrote anything (processAlterIsr -> maybeCompleteReassignment read the state
     # after its session had expired): /brokers/topics/T keeps the reassignment for the next controller's failover.
     controller_died_before_completion: bool = False
+    # Addition (ZooKeeper): the controller lost its session inside the reassignment completion this change let it
+    # start: its write of the completed assignment (onPartitionReassignment B5) landed but threw (SessionExpired), so
+    # the completion ends there, without its UpdateMetadata; ZooKeeper holds the completed assignment.
+    controller_died_after_assignment: bool = False
     # Addition (ZooKeeper): a controller that had lost its session handled this request: its write of the new ISR
     # threw (the leader's answer: UNKNOWN_SERVER_ERROR), nothing was written, and it still sent the request's
     # UpdateMetadata to the brokers it knew (KafkaController.processAlterIsr). The event comes before the next
@@ -462,6 +466,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False),
                   "controller_died_before_completion": (boolean, False),
+                  "controller_died_after_assignment": (boolean, False),
                   "write_failed": (boolean, False),
                   "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {}), "topics": (string_list, ())},

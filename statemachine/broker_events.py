@@ -286,6 +286,7 @@ class BrokerEvents:
                       reassignment_completed_by_queued_event=ev.reassignment_completed_by_queued_event,
                       controller_died_after_leader_move=ev.controller_died_after_leader_move,
                       controller_died_before_completion=ev.controller_died_before_completion,
+                      controller_died_after_assignment=ev.controller_died_after_assignment,
                       write_failed=ev.write_failed, reassignment_completed_after_the_request=after_request)
         if not controllers or request[-1] != key:
             return
@@ -294,8 +295,9 @@ class BrokerEvents:
         for k in request if after_request and not ev.write_failed else ():
             cut = k == key and ev.controller_died_before_completion
             if k in self.partitions and self.partitions[k].reassignment_in_progress and not cut:
-                out.partition(Action.COMPLETE_REASSIGNMENT, k, controller_died_after_leader_move=(
-                    k == key and ev.controller_died_after_leader_move))
+                out.partition(Action.COMPLETE_REASSIGNMENT, k,
+                              controller_died_after_leader_move=k == key and ev.controller_died_after_leader_move,
+                              controller_died_after_assignment=k == key and ev.controller_died_after_assignment)
 
     def _on_isr_change_notification(self, ev: IsrChangeNotification, out: _Fanout) -> None:
         """processIsrChangeNotification: the named partitions' states read into the cache and one UpdateMetadata

@@ -48,7 +48,11 @@ class ControllerEpoch:
         # to resume, whatever the old one had written of it.
         read = {(r.topic, r.partition): r for r in ev.reassignments} if isinstance(ev, ControllerChange) else {}
         if isinstance(ev, ControllerChange):
-            out.from_znode = frozenset((r.topic, r.partition) for r in ev.znode_reassignments)
+            # processZkPartitionReassignment refuses a partition of a topic queued for deletion
+            # (maybeTriggerPartitionReassignment: UNKNOWN_TOPIC_OR_PARTITION): maybeResumeReassignments resumes it
+            # with the others (seed 1284: t4-0, being deleted, after t0-2).
+            out.from_znode = frozenset((r.topic, r.partition) for r in ev.znode_reassignments
+                                       if r.topic not in cv.topics_queued_for_deletion)
         for key in sorted(self.partitions):
             if key in read:
                 out.partition(Action.CONTROLLER_FAILOVER, key, replicas=read[key].replicas,

@@ -121,6 +121,11 @@ def _progress_reassignment(s: Step) -> None:
         s.note(f"the controller died here, before taking {list(removing)} out of the ISR")
         return
     _delete_replicas(s, removing)
+    if s.command.controller_died_after_assignment:
+        # B5's write of the new assignment landed but threw (its session had expired): the UpdateMetadata after it
+        # was never sent (seed 1288: t0-0's completion, "Error processing event PartitionReassignmentIsrChange").
+        s.note(f"the controller lost its session writing the assignment {list(target)}: no UpdateMetadata")
+        return
     with s.batch(Phase.METADATA):  # the new replicas and ISR to every broker
         s.send_metadata()
     s.note(f"reassignment completed: replicas {list(target)}")

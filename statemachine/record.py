@@ -155,6 +155,9 @@ class Command:
     controller_died_after_leader_move: bool = False
     # ISR_CHANGE: the controller died right after writing it, before the completion it lets start wrote anything.
     controller_died_before_completion: bool = False
+    # ISR_CHANGE: the controller lost its session inside the completion it lets start: the completed assignment's
+    # write (B5) landed but threw, so nothing after it was sent.
+    controller_died_after_assignment: bool = False
     # ISR_CHANGE: handled by a controller that had lost its session: its write threw, nothing written.
     write_failed: bool = False
     # ISR_CHANGE: the AlterPartition names other partitions too, and the reassignment it lets complete is completed

@@ -17,7 +17,9 @@ show"). The controller logs both (Kafka 3.9's KafkaController), each line under 
   topic whose deletion was asked (those queued before it too);
 - `Delete topic callback invoked on StopReplica response received from broker B: ... partition errors = Map(T-P ->
   ERROR, ...)` (DEBUG): a broker's answer to a deletion's StopReplica (TopicDeletionStopReplicaResponseReceived, an
-  event of its own, queued when the answer came).
+  event of its own, queued when the answer came);
+- `Error processing event PartitionReassignmentIsrChange(T-P)` (ERROR): below protocol 2.7, the reassignment
+  completion a leader's ISR write let start threw (its session had expired).
 
 Every other line is counted, not read.
 """
@@ -42,6 +44,8 @@ _DELETION_READ = re.compile(r"^Starting topic deletion for topics (?P<topics>.*)
 _DELETION_ANSWER = re.compile(r"^Delete topic callback invoked on StopReplica response received from broker "
                               r"(?P<broker>\d+): "
                               r"request error = \w+, partition errors = \w*\((?P<partitions>.*)\)$")
+_COMPLETION_FAILED = re.compile(r"^Error processing event PartitionReassignmentIsrChange\("
+                                r"(?P<topic>.+)-(?P<partition>\d+)\)$")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
                           r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
 
@@ -79,10 +83,13 @@ class ControllerReads:
     # per controller epoch, per read of /admin/delete_topics, the replicas (broker -> partitions) whose StopReplica
     # (delete) of that read's own deletion the brokers answered with KAFKA_STORAGE_ERROR (seed 1274)
     storage_error_answers: dict[int, dict[int, dict[int, frozenset[tuple[str, int]]]]] = field(default_factory=dict)
+    # per controller epoch, the partitions whose reassignment completion threw (PartitionReassignmentIsrChange)
+    failed_completions: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
     other_lines: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.failovers or self.broker_reads or self.assignments or self.deletion_reads)
+        return bool(self.failovers or self.broker_reads or self.assignments or self.deletion_reads or
+                    self.failed_completions)
 
 
 def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = None) -> ControllerReads:
@@ -104,6 +111,8 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             broker_read_at = len(out.deletion_reads.get(epoch, []))
         elif epoch is not None and (s := _ASSIGNMENT.match(msg)):
             out.assignments.setdefault(epoch, []).append((s["topic"], int(s["partition"])))
+        elif epoch is not None and (s := _COMPLETION_FAILED.match(msg)):
+            out.failed_completions.setdefault(epoch, set()).add((s["topic"], int(s["partition"])))
         elif epoch is not None and (s := _DELETION_READ.match(msg)):
             reads = out.deletion_reads.setdefault(epoch, [])
             reads.append(frozenset(s["topics"].split(",")) - frozenset().union(*reads))

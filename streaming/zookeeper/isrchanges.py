@@ -211,6 +211,22 @@ def completion_cut(ctx: Context) -> None:
         newest.event["controller_died_after_leader_move"] = True
 
 
+def completion_write_threw(ctx: Context) -> None:
+    """The controller's session ended with the completed assignment of a reassignment as its last write (B5,
+    updateReplicaAssignmentForPartition), and its controller.log says that completion threw ("Error processing event
+    PartitionReassignmentIsrChange(T-P)", below protocol 2.7): the write landed but its answer was SessionExpired,
+    so the UpdateMetadata after it (B6) was never sent (`controller_died_after_assignment`; seed 1288: t0-0's
+    completion, broker 1 cut from ZooKeeper as it wrote, the answer 8.5 s later). ZooKeeper alone cannot tell it from
+    a completion that went on: that UpdateMetadata writes nothing."""
+    cause = next((c for c in reversed(ctx.causes) if c.last_zxid == ctx.controller_wrote_at), None)
+    if cause is None or cause.kind != "ISR":
+        return
+    key = (cause.event["topic"], cause.event["partition"])
+    if key in ctx.reads.failed_completions.get(cause.event["controller_epoch"], ()) and not ctx.reassigning(key) \
+            and ctx.written_for.get(key) == cause.event["event_id"]:
+        cause.event["controller_died_after_assignment"] = True
+
+
 def _same_request(ctx: Context, last: Batch | None, txn: ZkTxn, leader: int) -> Batch | None:
     """`last` if this transaction is its request's next one: the controller pipelines a request's writes (an
     AlterPartition's setData multis, KafkaZkClient.updateLeaderAndIsr; a notification read's deletes), so they
@@ -309,7 +325,22 @@ def isr_change_notification(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     if read is None:
         event = ctx.event(txn, "IsrChangeNotification", "-isr-change-notification", partitions=[])
         read = ctx.notifications_read = Batch(txn.session, txn.cxid, NO_LEADER, [event], [])
+        _before_later_startups(ctx, txn, created[0])
     _extend(read, txn, created[1], "partitions")
+
+
+def _before_later_startups(ctx: Context, txn: ZkTxn, created: int) -> None:
+    """The notification read just made (the output's last event) was queued when the notification was created (the
+    watch on /isr_change_notification fired): before the startups of brokers registered after that, which the
+    controller has written nothing for yet (seed 1288: the notification at 0xc1, broker 1's registration at 0xc2,
+    the read's UpdateMetadata to brokers 2 and 3 only, then the startup's)."""
+    events = ctx.result.events
+    at = len(events) - 1
+    while at > 0 and events[at - 1]["type"] == "BrokerChange" and events[at - 1]["change"] == "STARTUP" and \
+            created < (registered := event_zxid(events[at - 1])) and \
+            not any(registered < z < txn.zxid for z in ctx.controller_writes):
+        at -= 1
+    events.insert(at, events.pop())
 
 
 def notified(data: bytes | None) -> list[tuple[str, int]]:

@@ -1098,3 +1098,34 @@ def test_a_dir_failing_as_its_broker_deletes_a_replica_fails_the_deletion_and_th
     events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
     assert events["zk-145-t2"]["storage_error_answers"] == {"2": [{"topic": "t2", "partition": 0}]}
 
+
+def test_a_znode_reassignment_of_a_topic_being_deleted_is_resumed_with_the_others(tmp_path: Path) -> None:
+    # Campaign seed 1284 (Kafka 3.9.1 at protocol 2.6, two log dirs): /admin/reassign_partitions still named t4-0
+    # and t0-2 when controller 2 took over (zk-229), t4 queued for deletion. processZkPartitionReassignment refused
+    # t4-0 ("Skipping reassignment of t4-0 since the topic is currently being deleted") and resumed t0-2 (its bump to
+    # leader epoch 4, 12:32:37.734); maybeResumeReassignments then resumed t4-0 (epoch 7, .761). isrflow had resumed
+    # t4-0 first: LeaderAndIsr 85 of 86.
+    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-2-seed-1284"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 86 of 86 (isrflow 86), StopReplica 30 of 30 (isrflow 30), UpdateMetadata 215 of 215 " \
+           "(isrflow 215)" in summary and all(r["match"] for r in rows)
+    resumed = [r["isrflow"]["partitions"] for r in rows if r["broker"] == 4 and r["request"] == "LEADER_AND_ISR"
+               and r["isrflow"]["event_id"] == "zk-229" and r["isrflow"]["batch"] >= 4]
+    assert resumed == [["t0-2"], ["t4-0"]]
+
+
+def test_a_completion_whose_assignment_write_threw_and_a_notification_read_before_a_startup(tmp_path: Path) -> None:
+    # Campaign seed 1288 (Kafka 3.9.1 at protocol 2.6): leader 1's ISR [1, 2, 3] of t0-0 let controller 1 complete
+    # its reassignment (zk-178); its assignment write (B5, 12:36:50.351) landed, but broker 1 was cut from ZooKeeper
+    # and the answer was SessionExpired 8.5 s later ("Error processing event PartitionReassignmentIsrChange(t0-0)"):
+    # no UpdateMetadata after it. Then, under controller 3, an ISR change notification (0xc1) and broker 1's
+    # registration (0xc2): the notification's read first (one UpdateMetadata to brokers 2 and 3), then the startup.
+    # isrflow had both UpdateMetadata requests to brokers 1-3: 178 of 180 (isrflow 184).
+    logs = ZKLOG / "requests" / "zookeeper-2.6-seed-1288"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 87 of 87 (isrflow 87), StopReplica 12 of 12 (isrflow 12), UpdateMetadata 180 of 180 " \
+           "(isrflow 180)" in summary and all(r["match"] for r in rows)
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert [e["event_id"] for e in events if e.get("controller_died_after_assignment")] == ["zk-178-t0-0"]
+    order = [e["event_id"] for e in events if e["event_id"] in ("zk-194-1", "zk-195-isr-change-notification")]
+    assert order == ["zk-195-isr-change-notification", "zk-194-1"]

@@ -445,8 +445,9 @@ def _epoch_event(n: int, epoch: int, kind: str, **fields: Any) -> bytes:
                        **fields}).encode()
 
 
-def _reassigning_then_failover(**failover: Any) -> list[Request]:
-    """t0-0, t1-0 and t1-1 being reassigned from [1, 2] to [3, 4] when controller 3 takes over: its requests."""
+def _reassigning_then_failover(*before: bytes, **failover: Any) -> list[Request]:
+    """t0-0, t1-0 and t1-1 being reassigned from [1, 2] to [3, 4] when controller 3 takes over (after `before`, events
+    numbered from 4): its requests."""
     live = {str(b): 10 + b for b in (1, 2, 3, 4)}
     read = [{"topic": t, "partition": p, "replicas": [3, 4, 1, 2], "adding_replicas": [3, 4],
              "removing_replicas": [1, 2]} for t, p in (("t0", 0), ("t1", 0), ("t1", 1))]
@@ -455,7 +456,9 @@ def _reassigning_then_failover(**failover: Any) -> list[Request]:
               _epoch_event(2, 1, "CreateTopic", topic="t1", assignment={"0": [1, 2], "1": [1, 2]}),
               _epoch_event(3, 1, "ReassignPartitions", partitions=[
                   {"topic": t, "partition": p, "replicas": [3, 4]} for t, p in (("t0", 0), ("t1", 0), ("t1", 1))]),
-              _epoch_event(4, 2, "ControllerChange", controller_id=3, live_brokers=live, reassignments=read,
+              *before,
+              _epoch_event(4 + len(before), 2, "ControllerChange", controller_id=3, live_brokers=live,
+                           reassignments=read,
                            **failover)]
     return _replay(events)[-1]
 
@@ -473,6 +476,19 @@ def test_a_failover_resumes_the_reassignments_the_znode_still_names_first() -> N
     assert _resumed(_reassigning_then_failover()) == [("t0", 0), ("t1", 1), ("t1", 0)]  # the set's order alone
     in_znode = [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]
     assert _resumed(_reassigning_then_failover(znode_reassignments=in_znode)) == [("t1", 1), ("t1", 0), ("t0", 0)]
+
+
+def test_a_failover_resumes_a_znode_reassignment_of_a_topic_being_deleted_with_the_others() -> None:
+    # Kafka 3.9.1 at protocol 2.6, campaign seed 1284: the znode still named t4-0 and t0-2 when controller 2 took over,
+    # t4 queued for deletion. processZkPartitionReassignment refused t4-0 (maybeTriggerPartitionReassignment: "Skipping
+    # reassignment of t4-0 since the topic is currently being deleted") and maybeResumeReassignments resumed it
+    # after t0-2. Here t1 is queued for deletion (broker 4, hosting it, dead): its partitions go in the set's order.
+    in_znode = [{"topic": "t1", "partition": 0}, {"topic": "t1", "partition": 1}]
+    dead = _epoch_event(4, 1, "BrokerChange", broker_id=4, change="FAILURE", broker_epoch=14)
+    deleting = _epoch_event(5, 1, "DeleteTopic", topic="t1")
+    assert _resumed(_reassigning_then_failover(dead, znode_reassignments=in_znode)) == [("t1", 1), ("t1", 0), ("t0", 0)]
+    assert _resumed(_reassigning_then_failover(dead, deleting, znode_reassignments=in_znode)) == [
+        ("t0", 0), ("t1", 1), ("t1", 0)]
 
 
 def test_a_failovers_storage_error_answers_are_handled_in_the_order_they_came() -> None:
@@ -512,3 +528,29 @@ def test_an_answer_handled_before_anothers_sees_only_its_own_failed_replicas_off
     # answer then elects t-0 (its own UpdateMetadata names it), so sends none of no partition.
     assert sorted(r.broker for r in between if r.request is UM and not r.partitions) == [1, 2, 3, 4]
     assert not [r for r in failover[stops[1]:] if r.request is UM and not r.partitions]
+
+
+def test_a_completion_whose_assignment_write_threw_sends_no_update_metadata() -> None:
+    # Kafka 3.9.1 at protocol 2.6, campaign seed 1288: t0-0 reassigned from [2, 1] to [2, 3]; leader 1's ISR [1, 2, 3]
+    # let controller 1 complete it: 2 elected (B3), 1 out of the ISR and stopped (B4), the assignment written (B5),
+    # whose answer was SessionExpired ("Error processing event PartitionReassignmentIsrChange(t0-0)"): no
+    # UpdateMetadata (B6) after the StopReplica.
+    events = [_epoch_event(0, 1, "ControllerChange", controller_id=1, live_brokers={"1": 11, "2": 12, "3": 13}),
+              _epoch_event(1, 1, "CreateTopic", topic="t", assignment={"0": [1, 2]}),
+              _epoch_event(2, 1, "ReassignPartitions", partitions=[{"topic": "t", "partition": 0, "replicas": [2, 3]}])]
+
+    def completion(**fields: Any) -> list[RequestType]:
+        controller = Controller(ControllerConfig())
+        for offset, raw in enumerate(events):
+            controller.handle_event(parse_event(raw), offset)
+        rec = controller.partitions[("t", 0)]
+        isr_change = _epoch_event(3, 1, "IsrChange", topic="t", partition=0, broker_id=1, broker_epoch=11,
+                                  leader_epoch=rec.leader_epoch, partition_epoch=rec.partition_epoch,
+                                  isr=[1, 2, 3], **fields)
+        requests = controller.handle_event(parse_event(isr_change), 3).requests
+        assert controller.partitions[("t", 0)].replicas == (2, 3)  # the assignment was written either way
+        return [r.request for r in requests if r.broker == 3]
+
+    whole = completion()
+    assert whole[-1] is UM and whole.count(LAI) == 2
+    assert completion(controller_died_after_assignment=True) == whole[:-1]

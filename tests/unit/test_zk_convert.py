@@ -397,6 +397,60 @@ def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_
     assert_every_history_equal(observed, decisions)
 
 
+def test_an_isr_change_notification_read_goes_before_the_startups_registered_after_its_creation() -> None:
+    # Campaign seed 1288 (Kafka 3.9.1 at protocol 2.6): the notification (0xc1) and broker 1's registration (0xc2),
+    # then the controller's delete of the notification: its watch fired first, the read goes before the startup. A
+    # registration before the notification's creation stays before it.
+    def events(registered_first: bool) -> list[str]:
+        z = created()
+        z.session_end(3)
+        z.state(0, 1, [1, 2], 1)
+        z.state(1, 2, [2, 1], 1)
+        z.state(0, 1, [1, 2, 3], 1, session=z.sessions[1], by_leader=True)
+        data = b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
+        notify = ZnodeOp("create", "/isr_change_notification/isr_change_0000000001", data, 0)
+        if registered_first:
+            z.register(3, 0x2003)
+        z.txn(z.sessions[1], notify)
+        if not registered_first:
+            z.register(3, 0x2003)
+        z.reads(z.controller, 2)
+        z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1),
+              ZnodeOp("delete", "/isr_change_notification/isr_change_0000000001"))
+        return [e["type"] + ("-" + e["change"] if "change" in e else "") for e in convert(z.history()).events][-2:]
+
+    assert events(registered_first=False) == ["IsrChangeNotification", "BrokerChange-STARTUP"]
+    assert events(registered_first=True) == ["BrokerChange-STARTUP", "IsrChangeNotification"]
+
+
+def test_a_completion_whose_assignment_write_threw_is_marked_from_the_controllers_error() -> None:
+    # Campaign seed 1288 (Kafka 3.9.1 at protocol 2.6): t-0 from [1, 2] to [2, 3]; leader 1's own ISR [1, 2, 3] let
+    # the controller complete it (2 elected, 1 out of the ISR, the assignment written), then its session expired.
+    # controller.log's "Error processing event PartitionReassignmentIsrChange(t-0)" says the assignment write threw:
+    # without it the completion went on (its UpdateMetadata writes nothing).
+    def marked(*logged: str) -> list[str]:
+        z = leaders_write_their_isr((1, 2, 3))
+        z.topic({0: [1, 2]})
+        z.state(0, 1, [1, 2], 0)
+        z.topic({0: [2, 3, 1]}, op="setData", adding_replicas={0: [3]}, removing_replicas={0: [1]})  # A1
+        z.state(0, 1, [1, 2], 1)
+        z.state(0, 1, [1, 2, 3], 1, session=z.sessions[1], by_leader=True)
+        z.state(0, 2, [1, 2, 3], 2)  # B3
+        z.state(0, 2, [2, 3], 3)  # B4
+        z.topic({0: [2, 3]}, op="setData")  # B5
+        z.close(z.controller, "/controller", "/brokers/ids/1")
+        at = "[2026-11-27 12:36:{}] {} [Controller id=1] {} (kafka.controller.KafkaController)"
+        log = [at.format("00,000", "INFO", "1 successfully elected as the controller. Epoch incremented to 1 and "
+                                           "epoch zk version is now 1"),
+               *(at.format("58,907", "ERROR", f"Error processing event PartitionReassignmentIsrChange({p})")
+                 for p in logged)]
+        return [e["event_id"] for e in convert(z.history(), parse_controller_log(log)).events
+                if e.get("controller_died_after_assignment")]
+
+    assert marked("t-0") == ["zk-10-t-0"]
+    assert marked() == [] and marked("t-1") == []
+
+
 def test_an_admin_preferred_election_is_read_from_the_leader_moving_to_the_first_replica() -> None:
     z = created()
     z.session_end(2)
