@@ -99,6 +99,11 @@ class AlterPartitionRequest:
         return epoch_ms(self.answered)
 
     @property
+    def sent_ms(self) -> int:
+        """When the leader logged sending it, in ms since the epoch (read as `answered_ms`)."""
+        return epoch_ms(self.sent)
+
+    @property
     def unwritten(self) -> bool:
         """Every partition answered with an error: the controller wrote nothing for it (and still sent its
         UpdateMetadata)."""
