@@ -242,6 +242,8 @@ class Context:
         # far): their marks are theirs, not a startup's (OfflineMarks.startup_answer); a request's answer just before
         # one came from a dir that failed as the broker handled that request (logdirs.request_answer).
         self.notified_at: dict[int, list[int]] = {}
+        # Per broker, the times it registered (created /brokers/ids/N), read ahead the same way.
+        self.registered_at: dict[int, list[int]] = {}
         # The log dir notifications not deleted yet (path -> its LOG_DIR cause), and the brokers whose one a new
         # controller's failover deleted unread (broker -> that failover's event id).
         self.log_dir_events: dict[str, Cause] = {}
@@ -260,6 +262,8 @@ class Context:
         # Those it answered with an error for some partitions and wrote the others, oldest answer first: their
         # refused partitions join the written ones' request (isrchanges.refused_with).
         self.partly_refused = sorted((r for r in alter_partitions if r.partly_refused), key=lambda r: r.answered_ms)
+        # Those a controller answered NOT_CONTROLLER first, before the leader asked the next one.
+        self.redirected_requests = [r for r in alter_partitions if r.redirected]
         self.logged_reads: list[LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
         self.logged_deletions: list[frozenset[str]] = []  # its reads of /admin/delete_topics: the topics new to each
