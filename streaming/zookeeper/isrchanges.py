@@ -237,14 +237,15 @@ def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field
 
 
 def _refused_with(ctx: Context, txn: ZkTxn, request: Batch) -> None:
-    """The partitions the controller refused in the AlterPartition request whose writes `request` now holds all of
-    (its leader's server.log: the same leader, these partitions answered without error, sent before this write and
-    answered after it: a later request of the same leader may name the same partitions again, seed 1289, broker 2's
-    t4-1, t0-1 and t2-0 written at 12:38:05, asked again with t2-1 at 12:38:28). processAlterPartition checks every
-    partition before it writes the valid ones, and its one UpdateMetadata after the writes names them all, refused or not (2.8.2 to 3.9.1; seed 1221: broker 1's AlterIsr of t3-0 and
-    t1-0, t1-0 at leader epoch 12 fenced by the reassignment's bump to 13, t3-0 written, an UpdateMetadata of both).
-    Each refused partition is an IsrChange at the epochs its leader asked at (the rules refuse it as the controller
-    did), put before the request's last write, which sends the UpdateMetadata."""
+    """The partitions the controller refused in the AlterPartition request whose writes `request` now holds all of (its
+    leader's server.log: the same leader, these partitions answered without error, sent before this write and answered
+    after it: a later request of the same leader may name the same partitions again, seed 1289, broker 2's t4-1, t0-1
+    and t2-0 written at 12:38:05, asked again with t2-1 at 12:38:28). processAlterPartition checks every partition
+    before it writes the valid ones, and its one UpdateMetadata after the writes names them all, refused or not (2.8.2
+    to 3.9.1; seed 1221: broker 1's AlterIsr of t3-0 and t1-0, t1-0 at leader epoch 12 fenced by the reassignment's bump
+    to 13, t3-0 written, an UpdateMetadata of both). Each refused partition is an IsrChange at the epochs its leader
+    asked at (the rules refuse it as the controller did), put before the request's last write, which sends the
+    UpdateMetadata."""
     answer = next((r for r in ctx.partly_refused if r.broker_id == request.leader and r.written == request.named
                    and r.sent_ms <= txn.time <= r.answered_ms), None)
     if answer is None:
