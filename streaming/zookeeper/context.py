@@ -242,8 +242,6 @@ class Context:
         # far): their marks are theirs, not a startup's (OfflineMarks.startup_answer); a request's answer just before
         # one came from a dir that failed as the broker handled that request (logdirs.request_answer).
         self.notified_at: dict[int, list[int]] = {}
-        # Per broker, the times it registered (created /brokers/ids/N), read ahead the same way.
-        self.registered_at: dict[int, list[int]] = {}
         # The log dir notifications not deleted yet (path -> its LOG_DIR cause), and the brokers whose one a new
         # controller's failover deleted unread (broker -> that failover's event id).
         self.log_dir_events: dict[str, Cause] = {}
@@ -270,6 +268,8 @@ class Context:
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.session_timeouts: dict[int, int] = {}  # session id -> its timeout (ms), from its createSession
+        # Per broker, the times it registered (created /brokers/ids/N), read ahead as the notifications' times are.
+        self.registered_at: dict[int, list[int]] = {}
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
         # When each broker asked for its controlled shutdown again (its server.log), when given.
         self.shutdowns = shutdowns if shutdowns is not None else ControlledShutdowns()
