@@ -18,7 +18,7 @@ from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition, ControlledShutdowns
-from streaming.zookeeper.txnlog import ZnodeOp
+from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 from .zk_ensemble import (
     DATA,
@@ -687,11 +687,9 @@ def test_an_alter_partition_the_controller_wrote_ends_the_events_before_it() -> 
 
 
 
-def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own() -> None:
-    # Campaign seeds 1060, 1115, 1234 (Kafka 2.7.2, 2.8.2): the controller's session expired; before it heard so it
-    # took leader 2's AlterIsr, its write threw and the leader got UNKNOWN_SERVER_ERROR 2 s after the expiry. The
-    # request is that controller's (epoch 1, brokers 1 to 3), before the next one's election; an answer past the
-    # session's timeout, or with another error, stays at its answer's time.
+def _controller_1_expired() -> tuple[Ensemble, ZkTxn]:
+    """Topic t led by brokers 1 and 2; controller 1's session expired (the transaction returned), then broker 2
+    elected."""
     z = Ensemble(session_timeout_ms=6000)
     z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
     z.state(0, 1, [1, 2, 3], 0)
@@ -700,6 +698,15 @@ def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own
     expiry = z.txns[-1]
     z.txn(z.sessions[2], ZnodeOp("create", "/controller", b'{"brokerid":2}'),
           ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    return z, expiry
+
+
+def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own() -> None:
+    # Campaign seeds 1060, 1115, 1234 (Kafka 2.7.2, 2.8.2): the controller's session expired; before it heard so it
+    # took leader 2's AlterIsr, its write threw and the leader got UNKNOWN_SERVER_ERROR 2 s after the expiry. The
+    # request is that controller's (epoch 1, brokers 1 to 3), before the next one's election; an answer past the
+    # session's timeout, or with another error, stays at its answer's time.
+    z, expiry = _controller_1_expired()
 
     epoch = next(t.zxid for t in z.txns if t.ops[0].path == "/brokers/ids/2")  # broker 2's registration
 
@@ -769,14 +776,7 @@ def test_an_alter_partition_a_deposed_controller_answered_not_controller_still_s
     # channel's disconnect from it, and asked the next controller. The request is that controller's, before the next
     # one's election. Not a disconnect from it once it registered again (it had resigned, or restarted: a top-level
     # NOT_CONTROLLER, nothing sent), nor from a broker that was not the controller.
-    z = Ensemble(session_timeout_ms=6000)
-    z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
-    z.state(0, 1, [1, 2, 3], 0)
-    z.state(1, 2, [2, 3, 1], 0)
-    z.close(z.controller, "/controller", "/brokers/ids/1")
-    expiry = z.txns[-1]
-    z.txn(z.sessions[2], ZnodeOp("create", "/controller", b'{"brokerid":2}'),
-          ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    z, expiry = _controller_1_expired()
     z.wait(1000)
     z.register(1, session=0x2001)  # broker 1 back, 1 s after the expiry
     epoch = next(t.zxid for t in z.txns if t.ops[0].path == "/brokers/ids/2")  # broker 2's registration
