@@ -268,12 +268,16 @@ class Context:
         # Those it answered with an error for some partitions and wrote the others, oldest answer first: their
         # refused partitions join the written ones' request (isrchanges.refused_with).
         self.partly_refused = sorted((r for r in alter_partitions if r.partly_refused), key=lambda r: r.answered_ms)
+        # Those a controller answered NOT_CONTROLLER first, before the leader asked the next one.
+        self.redirected_requests = [r for r in alter_partitions if r.redirected]
         self.logged_reads: list[LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
         self.logged_deletions: list[frozenset[str]] = []  # its reads of /admin/delete_topics: the topics new to each
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.session_timeouts: dict[int, int] = {}  # session id -> its timeout (ms), from its createSession
+        # Per broker, the times it registered (created /brokers/ids/N), read ahead as the notifications' times are.
+        self.registered_at: dict[int, list[int]] = {}
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
         # When each broker asked for its controlled shutdown again (its server.log), when given.
         self.shutdowns = shutdowns if shutdowns is not None else ControlledShutdowns()

@@ -86,6 +86,7 @@ class Converter:
         events, observed, unexplained = (len(ctx.result.events), len(ctx.result.observed),
                                          len(ctx.result.unexplained))
         logdirs.note_notifications(ctx, txns)  # read ahead: the whole history, or a follower's poll
+        isrchanges.note_registrations(ctx, txns)
         for txn in txns:
             request = ctx.alter_partition
             if request is None or not follows_on(txn, request.session, request.cxid):

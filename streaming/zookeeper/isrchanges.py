@@ -253,15 +253,17 @@ def _extend(request: Batch, txn: ZkTxn, partitions: list[tuple[str, int]], field
 
 
 def _refused_with(ctx: Context, txn: ZkTxn, request: Batch) -> None:
-    """The partitions the controller refused in the AlterPartition request whose writes `request` now holds all of
-    (its leader's server.log: the same leader, these partitions answered without error, the answer after this
-    write). processAlterPartition checks every partition before it writes the valid ones, and its one UpdateMetadata
-    after the writes names them all, refused or not (2.8.2 to 3.9.1; seed 1221: broker 1's AlterIsr of t3-0 and
-    t1-0, t1-0 at leader epoch 12 fenced by the reassignment's bump to 13, t3-0 written, an UpdateMetadata of both).
-    Each refused partition is an IsrChange at the epochs its leader asked at (the rules refuse it as the controller
-    did), put before the request's last write, which sends the UpdateMetadata."""
+    """The partitions the controller refused in the AlterPartition request whose writes `request` now holds all of (its
+    leader's server.log: the same leader, these partitions answered without error, sent before this write and answered
+    after it: a later request of the same leader may name the same partitions again, seed 1289, broker 2's t4-1, t0-1
+    and t2-0 written at 12:38:05, asked again with t2-1 at 12:38:28). processAlterPartition checks every partition
+    before it writes the valid ones, and its one UpdateMetadata after the writes names them all, refused or not (2.8.2
+    to 3.9.1; seed 1221: broker 1's AlterIsr of t3-0 and t1-0, t1-0 at leader epoch 12 fenced by the reassignment's bump
+    to 13, t3-0 written, an UpdateMetadata of both). Each refused partition is an IsrChange at the epochs its leader
+    asked at (the rules refuse it as the controller did), put before the request's last write, which sends the
+    UpdateMetadata."""
     answer = next((r for r in ctx.partly_refused if r.broker_id == request.leader and r.written == request.named
-                   and r.answered_ms >= txn.time), None)
+                   and r.sent_ms <= txn.time <= r.answered_ms), None)
     if answer is None:
         return
     ctx.partly_refused.remove(answer)
@@ -357,6 +359,14 @@ def answered_before(ctx: Context, time: int | None) -> None:
         _request_events(ctx, request, ZkTxn(ctx.zxid, request.answered_ms, 0, 0, ()))
 
 
+def note_registrations(ctx: Context, txns: list[ZkTxn]) -> None:
+    """The times of every broker's registrations in the history, read ahead (`answered_by_deposed`)."""
+    for txn in txns:
+        for op in txn.ops:
+            if op.kind == "create" and op.path.startswith("/brokers/ids/") and op.path.count("/") == 3:
+                ctx.registered_at.setdefault(int(op.path.rsplit("/", 1)[1]), []).append(txn.time)
+
+
 def answered_by_deposed(ctx: Context, txn: ZkTxn) -> None:
     """The controller's session expired (the server's `closeSession`, cxid 0, deleting /controller): the requests
     answered with UNKNOWN_SERVER_ERROR for every partition within the session's timeout after it were that
@@ -368,17 +378,31 @@ def answered_by_deposed(ctx: Context, txn: ZkTxn) -> None:
     timeout = ctx.session_timeouts.get(txn.session)
     if txn.cxid != 0 or timeout is None:
         return
-    failed = [r for r in ctx.unwritten_requests if txn.time <= r.answered_ms <= txn.time + timeout
+    within = range(txn.time, txn.time + timeout + 1)
+    failed = [(r.answered_ms, r, "") for r in ctx.unwritten_requests if r.answered_ms in within
               and all(p.error == UNKNOWN_SERVER_ERROR for p in r.partitions)]
-    for request in reversed(failed):  # oldest answer first
+    for _, request, _ in failed:
         ctx.unwritten_requests.remove(request)
-        _request_events(ctx, request, txn, write_failed=True)
+    # A request it answered NOT_CONTROLLER (a partition's epochs ahead of its cache: processAlterPartition at 3.5.2,
+    # checked before any write), which the leader then sent to the next controller: it still sent the request's
+    # UpdateMetadata to the brokers it knew (seed 1289: controller 3, paused, its session expired, took leader 2's
+    # AlterPartition of t2-1 at leader epoch 5 when it came back, with epoch 2 cached; broker 2 disconnected from it
+    # and asked controller 1). The rules refuse it as it did, at the epochs the leader asked at. Not once its broker
+    # registered again: that broker had resigned (or restarted), and answered NOT_CONTROLLER for the whole request,
+    # sending nothing (seed 1289: broker 4 disconnected from broker 1, restarted 61 ms before).
+    controller = ctx.controller_id
+    redirected = [(ms, r, f"-not-controller-{ms}") for r in ctx.redirected_requests for node, ms in r.redirected
+                  if node == controller and ms in within and
+                  not any(txn.time < t <= ms for t in ctx.registered_at.get(controller, []))]
+    for _, request, suffix in sorted(failed + redirected, key=lambda f: f[0]):  # oldest answer first
+        _request_events(ctx, request, txn, suffix, write_failed=True)
 
 
-def _request_events(ctx: Context, request: AlterPartitionRequest, at: ZkTxn, **fields: Any) -> None:
+def _request_events(ctx: Context, request: AlterPartitionRequest, at: ZkTxn, suffix: str = "",
+                    **fields: Any) -> None:
     """A request's IsrChange events, one per partition, at `at` (its zxid and time)."""
     refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
-    # one request in flight per leader: its id and the answer's time name it
-    sent = f"-alter-partition-{request.broker_id}-{request.answered_ms}"
+    # one request in flight per leader: its id and the answer's time name it (`suffix`: an earlier answer of it)
+    sent = f"-alter-partition-{request.broker_id}-{request.answered_ms}{suffix}"
     for p in request.partitions:
         _asked(ctx, at, f"{sent}-{p.topic}-{p.partition}", request, p, refs, **fields)

@@ -25,7 +25,10 @@ PartitionData(partitionIndex=P, errorCode=C, ...)`, whatever C (AlterIsrManager.
 Those lines, after the broker's request in flight (one at a time), are its answer.
 
 A request with no answer, or answered with a top-level error (not the controller, a stale broker epoch) or a
-disconnect, made no UpdateMetadata and is not kept.
+disconnect, made no UpdateMetadata and is not kept. One answered NOT_CONTROLLER for a partition, by a controller
+whose cache is behind the leader's epochs (deposed, not knowing it yet), is sent again to the next controller: the
+leader logs no answer for it, only its channel's `[BrokerToControllerChannelManager id=B name=alter-partition] Client
+requested disconnect from node N` (INFO, NetworkClient), kept as `redirected` of the request's final answer.
 
 The same file says when a broker asked for a controlled shutdown again (`ControlledShutdowns`): `[KafkaServer id=B]
 Starting controlled shutdown` (INFO) before its first request, then before each retry `Retrying controlled shutdown
@@ -62,6 +65,10 @@ _ASKED = re.compile(r"PartitionData\(partitionIndex=(?P<partition>\d+), leaderEp
                     r"(?P<partition_epoch>-?\d+)\)")
 _ANSWER = re.compile(r"PartitionData\(partitionIndex=(?P<partition>\d+), errorCode=(?P<error>-?\d+),")
 _ISR_MEMBER = re.compile(r"BrokerState\(brokerId=(?P<broker>\d+)")
+# A request's answer naming NOT_CONTROLLER: the leader drops its connection to that controller and sends the request
+# again to the one it learns of next (BrokerToControllerRequestThread.handleResponse, 3.x), logging only this.
+_NOT_CONTROLLER = re.compile(r"^\[BrokerToControllerChannelManager [^\]]*name=alter[^\]]*\] "
+                             r"Client requested disconnect from node (?P<node>\d+)")
 # Kafka 2.7's answer, a line per partition (the topic from the partition's name: a topic name may hold '-').
 _HANDLED = re.compile(r"^Controller successfully handled AlterIsr request for (?P<topic>.+)-\d+: "
                       r"PartitionData\(partitionIndex=(?P<partition>\d+), errorCode=(?P<error>-?\d+),")
@@ -91,12 +98,20 @@ class AlterPartitionRequest:
     sent: datetime
     answered: datetime
     partitions: tuple[AskedPartition, ...]
+    # Controllers that answered it NOT_CONTROLLER first, each (broker id, ms of the leader's disconnect); the answer
+    # above is the last controller's.
+    redirected: tuple[tuple[int, int], ...] = ()
 
     @property
     def answered_ms(self) -> int:
         """When the leader logged the answer, in ms since the epoch (the log's times read as UTC, like ZooKeeper's
         transaction times)."""
         return epoch_ms(self.answered)
+
+    @property
+    def sent_ms(self) -> int:
+        """When the leader logged sending it, in ms since the epoch (read as `answered_ms`)."""
+        return epoch_ms(self.sent)
 
     @property
     def unwritten(self) -> bool:
@@ -182,11 +197,12 @@ class _Sent:
     broker_epoch: int
     names: dict[str, str]  # topic names by id
     asked: list[AskedPartition]
+    redirected: list[tuple[int, int]] = field(default_factory=list)
 
     def answered(self, at: datetime, errors: dict[tuple[str, int], int]) -> AlterPartitionRequest:
         return AlterPartitionRequest(self.broker_id, self.broker_epoch, self.at, at, tuple(
             AskedPartition(p.topic, p.partition, p.leader_epoch, p.isr, p.recovering, p.partition_epoch,
-                           errors.get((p.topic, p.partition), 0)) for p in self.asked))
+                           errors.get((p.topic, p.partition), 0)) for p in self.asked), tuple(self.redirected))
 
 
 def parse_server_log(lines: Iterable[str], into: AlterPartitionLog | None = None) -> AlterPartitionLog:
@@ -204,6 +220,8 @@ def parse_server_log(lines: Iterable[str], into: AlterPartitionLog | None = None
                 times.append([at])
             else:
                 times[-1].append(at)
+        elif pending is not None and (d := _NOT_CONTROLLER.match(msg)):
+            pending.redirected.append((int(d["node"]), epoch_ms(log_time(m["time"]))))
         elif m["level"] != "DEBUG":
             out.other_lines += 1
         elif s := _SENT.match(msg):

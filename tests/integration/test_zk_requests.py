@@ -815,6 +815,30 @@ def test_an_alter_isr_a_deposed_controller_failed_to_write_is_answered_under_its
 
 
 
+def test_an_alter_partition_a_paused_controller_answered_not_controller_and_one_asked_again(tmp_path: Path) -> None:
+    # Campaign seed 1289 (Kafka 3.5.2, three log dirs). Controller 3 paused (12:38:08.6) and its session expired;
+    # controller 1 was elected (15.045). Leader 2's AlterPartition of t2-1 at leader epoch 5 (sent 15.232) waited on
+    # the paused broker; when it came back (17.97) controller 3, with leader epoch 2 cached, answered it
+    # NOT_CONTROLLER, writing nothing, and sent an UpdateMetadata naming t2-1 under epoch 3 to brokers 1-3 (17.974);
+    # broker 2 logged only its channel's disconnect from 3 (17.986) and asked controller 1. And broker 2's request of
+    # t4-1, t0-1, t2-1 and t2-0 at 28.977 (t2-1 fenced) had been joined to its earlier request of the other three
+    # (written at 05.2): one UpdateMetadata of four at 05.219 for three, three at 28.985 for four (249 of 258).
+    logs = ZKLOG / "requests" / "zookeeper-3.5-dirs-3-seed-1289"
+    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
+    assert "LeaderAndIsr 97 of 97 (isrflow 97), StopReplica 6 of 6 (isrflow 6), UpdateMetadata 258 of 258 " \
+           "(isrflow 258)" in summary and all(r["match"] for r in rows)
+    [deposed] = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if "-not-controller-" in e["event_id"]]
+    assert (deposed["topic"], deposed["partition"], deposed["controller_epoch"], deposed["leader_epoch"]) == \
+        ("t2", 1, 3, 5)
+    sent = [(r["broker"], r["controller_epoch"], r["partition_count"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+            if r["event_id"] == deposed["event_id"]]
+    assert sent == [(b, 3, 1) for b in (1, 2, 3)]
+    assert [(e, n) for e, _, _, n in _request_of(tmp_path, "zk-180-t2-0")] == [
+        (f"zk-{z}-{p}", ["t4-1", "t0-1", "t2-0"]) for z, p in ((178, "t4-1"), (179, "t0-1"), (180, "t2-0"))]
+    later = [(e, le, pe) for e, le, pe, _ in _request_of(tmp_path, "zk-248-t2-0") if e < "zk-25"]
+    assert later == [("zk-246-t4-1", 2, 3), ("zk-247-t0-1", 9, 13), ("zk-248-t2-1", 8, 9), ("zk-248-t2-0", 4, 5)]
+
+
 def test_a_startups_storage_error_answer_queued_behind_an_alter_isr_comes_after_it(tmp_path: Path) -> None:
     # Campaign seed 1255 (Kafka 2.8.2, three log dirs): broker 4 registered again (zk-160-4, 11:52:30.197) with its dir
     # holding t2-0 still failed. Its answer to the startup's LeaderAndIsr (KAFKA_STORAGE_ERROR for t2-0) came at

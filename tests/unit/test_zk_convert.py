@@ -18,7 +18,7 @@ from streaming.zookeeper.controllerlog import parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.files import read_zk_history
 from streaming.zookeeper.serverlog import AlterPartitionRequest, AskedPartition, ControlledShutdowns
-from streaming.zookeeper.txnlog import ZnodeOp
+from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 from .zk_ensemble import (
     DATA,
@@ -289,11 +289,12 @@ def test_the_isr_changes_of_one_alter_partition_request_are_the_controllers_pipe
     assert converter.unsettled_from(quiet_since=0) == z.txns[first].zxid
 
 
-def _refused_at(ms: int, *asked: AskedPartition) -> AlterPartitionRequest:
-    """Leader 1's request (broker epoch 1: its registration's zxid), answered at `ms`: `asked`, or t-0 at partition
-    epoch 0, refused."""
-    answered = datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
-    return AlterPartitionRequest(1, 1, answered, answered, asked or (
+def _refused_at(ms: int, *asked: AskedPartition, sent_ms: int = 1_700_000_000_000) -> AlterPartitionRequest:
+    """Leader 1's request (broker epoch 1: its registration's zxid), sent at `sent_ms` (default: the ensemble's
+    start), answered at `ms`: `asked`, or t-0 at partition epoch 0, refused."""
+    def at(when: int) -> datetime:
+        return datetime.fromtimestamp(when / 1000, UTC).replace(tzinfo=None)
+    return AlterPartitionRequest(1, 1, at(sent_ms), at(ms), asked or (
         AskedPartition("t", 0, 0, (1,), False, 0, INVALID_UPDATE_VERSION),))
 
 
@@ -359,6 +360,27 @@ def test_the_partitions_the_controller_refused_in_a_request_it_partly_wrote_join
         [(f"zk-{z.txns[-1].zxid}-t-0", "UPDATE_METADATA", b, 2) for b in (1, 2, 3)]
     # Without the leader's log the request is t-0's alone.
     assert convert(z.history()).events[-1].get("request_partitions") is None
+
+
+def test_a_partly_refused_request_joins_the_writes_made_between_its_sending_and_its_answer() -> None:
+    # Campaign seed 1289 (Kafka 3.5.2): leader 2's request of t4-1, t0-1 and t2-0, all written at 12:38:05; 23 s later
+    # it asked for the same three and t2-1, which was refused. The later request is the later writes', not the
+    # earlier ones' (it was sent after them): the UpdateMetadata of the first names three partitions, not four.
+    z = _led_by_1()
+    z.state(0, 1, [1, 2], 0)  # the first request: t-0 alone, written
+    first = z.txns[-1]
+    z.wait(5000)
+    z.reads(z.controller, 2)
+    z.state(0, 1, [1, 2, 3], 0)  # the second: t-0 written, t-1 refused
+    later = _refused_at(z.txns[-1].time + 10, AskedPartition("t", 0, 0, (1, 2, 3), False, 1, 0),
+                        AskedPartition("t", 1, 0, (1,), False, 0, INVALID_UPDATE_VERSION),
+                        sent_ms=z.txns[-1].time - 10)
+    converted = convert(z.history(), alter_partitions=[later])
+    by_id = {e["event_id"]: e for e in converted.events}
+    assert by_id[f"zk-{first.zxid}-t-0"].get("request_partitions") is None
+    both = [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 0}]
+    assert by_id[f"zk-{z.txns[-1].zxid}-t-0"]["request_partitions"] == both
+    assert by_id[f"zk-{z.txns[-1].zxid}-t-1"]["isr"] == [1]
 
 
 def test_below_protocol_2_7_the_controllers_deletes_of_isr_change_notifications_are_its_read_of_them() -> None:
@@ -719,11 +741,9 @@ def test_an_alter_partition_the_controller_wrote_ends_the_events_before_it() -> 
 
 
 
-def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own() -> None:
-    # Campaign seeds 1060, 1115, 1234 (Kafka 2.7.2, 2.8.2): the controller's session expired; before it heard so it
-    # took leader 2's AlterIsr, its write threw and the leader got UNKNOWN_SERVER_ERROR 2 s after the expiry. The
-    # request is that controller's (epoch 1, brokers 1 to 3), before the next one's election; an answer past the
-    # session's timeout, or with another error, stays at its answer's time.
+def _controller_1_expired() -> tuple[Ensemble, ZkTxn]:
+    """Topic t led by brokers 1 and 2; controller 1's session expired (the transaction returned), then broker 2
+    elected."""
     z = Ensemble(session_timeout_ms=6000)
     z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
     z.state(0, 1, [1, 2, 3], 0)
@@ -732,6 +752,15 @@ def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own
     expiry = z.txns[-1]
     z.txn(z.sessions[2], ZnodeOp("create", "/controller", b'{"brokerid":2}'),
           ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    return z, expiry
+
+
+def test_an_alter_isr_a_controller_answered_after_its_session_expired_is_its_own() -> None:
+    # Campaign seeds 1060, 1115, 1234 (Kafka 2.7.2, 2.8.2): the controller's session expired; before it heard so it
+    # took leader 2's AlterIsr, its write threw and the leader got UNKNOWN_SERVER_ERROR 2 s after the expiry. The
+    # request is that controller's (epoch 1, brokers 1 to 3), before the next one's election; an answer past the
+    # session's timeout, or with another error, stays at its answer's time.
+    z, expiry = _controller_1_expired()
 
     epoch = next(t.zxid for t in z.txns if t.ops[0].path == "/brokers/ids/2")  # broker 2's registration
 
@@ -792,3 +821,37 @@ def test_topics_whose_partitions_znodes_the_controller_creates_one_after_the_oth
     sent = [controller.handle_event(parse_event(json.dumps(e).encode()), i).requests for i, e in enumerate(events)]
     assert [sorted({(p.topic, p.partition) for r in requests for p in r.partitions}) for requests in sent[-3:]] == [
         [], [("t6", 0), ("t7", 0), ("t7", 1)], [("t8", 0)]]
+
+
+def test_an_alter_partition_a_deposed_controller_answered_not_controller_still_sent_its_update_metadata() -> None:
+    # Campaign seed 1289 (Kafka 3.5.2): controller 3, paused, its session expired; when it came back it took leader
+    # 2's AlterPartition of t2-1, asked at leader epoch 5 while it cached 2: NOT_CONTROLLER for the partition, no write,
+    # and still the request's UpdateMetadata to the brokers it knew. The leader logged no answer from it, only its
+    # channel's disconnect from it, and asked the next controller. The request is that controller's, before the next
+    # one's election. Not a disconnect from it once it registered again (it had resigned, or restarted: a top-level
+    # NOT_CONTROLLER, nothing sent), nor from a broker that was not the controller.
+    z, expiry = _controller_1_expired()
+    z.wait(1000)
+    z.register(1, session=0x2001)  # broker 1 back, 1 s after the expiry
+    epoch = next(t.zxid for t in z.txns if t.ops[0].path == "/brokers/ids/2")  # broker 2's registration
+
+    def asked(disconnected_from: int, ms: int) -> AlterPartitionRequest:
+        def at(after: int) -> datetime:
+            return datetime.fromtimestamp((expiry.time + after) / 1000, UTC).replace(tzinfo=None)
+        return AlterPartitionRequest(2, epoch, at(ms - 100), at(ms + 20),
+                                     (AskedPartition("t", 1, 1, (2, 3), False, 1, 0),),
+                                     redirected=((disconnected_from, expiry.time + ms),))
+
+    requests = [asked(1, 500), asked(1, 1500), asked(3, 600)]
+    converted = convert(z.history(), alter_partitions=requests)
+    deposed = [e for e in converted.events if e.get("write_failed")]
+    assert [(e["event_id"], e["controller_epoch"], e["leader_epoch"]) for e in deposed] == [
+        (f"zk-{expiry.zxid}-alter-partition-2-{expiry.time + 520}-not-controller-{expiry.time + 500}-t-1", 1, 1)]
+    after = converted.events[converted.events.index(deposed[0]) + 1]
+    assert (after["type"], after["controller_epoch"]) == ("ControllerChange", 2)  # before the next one's election
+    records = [(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)]
+    replay = run_local(records, ControllerConfig(rules=ZK))
+    assert [(r["outcome"], r["error"]) for r in replay.audit if r["event_id"] == deposed[0]["event_id"]] == \
+        [("REJECTED", "NOT_CONTROLLER")]
+    assert [(r["request"], r["broker"], r["partition_count"]) for r in replay.requests
+            if r["event_id"] == deposed[0]["event_id"]] == [("UPDATE_METADATA", b, 1) for b in (1, 2, 3)]

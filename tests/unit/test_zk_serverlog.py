@@ -131,3 +131,22 @@ def test_a_brokers_controlled_shutdowns_and_their_retries() -> None:
     assert log.shutdowns.retries(1, second) == [second - 299_500]
     assert log.shutdowns.retries(1, second + 2_000) == [second + 500, second + 1_000, second + 1_500]
     assert ControlledShutdowns().retries(1, second) == []
+
+
+def test_a_not_controller_answer_is_the_channels_disconnect_before_the_request_is_sent_again() -> None:
+    """A controller whose cache is behind the leader's epochs answers NOT_CONTROLLER for the partition: the leader's
+    channel drops the connection (NetworkClient's INFO line, seed 1289 at Kafka 3.5.2) and sends the request again
+    to the next controller, whose answer is the one logged. Outside a request the line is just counted."""
+    lines = (DATA / "broker-2.log").read_text().splitlines()
+    sent, answered = (line for line in lines if "Sending AlterPartition" in line or "Received AlterPartition" in line)
+    disconnect = ("[2026-11-27 12:38:17,986] INFO [BrokerToControllerChannelManager id=2 name=alter-partition] Client "
+                  "requested disconnect from node 3 (org.apache.kafka.clients.NetworkClient)")
+    recorded = ("[2026-11-27 12:38:17,987] INFO [zk-broker-2-to-controller-alter-partition-channel-manager]: Recorded "
+                "new controller, from now on will use node 127.0.0.1:55045 (id: 1 rack: rack-0) "
+                "(kafka.server.BrokerToControllerRequestThread)")
+    log = parse_server_log([sent, disconnect, recorded, answered])
+    [request] = log.requests
+    assert request.redirected == ((3, 1795783097986),) and not request.unwritten
+    assert log.other_lines == 1  # the "Recorded new controller" line
+    alone = parse_server_log([disconnect, sent, answered])
+    assert alone.requests[0].redirected == () and alone.other_lines == 1
