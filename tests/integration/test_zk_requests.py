@@ -1075,4 +1075,3 @@ def test_a_failovers_answer_handled_before_anothers_reads_only_its_own_failed_re
 def test_every_request_of_seed_1267_is_modelled(tmp_path: Path) -> None:
     summary, rows = _replayed(SEED_1267 / "version-2", tmp_path)
     assert "UpdateMetadata 420 of 420 (isrflow 420)" in summary and all(r["match"] for r in rows)
-
