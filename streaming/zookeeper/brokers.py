@@ -123,6 +123,27 @@ def failover_written(ctx: Context, txn: ZkTxn, last: bool = False) -> None:
         ctx.failover = None
 
 
+def controller_moved(ctx: Context, txn: ZkTxn) -> None:
+    """The active controller deleted /controller itself (KafkaController.triggerControllerMove: its failover threw,
+    and it resigned before its event thread took anything queued behind it). A failover not past its last write
+    failed: the registrations made while it went on queued a BrokerChange the controller, no longer active, dropped
+    (processBrokerChange returns when it is not); the next controller's failover reads those brokers in /brokers/ids
+    (seed 1299: every failover of controller epochs 3 to 101 threw resuming t2-0's reassignment, whose partition had
+    no state znode; broker 1 registered during the 50th, broker 2 during the 101st, and the 51st and 102nd elected
+    them)."""
+    if txn.session != ctx.controller_session:
+        return
+    failover = ctx.newest_failover()
+    if failover is None or failover.finished or event_zxid(failover.event) != ctx.controller_since:
+        return
+    for cause in [c for c in ctx.causes if c.kind == "STARTUP" and event_zxid(c.event) > ctx.controller_since]:
+        if _registered(ctx, cause) and ctx.event_at(cause.event) is not None:
+            ctx.retract(cause)
+            for row in ctx.result.observed:  # the failover's writes since the registration are its own
+                if row["cause_event_id"] == cause.event["event_id"]:
+                    row.update(cause="ControllerChange", cause_event_id=failover.event["event_id"])
+
+
 def _failover_ended(ctx: Context, txn: ZkTxn) -> None:
     """The active controller's failover is over at its delete of the election znode, or at that delete failing
     (ZooKeeper's NONODE: none there); another failed write (a znode it found there already, seed 309) is not its

@@ -169,6 +169,7 @@ class Converter:
             elif path == "/controller" and op.kind == "create":
                 elected = json.loads(op.data or b"{}").get("brokerid", -1)
             elif path == "/controller" and op.kind == "delete":
+                brokers.controller_moved(ctx, txn)
                 ctx.controller_session = ctx.failover = None
             elif path == "/controller_epoch" and op.kind in ("create", "setData"):
                 ctx.controller_epoch = int((op.data or b"0").decode() or 0)

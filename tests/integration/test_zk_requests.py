@@ -626,6 +626,21 @@ def test_a_registration_the_dead_controller_never_read_is_the_next_failovers(tmp
     assert all(r["match"] for r in rows)
 
 
+def test_a_registration_during_a_failover_that_threw_is_the_next_failovers(tmp_path: Path) -> None:
+    # Campaign seed 1299 (Kafka 3.5.2; its `version-2` is a regression of test_zk_histories): t2 was created with
+    # its one replica's broker down (no state znode), then an Admin API reassignment of t2-0 failed on it
+    # (updateLeaderEpoch: IllegalStateException, UNKNOWN_SERVER_ERROR). Every failover from controller epoch 3 to 101
+    # resumed it, threw and deleted /controller (triggerControllerMove). Broker 1 registered during the 50th (zk-455),
+    # broker 2 during the 101st (zk-705): no startup, the 51st and 102nd failovers read them. isrflow had handled
+    # both as startups: LeaderAndIsr 469 of 642 (isrflow 639), UpdateMetadata 917 of 952 (isrflow 946).
+    _every_request_equal("zookeeper-3.5-seed-1299", tmp_path, (642, 6, 952))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert not [e for e in events if e["event_id"] in ("zk-455-1", "zk-705-2")]
+    failovers = {e["event_id"]: e for e in events if e["type"] == "ControllerChange"}
+    assert (failovers["zk-458"]["live_brokers"], failovers["zk-709"]["live_brokers"]) == (
+        {"1": 455, "3": 174}, {"1": 455, "2": 705, "3": 174})
+
+
 def test_a_brokers_storage_error_answer_to_a_controlled_shutdowns_leader_and_isr_goes_offline_after_it(
         tmp_path: Path) -> None:
     # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6, three log dirs; its `version-2` is a regression of

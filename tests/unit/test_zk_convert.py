@@ -152,6 +152,41 @@ def test_a_registration_after_a_dead_controllers_last_request_is_read_by_the_nex
     assert_every_history_equal(observed, decisions)
 
 
+@pytest.mark.parametrize("failover_threw", [True, False])
+def test_a_registration_during_a_failover_that_threw_is_read_by_the_next_failover(failover_threw: bool) -> None:
+    # Campaign seed 1299 (Kafka 3.5.2): every failover of controller epochs 3 to 101 threw (resuming a reassignment
+    # of a partition with no state znode) and its controller deleted /controller itself (triggerControllerMove). The
+    # BrokerChange of a broker registered during one was handled after the resignation, by a controller no longer
+    # active (processBrokerChange returns): the next failover read the broker and elected it. A failover that
+    # reached its last write (the delete of /admin/preferred_replica_election, NONODE) handles it as a startup.
+    z = Ensemble((2, 1, 3))  # controller 2
+    z.session_end(1)
+    z.topic({0: [2, 3], 1: [3, 1]})
+    z.state(0, 2, [2, 3], 0)
+    z.state(1, 3, [3], 0)  # broker 1 dead
+    z.session_end(3)
+    z.state(0, 2, [2], 1)  # broker 3's failure: out of t-0's ISR, t-1 leaderless
+    z.state(1, -1, [3], 1)
+    elect = ZnodeOp("create", "/controller", b'{"brokerid":2}')
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", "/controller"))
+    z.txn(z.controller, elect, ZnodeOp("setData", "/controller_epoch", b"2", 2))
+    z.state(1, -1, [3], 2)  # the failover takes dead broker 3's replica offline again
+    z.register(3, 0x2003)  # while that failover goes on
+    if failover_threw:
+        z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", "/controller"))
+        z.txn(z.controller, elect, ZnodeOp("setData", "/controller_epoch", b"3", 3))
+    else:  # its last write, then the startup
+        z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("error", error=-101))
+    z.state(1, 3, [3], 3)  # t-1 elects broker 3
+    events, observed, decisions = replayed(z.history())
+    startups = [e for e in events if e.get("change") == "STARTUP"]
+    failover = [e for e in events if e["type"] == "ControllerChange"][-1]
+    assert (len(startups), failover["controller_epoch"]) == ((0, 3) if failover_threw else (1, 2))
+    assert ("3" in failover["live_brokers"]) == failover_threw
+    assert observed[-1]["cause_event_id"] == (failover if failover_threw else startups[0])["event_id"]
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_broker_that_closes_its_session_itself_asked_for_a_controlled_shutdown_even_if_nothing_was_written() -> None:
     # Campaign seeds 29 (3.9) and 48 (2.6): a broker that led nothing and was in no ISR stopped (SIGTERM); the
     # controller sent it StopReplica twice and UpdateMetadata, and wrote nothing. Its session's end is its own
