@@ -258,12 +258,6 @@ class BrokerEvents:
                     + _names(still_led))
 
     def _on_isr_change(self, ev: IsrChange, out: _Fanout) -> None:
-        self._alter_partition(ev, out)
-        # Answers queued behind the request, each an event of its own after it (seed 1255: a startup's answer that
-        # came as the controller handled leader 2's AlterIsr of t0-0).
-        request_answers(self, out, ev.storage_error_answers)
-
-    def _alter_partition(self, ev: IsrChange, out: _Fanout) -> None:
         registered = self.cluster.broker_epochs.get(ev.broker_id)
         if registered is None or registered != ev.broker_epoch:
             raise Rejection(Error.STALE_BROKER_EPOCH,

@@ -24,6 +24,8 @@ INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
 BROKER_DEFAULTS = "/config/brokers/<default>"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
+# A broker's KAFKA_STORAGE_ERROR answer to a LeaderAndIsr: an event of its own, queued behind those before it.
+ANSWER = "LeaderAndIsrResponseReceived"
 # onControllerFailover's first writes: the log dir event and ISR change notifications it finds, deleted unread.
 FAILOVER_DELETES = (LOG_DIR_EVENT_NOTIFICATION, ISR_CHANGE_NOTIFICATION)
 # The requests a new controller sends before (or between) those deletes: /feature read and written, the existence of
@@ -311,6 +313,20 @@ class Context:
         self.result.events.append(event)
         return event
 
+    def answer_after(self, event: dict[str, Any], broker: int) -> dict[str, Any]:
+        """The broker's KAFKA_STORAGE_ERROR answer handled right after `event` (with those of other brokers, by id):
+        its LeaderAndIsrResponseReceived, made empty the first time. `event` is in the output."""
+        events = self.result.events
+        at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is event) + 1
+        while at < len(events) and events[at]["type"] == ANSWER and events[at]["broker_id"] <= broker:
+            if events[at]["broker_id"] == broker:
+                return events[at]
+            at += 1
+        answer = {"type": ANSWER, "event_id": f"{event['event_id']}-answer-{broker}", "ts": event["ts"],
+                  "controller_epoch": event["controller_epoch"], "broker_id": broker, "offline_replicas": []}
+        events.insert(at, answer)
+        return answer
+
     @property
     def newest_event(self) -> dict[str, Any] | None:
         """The output's last event (the events the importer moves keep it so)."""
@@ -401,17 +417,15 @@ class Context:
         })
 
     def _queued_answer(self, txn: ZkTxn, key: tuple[str, int], cause: str, event_id: str) -> tuple[str, str]:
-        """A startup's write taking a replica offline after a later IsrChange's write, whose event carries the
-        startup's KAFKA_STORAGE_ERROR answer naming it (`logdirs.queued_startup_answer`): that answer's, handled
-        after the IsrChange (seed 1267: t0-0 elected by broker 1's startup, then leaderless after leader 4's AlterIsr
-        of t4-0)."""
+        """A startup's write taking a replica offline after a later answer's event naming it (the startup's
+        KAFKA_STORAGE_ERROR answer queued behind an IsrChange, `logdirs.queued_startup_answer`): that answer's (seed
+        1267: t0-0 elected by broker 1's startup, then leaderless after leader 4's AlterIsr of t4-0)."""
         for event in reversed(self.result.events):
             if event["event_id"] == event_id:
                 break
-            named = event.get("storage_error_answers") if event["type"] == "IsrChange" else None
-            if named and event_zxid(event) < txn.zxid and \
-                    any((r["topic"], r["partition"]) == key for refs in named.values() for r in refs):
-                return "IsrChange", event["event_id"]
+            if event["type"] == ANSWER and event_zxid(event) < txn.zxid and \
+                    {"topic": key[0], "partition": key[1]} in event["offline_replicas"]:
+                return ANSWER, event["event_id"]
         return cause, event_id
 
     def reassigning(self, key: tuple[str, int]) -> bool:

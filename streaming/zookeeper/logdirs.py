@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_ms, event_zxid
+from streaming.zookeeper.context import ANSWER, LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_ms, event_zxid
 from streaming.zookeeper.statechange import ANSWER_MS, REQUEST_ANSWER_MS
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -338,10 +338,10 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     startup's LeaderAndIsr with KAFKA_STORAGE_ERROR again (the rules take its known failed replicas offline again).
     That answer is an event of its own (LeaderAndIsrResponseReceived), queued behind what came while the broker
     answered: where the controller wrote a leader's AlterIsr (`event`, its IsrChange) after the startup and before
-    the answer's `Mark replicas` line, the answer comes after that request, which carries it (`storage_error_answers`;
-    the newest such one), and the startup takes nothing offline (`storage_error_answer_queued`). Seed 1255 (Kafka
-    2.8.2): broker 4's answer naming t2-0 came as the controller handled leader 2's AlterIsr of t0-0 (written 30.505,
-    marked 30.510). Not across a new controller, nor once a follower handed the startup out."""
+    the answer's `Mark replicas` line, the answer's event goes right after that request's (the newest such one), and
+    the startup takes nothing offline (`storage_error_answer_queued`). Seed 1255 (Kafka 2.8.2): broker 4's answer
+    naming t2-0 came as the controller handled leader 2's AlterIsr of t0-0 (written 30.505, marked 30.510). Not
+    across a new controller, nor once a follower handed the startup out."""
     marks = ctx.offline_marks
     startup = next((c for c in reversed(ctx.causes) if c.kind in ("STARTUP", "FAILOVER")), None)
     if marks is None or startup is None or startup.kind != "STARTUP" or startup.broker is None or \
@@ -356,11 +356,10 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
                 None)
     if mark is None or mark.at_ms <= txn.time:
         return
-    for earlier in ctx.result.events[ctx.event_at(startup.event) + 1:]:
-        if earlier is not event and str(broker) in (earlier.get("storage_error_answers") or {}):
-            del earlier["storage_error_answers"][str(broker)]  # an AlterIsr before this one: not the newest
-            if not earlier["storage_error_answers"]:
-                del earlier["storage_error_answers"]
+    events = ctx.result.events
+    for earlier in events[ctx.event_at(startup.event) + 1:]:
+        if earlier["type"] == ANSWER and earlier["broker_id"] == broker:
+            events.remove(earlier)  # after an AlterIsr before this one: not the newest
     startup.event["storage_error_answer_queued"] = True
-    event.setdefault("storage_error_answers", {})[str(broker)] = [
+    ctx.answer_after(event, broker)["offline_replicas"] = [
         {"topic": t, "partition": p} for t, p in sorted(mark.replicas)]

@@ -668,11 +668,13 @@ def test_a_failover_whose_read_the_controller_log_names_ends_before_a_later_znod
     # Broker 2's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr (zk-245-2; t1-1 and t3-1 marked offline at
     # 06:11:16.906) was handled after broker 1's AlterIsr of t3-0, sent at .890 before the answer came in (.893): its
     # UpdateMetadata (.905) went first. isrflow had taken the answer within the startup (UpdateMetadata 231 of 233);
-    # now the IsrChange carries it, as in seed 1255.
+    # now it is an event of its own right after the IsrChange, as in seed 1255.
+    ids = [e["event_id"] for e in events]
     events = {e["event_id"]: e for e in events}
     assert events["zk-245-2"]["storage_error_answer_queued"] is True
-    assert events["zk-247-t3-0"]["storage_error_answers"] == {"2": [{"topic": "t1", "partition": 1},
-                                                                    {"topic": "t3", "partition": 1}]}
+    assert events["zk-247-t3-0-answer-2"]["offline_replicas"] == [{"topic": "t1", "partition": 1},
+                                                                  {"topic": "t3", "partition": 1}]
+    assert ids.index("zk-247-t3-0-answer-2") == ids.index("zk-247-t3-0") + 1
 
 
 def test_a_failover_logged_in_controller_log_ends_and_a_later_read_retries_the_deletions_queued_before(
@@ -821,19 +823,22 @@ def test_a_startups_storage_error_answer_queued_behind_an_alter_isr_comes_after_
     # 30.495, as the controller handled leader 2's AlterIsr of t0-0 (zk-162-t0-0, written 30.505, UpdateMetadata
     # 30.507); the answer, an event of its own, came after it ("Mark replicas t2-0 on broker 4 as offline" at 30.510:
     # LeaderAndIsr, UpdateMetadata of t2-0, StopReplica, an UpdateMetadata of no partition). isrflow had handled it
-    # within the startup, before the AlterIsr: UpdateMetadata 160 of 163. Now the IsrChange carries the answer
-    # (`storage_error_answers`) and the startup leaves it (`storage_error_answer_queued`).
+    # within the startup, before the AlterIsr: UpdateMetadata 160 of 163. Now the answer is its own event after the
+    # IsrChange (LeaderAndIsrResponseReceived) and the startup leaves it (`storage_error_answer_queued`).
     logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-1255"
     summary, rows = _replayed(logs / "version-2", tmp_path, logs)
     assert "LeaderAndIsr 52 of 52 (isrflow 52), StopReplica 8 of 8 (isrflow 8), UpdateMetadata 163 of 163 " \
            "(isrflow 163)" in summary and all(r["match"] for r in rows)
     events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
     assert events["zk-160-4"]["storage_error_answer_queued"] is True
-    assert events["zk-162-t0-0"]["storage_error_answers"] == {"4": [{"topic": "t2", "partition": 0}]}
-    assert [e for e in events.values() if "storage_error_answers" in e] == [events["zk-162-t0-0"]]
+    answers = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["type"] == "LeaderAndIsrResponseReceived"]
+    assert [(e["event_id"], e["broker_id"], e["offline_replicas"]) for e in answers] == [
+        ("zk-162-t0-0-answer-4", 4, [{"topic": "t2", "partition": 0}])]
+    ids = list(events)
+    assert ids.index("zk-162-t0-0-answer-4") == ids.index("zk-162-t0-0") + 1
     offline = [(r["broker"], r["isrflow"]["event_id"]) for r in rows if r["request"] == "STOP_REPLICA"
                and r["controller"]["time"].endswith("30.518")]
-    assert offline == [(4, "zk-162-t0-0")]
+    assert offline == [(4, "zk-162-t0-0-answer-4")]
 
 
 def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_them(tmp_path: Path) -> None:
