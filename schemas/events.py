@@ -81,8 +81,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
                         "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order",
-                        "stop_replica_answer_order", "storage_error_answer_queued",
-                        "storage_error_answers"})
+                        "stop_replica_answer_order", "storage_error_answer_queued"})
 
 
 def _plain(value: Any) -> Any:
@@ -119,11 +118,6 @@ class BrokerChange(Event):
     # the deletion the startup resumed came back (controller.log), when several answered; each answer ends in
     # resumeDeletions, which retries a topic's failed replicas once its last answer is in. Empty: by broker id.
     stop_replica_answer_order: tuple[int, ...] = ()
-    # FAILURE and CONTROLLED_SHUTDOWN, an addition for ZooKeeper: the replicas other brokers answered
-    # KAFKA_STORAGE_ERROR for to the event's LeaderAndIsr requests, as broker id -> partitions: a log dir that failed
-    # as the broker handled that request, announced by its notification only after the answer. They go offline after
-    # the event (each answer an event of its own, LeaderAndIsrResponseReceived), as a notification's answer does.
-    storage_error_answers: Mapping[int, tuple[PartitionRef, ...]] | None = None
     # STARTUP only, an addition for ZooKeeper: the broker's KAFKA_STORAGE_ERROR answer to the startup's LeaderAndIsr
     # (a dir known failed before) came while the controller handled a later event, and was handled after it: its own
     # LeaderAndIsrResponseReceived after that event, the startup takes none of the broker's replicas offline.
@@ -461,7 +455,6 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "BrokerChange": {"unclean_shutdown": (boolean, False),
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                      "offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
-                     "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None),
                      "stop_replica_answer_order": (int_list, ()),
                      "storage_error_answer_queued": (boolean, False)},
     "IsrChange": {"leader_recovery_state": (recovery_state, LeaderRecoveryState.RECOVERED),

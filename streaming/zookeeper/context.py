@@ -209,6 +209,11 @@ def follows_on(txn: ZkTxn, session: int, cxid: int) -> bool:
     return txn.session == session and txn.cxid == cxid + 1
 
 
+def drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
+    """Whether a write takes `broker` out of the leadership or the ISR."""
+    return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
+
+
 def _event_id(zxid: int, suffix: str = "") -> str:
     return f"zk-{zxid}{suffix}"
 
@@ -313,19 +318,28 @@ class Context:
         self.result.events.append(event)
         return event
 
-    def answer_after(self, event: dict[str, Any], broker: int) -> dict[str, Any]:
-        """The broker's KAFKA_STORAGE_ERROR answer handled right after `event` (with those of other brokers, by id):
-        its LeaderAndIsrResponseReceived, made empty the first time. `event` is in the output."""
+    def answers_after(self, event: dict[str, Any]) -> dict[int, dict[str, Any]]:
+        """The brokers' KAFKA_STORAGE_ERROR answers handled right after `event` (in the output), by broker: their
+        LeaderAndIsrResponseReceived events, which follow it by broker id."""
         events = self.result.events
         at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is event) + 1
-        while at < len(events) and events[at]["type"] == ANSWER and events[at]["broker_id"] <= broker:
-            if events[at]["broker_id"] == broker:
-                return events[at]
+        answers: dict[int, dict[str, Any]] = {}
+        while at < len(events) and events[at]["type"] == ANSWER:
+            answers[events[at]["broker_id"]] = events[at]
             at += 1
-        answer = {"type": ANSWER, "event_id": f"{event['event_id']}-answer-{broker}", "ts": event["ts"],
-                  "controller_epoch": event["controller_epoch"], "broker_id": broker, "offline_replicas": []}
-        events.insert(at, answer)
-        return answer
+        return answers
+
+    def answer_after(self, event: dict[str, Any], broker: int) -> dict[str, Any]:
+        """The broker's answer handled right after `event` (`answers_after`), made with no replica the first time."""
+        answers = self.answers_after(event)
+        if broker not in answers:
+            answers[broker] = {"type": ANSWER, "event_id": f"{event['event_id']}-answer-{broker}", "ts": event["ts"],
+                               "controller_epoch": event["controller_epoch"], "broker_id": broker,
+                               "offline_replicas": []}
+            events = self.result.events
+            at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is event) + 1
+            events[at:at + len(answers) - 1] = [answers[b] for b in sorted(answers)]
+        return answers[broker]
 
     @property
     def newest_event(self) -> dict[str, Any] | None:
@@ -403,7 +417,7 @@ class Context:
     def observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
                 cause: str, event_id: str | None) -> None:
         if cause == "BrokerChange" and event_id is not None:
-            cause, event_id = self._queued_answer(txn, key, cause, event_id)
+            cause, event_id = self._queued_answer(txn, key, before, after, cause, event_id)
         topic = self.topics.get(key[0]) or TopicAssignment({})
         self.written_for[key], self.written_at[key] = event_id, txn.zxid
         self.result.observed.append({
@@ -416,14 +430,17 @@ class Context:
             "decision": before is None or before.leader != after.leader or not set(before.isr) <= set(after.isr),
         })
 
-    def _queued_answer(self, txn: ZkTxn, key: tuple[str, int], cause: str, event_id: str) -> tuple[str, str]:
-        """A startup's write taking a replica offline after a later answer's event naming it (the startup's
-        KAFKA_STORAGE_ERROR answer queued behind an IsrChange, `logdirs.queued_startup_answer`): that answer's (seed
-        1267: t0-0 elected by broker 1's startup, then leaderless after leader 4's AlterIsr of t4-0)."""
+    def _queued_answer(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
+                       cause: str, event_id: str) -> tuple[str, str]:
+        """A broker event's write taking a replica offline after an answer's event that names it and was handled
+        after the broker event: that answer's. A startup's own answer queued behind an IsrChange
+        (`logdirs.queued_startup_answer`; seed 1267: t0-0 elected by broker 1's startup, then leaderless after leader
+        4's AlterIsr of t4-0), another broker's answer to a controlled shutdown's LeaderAndIsr (seed 1114)."""
         for event in reversed(self.result.events):
             if event["event_id"] == event_id:
                 break
-            if event["type"] == ANSWER and event_zxid(event) < txn.zxid and \
+            if event["type"] == ANSWER and event_zxid(event) < txn.zxid and before is not None and \
+                    drops(event["broker_id"], before, after) and \
                     {"topic": key[0], "partition": key[1]} in event["offline_replicas"]:
                 return ANSWER, event["event_id"]
         return cause, event_id

@@ -95,9 +95,9 @@ def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:
                      and ctx.replica_added_at.get(key, {}).get(broker, 0) > since)
 
 
-# The requests whose events carry other brokers' KAFKA_STORAGE_ERROR answers to their LeaderAndIsr, and the field.
-_ANSWERS_FIELD = {"PARTITIONS": "offline_replicas", "CONTROLLED_SHUTDOWN": "storage_error_answers",
-                  "FAILURE": "storage_error_answers"}
+# The requests whose KAFKA_STORAGE_ERROR answers to their LeaderAndIsr from other brokers are read: a reassignment's
+# event carries them (`offline_replicas`), a failure's or controlled shutdown's are events of their own after it.
+_ANSWERED_REQUESTS = ("PARTITIONS", "CONTROLLED_SHUTDOWN", "FAILURE")
 
 
 def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int], left: int | None = None
@@ -112,18 +112,18 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     LeaderAndIsr the broker was handling when its dir failed, its notification coming right after the write (seed
     1114: broker 3's controlled shutdown made broker 4 t1-0's leader, writing t1-0's leader epoch checkpoint failed
     the dir, the answer was handled 14 ms before the notification's znode). The request's event names it
-    (`offline_replicas`, `storage_error_answers`); with the state-change logs, only where a `Mark replicas` line of
+    (`offline_replicas`), or the answer is its own event right after it (a failure's, a controlled shutdown's:
+    `_answer`); with the state-change logs, only where a `Mark replicas` line of
     the broker names the partition since the request. The notification is read ahead (`note_notifications`): a
     follower's poll that has not seen it yet reads the write as before. `left`: the leader that left the partition
     leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
     names the replica already (seed 1113)."""
     request = ctx.handling(txn)
-    if request is None or request.kind not in _ANSWERS_FIELD or key not in request.partitions or \
+    if request is None or request.kind not in _ANSWERED_REQUESTS or key not in request.partitions or \
             ctx.event_at(request.event) is None:
         return None
-    field = _ANSWERS_FIELD[request.kind]
     ref = {"topic": key[0], "partition": key[1]}
-    answered = [b for b in (*dropped[:1], left) if ref in request.event.get(field, {}).get(str(b), ())]
+    answered = [b for b in (*dropped[:1], left) if ref in _answered(ctx, request, b)]
     if len(dropped) <= 1 and answered:
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
     if len(dropped) != 1:
@@ -135,9 +135,26 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
             broker, key, event_ms(request.event), txn.time + REQUEST_ANSWER_MS):
         return None
-    request.event.setdefault(field, {}).setdefault(str(broker), []).append(ref)
+    _answer(ctx, request, broker).append(ref)
     ctx.failed_replicas.setdefault(broker, set()).add(key)
     return request
+
+
+def _answered(ctx: Context, request: Cause, broker: int | None) -> list[dict[str, Any]]:
+    """The replicas the broker answered KAFKA_STORAGE_ERROR for to the request's LeaderAndIsr, as far as read: a
+    reassignment's event names them (`offline_replicas`), the answer to a failure's or controlled shutdown's is an
+    event of its own right after it (LeaderAndIsrResponseReceived, seed 1114)."""
+    if request.kind == "PARTITIONS":
+        return request.event.get("offline_replicas", {}).get(str(broker), [])
+    answer = ctx.answers_after(request.event).get(broker) if broker is not None else None
+    return answer["offline_replicas"] if answer is not None else []
+
+
+def _answer(ctx: Context, request: Cause, broker: int) -> list[dict[str, Any]]:
+    """The broker's answer to the request (`_answered`), to add a replica to."""
+    if request.kind == "PARTITIONS":
+        return request.event.setdefault("offline_replicas", {}).setdefault(str(broker), [])
+    return ctx.answer_after(request.event, broker)["offline_replicas"]
 
 
 def _announced_after(ctx: Context, broker: int, time_ms: int) -> bool:

@@ -639,12 +639,13 @@ def test_a_brokers_storage_error_answer_to_a_controlled_shutdowns_leader_and_isr
     assert "LeaderAndIsr 60 of 60 (isrflow 60), StopReplica 7 of 7 (isrflow 7), UpdateMetadata 139 of 139 " \
            "(isrflow 139)" in summary
     events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
-    assert events["zk-164-3"]["storage_error_answers"] == {"4": [{"topic": "t1", "partition": 0}]}
+    assert events["zk-164-3-answer-4"]["offline_replicas"] == [{"topic": "t1", "partition": 0}]
+    assert list(events).index("zk-164-3-answer-4") == list(events).index("zk-164-3") + 1
     assert events["zk-170"]["offline_replicas"] == [{"topic": "t2", "partition": 0}]  # the rest of the failed dir
     assert [e["broker_id"] for e in events.values() if e.get("change") == "CONTROLLED_SHUTDOWN"] == [3]
     # The answer's requests follow the shutdown's: the election's LeaderAndIsr to 2, OfflineReplica's to 2 and 3
     # (shutting down, still sent), its StopReplica to 4.
-    assert _leader_and_isr(tmp_path, "zk-164-3")[-3:] == [(1, 2, ["t1-0"]), (2, 2, ["t1-0"]), (2, 3, ["t1-0"])]
+    assert _leader_and_isr(tmp_path, "zk-164-3-answer-4") == [(0, 2, ["t1-0"]), (1, 2, ["t1-0"]), (1, 3, ["t1-0"])]
 
 
 def test_a_failover_whose_read_the_controller_log_names_ends_before_a_later_znode_reassignment(tmp_path: Path) -> None:

@@ -234,12 +234,12 @@ def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notificat
     log_dir_failure(z, 3)  # t-0's replica on 3 is in its other dir: no write
     z.session_end(2, clean=True)
     events, observed, decisions = replayed(z.history())
-    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-3:]] == [
-        ("BrokerChange", "CONTROLLED_SHUTDOWN", 2), ("LogDirEventNotification", None, 3),
-        ("BrokerChange", "FAILURE", 2)]
-    shutdown = events[-3]
-    assert shutdown["storage_error_answers"] == {"3": [{"topic": "t", "partition": 1}]}
-    assert [o["cause_event_id"] for o in observed[-3:]] == [shutdown["event_id"]] * 3
+    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-4:]] == [
+        ("BrokerChange", "CONTROLLED_SHUTDOWN", 2), ("LeaderAndIsrResponseReceived", None, 3),
+        ("LogDirEventNotification", None, 3), ("BrokerChange", "FAILURE", 2)]
+    shutdown, answer = events[-4:-2]
+    assert answer["offline_replicas"] == [{"topic": "t", "partition": 1}]
+    assert [o["cause_event_id"] for o in observed[-3:]] == [shutdown["event_id"]] * 2 + [answer["event_id"]]
     assert_every_history_equal(observed, decisions)
     # Without the notification right after, the write is broker 3's controlled shutdown, as before.
     z = created()

@@ -297,14 +297,14 @@ def test_another_brokers_answer_to_a_controlled_shutdowns_leader_and_isr_takes_i
     # the controller took that replica offline after the shutdown (an election, 4 out of the ISR), before broker 4's
     # notification. Here: broker 1 shuts down, 2 takes t-1's leadership and answers for it.
     c = jbod()
-    answers = {"2": [{"topic": "t", "partition": 1}]}
-    result = c.shutdown(1, storage_error_answers=answers)
-    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("t", 1)] == [(2, [2, 3]), (3, [3])]
-    assert [d.cause for d in result.decisions_for("t", 1)] == ["BrokerChange"] * 2
-    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("t", 0)] == [(2, [2, 3])]  # 1 out only
+    shutdown = c.shutdown(1)
+    assert [(d.leader, sorted(d.isr)) for d in shutdown.decisions_for("t", 1)] == [(2, [2, 3])]
+    result = answer(c, 2, ("t", 1))  # its own event, after the shutdown
+    assert [(d.leader, sorted(d.isr)) for d in result.decisions] == [(3, [3])]
+    assert [(d.leader, sorted(d.isr)) for d in shutdown.decisions_for("t", 0)] == [(2, [2, 3])]  # 1 out only
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("t", 1)})}
     assert "answered KAFKA_STORAGE_ERROR for 1 replica(s) in failed dirs, 1 newly offline: t-1" in \
-        result.cluster_rows[-1].message
+        result.cluster_row.message
     # The notification that follows asks again: t-1 is known offline, nothing more goes.
     assert failed_dir(c, 2, ("t", 1)).decisions == []
 
