@@ -354,11 +354,13 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     """With the state-change logs: a broker that announced a failed dir before and registered again answers the
     startup's LeaderAndIsr with KAFKA_STORAGE_ERROR again (the rules take its known failed replicas offline again).
     That answer is an event of its own (LeaderAndIsrResponseReceived), queued behind what came while the broker
-    answered: where the controller wrote a leader's AlterIsr (`event`, its IsrChange) after the startup and before
-    the answer's `Mark replicas` line, the answer's event goes right after that request's (the newest such one), and
-    the startup takes nothing offline (`storage_error_answer_queued`). Seed 1255 (Kafka 2.8.2): broker 4's answer
-    naming t2-0 came as the controller handled leader 2's AlterIsr of t0-0 (written 30.505, marked 30.510). Not
-    across a new controller, nor once a follower handed the startup out."""
+    answered: where the controller wrote a leader's AlterIsr (`event`, its IsrChange), or answered one without a
+    write, after the startup and before the answer's `Mark replicas` line, the answer's event goes right after that
+    request's (the newest such one), and the startup takes nothing offline (`storage_error_answer_queued`). Seed
+    1255 (Kafka 2.8.2): broker 4's answer naming t2-0 came as the controller handled leader 2's AlterIsr of t0-0
+    (written 30.505, marked 30.510); seed 1267 (Kafka 3.0.2): broker 1's after leader 4's AlterIsr of t4-0 (written
+    47.058) and leader 2's of t1-0 (answered without a write at 47.060; marked 47.079). Not across a new controller,
+    nor once a follower handed the startup out."""
     marks = ctx.offline_marks
     startup = next((c for c in reversed(ctx.causes) if c.kind in ("STARTUP", "FAILOVER")), None)
     if marks is None or startup is None or startup.kind != "STARTUP" or startup.broker is None or \

@@ -1059,10 +1059,15 @@ def test_a_failovers_answer_handled_before_anothers_reads_only_its_own_failed_re
     assert sorted(empty) == [1, 2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason="seed 1267: broker 1's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr "
-                   "(zk-257-1; t0-0, t2-0, Mark replicas 12:08:47.079) was handled after the UpdateMetadata requests "
-                   "of .058 and .077 (ISR changes of zk-260); isrflow handles it before the second: within the "
-                   "startup, or (main's new-1255 rule, `storage_error_answers`) after t4-0's ISR change only")
 def test_every_request_of_seed_1267_is_modelled(tmp_path: Path) -> None:
+    # Broker 1's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr (zk-257-1; t0-0, t2-0, Mark replicas
+    # 12:08:47.079) was handled after two AlterIsr requests that came while it answered: leader 4's of t4-0 (written
+    # .058) and leader 2's of t1-0 (answered without a write at .060, its UpdateMetadata .077). isrflow had handled it
+    # within the startup, then after t4-0's ISR change only (UpdateMetadata 412 of 420). Now the answer is its own
+    # event (LeaderAndIsrResponseReceived) after the newest request answered before its mark, written or not.
     summary, rows = _replayed(SEED_1267 / "version-2", tmp_path)
     assert "UpdateMetadata 420 of 420 (isrflow 420)" in summary and all(r["match"] for r in rows)
+    assert "11 of 11 equal" in summary
+    ids = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl")]
+    asked = "zk-260-alter-partition-2-1795781327060-t1-0"
+    assert ids[ids.index(asked) + 1] == f"{asked}-answer-1"
