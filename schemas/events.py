@@ -217,10 +217,6 @@ class ReassignPartitions(Event):
     # Asked through ZooKeeper's /admin/reassign_partitions (ZkPartitionReassignment), not the Admin API: the
     # controller does not check that the target's new replicas are on live brokers.
     through_znode: bool = False
-    # ZooKeeper mode (addition): the replicas brokers answered KAFKA_STORAGE_ERROR for to its LeaderAndIsr requests,
-    # as broker id -> partitions: in a log dir that had failed before, unknown to the controller (a new replica of a
-    # reassignment in progress, which the log dir notification's LeaderAndIsr did not name).
-    offline_replicas: Mapping[int, tuple[PartitionRef, ...]] | None = None
     # ZooKeeper mode (addition): read by a new controller's failover (initializePartitionReassignments), a step of
     # that ControllerChange (`reads_reassignment_znode`): the answers to the failover's requests come after it.
     read_at_failover: bool = False
@@ -464,8 +460,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "controller_died_before_completion": (boolean, False),
                   "write_failed": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {}), "topics": (string_list, ())},
-    "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
-                           "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
+    "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),
                     "stop_replica_answers": (string_list, ())},
     "ElectLeaders": {"partitions": (lambda v, n: None if v is None else partition_refs(v, n, False), None)},

@@ -245,6 +245,9 @@ class Context:
         # Per broker, its replicas in failed log dirs as far as known (marked, or inferred from the writes): its
         # startups and the failovers ask it again, and the controller takes them offline again.
         self.failed_replicas: dict[int, set[tuple[str, int]]] = {}
+        # The controller's writes (zxid, partition) that a broker's KAFKA_STORAGE_ERROR answer made, read as a
+        # request's (`logdirs.request_answer`): their event is the answer's, handled after the request.
+        self.answer_writes: dict[tuple[int, tuple[str, int]], str] = {}
         # Per broker, the times of its log dir notifications, read ahead (the whole history, or a follower's polls so
         # far): their marks are theirs, not a startup's (OfflineMarks.startup_answer); a request's answer just before
         # one came from a dir that failed as the broker handled that request (logdirs.request_answer).
@@ -416,7 +419,9 @@ class Context:
 
     def observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
                 cause: str, event_id: str | None) -> None:
-        if cause == "BrokerChange" and event_id is not None:
+        if (txn.zxid, key) in self.answer_writes:
+            cause, event_id = ANSWER, self.answer_writes.pop((txn.zxid, key))
+        elif cause == "BrokerChange" and event_id is not None:
             cause, event_id = self._queued_answer(txn, key, before, after, cause, event_id)
         topic = self.topics.get(key[0]) or TopicAssignment({})
         self.written_for[key], self.written_at[key] = event_id, txn.zxid

@@ -17,8 +17,8 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
 startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
 it, goes with its STARTUP event (a dir that failed while the broker was down: no notification, `startup_answer`); a
-reassignment's, logged right after its request, with the request (`reassignment_answers`); a failover's are not read
-yet (docs/zookeeper.md, "JBOD").
+reassignment's, logged right after its request, is its own event right after the request (`reassignment_answers`,
+LeaderAndIsrResponseReceived); a failover's go with its ControllerChange (docs/zookeeper.md, "JBOD").
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def _answered_before_asked(ctx: Context, txn: ZkTxn, broker: int) -> bool:
     it any LeaderAndIsr since (onBrokerLogDirFailure's came after), naming partitions of the Admin API reassignment
     that is the newest event, within REQUEST_ANSWER_MS of its start: the broker's answer to that request's
     LeaderAndIsr (its dir failed writing the checkpoint of a partition the request made it lead; the notification
-    came first), handled right after the request and before the notification. The request's event names them
-    (`offline_replicas`, `log_dirs.request_answers`), not the notification's (seed 1113, Kafka 2.7.2: t1-3 on broker
+    came first), handled right after the request and before the notification: its own event right after the
+    request's (LeaderAndIsrResponseReceived), not the notification's (seed 1113, Kafka 2.7.2: t1-3 on broker
     1, 7 ms after its notification, 51 ms before the notification's LeaderAndIsr). Whether any was."""
     newest = ctx.newest_event
     request = ctx.cause_of(newest["event_id"]) if newest is not None else None
@@ -74,8 +74,7 @@ def _answered_before_asked(ctx: Context, txn: ZkTxn, broker: int) -> bool:
                 if ctx.offline_marks.request_answer(broker, (m["topic"], m["partition"]), txn.time, until,
                                                     (txn.time,))]
     for key in answered:
-        request.event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
-            {"topic": key[0], "partition": key[1]})
+        ctx.answer_after(request.event, broker)["offline_replicas"].append({"topic": key[0], "partition": key[1]})
         ctx.failed_replicas.setdefault(broker, set()).add(key)
     return bool(answered)
 
@@ -95,8 +94,7 @@ def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:
                      and ctx.replica_added_at.get(key, {}).get(broker, 0) > since)
 
 
-# The requests whose KAFKA_STORAGE_ERROR answers to their LeaderAndIsr from other brokers are read: a reassignment's
-# event carries them (`offline_replicas`), a failure's or controlled shutdown's are events of their own after it.
+# The requests whose KAFKA_STORAGE_ERROR answers to their LeaderAndIsr are read (each its own event after the request).
 _ANSWERED_REQUESTS = ("PARTITIONS", "CONTROLLED_SHUTDOWN", "FAILURE")
 
 
@@ -111,9 +109,9 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     notification's answer; the znode reassignment's LeaderAndIsr got the answer); or any request's whose
     LeaderAndIsr the broker was handling when its dir failed, its notification coming right after the write (seed
     1114: broker 3's controlled shutdown made broker 4 t1-0's leader, writing t1-0's leader epoch checkpoint failed
-    the dir, the answer was handled 14 ms before the notification's znode). The request's event names it
-    (`offline_replicas`), or the answer is its own event right after it (a failure's, a controlled shutdown's:
-    `_answer`); with the state-change logs, only where a `Mark replicas` line of
+    the dir, the answer was handled 14 ms before the notification's znode). The answer is its own event right after
+    the request's (LeaderAndIsrResponseReceived, `Context.answer_after`), the write its (`Context.answer_writes`);
+    with the state-change logs, only where a `Mark replicas` line of
     the broker names the partition since the request. The notification is read ahead (`note_notifications`): a
     follower's poll that has not seen it yet reads the write as before. `left`: the leader that left the partition
     leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
@@ -123,8 +121,10 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
             ctx.event_at(request.event) is None:
         return None
     ref = {"topic": key[0], "partition": key[1]}
-    answered = [b for b in (*dropped[:1], left) if ref in _answered(ctx, request, b)]
+    answers = ctx.answers_after(request.event)
+    answered = [b for b in (*dropped[:1], left) if b in answers and ref in answers[b]["offline_replicas"]]
     if len(dropped) <= 1 and answered:
+        ctx.answer_writes[txn.zxid, key] = answers[answered[0]]["event_id"]
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
     if len(dropped) != 1:
         return None
@@ -135,26 +135,11 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
             broker, key, event_ms(request.event), txn.time + REQUEST_ANSWER_MS):
         return None
-    _answer(ctx, request, broker).append(ref)
+    answer = ctx.answer_after(request.event, broker)
+    answer["offline_replicas"].append(ref)
+    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
     ctx.failed_replicas.setdefault(broker, set()).add(key)
     return request
-
-
-def _answered(ctx: Context, request: Cause, broker: int | None) -> list[dict[str, Any]]:
-    """The replicas the broker answered KAFKA_STORAGE_ERROR for to the request's LeaderAndIsr, as far as read: a
-    reassignment's event names them (`offline_replicas`), the answer to a failure's or controlled shutdown's is an
-    event of its own right after it (LeaderAndIsrResponseReceived, seed 1114)."""
-    if request.kind == "PARTITIONS":
-        return request.event.get("offline_replicas", {}).get(str(broker), [])
-    answer = ctx.answers_after(request.event).get(broker) if broker is not None else None
-    return answer["offline_replicas"] if answer is not None else []
-
-
-def _answer(ctx: Context, request: Cause, broker: int) -> list[dict[str, Any]]:
-    """The broker's answer to the request (`_answered`), to add a replica to."""
-    if request.kind == "PARTITIONS":
-        return request.event.setdefault("offline_replicas", {}).setdefault(str(broker), [])
-    return ctx.answer_after(request.event, broker)["offline_replicas"]
 
 
 def _announced_after(ctx: Context, broker: int, time_ms: int) -> bool:
@@ -180,24 +165,24 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
         elif cause.kind == "LOG_DIR" and cause.broker is not None and cause.broker not in started and \
                 dropped.get(cause.broker, False) and fits(ctx, cause, key, True) and \
                 (cause.logged is not None or _answer_pending(ctx, txn, cause)):
-            return _answered_after_request(ctx, txn, cause)
+            return _answered_after_request(ctx, txn, cause, key)
     return None
 
 
-def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause) -> Cause:
+def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int]) -> Cause:
     """With the state-change logs: the notification's answer written right after an Admin API reassignment the
-    controller handled between the notification and the answer (queued while the broker answered) is handled after
-    that request, and its event carries the answer (`offline_replicas`, taken offline right after it:
-    `log_dirs.request_answers`), not the notification's, which names nothing new then (seed 1035: broker 4's
-    answer, t0-1, after the reassignment of t2-0; isrflow had sent its requests before the request's). Not once a
-    follower handed either out."""
+    controller handled between the notification and the answer (queued while the broker answered) is handled after that
+    request: its own event right after the request's (LeaderAndIsrResponseReceived), not the notification's, which names
+    nothing new then (seed 1035: broker 4's answer, t0-1, after the reassignment of t2-0; isrflow had sent its requests
+    before the request's). Not once a follower handed either out."""
     request = ctx.handling(txn)
     if cause.logged is None or request is None or request.kind != "PARTITIONS" or \
             event_zxid(request.event) < event_zxid(cause.event) or ctx.event_at(request.event) is None or \
             ctx.event_at(cause.event) is None:
         return cause
-    answers = request.event.setdefault("offline_replicas", {}).setdefault(str(cause.broker), [])
-    answers.extend(r for r in cause.event["offline_replicas"] if r not in answers)
+    answer = ctx.answer_after(request.event, cause.broker or 0)
+    answer["offline_replicas"].extend(r for r in cause.event["offline_replicas"] if r not in answer["offline_replicas"])
+    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
     cause.event["offline_replicas"] = []
     cause.logged = frozenset()
     return request
@@ -229,8 +214,7 @@ def reassignment_answers(ctx: Context, event: dict[str, Any], replicas: dict[tup
                     any(since <= t <= until for t in ctx.notified_at.get(broker, ())):
                 continue
             if marks.request_answer(broker, key, since, until):
-                event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
-                    {"topic": key[0], "partition": key[1]})
+                ctx.answer_after(event, broker)["offline_replicas"].append({"topic": key[0], "partition": key[1]})
                 ctx.failed_replicas[broker].add(key)
 
 

@@ -512,7 +512,7 @@ def test_a_log_dirs_answer_queued_behind_a_reassignment_is_no_controlled_shutdow
            "(isrflow 165)" in summary and all(r["match"] for r in rows)
     by_id = {e["event_id"]: e for e in events}
     assert by_id["zk-191"]["offline_replicas"] == []
-    assert by_id["zk-193-t2"]["offline_replicas"] == {"4": [{"topic": "t0", "partition": 1}]}
+    assert by_id["zk-193-t2-answer-4"]["offline_replicas"] == [{"topic": "t0", "partition": 1}]  # its own event
 
 
 def test_a_reassignment_back_onto_a_failed_replica_the_new_controller_forgot_takes_it_offline_again(
@@ -532,13 +532,17 @@ def test_a_reassignment_back_onto_a_failed_replica_the_new_controller_forgot_tak
     # notification's own LeaderAndIsr, and isrflow gives that mark to the notification (docs/zookeeper.md).
     assert "LeaderAndIsr 84 of 86 (isrflow 85), StopReplica 19 of 20 (isrflow 19), UpdateMetadata 301 of 309 " \
            "(isrflow 305)" in summary
-    reassigned = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-202-t2"]
-    assert [e["offline_replicas"] for e in reassigned] == [{"3": [{"topic": "t2", "partition": 0}]}]
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    ids = [e["event_id"] for e in events]
+    answer = events[ids.index("zk-202-t2") + 1]  # the answer, its own event right after the request
+    assert (answer["event_id"], answer["broker_id"], answer["offline_replicas"]) == (
+        "zk-202-t2-answer-3", 3, [{"topic": "t2", "partition": 0}])
     sent = [(r["broker"], r["request"]) for r in read_jsonl(tmp_path / "requests.jsonl")
-            if r["event_id"] == "zk-202-t2" and r["request"] != "UPDATE_METADATA"]
+            if r["event_id"] in ("zk-202-t2", "zk-202-t2-answer-3") and r["request"] != "UPDATE_METADATA"]
     assert sent == [(3, "LEADER_AND_ISR"), (4, "LEADER_AND_ISR"), (3, "LEADER_AND_ISR"), (4, "LEADER_AND_ISR"),
                     (3, "STOP_REPLICA")]
-    answered = {(r["broker"], r["request"]) for r in rows if r["match"] and r["isrflow"]["event_id"] == "zk-202-t2"}
+    answered = {(r["broker"], r["request"]) for r in rows
+                if r["match"] and r["isrflow"]["event_id"] == "zk-202-t2-answer-3"}
     assert {(4, "LEADER_AND_ISR"), (3, "STOP_REPLICA")} <= answered
 
 
@@ -738,7 +742,7 @@ def test_a_reassignments_answer_before_the_notifications_leader_and_isr_and_a_no
     assert "12 of 12 equal" in summary
     events = read_jsonl(tmp_path / "zk" / "events.jsonl")
     by_id = {e["event_id"]: e for e in events}
-    assert by_id["zk-150-t1"]["offline_replicas"] == {"1": [{"topic": "t1", "partition": 3}]}
+    assert by_id["zk-150-t1-answer-1"]["offline_replicas"] == [{"topic": "t1", "partition": 3}]  # its own event
     assert by_id["zk-156"]["offline_replicas"] == []
     order = [e["event_id"] for e in events]
     assert order.index("zk-158-t1-4") < order.index("zk-156")

@@ -228,9 +228,10 @@ def test_a_new_replica_the_notification_did_not_name_goes_offline_at_a_later_rea
     c.reassign(("x", 0, [1, 3, 2, 4]), through_znode=True)
     c.isr_change("x", 0, [1, 3, 2])
     assert failed_dir(c, 2).decisions == []
-    answers = {"2": [{"topic": "x", "partition": 0}]}
-    result = c.reassign(("x", 0, [2, 4]), through_znode=True, offline_replicas=answers)
-    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("x", 0)] == [(1, [1, 2, 3]), (1, [1, 3])]
+    reassigned = c.reassign(("x", 0, [2, 4]), through_znode=True)
+    assert [(d.leader, sorted(d.isr)) for d in reassigned.decisions_for("x", 0)] == [(1, [1, 2, 3])]
+    result = answer(c, 2, ("x", 0))  # its own event, after the request
+    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("x", 0)] == [(1, [1, 3])]
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("x", 0)})}
     assert "answered KAFKA_STORAGE_ERROR for 1 replica(s) in failed dirs, 1 newly offline: x-0" in \
         result.cluster_row.message
@@ -265,9 +266,9 @@ def test_a_new_controller_forgets_a_failed_replica_it_did_not_ask_about_and_lear
     assert c.rec("x", 0).replicas == (1,)
     c.controller_change(1)
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
-    answers = {"2": [{"topic": "x", "partition": 0}]}
-    result = c.reassign(("x", 0, [1, 2]), offline_replicas=answers)
-    assert "1 newly offline: x-0" in result.cluster_rows[-1].message
+    c.reassign(("x", 0, [1, 2]))
+    result = answer(c, 2, ("x", 0))
+    assert "1 newly offline: x-0" in result.cluster_row.message
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0), ("x", 0)})}
 
 
