@@ -346,8 +346,9 @@ class Context:
 
     @property
     def newest_event(self) -> dict[str, Any] | None:
-        """The output's last event (the events the importer moves keep it so)."""
-        return self.result.events[-1] if self.result.events else None
+        """The output's last event (the events the importer moves keep it so), past the answers after it: an answer
+        follows the event it was handled after (`answer_after`), no read of the controller's of its own."""
+        return next((e for e in reversed(self.result.events) if e["type"] != ANSWER), None)
 
     def event_at(self, event: dict[str, Any]) -> int | None:
         """Where `event` is in the output (None: a follower handed it out with an earlier poll)."""
@@ -440,7 +441,7 @@ class Context:
         """A broker event's write taking a replica offline after an answer's event that names it and was handled
         after the broker event: that answer's. A startup's own answer queued behind an IsrChange
         (`logdirs.queued_startup_answer`; seed 1267: t0-0 elected by broker 1's startup, then leaderless after leader
-        4's AlterIsr of t4-0), another broker's answer to a controlled shutdown's LeaderAndIsr (seed 1114)."""
+        4's AlterIsr of t4-0). A request's own answers' writes are marked where read (`answer_writes`)."""
         for event in reversed(self.result.events):
             if event["event_id"] == event_id:
                 break
