@@ -119,14 +119,9 @@ class BrokerChange(Event):
     # the deletion the startup resumed came back (controller.log), when several answered; each answer ends in
     # resumeDeletions, which retries a topic's failed replicas once its last answer is in. Empty: by broker id.
     stop_replica_answer_order: tuple[int, ...] = ()
-    # FAILURE and CONTROLLED_SHUTDOWN, an addition for ZooKeeper: the replicas other brokers answered
-    # KAFKA_STORAGE_ERROR for to the event's LeaderAndIsr requests, as broker id -> partitions: a log dir that failed
-    # as the broker handled that request, announced by its notification only after the answer. They go offline after
-    # the event (each answer an event of its own, LeaderAndIsrResponseReceived), as a notification's answer does.
-    storage_error_answers: Mapping[int, tuple[PartitionRef, ...]] | None = None
     # STARTUP only, an addition for ZooKeeper: the broker's KAFKA_STORAGE_ERROR answer to the startup's LeaderAndIsr
-    # (a dir known failed before) came while the controller handled a later event, and was handled after it: that
-    # event's `storage_error_answers` carry it, the startup takes none of the broker's replicas offline.
+    # (a dir known failed before) came while the controller handled a later event, and was handled after it: its own
+    # LeaderAndIsrResponseReceived after that event, the startup takes none of the broker's replicas offline.
     storage_error_answer_queued: bool = False
 
 
@@ -168,9 +163,6 @@ class IsrChange(Event):
     # UpdateMetadata to the brokers it knew (KafkaController.processAlterIsr). The event comes before the next
     # controller's, at the deposed controller's epoch.
     write_failed: bool = False
-    # Addition (ZooKeeper): other brokers' KAFKA_STORAGE_ERROR answers queued behind this request, handled right after
-    # it, as broker id -> partitions (a startup's answer: BrokerChange.storage_error_answer_queued).
-    storage_error_answers: Mapping[int, tuple[PartitionRef, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -234,10 +226,6 @@ class ReassignPartitions(Event):
     # Asked through ZooKeeper's /admin/reassign_partitions (ZkPartitionReassignment), not the Admin API: the
     # controller does not check that the target's new replicas are on live brokers.
     through_znode: bool = False
-    # ZooKeeper mode (addition): the replicas brokers answered KAFKA_STORAGE_ERROR for to its LeaderAndIsr requests,
-    # as broker id -> partitions: in a log dir that had failed before, unknown to the controller (a new replica of a
-    # reassignment in progress, which the log dir notification's LeaderAndIsr did not name).
-    offline_replicas: Mapping[int, tuple[PartitionRef, ...]] | None = None
     # ZooKeeper mode (addition): read by a new controller's failover (initializePartitionReassignments), a step of
     # that ControllerChange (`reads_reassignment_znode`): the answers to the failover's requests come after it.
     read_at_failover: bool = False
@@ -393,10 +381,22 @@ class LogDirEventNotification(Event):
     offline_replicas: tuple[PartitionRef, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsrResponseReceived(Event):
+    """ZooKeeper mode: broker `broker_id` answered one of the controller's LeaderAndIsr requests KAFKA_STORAGE_ERROR
+    for `offline_replicas` (in a failed log dir), an event of its own queued behind those before it
+    (KafkaController's LeaderAndIsrResponseReceived). Those the controller did not know offline go offline
+    (onReplicasBecomeOffline). Addition, written by `import-zk` from the controller's `Mark replicas` lines."""
+
+    type: ClassVar[str] = "LeaderAndIsrResponseReceived"
+    broker_id: int
+    offline_replicas: tuple[PartitionRef, ...]
+
+
 ControllerEvent = (BrokerChange | IsrChange | CreateTopic | CreatePartitions | DeleteTopic | ReassignPartitions
                    | ElectLeaders | AlterTopicConfig | ControllerChange | LeaderImbalanceCheck | PartitionSnapshot
                    | UpdateFeatures | IsrChangeNotification | BrokerRegistration | AssignReplicasToDirs
-                   | LogDirsOffline | ControllerRegistration | LogDirEventNotification)
+                   | LogDirsOffline | ControllerRegistration | LogDirEventNotification | LeaderAndIsrResponseReceived)
 _CLASSES: dict[str, type[Event]] = {cls.type: cls for cls in typing.get_args(ControllerEvent)}
 # What an admin client issues (Kafka's super.users guard them).
 ADMIN_EVENTS = (CreateTopic, CreatePartitions, DeleteTopic, ReassignPartitions, ElectLeaders, AlterTopicConfig,
@@ -451,6 +451,8 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
                              "assignments": directory_assignments},
     "LogDirEventNotification": {"broker_id": non_negative_int},
+    "LeaderAndIsrResponseReceived": {"broker_id": non_negative_int,
+                                     "offline_replicas": lambda v, n: partition_refs(v, n, with_replicas=False)},
 }
 
 # Optional fields: name -> (validator, default).
@@ -458,7 +460,6 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
     "BrokerChange": {"unclean_shutdown": (boolean, False),
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                      "offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
-                     "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None),
                      "stop_replica_answer_order": (int_list, ()),
                      "storage_error_answer_queued": (boolean, False)},
     "IsrChange": {"leader_recovery_state": (recovery_state, LeaderRecoveryState.RECOVERED),
@@ -467,11 +468,9 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                   "controller_died_after_leader_move": (boolean, False),
                   "controller_died_before_completion": (boolean, False),
                   "controller_died_after_assignment": (boolean, False),
-                  "write_failed": (boolean, False),
-                  "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
+                  "write_failed": (boolean, False)},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {}), "topics": (string_list, ())},
-    "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False),
-                           "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
+    "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),
                     "stop_replica_answers": (string_list, ()),
                     "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},

@@ -17,7 +17,6 @@ from statemachine.log_dirs import (
     in_answer_order,
     lift_offline_dirs,
     offline_replicas,
-    request_answers,
     storage_errors,
 )
 from statemachine.record import Action
@@ -54,9 +53,6 @@ class BrokerEvents:
                 self._broker_failure(out, ev.broker_id, ev.broker_epoch)
             case BrokerChangeKind.CONTROLLED_SHUTDOWN:
                 self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
-        # Other brokers' KAFKA_STORAGE_ERROR answers to the event's LeaderAndIsr requests, each handled after it
-        # (seed 1114: broker 4's dir failed as it took t1-0's leadership from broker 3's controlled shutdown).
-        request_answers(self, out, ev.storage_error_answers)
 
     def _failing_deletions(self, lifted: Mapping[int, frozenset[Key]]) -> dict[int, frozenset[Key]]:
         """The replicas of topics being deleted that starting brokers with a failed log dir cannot delete (they answer
@@ -258,12 +254,6 @@ class BrokerEvents:
                     + _names(still_led))
 
     def _on_isr_change(self, ev: IsrChange, out: _Fanout) -> None:
-        self._alter_partition(ev, out)
-        # Answers queued behind the request, each an event of its own after it (seed 1255: a startup's answer that
-        # came as the controller handled leader 2's AlterIsr of t0-0).
-        request_answers(self, out, ev.storage_error_answers)
-
-    def _alter_partition(self, ev: IsrChange, out: _Fanout) -> None:
         registered = self.cluster.broker_epochs.get(ev.broker_id)
         if registered is None or registered != ev.broker_epoch:
             raise Rejection(Error.STALE_BROKER_EPOCH,

@@ -36,6 +36,7 @@ from schemas.events import (
     ElectLeaders,
     IsrChange,
     IsrChangeNotification,
+    LeaderAndIsrResponseReceived,
     LeaderImbalanceCheck,
     LogDirEventNotification,
     LogDirsOffline,
@@ -55,6 +56,7 @@ from statemachine.log_dirs import (
     offline_replicas,
     on_assign_replicas_to_dirs,
     on_broker_registration,
+    on_leader_and_isr_response,
     on_log_dir_event_notification,
     on_log_dirs_offline,
 )
@@ -475,6 +477,8 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
                 on_log_dirs_offline(self, event, out)
             case LogDirEventNotification():
                 on_log_dir_event_notification(self, event, out)
+            case LeaderAndIsrResponseReceived():
+                on_leader_and_isr_response(self, event, out)
             case ControllerRegistration():
                 on_controller_registration(self, event, out)
 

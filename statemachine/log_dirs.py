@@ -26,6 +26,7 @@ from schemas.events import (
     AssignReplicasToDirs,
     BrokerRegistration,
     DirectoryAssignment,
+    LeaderAndIsrResponseReceived,
     LogDirEventNotification,
     LogDirsOffline,
     PartitionRef,
@@ -154,27 +155,33 @@ def _names(keys: Iterable[tuple[str, int]]) -> str:
     return ", ".join(f"{t}-{p}" for t, p in keys) or "none"
 
 
-def request_answers(controller: Controller, out: _Fanout,
-                    answers: Mapping[int, Iterable[PartitionRef]] | None) -> None:
-    """The brokers' answers to a request's LeaderAndIsr naming replicas in a log dir that failed before, which the
-    controller did not know of: a reassignment's (onPartitionReassignment A1 sends one to every replica, the new ones
-    too), for a new replica of a reassignment still in progress when the dir failed, NewReplica then, which the
-    notification's LeaderAndIsr left out (ReplicaStateMachine sends nothing for NewReplica -> OnlineReplica): the
-    broker answers KAFKA_STORAGE_ERROR (its partition is offline, ReplicaManager.becomeLeaderOrFollower) and the
-    replica goes offline. Each answer is an event of its own after the request's (LeaderAndIsrResponseReceived;
-    seed 906, Kafka 3.5.2: t1-1's replica on broker 3, out of the ISR after a znode reassignment's requests). Or any
-    event's LeaderAndIsr that a broker was handling when its dir failed: it answers KAFKA_STORAGE_ERROR for the
-    partition whose log write failed before its notification is written (seed 1114: broker 3's controlled shutdown
-    made broker 4 t1-0's leader; writing t1-0's leader epoch checkpoint failed the dir)."""
-    cv = controller.cluster
-    for broker, refs in sorted((answers or {}).items()):
-        answered = {(r.topic, r.partition) for r in refs} & set(controller.partitions_on(broker))
-        if broker not in cv.broker_epochs or not answered:
-            continue
-        out.end_run()
-        new = _answered(controller, out, broker, answered)
-        out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR for {len(answered)} replica(s) in failed dirs, "
-                    f"{len(new)} newly offline: {_names(new)}")
+def on_leader_and_isr_response(controller: Controller, ev: LeaderAndIsrResponseReceived, out: _Fanout) -> None:
+    """processLeaderAndIsrResponseReceived: a broker's KAFKA_STORAGE_ERROR answer, handled after the events queued
+    before it. One of a broker gone (its replicas offline with it), or naming none it hosts, changes nothing.
+    Whatever request it answers: a log dir notification's came with it (`on_log_dir_event_notification`); a
+    reassignment's (onPartitionReassignment A1 sends one to every replica, the new ones too), for a new replica of a
+    reassignment in progress when the dir failed, NewReplica then, which the notification's LeaderAndIsr left out
+    (seed 906, Kafka 3.5.2); any event's LeaderAndIsr a broker was handling when its dir failed, answered before its
+    notification (seed 1114: broker 3's controlled shutdown made broker 4 t1-0's leader, writing t1-0's leader epoch
+    checkpoint failed the dir); a startup's, queued behind an AlterIsr (seeds 1255, 1267)."""
+    answered = _hosted(controller, ev.broker_id, ev.offline_replicas)
+    if not answered:
+        out.cluster(f"broker {ev.broker_id}'s KAFKA_STORAGE_ERROR answer names none of its replicas", Outcome.NO_OP)
+        return
+    _storage_error_answer(controller, out, ev.broker_id, answered)
+
+
+def _hosted(controller: Controller, broker: int, refs: Iterable[PartitionRef]) -> set[tuple[str, int]]:
+    """The replicas a registered broker's answer names that it hosts (none for a broker not registered)."""
+    if broker not in controller.cluster.broker_epochs:
+        return set()
+    return {(r.topic, r.partition) for r in refs} & set(controller.partitions_on(broker))
+
+
+def _storage_error_answer(controller: Controller, out: _Fanout, broker: int, answered: set[tuple[str, int]]) -> None:
+    new = _answered(controller, out, broker, answered)
+    out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR for {len(answered)} replica(s) in failed dirs, "
+                f"{len(new)} newly offline: {_names(new)}")
 
 
 def storage_errors(cv: ClusterView, broker: int, known: frozenset[tuple[str, int]]) -> frozenset[tuple[str, int]]:

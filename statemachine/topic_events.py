@@ -22,7 +22,7 @@ from schemas.events import (
 )
 from statemachine.admin_checks import MIN_ISR_CONFIG, check_configs, checked_assignment
 from statemachine.errors import Error, Outcome, Rejection
-from statemachine.log_dirs import answered_again, default_directories, request_answers
+from statemachine.log_dirs import answered_again, default_directories
 from statemachine.record import Action, PartitionRecord
 from statemachine.states import PartitionState, ReplicaState
 from statemachine.topic_deletion import replicas_not_deleted
@@ -236,7 +236,6 @@ class TopicEvents:
             out.partition(Action.REASSIGN, (move.topic, move.partition), replicas=move.replicas,
                           through_znode=ev.through_znode,
                           default_directories=default_directories(self.cluster, move.replicas or ()))
-        request_answers(self, out, ev.offline_replicas)
         if ev.read_at_failover and self.cluster.failover_answers:
             # The failover this reassignment was read by is over: the answers to its requests (controller_epoch).
             pending, self.cluster.failover_answers = self.cluster.failover_answers, {}

@@ -24,6 +24,8 @@ INHERITED = frozenset({"min.insync.replicas", UNCLEAN_CONFIG})
 BROKER_DEFAULTS = "/config/brokers/<default>"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification/"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification/"
+# A broker's KAFKA_STORAGE_ERROR answer to a LeaderAndIsr: an event of its own, queued behind those before it.
+ANSWER = "LeaderAndIsrResponseReceived"
 # onControllerFailover's first writes: the log dir event and ISR change notifications it finds, deleted unread.
 FAILOVER_DELETES = (LOG_DIR_EVENT_NOTIFICATION, ISR_CHANGE_NOTIFICATION)
 # The requests a new controller sends before (or between) those deletes: /feature read and written, the existence of
@@ -207,6 +209,11 @@ def follows_on(txn: ZkTxn, session: int, cxid: int) -> bool:
     return txn.session == session and txn.cxid == cxid + 1
 
 
+def drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
+    """Whether a write takes `broker` out of the leadership or the ISR."""
+    return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
+
+
 def _event_id(zxid: int, suffix: str = "") -> str:
     return f"zk-{zxid}{suffix}"
 
@@ -238,6 +245,9 @@ class Context:
         # Per broker, its replicas in failed log dirs as far as known (marked, or inferred from the writes): its
         # startups and the failovers ask it again, and the controller takes them offline again.
         self.failed_replicas: dict[int, set[tuple[str, int]]] = {}
+        # The controller's writes (zxid, partition) that a broker's KAFKA_STORAGE_ERROR answer made, read as a
+        # request's (`logdirs.request_answer`): their event is the answer's, handled after the request.
+        self.answer_writes: dict[tuple[int, tuple[str, int]], str] = {}
         # Per broker, the times of its log dir notifications, read ahead (the whole history, or a follower's polls so
         # far): their marks are theirs, not a startup's (OfflineMarks.startup_answer); a request's answer just before
         # one came from a dir that failed as the broker handled that request (logdirs.request_answer).
@@ -323,10 +333,34 @@ class Context:
         self.result.events.append(event)
         return event
 
+    def answers_after(self, event: dict[str, Any]) -> dict[int, dict[str, Any]]:
+        """The brokers' KAFKA_STORAGE_ERROR answers handled right after `event` (in the output), by broker: their
+        LeaderAndIsrResponseReceived events, which follow it by broker id."""
+        events = self.result.events
+        at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is event) + 1
+        answers: dict[int, dict[str, Any]] = {}
+        while at < len(events) and events[at]["type"] == ANSWER:
+            answers[events[at]["broker_id"]] = events[at]
+            at += 1
+        return answers
+
+    def answer_after(self, event: dict[str, Any], broker: int) -> dict[str, Any]:
+        """The broker's answer handled right after `event` (`answers_after`), made with no replica the first time."""
+        answers = self.answers_after(event)
+        if broker not in answers:
+            answers[broker] = {"type": ANSWER, "event_id": f"{event['event_id']}-answer-{broker}", "ts": event["ts"],
+                               "controller_epoch": event["controller_epoch"], "broker_id": broker,
+                               "offline_replicas": []}
+            events = self.result.events
+            at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is event) + 1
+            events[at:at + len(answers) - 1] = [answers[b] for b in sorted(answers)]
+        return answers[broker]
+
     @property
     def newest_event(self) -> dict[str, Any] | None:
-        """The output's last event (the events the importer moves keep it so)."""
-        return self.result.events[-1] if self.result.events else None
+        """The output's last event (the events the importer moves keep it so), past the answers after it: an answer
+        follows the event it was handled after (`answer_after`), no read of the controller's of its own."""
+        return next((e for e in reversed(self.result.events) if e["type"] != ANSWER), None)
 
     def event_at(self, event: dict[str, Any]) -> int | None:
         """Where `event` is in the output (None: a follower handed it out with an earlier poll)."""
@@ -398,8 +432,10 @@ class Context:
 
     def observe(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
                 cause: str, event_id: str | None) -> None:
-        if cause == "BrokerChange" and event_id is not None:
-            cause, event_id = self._queued_answer(txn, key, cause, event_id)
+        if (txn.zxid, key) in self.answer_writes:
+            cause, event_id = ANSWER, self.answer_writes.pop((txn.zxid, key))
+        elif cause == "BrokerChange" and event_id is not None:
+            cause, event_id = self._queued_answer(txn, key, before, after, cause, event_id)
         topic = self.topics.get(key[0]) or TopicAssignment({})
         self.written_for[key], self.written_at[key] = event_id, txn.zxid
         self.result.observed.append({
@@ -412,18 +448,19 @@ class Context:
             "decision": before is None or before.leader != after.leader or not set(before.isr) <= set(after.isr),
         })
 
-    def _queued_answer(self, txn: ZkTxn, key: tuple[str, int], cause: str, event_id: str) -> tuple[str, str]:
-        """A startup's write taking a replica offline after a later IsrChange's write, whose event carries the
-        startup's KAFKA_STORAGE_ERROR answer naming it (`logdirs.queued_startup_answer`): that answer's, handled
-        after the IsrChange (seed 1267: t0-0 elected by broker 1's startup, then leaderless after leader 4's AlterIsr
-        of t4-0)."""
+    def _queued_answer(self, txn: ZkTxn, key: tuple[str, int], before: PartitionState | None, after: PartitionState,
+                       cause: str, event_id: str) -> tuple[str, str]:
+        """A broker event's write taking a replica offline after an answer's event that names it and was handled
+        after the broker event: that answer's. A startup's own answer queued behind an IsrChange
+        (`logdirs.queued_startup_answer`; seed 1267: t0-0 elected by broker 1's startup, then leaderless after leader
+        4's AlterIsr of t4-0). A request's own answers' writes are marked where read (`answer_writes`)."""
         for event in reversed(self.result.events):
             if event["event_id"] == event_id:
                 break
-            named = event.get("storage_error_answers") if event["type"] == "IsrChange" else None
-            if named and event_zxid(event) < txn.zxid and \
-                    any((r["topic"], r["partition"]) == key for refs in named.values() for r in refs):
-                return "IsrChange", event["event_id"]
+            if event["type"] == ANSWER and event_zxid(event) < txn.zxid and before is not None and \
+                    drops(event["broker_id"], before, after) and \
+                    {"topic": key[0], "partition": key[1]} in event["offline_replicas"]:
+                return ANSWER, event["event_id"]
         return cause, event_id
 
     def reassigning(self, key: tuple[str, int]) -> bool:

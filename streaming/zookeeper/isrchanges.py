@@ -404,5 +404,7 @@ def _request_events(ctx: Context, request: AlterPartitionRequest, at: ZkTxn, suf
     refs = [{"topic": p.topic, "partition": p.partition} for p in request.partitions]
     # one request in flight per leader: its id and the answer's time name it (`suffix`: an earlier answer of it)
     sent = f"-alter-partition-{request.broker_id}-{request.answered_ms}{suffix}"
-    for p in request.partitions:
-        _asked(ctx, at, f"{sent}-{p.topic}-{p.partition}", request, p, refs, **fields)
+    events = [_asked(ctx, at, f"{sent}-{p.topic}-{p.partition}", request, p, refs, **fields)
+              for p in request.partitions]
+    if events and not fields:
+        logdirs.queued_startup_answer(ctx, at, events[-1])  # a startup's answer queued behind it (seed 1267)

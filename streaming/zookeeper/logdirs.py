@@ -17,8 +17,8 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
 startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
 it, goes with its STARTUP event (a dir that failed while the broker was down: no notification, `startup_answer`); a
-reassignment's, logged right after its request, with the request (`reassignment_answers`); a failover's are not read
-yet (docs/zookeeper.md, "JBOD").
+reassignment's, logged right after its request, is its own event right after the request (`reassignment_answers`,
+LeaderAndIsrResponseReceived); a failover's go with its ControllerChange (docs/zookeeper.md, "JBOD").
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streaming.zookeeper.context import LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_ms, event_zxid
+from streaming.zookeeper.context import ANSWER, LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_ms, event_zxid
 from streaming.zookeeper.statechange import ANSWER_MS, REQUEST_ANSWER_MS
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -106,8 +106,8 @@ def _answered_before_asked(ctx: Context, txn: ZkTxn, broker: int) -> bool:
     it any LeaderAndIsr since (onBrokerLogDirFailure's came after), naming partitions of the Admin API reassignment
     that is the newest event, within REQUEST_ANSWER_MS of its start: the broker's answer to that request's
     LeaderAndIsr (its dir failed writing the checkpoint of a partition the request made it lead; the notification
-    came first), handled right after the request and before the notification. The request's event names them
-    (`offline_replicas`, `log_dirs.request_answers`), not the notification's (seed 1113, Kafka 2.7.2: t1-3 on broker
+    came first), handled right after the request and before the notification: its own event right after the
+    request's (LeaderAndIsrResponseReceived), not the notification's (seed 1113, Kafka 2.7.2: t1-3 on broker
     1, 7 ms after its notification, 51 ms before the notification's LeaderAndIsr). Whether any was."""
     newest = ctx.newest_event
     request = ctx.cause_of(newest["event_id"]) if newest is not None else None
@@ -118,8 +118,7 @@ def _answered_before_asked(ctx: Context, txn: ZkTxn, broker: int) -> bool:
                 if ctx.offline_marks.request_answer(broker, (m["topic"], m["partition"]), txn.time, until,
                                                     (txn.time,))]
     for key in answered:
-        request.event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
-            {"topic": key[0], "partition": key[1]})
+        ctx.answer_after(request.event, broker)["offline_replicas"].append({"topic": key[0], "partition": key[1]})
         ctx.failed_replicas.setdefault(broker, set()).add(key)
     return bool(answered)
 
@@ -139,9 +138,8 @@ def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:
                      and ctx.replica_added_at.get(key, {}).get(broker, 0) > since)
 
 
-# The requests whose events carry other brokers' KAFKA_STORAGE_ERROR answers to their LeaderAndIsr, and the field.
-_ANSWERS_FIELD = {"PARTITIONS": "offline_replicas", "CONTROLLED_SHUTDOWN": "storage_error_answers",
-                  "FAILURE": "storage_error_answers"}
+# The requests whose KAFKA_STORAGE_ERROR answers to their LeaderAndIsr are read (each its own event after the request).
+_ANSWERED_REQUESTS = ("PARTITIONS", "CONTROLLED_SHUTDOWN", "FAILURE")
 
 
 def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list[int], left: int | None = None
@@ -155,20 +153,22 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     notification's answer; the znode reassignment's LeaderAndIsr got the answer); or any request's whose
     LeaderAndIsr the broker was handling when its dir failed, its notification coming right after the write (seed
     1114: broker 3's controlled shutdown made broker 4 t1-0's leader, writing t1-0's leader epoch checkpoint failed
-    the dir, the answer was handled 14 ms before the notification's znode). The request's event names it
-    (`offline_replicas`, `storage_error_answers`); with the state-change logs, only where a `Mark replicas` line of
+    the dir, the answer was handled 14 ms before the notification's znode). The answer is its own event right after
+    the request's (LeaderAndIsrResponseReceived, `Context.answer_after`), the write its (`Context.answer_writes`);
+    with the state-change logs, only where a `Mark replicas` line of
     the broker names the partition since the request. The notification is read ahead (`note_notifications`): a
     follower's poll that has not seen it yet reads the write as before. `left`: the leader that left the partition
     leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
     names the replica already (seed 1113)."""
     request = ctx.handling(txn)
-    if request is None or request.kind not in _ANSWERS_FIELD or key not in request.partitions or \
+    if request is None or request.kind not in _ANSWERED_REQUESTS or key not in request.partitions or \
             ctx.event_at(request.event) is None:
         return None
-    field = _ANSWERS_FIELD[request.kind]
     ref = {"topic": key[0], "partition": key[1]}
-    answered = [b for b in (*dropped[:1], left) if ref in request.event.get(field, {}).get(str(b), ())]
+    answers = ctx.answers_after(request.event)
+    answered = [b for b in (*dropped[:1], left) if b in answers and ref in answers[b]["offline_replicas"]]
     if len(dropped) <= 1 and answered:
+        ctx.answer_writes[txn.zxid, key] = answers[answered[0]]["event_id"]
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
     if len(dropped) != 1:
         return None
@@ -179,7 +179,9 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
             broker, key, event_ms(request.event), txn.time + REQUEST_ANSWER_MS):
         return None
-    request.event.setdefault(field, {}).setdefault(str(broker), []).append(ref)
+    answer = ctx.answer_after(request.event, broker)
+    answer["offline_replicas"].append(ref)
+    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
     ctx.failed_replicas.setdefault(broker, set()).add(key)
     return request
 
@@ -207,24 +209,24 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
         elif cause.kind == "LOG_DIR" and cause.broker is not None and cause.broker not in started and \
                 dropped.get(cause.broker, False) and fits(ctx, cause, key, True) and \
                 (cause.logged is not None or _answer_pending(ctx, txn, cause)):
-            return _answered_after_request(ctx, txn, cause)
+            return _answered_after_request(ctx, txn, cause, key)
     return None
 
 
-def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause) -> Cause:
+def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int]) -> Cause:
     """With the state-change logs: the notification's answer written right after an Admin API reassignment the
-    controller handled between the notification and the answer (queued while the broker answered) is handled after
-    that request, and its event carries the answer (`offline_replicas`, taken offline right after it:
-    `log_dirs.request_answers`), not the notification's, which names nothing new then (seed 1035: broker 4's
-    answer, t0-1, after the reassignment of t2-0; isrflow had sent its requests before the request's). Not once a
-    follower handed either out."""
+    controller handled between the notification and the answer (queued while the broker answered) is handled after that
+    request: its own event right after the request's (LeaderAndIsrResponseReceived), not the notification's, which names
+    nothing new then (seed 1035: broker 4's answer, t0-1, after the reassignment of t2-0; isrflow had sent its requests
+    before the request's). Not once a follower handed either out."""
     request = ctx.handling(txn)
     if cause.logged is None or request is None or request.kind != "PARTITIONS" or \
             event_zxid(request.event) < event_zxid(cause.event) or ctx.event_at(request.event) is None or \
             ctx.event_at(cause.event) is None:
         return cause
-    answers = request.event.setdefault("offline_replicas", {}).setdefault(str(cause.broker), [])
-    answers.extend(r for r in cause.event["offline_replicas"] if r not in answers)
+    answer = ctx.answer_after(request.event, cause.broker or 0)
+    answer["offline_replicas"].extend(r for r in cause.event["offline_replicas"] if r not in answer["offline_replicas"])
+    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
     cause.event["offline_replicas"] = []
     cause.logged = frozenset()
     return request
@@ -256,8 +258,7 @@ def reassignment_answers(ctx: Context, event: dict[str, Any], replicas: dict[tup
                     any(since <= t <= until for t in ctx.notified_at.get(broker, ())):
                 continue
             if marks.request_answer(broker, key, since, until):
-                event.setdefault("offline_replicas", {}).setdefault(str(broker), []).append(
-                    {"topic": key[0], "partition": key[1]})
+                ctx.answer_after(event, broker)["offline_replicas"].append({"topic": key[0], "partition": key[1]})
                 ctx.failed_replicas[broker].add(key)
 
 
@@ -388,11 +389,13 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     """With the state-change logs: a broker that announced a failed dir before and registered again answers the
     startup's LeaderAndIsr with KAFKA_STORAGE_ERROR again (the rules take its known failed replicas offline again).
     That answer is an event of its own (LeaderAndIsrResponseReceived), queued behind what came while the broker
-    answered: where the controller wrote a leader's AlterIsr (`event`, its IsrChange) after the startup and before
-    the answer's `Mark replicas` line, the answer comes after that request, which carries it (`storage_error_answers`;
-    the newest such one), and the startup takes nothing offline (`storage_error_answer_queued`). Seed 1255 (Kafka
-    2.8.2): broker 4's answer naming t2-0 came as the controller handled leader 2's AlterIsr of t0-0 (written 30.505,
-    marked 30.510). Not across a new controller, nor once a follower handed the startup out."""
+    answered: where the controller wrote a leader's AlterIsr (`event`, its IsrChange), or answered one without a
+    write, after the startup and before the answer's `Mark replicas` line, the answer's event goes right after that
+    request's (the newest such one), and the startup takes nothing offline (`storage_error_answer_queued`). Seed
+    1255 (Kafka 2.8.2): broker 4's answer naming t2-0 came as the controller handled leader 2's AlterIsr of t0-0
+    (written 30.505, marked 30.510); seed 1267 (Kafka 3.0.2): broker 1's after leader 4's AlterIsr of t4-0 (written
+    47.058) and leader 2's of t1-0 (answered without a write at 47.060; marked 47.079). Not across a new controller,
+    nor once a follower handed the startup out."""
     marks = ctx.offline_marks
     startup = next((c for c in reversed(ctx.causes) if c.kind in ("STARTUP", "FAILOVER")), None)
     if marks is None or startup is None or startup.kind != "STARTUP" or startup.broker is None or \
@@ -407,11 +410,10 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
                 None)
     if mark is None or mark.at_ms <= txn.time:
         return
-    for earlier in ctx.result.events[ctx.event_at(startup.event) + 1:]:
-        if earlier is not event and str(broker) in (earlier.get("storage_error_answers") or {}):
-            del earlier["storage_error_answers"][str(broker)]  # an AlterIsr before this one: not the newest
-            if not earlier["storage_error_answers"]:
-                del earlier["storage_error_answers"]
+    events = ctx.result.events
+    for earlier in events[ctx.event_at(startup.event) + 1:]:
+        if earlier["type"] == ANSWER and earlier["broker_id"] == broker:
+            events.remove(earlier)  # after an AlterIsr before this one: not the newest
     startup.event["storage_error_answer_queued"] = True
-    event.setdefault("storage_error_answers", {})[str(broker)] = [
+    ctx.answer_after(event, broker)["offline_replicas"] = [
         {"topic": t, "partition": p} for t, p in sorted(mark.replicas)]

@@ -20,6 +20,7 @@ from streaming.zookeeper.context import (
     Context,
     PartitionState,
     TopicAssignment,
+    drops,
     event_zxid,
 )
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
@@ -68,12 +69,12 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     if cause.kind == "LOG_DIR":
         logdirs.explained(ctx, cause, key)
     elif cause.kind == "FAILOVER":
-        logdirs.answer_explained(ctx, cause, key, [b for b in ctx.brokers if _drops(b, before, after)])
+        logdirs.answer_explained(ctx, cause, key, [b for b in ctx.brokers if drops(b, before, after)])
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     if cause.kind == "STARTUP":
         isrchanges.completed_by_startup(ctx, cause, key, before)
-        logdirs.answer_explained(ctx, cause, key, [b for b in cause.brokers if _drops(b, before, after)])
+        logdirs.answer_explained(ctx, cause, key, [b for b in cause.brokers if drops(b, before, after)])
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
 
@@ -106,7 +107,7 @@ def _answer_after_read(ctx: Context, cause: Cause, key: tuple[str, int], before:
     t1-1 leaderless again after that reassignment's bump, "Mark replicas t1-1 on broker 1 as offline" logged
     after the failover's last write)."""
     if cause.kind != "FAILOVER" or not cause.event.get("reads_reassignment_znode") or \
-            not any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause) for b in ctx.brokers):
+            not any(drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause) for b in ctx.brokers):
         return cause
     return next((c for c in reversed(ctx.causes) if c.within is cause and c.event.get("read_at_failover")), cause)
 
@@ -294,7 +295,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # reassigning partition after it is that broker's controlled shutdown too (seed 439); its requests'
             # answers (a replica in a failed log dir) come after it
             return newest and ((reassigning and not cause.finished) or key[0] in ctx.deleting or (
-                not any(_drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
+                not any(drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
                         for b in ctx.brokers) and
                 ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))
         case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
@@ -304,10 +305,10 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # A leaderless partition kept leaderless is a resumed reassignment's bump (A1) or a deletion's retry,
             # never a failed election, which writes nothing (seed 1030: an Admin API reassignment asked again, after
             # an unrelated startup and an AlterPartition)
-            if any(_drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause)
+            if any(drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause)
                    for b in cause.brokers):
                 return True
-            return not any(_drops(b, before, after) for b in cause.brokers) and (
+            return not any(drops(b, before, after) for b in cause.brokers) and (
                 (before.leader == NO_LEADER and (after.leader != NO_LEADER or key[0] in ctx.deleting)) or
                 (reassigning and bool(cause.brokers & set(topic.target(key[1])))
                  and _may_drop_from_isr(ctx, key, before, after) and _may_move_leader(ctx, key, before, after)))
@@ -316,7 +317,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # replica's broker of a topic being deleted also retries the failed deletions (resumeDeletions).
             # A leaderless partition whose last ISR member it was: the ISR written unchanged, the epoch bumped.
             return cause.broker not in ctx.brokers and (
-                _drops(cause.broker, before, after) or
+                drops(cause.broker, before, after) or
                 (before.leader == after.leader == NO_LEADER and before.isr == after.isr == (cause.broker,)) or
                 (before.leader not in ctx.brokers and after.leader != before.leader) or
                 (key[0] in ctx.deleting and topic is not None and cause.broker in topic.replicas.get(key[1], ())))
@@ -324,7 +325,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # write per partition (doControlledShutdown: an election of those it leads, OfflineReplica of the others):
             # a second drop of the broker from one partition is its next request, a retry (seed 1023: a leader took it
             # back into the ISR between the two)
-            return cause.broker in ctx.brokers and _drops(cause.broker, before, after) and key not in cause.partitions
+            return cause.broker in ctx.brokers and drops(cause.broker, before, after) and key not in cause.partitions
         case "CONFIG":  # unclean.leader.election.enable turned on: offline partitions elect uncleanly. Another
             # config (a reassignment's throttles) writes nothing, nor does an election that elects nobody (seed 422:
             # the Admin API reassignment's bump came after the throttles' znode)
@@ -355,11 +356,6 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             return key in cause.partitions and newest and ctx.written_for.get(key) != cause.event["event_id"]
         case _:
             return False
-
-
-def _drops(broker: int | None, before: PartitionState, after: PartitionState) -> bool:
-    """Whether a write takes `broker` out of the leadership or the ISR."""
-    return (before.leader == broker and after.leader != broker) or (broker in before.isr and broker not in after.isr)
 
 
 def _taken_offline(broker: int | None, before: PartitionState, after: PartitionState) -> bool:

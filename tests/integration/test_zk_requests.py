@@ -512,7 +512,7 @@ def test_a_log_dirs_answer_queued_behind_a_reassignment_is_no_controlled_shutdow
            "(isrflow 165)" in summary and all(r["match"] for r in rows)
     by_id = {e["event_id"]: e for e in events}
     assert by_id["zk-191"]["offline_replicas"] == []
-    assert by_id["zk-193-t2"]["offline_replicas"] == {"4": [{"topic": "t0", "partition": 1}]}
+    assert by_id["zk-193-t2-answer-4"]["offline_replicas"] == [{"topic": "t0", "partition": 1}]  # its own event
 
 
 def test_a_reassignment_back_onto_a_failed_replica_the_new_controller_forgot_takes_it_offline_again(
@@ -532,13 +532,17 @@ def test_a_reassignment_back_onto_a_failed_replica_the_new_controller_forgot_tak
     # notification's own LeaderAndIsr, and isrflow gives that mark to the notification (docs/zookeeper.md).
     assert "LeaderAndIsr 84 of 86 (isrflow 85), StopReplica 19 of 20 (isrflow 19), UpdateMetadata 301 of 309 " \
            "(isrflow 305)" in summary
-    reassigned = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-202-t2"]
-    assert [e["offline_replicas"] for e in reassigned] == [{"3": [{"topic": "t2", "partition": 0}]}]
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    ids = [e["event_id"] for e in events]
+    answer = events[ids.index("zk-202-t2") + 1]  # the answer, its own event right after the request
+    assert (answer["event_id"], answer["broker_id"], answer["offline_replicas"]) == (
+        "zk-202-t2-answer-3", 3, [{"topic": "t2", "partition": 0}])
     sent = [(r["broker"], r["request"]) for r in read_jsonl(tmp_path / "requests.jsonl")
-            if r["event_id"] == "zk-202-t2" and r["request"] != "UPDATE_METADATA"]
+            if r["event_id"] in ("zk-202-t2", "zk-202-t2-answer-3") and r["request"] != "UPDATE_METADATA"]
     assert sent == [(3, "LEADER_AND_ISR"), (4, "LEADER_AND_ISR"), (3, "LEADER_AND_ISR"), (4, "LEADER_AND_ISR"),
                     (3, "STOP_REPLICA")]
-    answered = {(r["broker"], r["request"]) for r in rows if r["match"] and r["isrflow"]["event_id"] == "zk-202-t2"}
+    answered = {(r["broker"], r["request"]) for r in rows
+                if r["match"] and r["isrflow"]["event_id"] == "zk-202-t2-answer-3"}
     assert {(4, "LEADER_AND_ISR"), (3, "STOP_REPLICA")} <= answered
 
 
@@ -654,12 +658,13 @@ def test_a_brokers_storage_error_answer_to_a_controlled_shutdowns_leader_and_isr
     assert "LeaderAndIsr 60 of 60 (isrflow 60), StopReplica 7 of 7 (isrflow 7), UpdateMetadata 139 of 139 " \
            "(isrflow 139)" in summary
     events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
-    assert events["zk-164-3"]["storage_error_answers"] == {"4": [{"topic": "t1", "partition": 0}]}
+    assert events["zk-164-3-answer-4"]["offline_replicas"] == [{"topic": "t1", "partition": 0}]
+    assert list(events).index("zk-164-3-answer-4") == list(events).index("zk-164-3") + 1
     assert events["zk-170"]["offline_replicas"] == [{"topic": "t2", "partition": 0}]  # the rest of the failed dir
     assert [e["broker_id"] for e in events.values() if e.get("change") == "CONTROLLED_SHUTDOWN"] == [3]
     # The answer's requests follow the shutdown's: the election's LeaderAndIsr to 2, OfflineReplica's to 2 and 3
     # (shutting down, still sent), its StopReplica to 4.
-    assert _leader_and_isr(tmp_path, "zk-164-3")[-3:] == [(1, 2, ["t1-0"]), (2, 2, ["t1-0"]), (2, 3, ["t1-0"])]
+    assert _leader_and_isr(tmp_path, "zk-164-3-answer-4") == [(0, 2, ["t1-0"]), (1, 2, ["t1-0"]), (1, 3, ["t1-0"])]
 
 
 def test_a_failover_whose_read_the_controller_log_names_ends_before_a_later_znode_reassignment(tmp_path: Path) -> None:
@@ -683,11 +688,13 @@ def test_a_failover_whose_read_the_controller_log_names_ends_before_a_later_znod
     # Broker 2's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr (zk-245-2; t1-1 and t3-1 marked offline at
     # 06:11:16.906) was handled after broker 1's AlterIsr of t3-0, sent at .890 before the answer came in (.893): its
     # UpdateMetadata (.905) went first. isrflow had taken the answer within the startup (UpdateMetadata 231 of 233);
-    # now the IsrChange carries it, as in seed 1255.
+    # now it is an event of its own right after the IsrChange, as in seed 1255.
+    ids = [e["event_id"] for e in events]
     events = {e["event_id"]: e for e in events}
     assert events["zk-245-2"]["storage_error_answer_queued"] is True
-    assert events["zk-247-t3-0"]["storage_error_answers"] == {"2": [{"topic": "t1", "partition": 1},
-                                                                    {"topic": "t3", "partition": 1}]}
+    assert events["zk-247-t3-0-answer-2"]["offline_replicas"] == [{"topic": "t1", "partition": 1},
+                                                                  {"topic": "t3", "partition": 1}]
+    assert ids.index("zk-247-t3-0-answer-2") == ids.index("zk-247-t3-0") + 1
 
 
 def test_a_failover_logged_in_controller_log_ends_and_a_later_read_retries_the_deletions_queued_before(
@@ -750,7 +757,7 @@ def test_a_reassignments_answer_before_the_notifications_leader_and_isr_and_a_no
     assert "12 of 12 equal" in summary
     events = read_jsonl(tmp_path / "zk" / "events.jsonl")
     by_id = {e["event_id"]: e for e in events}
-    assert by_id["zk-150-t1"]["offline_replicas"] == {"1": [{"topic": "t1", "partition": 3}]}
+    assert by_id["zk-150-t1-answer-1"]["offline_replicas"] == [{"topic": "t1", "partition": 3}]  # its own event
     assert by_id["zk-156"]["offline_replicas"] == []
     order = [e["event_id"] for e in events]
     assert order.index("zk-158-t1-4") < order.index("zk-156")
@@ -860,19 +867,22 @@ def test_a_startups_storage_error_answer_queued_behind_an_alter_isr_comes_after_
     # 30.495, as the controller handled leader 2's AlterIsr of t0-0 (zk-162-t0-0, written 30.505, UpdateMetadata
     # 30.507); the answer, an event of its own, came after it ("Mark replicas t2-0 on broker 4 as offline" at 30.510:
     # LeaderAndIsr, UpdateMetadata of t2-0, StopReplica, an UpdateMetadata of no partition). isrflow had handled it
-    # within the startup, before the AlterIsr: UpdateMetadata 160 of 163. Now the IsrChange carries the answer
-    # (`storage_error_answers`) and the startup leaves it (`storage_error_answer_queued`).
+    # within the startup, before the AlterIsr: UpdateMetadata 160 of 163. Now the answer is its own event after the
+    # IsrChange (LeaderAndIsrResponseReceived) and the startup leaves it (`storage_error_answer_queued`).
     logs = ZKLOG / "requests" / "zookeeper-2.8-dirs-3-seed-1255"
     summary, rows = _replayed(logs / "version-2", tmp_path, logs)
     assert "LeaderAndIsr 52 of 52 (isrflow 52), StopReplica 8 of 8 (isrflow 8), UpdateMetadata 163 of 163 " \
            "(isrflow 163)" in summary and all(r["match"] for r in rows)
     events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
     assert events["zk-160-4"]["storage_error_answer_queued"] is True
-    assert events["zk-162-t0-0"]["storage_error_answers"] == {"4": [{"topic": "t2", "partition": 0}]}
-    assert [e for e in events.values() if "storage_error_answers" in e] == [events["zk-162-t0-0"]]
+    answers = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["type"] == "LeaderAndIsrResponseReceived"]
+    assert [(e["event_id"], e["broker_id"], e["offline_replicas"]) for e in answers] == [
+        ("zk-162-t0-0-answer-4", 4, [{"topic": "t2", "partition": 0}])]
+    ids = list(events)
+    assert ids.index("zk-162-t0-0-answer-4") == ids.index("zk-162-t0-0") + 1
     offline = [(r["broker"], r["isrflow"]["event_id"]) for r in rows if r["request"] == "STOP_REPLICA"
                and r["controller"]["time"].endswith("30.518")]
-    assert offline == [(4, "zk-162-t0-0")]
+    assert offline == [(4, "zk-162-t0-0-answer-4")]
 
 
 def test_a_later_controllers_mark_of_a_broker_answers_its_reassignment_not_the_brokers_old_notification(
@@ -1113,13 +1123,18 @@ def test_a_failovers_answer_handled_before_anothers_reads_only_its_own_failed_re
     assert sorted(empty) == [1, 2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason="seed 1267: broker 1's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr "
-                   "(zk-257-1; t0-0, t2-0, Mark replicas 12:08:47.079) was handled after the UpdateMetadata requests "
-                   "of .058 and .077 (ISR changes of zk-260); isrflow handles it before the second: within the "
-                   "startup, or (main's new-1255 rule, `storage_error_answers`) after t4-0's ISR change only")
 def test_every_request_of_seed_1267_is_modelled(tmp_path: Path) -> None:
+    # Broker 1's KAFKA_STORAGE_ERROR answer to its startup's LeaderAndIsr (zk-257-1; t0-0, t2-0, Mark replicas
+    # 12:08:47.079) was handled after two AlterIsr requests that came while it answered: leader 4's of t4-0 (written
+    # .058) and leader 2's of t1-0 (answered without a write at .060, its UpdateMetadata .077). isrflow had handled it
+    # within the startup, then after t4-0's ISR change only (UpdateMetadata 412 of 420). Now the answer is its own
+    # event (LeaderAndIsrResponseReceived) after the newest request answered before its mark, written or not.
     summary, rows = _replayed(SEED_1267 / "version-2", tmp_path)
     assert "UpdateMetadata 420 of 420 (isrflow 420)" in summary and all(r["match"] for r in rows)
+    assert "11 of 11 equal" in summary
+    ids = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl")]
+    asked = "zk-260-alter-partition-2-1795781327060-t1-0"
+    assert ids[ids.index(asked) + 1] == f"{asked}-answer-1"
 
 
 def test_a_dir_failing_as_its_broker_deletes_a_replica_fails_the_deletion_and_the_notification_asks_again(

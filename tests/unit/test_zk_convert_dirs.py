@@ -211,13 +211,15 @@ def test_a_notifications_answer_written_after_a_reassignment_handled_meanwhile_g
     mark = f"[{at}] INFO [Controller id=1] Mark replicas t-1 on broker 3 as offline (state.change.logger)\n"
     converted = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
     events = converted.events
-    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "ReassignPartitions"]
-    assert events[-2]["offline_replicas"] == []
-    assert events[-1]["offline_replicas"] == {"3": [{"topic": "t", "partition": 1}]}
+    assert [e["type"] for e in events[-3:]] == ["LogDirEventNotification", "ReassignPartitions",
+                                                "LeaderAndIsrResponseReceived"]
+    assert events[-3]["offline_replicas"] == []
+    assert (events[-1]["broker_id"], events[-1]["offline_replicas"]) == (3, [{"topic": "t", "partition": 1}])
     assert converted.observed[-1]["cause_event_id"] == events[-1]["event_id"]
     # From the directory alone (no mark), the notification explains the write as before.
     events = convert(z.history()).events
-    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 1}] and "offline_replicas" not in events[-1]
+    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "ReassignPartitions"]
+    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 1}]
 
 
 def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notification_is_no_shutdown_of_its_own(
@@ -232,12 +234,12 @@ def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notificat
     log_dir_failure(z, 3)  # t-0's replica on 3 is in its other dir: no write
     z.session_end(2, clean=True)
     events, observed, decisions = replayed(z.history())
-    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-3:]] == [
-        ("BrokerChange", "CONTROLLED_SHUTDOWN", 2), ("LogDirEventNotification", None, 3),
-        ("BrokerChange", "FAILURE", 2)]
-    shutdown = events[-3]
-    assert shutdown["storage_error_answers"] == {"3": [{"topic": "t", "partition": 1}]}
-    assert [o["cause_event_id"] for o in observed[-3:]] == [shutdown["event_id"]] * 3
+    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-4:]] == [
+        ("BrokerChange", "CONTROLLED_SHUTDOWN", 2), ("LeaderAndIsrResponseReceived", None, 3),
+        ("LogDirEventNotification", None, 3), ("BrokerChange", "FAILURE", 2)]
+    shutdown, answer = events[-4:-2]
+    assert answer["offline_replicas"] == [{"topic": "t", "partition": 1}]
+    assert [o["cause_event_id"] for o in observed[-3:]] == [shutdown["event_id"]] * 2 + [answer["event_id"]]
     assert_every_history_equal(observed, decisions)
     # Without the notification right after, the write is broker 3's controlled shutdown, as before.
     z = created()

@@ -12,6 +12,11 @@ def failed_dir(c: Cluster, broker: int, *replicas: tuple[str, int]) -> Result:
                   offline_replicas=[{"topic": t, "partition": p} for t, p in replicas])
 
 
+def answer(c: Cluster, broker: int, *replicas: tuple[str, int]) -> Result:
+    return c.send("LeaderAndIsrResponseReceived", broker_id=broker,
+                  offline_replicas=[{"topic": t, "partition": p} for t, p in replicas])
+
+
 def jbod() -> Cluster:
     """Brokers 1-3; t-0 led by 2, t-1 followed by 2, t-2 led by 2 (not in the failed dir), u-0 only on 2."""
     c = Cluster()
@@ -77,14 +82,40 @@ def test_a_startups_answer_queued_behind_an_alter_isr_takes_the_replicas_offline
     # The startup forgot the broker's offline replicas and asks again; until the answer, u-0 counts online.
     assert [(d.leader, d.isr) for d in started.decisions_for("u", 0)] == [(2, (2,))]
     assert 2 not in c.controller.cluster.replicas_on_offline_dirs
-    changed = c.isr_change("t", 1, [1, 3, 2], storage_error_answers={"2": [{"topic": "u", "partition": 0}]})
-    assert [(d.topic, d.leader, sorted(d.isr)) for d in changed.decisions] == [("t", 1, [1, 2, 3]), ("u", -1, [2])]
+    changed = c.isr_change("t", 1, [1, 3, 2])
+    assert [(d.topic, d.leader, sorted(d.isr)) for d in changed.decisions] == [("t", 1, [1, 2, 3])]
+    # Its answer, an event of its own after the IsrChange.
+    answered = answer(c, 2, ("u", 0))
+    assert [(d.topic, d.leader, sorted(d.isr)) for d in answered.decisions] == [("u", -1, [2])]
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
     # Without the queued answer the startup takes u-0 offline itself (as before).
     c = jbod()
     failed_dir(c, 2, ("u", 0))
     c.failure(2)
     assert [(d.leader, d.isr) for d in c.startup(2).decisions_for("u", 0)] == [(2, (2,)), (-1, (2,))]
+
+
+def test_a_storage_error_answer_takes_the_replicas_not_known_offline_offline() -> None:
+    # processLeaderAndIsrResponseReceived: the answer's replicas join the broker's replicasOnOfflineDirs, the new ones
+    # go offline (onReplicasBecomeOffline): t-0 led by 2 gets a new leader, t-1 loses 2 from its ISR.
+    c = jbod()
+    failed_dir(c, 2, ("t", 0))
+    result = answer(c, 2, ("t", 0), ("t", 1))
+    assert [(d.topic, d.partition, d.leader, sorted(d.isr)) for d in result.decisions] == [("t", 1, 1, [1, 3])]
+    assert {d.cause for d in result.decisions} == {"LeaderAndIsrResponseReceived"}
+    assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("t", 0), ("t", 1)})}
+    assert "2 replica(s) in failed dirs, 1 newly offline: t-1" in result.cluster_row.message
+    # Answered again: nothing new, nothing sent.
+    assert answer(c, 2, ("t", 1)).decisions == []
+
+
+def test_a_storage_error_answer_of_a_broker_gone_or_of_replicas_it_does_not_host_changes_nothing() -> None:
+    c = jbod()
+    assert answer(c, 1, ("u", 0)).cluster_row.outcome == "NO_OP"  # broker 1 hosts no replica of u-0
+    c.failure(2)
+    gone = answer(c, 2, ("t", 0))
+    assert (gone.decisions, gone.cluster_row.outcome) == ([], "NO_OP")
+    assert 2 not in c.controller.cluster.replicas_on_offline_dirs
 
 
 def test_a_failover_asks_the_brokers_again() -> None:
@@ -197,9 +228,10 @@ def test_a_new_replica_the_notification_did_not_name_goes_offline_at_a_later_rea
     c.reassign(("x", 0, [1, 3, 2, 4]), through_znode=True)
     c.isr_change("x", 0, [1, 3, 2])
     assert failed_dir(c, 2).decisions == []
-    answers = {"2": [{"topic": "x", "partition": 0}]}
-    result = c.reassign(("x", 0, [2, 4]), through_znode=True, offline_replicas=answers)
-    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("x", 0)] == [(1, [1, 2, 3]), (1, [1, 3])]
+    reassigned = c.reassign(("x", 0, [2, 4]), through_znode=True)
+    assert [(d.leader, sorted(d.isr)) for d in reassigned.decisions_for("x", 0)] == [(1, [1, 2, 3])]
+    result = answer(c, 2, ("x", 0))  # its own event, after the request
+    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("x", 0)] == [(1, [1, 3])]
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("x", 0)})}
     assert "answered KAFKA_STORAGE_ERROR for 1 replica(s) in failed dirs, 1 newly offline: x-0" in \
         result.cluster_row.message
@@ -234,9 +266,9 @@ def test_a_new_controller_forgets_a_failed_replica_it_did_not_ask_about_and_lear
     assert c.rec("x", 0).replicas == (1,)
     c.controller_change(1)
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
-    answers = {"2": [{"topic": "x", "partition": 0}]}
-    result = c.reassign(("x", 0, [1, 2]), offline_replicas=answers)
-    assert "1 newly offline: x-0" in result.cluster_rows[-1].message
+    c.reassign(("x", 0, [1, 2]))
+    result = answer(c, 2, ("x", 0))
+    assert "1 newly offline: x-0" in result.cluster_row.message
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0), ("x", 0)})}
 
 
@@ -266,14 +298,14 @@ def test_another_brokers_answer_to_a_controlled_shutdowns_leader_and_isr_takes_i
     # the controller took that replica offline after the shutdown (an election, 4 out of the ISR), before broker 4's
     # notification. Here: broker 1 shuts down, 2 takes t-1's leadership and answers for it.
     c = jbod()
-    answers = {"2": [{"topic": "t", "partition": 1}]}
-    result = c.shutdown(1, storage_error_answers=answers)
-    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("t", 1)] == [(2, [2, 3]), (3, [3])]
-    assert [d.cause for d in result.decisions_for("t", 1)] == ["BrokerChange"] * 2
-    assert [(d.leader, sorted(d.isr)) for d in result.decisions_for("t", 0)] == [(2, [2, 3])]  # 1 out only
+    shutdown = c.shutdown(1)
+    assert [(d.leader, sorted(d.isr)) for d in shutdown.decisions_for("t", 1)] == [(2, [2, 3])]
+    result = answer(c, 2, ("t", 1))  # its own event, after the shutdown
+    assert [(d.leader, sorted(d.isr)) for d in result.decisions] == [(3, [3])]
+    assert [(d.leader, sorted(d.isr)) for d in shutdown.decisions_for("t", 0)] == [(2, [2, 3])]  # 1 out only
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("t", 1)})}
     assert "answered KAFKA_STORAGE_ERROR for 1 replica(s) in failed dirs, 1 newly offline: t-1" in \
-        result.cluster_rows[-1].message
+        result.cluster_row.message
     # The notification that follows asks again: t-1 is known offline, nothing more goes.
     assert failed_dir(c, 2, ("t", 1)).decisions == []
 
