@@ -900,10 +900,11 @@ def test_a_later_controllers_mark_of_a_broker_answers_its_reassignment_not_the_b
            "(isrflow 234)" in summary and all(r["match"] for r in rows)
     events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
     assert events["zk-122"]["offline_replicas"] == []
-    assert events["zk-225-t1"]["offline_replicas"] == {"1": [{"topic": "t1", "partition": 0}]}
+    # the answer is its own event, right after the reassignment's (LeaderAndIsrResponseReceived)
+    assert events["zk-225-t1-answer-1"]["offline_replicas"] == [{"topic": "t1", "partition": 0}]
     stopped = [(r["broker"], r["isrflow"]["event_id"]) for r in rows if r["request"] == "STOP_REPLICA"
                and r["controller"]["time"].endswith("04.510")]
-    assert stopped == [(1, "zk-225-t1")]
+    assert stopped == [(1, "zk-225-t1-answer-1")]
 
 
 def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_them(tmp_path: Path) -> None:
