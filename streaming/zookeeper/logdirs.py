@@ -374,6 +374,24 @@ def answer_explained(ctx: Context, cause: Cause, key: tuple[str, int], dropped: 
             ctx.failed_replicas.setdefault(broker, set()).add(key)
 
 
+def answered_before_elected(ctx: Context, cause: Cause, key: tuple[str, int], dropped: list[int], leader: int
+                            ) -> None:
+    """From the directory alone (no `Mark replicas` lines, so no `answer_order`): each of a failover's answers is
+    handled before the next is in (processLeaderAndIsrResponseReceived records a broker's offline replicas only when
+    its own event runs), so a write that drops brokers known in failed dirs and elects `leader`, whose replica of the
+    partition is known in a failed dir too, shows their answers handled before the leader's. Seed 1269 (Kafka
+    3.5.2): t0-1 elected onto broker 4 at broker 2's answer, leaderless at broker 4's: the ControllerChange's
+    `answer_order` is [2, 4]. Not once a follower has handed the failover out."""
+    if ctx.offline_marks is not None or cause.kind != "FAILOVER" or ctx.event_at(cause.event) is None or \
+            key not in ctx.failed_replicas.get(leader, ()):
+        return
+    first = sorted(b for b in dropped if key in ctx.failed_replicas.get(b, ()))
+    order = list(cause.event.get("answer_order", []))
+    if not first or leader in order or leader in first:
+        return
+    cause.event["answer_order"] = order + [b for b in first if b not in order] + [leader]
+
+
 def _unread_answer(ctx: Context, cause: Cause, broker: int) -> dict[str, Any] | None:
     """The ControllerChange that carries the broker's answer to `cause`'s LeaderAndIsr: the failover's own, when it
     deleted the broker's notification unread; for a STARTUP, that of the failover that deleted it while the broker

@@ -69,7 +69,9 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     if cause.kind == "LOG_DIR":
         logdirs.explained(ctx, cause, key)
     elif cause.kind == "FAILOVER":
-        logdirs.answer_explained(ctx, cause, key, [b for b in ctx.brokers if drops(b, before, after)])
+        dropped = [b for b in ctx.brokers if drops(b, before, after)]
+        logdirs.answered_before_elected(ctx, cause, key, dropped, after.leader)
+        logdirs.answer_explained(ctx, cause, key, dropped)
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     if cause.kind == "STARTUP":

@@ -27,12 +27,6 @@ NOT_YET: dict[str, str] = {
                               "it (epoch 9); isrflow took the answer as in. Every history equal only because the two "
                               "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
                               "to the deletion work",
-    "zookeeper-3.5-dirs-2-seed-1269": "t0-1 at failover zk-205 from ZooKeeper alone: brokers 2 and 4 answered its "
-                                      "LeaderAndIsr with KAFKA_STORAGE_ERROR for t0-1, 2 first (their `Mark "
-                                      "replicas` lines); broker 2's answer elected 4 before broker 4's came. The "
-                                      "directory alone gives no order: every answer counts as in at once (seed 437), "
-                                      "leaderless at once. With the brokers' logs all 20 histories and 90 decisions "
-                                      "agree (test_zk_requests.py)",
     "zookeeper-2.7-dirs-3-seed-1203": "four decisions of one DeleteTopics (t4, t5, t0, t1, t3) from ZooKeeper alone: "
                                       "the controller read t4, then t5, then t0 with t1 and t3 (controller.log); "
                                       "the importer, which saw t4's read write nothing before t0's znode, reads t4, "

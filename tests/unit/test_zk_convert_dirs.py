@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from streaming.zookeeper.context import Context, PartitionState
+from streaming.zookeeper.context import NO_LEADER, Context, PartitionState
 from streaming.zookeeper.controllerlog import ControllerReads, parse_controller_log
 from streaming.zookeeper.convert import Converter, convert
 from streaming.zookeeper.partitionstate import _live_replica_offline
@@ -636,3 +636,30 @@ def test_a_registered_brokers_replica_in_a_failed_dir_is_not_a_live_replica_take
     isr_1_3 = PartitionState(1, (1, 3), 10, 11)
     assert not _live_replica_offline(ctx, ("t1", 0), isr_1_3, PartitionState(1, (1,), 11, 12))
     assert _live_replica_offline(ctx, ("t1", 0), isr_1_3, PartitionState(-1, (3,), 11, 12))
+
+
+def test_from_the_directory_alone_a_failovers_answer_electing_a_replica_in_a_failed_dir_orders_the_answers() -> None:
+    # Campaign seed 1269 (Kafka 3.5.2), from its ZooKeeper directory alone: t-0's replicas on brokers 2 and 4 are in
+    # failed dirs (both notifications read), its leader 3 dies with controller 1. Controller 2's failover elects 2
+    # uncleanly; 2's answer elects 4, whose answer is still queued; 4's answer leaves t-0 leaderless. Counting every
+    # answer in at once, isrflow wrote t-0 leaderless at 2's answer: the write electing 4 orders the answers.
+    z = Ensemble((1, 2, 3, 4))
+    z.txn(0x9000, ZnodeOp("create", "/config/topics/t",
+                          b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}', 0))
+    z.topic({0: [3, 2, 4]})
+    z.state(0, 3, [3, 2, 4], 0)
+    log_dir_failure(z, 2)
+    z.state(0, 3, [3, 4], 1)
+    log_dir_failure(z, 4)
+    z.state(0, 3, [3], 2)
+    z.close(z.sessions[1], "/brokers/ids/1", "/controller")
+    z.session_end(3)  # no controller reads it: the failover finds 3 gone
+    z.elect(2, 2)
+    z.state(0, NO_LEADER, [3], 3)  # the failover: dead 3's replica offline (ReplicaStateMachine.startup)
+    z.state(0, 2, [2], 4, recovering=True)  # its unclean election: it knows no failed dir yet
+    z.state(0, 4, [4], 5, recovering=True)  # broker 2's answer
+    z.state(0, NO_LEADER, [4], 6, recovering=True)  # broker 4's answer
+    events, observed, decisions = replayed(z.history())
+    [failover] = [e for e in events if e["type"] == "ControllerChange" and e["controller_id"] == 2]
+    assert failover["answer_order"] == [2, 4]
+    assert_every_history_equal(observed, decisions)
