@@ -16,11 +16,12 @@ from statemachine.leader_changes import (
 from statemachine.record import NO_LEADER
 from statemachine.replica_steps import _offline_replica, _online_replica, _require_partition
 from statemachine.requests import Phase
-from statemachine.states import PartitionState
+from statemachine.states import VALID_PREVIOUS_REPLICA_STATES, PartitionState, ReplicaState
 from statemachine.step import Step
 from statemachine.topic_deletion import _fail_deletion, replicas_not_deleted
 
 P = PartitionState
+R = ReplicaState
 
 
 def _on_broker_startup(s: Step) -> None:
@@ -79,12 +80,16 @@ def _on_broker_failure(s: Step) -> None:
 
 def _on_log_dir_failure(s: Step) -> None:
     """onBrokerLogDirFailure: the broker's replica to OnlineReplica again, which sends it a LeaderAndIsr of the
-    partition; its answer (KAFKA_STORAGE_ERROR for a replica in the failed dir) is the controller's next step. A
-    replica being deleted takes no such transition."""
+    partition; its answer (KAFKA_STORAGE_ERROR for a replica in the failed dir) is the controller's next step.
+    Kafka asks about every replica the broker holds, those of a topic being deleted too: one whose deletion is
+    halted (OnlineReplica, OfflineReplica, ReplicaDeletionIneligible) gets its LeaderAndIsr like any other (seed
+    1301: t0-0 on broker 3, its deletion halted by broker 4's replica being offline); one whose deletion started or
+    succeeded cannot go to OnlineReplica (an invalid transition to Kafka: nothing sent)."""
     broker = s.command.broker_id
     assert broker is not None
     _require_partition(s)
-    if s.record.queued_for_deletion or broker not in s.record.replica_states:
+    state = s.record.replica_states.get(broker)
+    if state is None or state not in VALID_PREVIOUS_REPLICA_STATES[R.ONLINE]:
         return
     with s.batch(Phase.ONLINE_REPLICA):
         _online_replica(s, broker)
