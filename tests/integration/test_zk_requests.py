@@ -1092,7 +1092,7 @@ def test_a_log_dir_notification_asks_about_the_replicas_of_a_halted_deletion_too
     # onBrokerLogDirFailure moves every replica broker 3 holds to OnlineReplica, t0-0 too (leader -1): a LeaderAndIsr
     # of 10 partitions, an UpdateMetadata of 10. isrflow had left t0-0 out (LeaderAndIsr 98 of 99, UpdateMetadata
     # 248 of 254).
-    summary, rows = _replayed(SEED_1301 / "version-2", tmp_path, SEED_1301)
+    summary, rows = _replayed(ZKLOG / "regressions" / SEED_1301.name / "version-2", tmp_path, SEED_1301)
     assert "LeaderAndIsr 99 of 99 (isrflow 99), StopReplica 18 of 18 (isrflow 18), UpdateMetadata 251 of 254 " \
            "(isrflow 254)" in summary
     asked = [r for r in rows if r["request"] == "LEADER_AND_ISR" and r["match"]
@@ -1107,5 +1107,5 @@ def test_a_log_dir_notification_asks_about_the_replicas_of_a_halted_deletion_too
                    "it within the notification, its UpdateMetadata of 3 partitions before zk-245's (the open cause "
                    "of an answer handled inside the event it was queued behind: ans-event)")
 def test_every_request_of_seed_1301_is_modelled(tmp_path: Path) -> None:
-    summary, rows = _replayed(SEED_1301 / "version-2", tmp_path, SEED_1301)
+    summary, rows = _replayed(ZKLOG / "regressions" / SEED_1301.name / "version-2", tmp_path, SEED_1301)
     assert "UpdateMetadata 254 of 254 (isrflow 254)" in summary and all(r["match"] for r in rows)
