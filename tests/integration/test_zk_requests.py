@@ -1101,11 +1101,8 @@ def test_a_log_dir_notification_asks_about_the_replicas_of_a_halted_deletion_too
         == [(3, 10, True)]
 
 
-@pytest.mark.xfail(strict=True, reason="seed 1301: broker 3's KAFKA_STORAGE_ERROR answer to its notification's "
-                   "LeaderAndIsr (t1-1, t3-0, t6-0; Mark replicas 14:05:46.799) was queued behind the IsrChange of "
-                   "t1-0 (zk-245, its reassignment's completion, .717 to .798) and handled after it; isrflow handles "
-                   "it within the notification, its UpdateMetadata of 3 partitions before zk-245's (the open cause "
-                   "of an answer handled inside the event it was queued behind: ans-event)")
+@pytest.mark.xfail(strict=True, reason="seed 1301: broker 3's answer to zk-243 (Mark replicas 14:05:46.799) was "
+                   "handled after the IsrChange zk-245 queued before it; isrflow handles it within the notification "
+                   "(UpdateMetadata 251 of 254: an answer queued behind another event, ans-event's cause)")
 def test_every_request_of_seed_1301_is_modelled(tmp_path: Path) -> None:
-    summary, rows = _replayed(ZKLOG / "regressions" / SEED_1301.name / "version-2", tmp_path, SEED_1301)
-    assert "UpdateMetadata 254 of 254 (isrflow 254)" in summary and all(r["match"] for r in rows)
+    _every_request_equal(SEED_1301.name, tmp_path, (99, 18, 254))
