@@ -80,16 +80,15 @@ def _on_broker_failure(s: Step) -> None:
 
 def _on_log_dir_failure(s: Step) -> None:
     """onBrokerLogDirFailure: the broker's replica to OnlineReplica again, which sends it a LeaderAndIsr of the
-    partition; its answer (KAFKA_STORAGE_ERROR for a replica in the failed dir) is the controller's next step.
-    Kafka asks about every replica the broker holds, those of a topic being deleted too: one whose deletion is
-    halted (OnlineReplica, OfflineReplica, ReplicaDeletionIneligible) gets its LeaderAndIsr like any other (seed
-    1301: t0-0 on broker 3, its deletion halted by broker 4's replica being offline); one whose deletion started or
-    succeeded cannot go to OnlineReplica (an invalid transition to Kafka: nothing sent)."""
+    partition; its answer (KAFKA_STORAGE_ERROR for a replica in the failed dir) is the controller's next step. A
+    replica being deleted takes it only from OfflineReplica or ReplicaDeletionIneligible (seed 1274: t2-0's failed
+    deletion retried, then asked about and marked offline again; from ReplicaDeletionStarted or Successful no valid
+    transition, nothing sent)."""
     broker = s.command.broker_id
     assert broker is not None
     _require_partition(s)
     state = s.record.replica_states.get(broker)
-    if state is None or state not in VALID_PREVIOUS_REPLICA_STATES[R.ONLINE]:
+    if state is None or (s.record.queued_for_deletion and state not in VALID_PREVIOUS_REPLICA_STATES[R.ONLINE]):
         return
     with s.batch(Phase.ONLINE_REPLICA):
         _online_replica(s, broker)
