@@ -27,6 +27,12 @@ NOT_YET: dict[str, str] = {
                               "it (epoch 9); isrflow took the answer as in. Every history equal only because the two "
                               "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
                               "to the deletion work",
+    "zookeeper-2.8-dirs-3-seed-1301": "t2-0 from ZooKeeper alone: broker 4's dir failed while it was down (no "
+                                      "notification), and its KAFKA_STORAGE_ERROR answers to its startup (zk-271-4) "
+                                      "and to failover zk-286 took t2-0 leaderless again after each election (epochs "
+                                      "6 and 8, `Mark replicas ... on broker 4`): unexplained writes without the "
+                                      "state-change logs (seed 805). With the brokers' logs all 22 histories and 87 "
+                                      "decisions agree (test_zk_requests.py)",
     "zookeeper-3.5-dirs-2-seed-1269": "t0-1 at failover zk-205 from ZooKeeper alone: brokers 2 and 4 answered its "
                                       "LeaderAndIsr with KAFKA_STORAGE_ERROR for t0-1, 2 first (their `Mark "
                                       "replicas` lines); broker 2's answer elected 4 before broker 4's came. The "
@@ -39,12 +45,6 @@ NOT_YET: dict[str, str] = {
                                       "t5 and t0 as one (t0-0's write, after t5's broker batches, its), then t1 and "
                                       "t3 apart. Every history equal; with the brokers' logs all 63 decisions agree "
                                       "(test_zk_requests.py)",
-    "zookeeper-2.8-dirs-3-seed-1301": "t2-0 from ZooKeeper alone: broker 4's dir failed while it was down (no "
-                                      "notification), and its KAFKA_STORAGE_ERROR answers to its startup (zk-271-4) "
-                                      "and to failover zk-286 took t2-0 leaderless again after each election (epochs "
-                                      "6 and 8, `Mark replicas ... on broker 4`): unexplained writes without the "
-                                      "state-change logs (seed 805). With the brokers' logs all 22 histories and 87 "
-                                      "decisions agree (test_zk_requests.py)",
     "zookeeper-2.6-dirs-2-seed-1274": "drawn on the merged rules (campaign s11), not analysed yet: t2-0 and "
                                       "t2-1 (Kafka 3.9.1 at protocol 2.6, two log dirs) each end on a controller "
                                       "write isrflow does not make (t2-1: a broker change's leader -1, ISR [3], "
