@@ -80,6 +80,43 @@ def test_every_request_the_real_controller_sent_is_modelled_in_order() -> None:
     assert all(r["match"] for r in rows)
 
 
+def _lai_partitions(requests: list[Request], broker: int) -> list[tuple[str, int]]:
+    return sorted((p.topic, p.partition) for r in requests if r.request is LAI and r.broker == broker
+                  for p in r.partitions)
+
+
+HALTED_DELETION = [
+    _event(0, "ControllerChange", controller_id=1, live_brokers={"1": 10, "2": 11, "3": 12}),
+    _event(1, "CreateTopic", topic="d", assignment={"0": [2, 3]}),
+    _event(2, "CreateTopic", topic="u", assignment={"0": [2, 1]}),
+    _event(3, "BrokerChange", broker_id=3, change="FAILURE", broker_epoch=12),
+    _event(4, "DeleteTopic", topic="d"),  # 2's replica deleted, 3's waits: the deletion halts
+]
+
+
+def test_a_log_dir_notification_asks_about_a_halted_deletions_replica_too() -> None:
+    # Seed 1301 (Kafka 2.8.2): onBrokerLogDirFailure moves every replica the broker holds to OnlineReplica, those of
+    # a topic being deleted too. A failover made broker 2's replica of d-0 (deleted before, its topic's deletion
+    # halted by broker 3's) OnlineReplica again: the notification's LeaderAndIsr names d-0 (leader -1), and its
+    # UpdateMetadata goes to every live broker.
+    failover = _event(5, "ControllerChange", controller_id=2, controller_epoch=2,
+                      live_brokers={"1": 10, "2": 11})
+    notification = json.dumps({"event_id": "e6", "type": "LogDirEventNotification", "controller_epoch": 2,
+                               "ts": "2026-11-25T03:34:00Z", "broker_id": 2, "offline_replicas": []}).encode()
+    *_, asked = _replay([*HALTED_DELETION, failover, notification])
+    assert _lai_partitions(asked, 2) == [("d", 0), ("u", 0)]
+    d0 = next(p for r in asked if r.request is LAI for p in r.partitions if p.topic == "d")
+    assert d0.leader == -1
+    assert [len(r.partitions) for r in asked if r.request is UM and r.broker == 1] == [2]
+
+
+def test_a_log_dir_notification_asks_nothing_of_a_deleted_replica() -> None:
+    # The contrast (seed 1250): without the failover broker 2's replica of d-0 is ReplicaDeletionSuccessful, no valid
+    # previous state of OnlineReplica: no LeaderAndIsr of it.
+    *_, asked = _replay([*HALTED_DELETION, _event(5, "LogDirEventNotification", broker_id=2, offline_replicas=[])])
+    assert _lai_partitions(asked, 2) == [("u", 0)]
+
+
 def test_an_alter_isr_whose_write_threw_writes_nothing_and_still_sends_its_update_metadata() -> None:
     # processAlterIsr (Kafka 2.7.2, 2.8.2) in a controller whose ZooKeeper session had expired: the write threw
     # (UNKNOWN_SERVER_ERROR to the leader), its cache keeps the state, and the UpdateMetadata naming the partition still
