@@ -161,8 +161,9 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
     names the replica already (seed 1113)."""
     request = ctx.handling(txn)
-    if request is None or request.kind not in _ANSWERED_REQUESTS or key not in request.partitions or \
-            ctx.event_at(request.event) is None:
+    # An answer queued behind a leader's AlterIsr names partitions the AlterIsr did not (`_answered_after_request`).
+    if request is None or request.kind not in (*_ANSWERED_REQUESTS, "ISR") or \
+            (key not in request.partitions and request.kind != "ISR") or ctx.event_at(request.event) is None:
         return None
     ref = {"topic": key[0], "partition": key[1]}
     answers = ctx.answers_after(request.event)
@@ -170,7 +171,7 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     if len(dropped) <= 1 and answered:
         ctx.answer_writes[txn.zxid, key] = answers[answered[0]]["event_id"]
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
-    if len(dropped) != 1:
+    if len(dropped) != 1 or request.kind not in _ANSWERED_REQUESTS:
         return None
     broker = dropped[0]
     known = request.kind == "PARTITIONS" and broker in ctx.failed_replicas
@@ -213,14 +214,21 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
     return None
 
 
+# The events a notification's answer was seen queued behind (its writes after theirs): an Admin API reassignment
+# (seed 1035), a leader's AlterIsr (seed 1301).
+_QUEUED_BEFORE_ANSWERS = ("PARTITIONS", "ISR")
+
+
 def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int]) -> Cause:
-    """With the state-change logs: the notification's answer written right after an Admin API reassignment the
-    controller handled between the notification and the answer (queued while the broker answered) is handled after that
-    request: its own event right after the request's (LeaderAndIsrResponseReceived), not the notification's, which names
-    nothing new then (seed 1035: broker 4's answer, t0-1, after the reassignment of t2-0; isrflow had sent its requests
-    before the request's). Not once a follower handed either out."""
+    """With the state-change logs: the notification's answer written right after an Admin API reassignment or a
+    leader's AlterIsr the controller handled between the notification and the answer (queued while the broker
+    answered) is handled after that request: its own event right after the request's (LeaderAndIsrResponseReceived),
+    not the notification's, which names nothing new then (seed 1035: broker 4's answer, t0-1, after the reassignment
+    of t2-0; seed 1301: broker 3's, t3-0, t6-0 and t1-1, after leader 1's AlterIsr of t1-0, which completed a
+    reassignment; isrflow had sent its requests before the request's). Its later writes are the answer's
+    (`request_answer`). Not once a follower handed either out."""
     request = ctx.handling(txn)
-    if cause.logged is None or request is None or request.kind != "PARTITIONS" or \
+    if cause.logged is None or request is None or request.kind not in _QUEUED_BEFORE_ANSWERS or \
             event_zxid(request.event) < event_zxid(cause.event) or ctx.event_at(request.event) is None or \
             ctx.event_at(cause.event) is None:
         return cause
