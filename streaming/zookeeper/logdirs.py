@@ -27,7 +27,16 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streaming.zookeeper.context import ANSWER, LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_ms, event_zxid
+from streaming.zookeeper.context import (
+    ANSWER,
+    LOG_DIR_EVENT_NOTIFICATION,
+    Cause,
+    Context,
+    PartitionState,
+    drops,
+    event_ms,
+    event_zxid,
+)
 from streaming.zookeeper.statechange import ANSWER_MS, REQUEST_ANSWER_MS
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -299,6 +308,26 @@ def startup_answer(ctx: Context, txn: ZkTxn, broker: int, event: dict[str, Any])
     if marked:
         event["offline_replicas"] = [{"topic": t, "partition": p} for t, p in sorted(marked)]
         ctx.failed_replicas.setdefault(broker, set()).update(marked)
+
+
+def startup_storage_error(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
+                          after: PartitionState) -> Cause | None:
+    """From the directory alone: a write no event explains that takes a started broker out of a partition its
+    startup's own write just elected it for, the controller's newest write being that startup's: the broker's
+    KAFKA_STORAGE_ERROR answer to the startup's LeaderAndIsr (a dir that failed while it was down, so no notification:
+    `startup_answer` reads it from the marks), which takes the replica offline right after its election. Seed 1301:
+    broker 4's startup elected it for t2-0 (leader epoch 5), its answer left t2-0 leaderless (6). Not for a broker that
+    announced a failed dir before (the rules know that dir), nor once a follower has handed the startup out."""
+    startup = ctx.handling(txn)
+    broker = before.leader
+    if ctx.offline_marks is not None or startup is None or startup.kind != "STARTUP" or \
+            ctx.event_at(startup.event) is None or ctx.written_for.get(key) != startup.event["event_id"] or \
+            broker not in startup.brokers or broker not in ctx.brokers or not drops(broker, before, after) or \
+            any(t <= txn.time for t in ctx.notified_at.get(broker, ())):
+        return None
+    startup.event.setdefault("offline_replicas", []).append({"topic": key[0], "partition": key[1]})
+    ctx.failed_replicas.setdefault(broker, set()).add(key)
+    return startup
 
 
 def notification_deleted(ctx: Context, cause: Cause) -> None:

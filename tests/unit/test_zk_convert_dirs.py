@@ -262,6 +262,26 @@ def test_a_notifications_answer_written_after_a_leaders_alter_isr_handled_meanwh
     assert_every_history_equal(observed, decisions)
 
 
+def test_from_the_directory_alone_a_startups_write_taking_out_the_replica_it_elected_is_the_brokers_answer() -> None:
+    # Campaign seed 1301 (Kafka 2.8.2): broker 4's dir failed while it was down (no notification); its startup
+    # elected it for t2-0 (leader epoch 5), then its KAFKA_STORAGE_ERROR answer left t2-0 leaderless (6). Without the
+    # marks the startup's event names the replica, as `startup_answer` does from them. Here broker 3 and t-0.
+    z = Ensemble()
+    z.topic({0: [3], 1: [1]})
+    z.state(0, 3, [3], 0)
+    z.state(1, 1, [1], 0)
+    z.session_end(3)
+    z.state(0, NO_LEADER, [3], 1)  # the failure
+    z.register(3, 0x2003)
+    z.state(0, 3, [3], 2)  # the startup elects 3
+    z.state(0, NO_LEADER, [3], 3)  # its answer takes the replica offline
+    events, observed, decisions = replayed(z.history())
+    startup = events[-1]
+    assert (startup["change"], startup["offline_replicas"]) == ("STARTUP", [{"topic": "t", "partition": 0}])
+    assert [o["cause_event_id"] for o in observed[-2:]] == [startup["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notification_is_no_shutdown_of_its_own(
 ) -> None:
     # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6): broker 3's controlled shutdown made broker 4 t1-0's leader; 4's
