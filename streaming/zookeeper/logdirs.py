@@ -27,7 +27,16 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streaming.zookeeper.context import ANSWER, LOG_DIR_EVENT_NOTIFICATION, Cause, Context, event_ms, event_zxid
+from streaming.zookeeper.context import (
+    ANSWER,
+    LOG_DIR_EVENT_NOTIFICATION,
+    Cause,
+    Context,
+    PartitionState,
+    drops,
+    event_ms,
+    event_zxid,
+)
 from streaming.zookeeper.statechange import ANSWER_MS, REQUEST_ANSWER_MS
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
@@ -161,8 +170,9 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
     names the replica already (seed 1113)."""
     request = ctx.handling(txn)
-    if request is None or request.kind not in _ANSWERED_REQUESTS or key not in request.partitions or \
-            ctx.event_at(request.event) is None:
+    # An answer queued behind a leader's AlterIsr names partitions the AlterIsr did not (`_answered_after_request`).
+    if request is None or request.kind not in (*_ANSWERED_REQUESTS, "ISR") or \
+            (key not in request.partitions and request.kind != "ISR") or ctx.event_at(request.event) is None:
         return None
     ref = {"topic": key[0], "partition": key[1]}
     answers = ctx.answers_after(request.event)
@@ -170,7 +180,7 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     if len(dropped) <= 1 and answered:
         ctx.answer_writes[txn.zxid, key] = answers[answered[0]]["event_id"]
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
-    if len(dropped) != 1:
+    if len(dropped) != 1 or request.kind not in _ANSWERED_REQUESTS:
         return None
     broker = dropped[0]
     known = request.kind == "PARTITIONS" and broker in ctx.failed_replicas
@@ -213,14 +223,21 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
     return None
 
 
+# The events a notification's answer was seen queued behind (its writes after theirs): an Admin API reassignment
+# (seed 1035), a leader's AlterIsr (seed 1301).
+_QUEUED_BEFORE_ANSWERS = ("PARTITIONS", "ISR")
+
+
 def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int]) -> Cause:
-    """With the state-change logs: the notification's answer written right after an Admin API reassignment the
-    controller handled between the notification and the answer (queued while the broker answered) is handled after that
-    request: its own event right after the request's (LeaderAndIsrResponseReceived), not the notification's, which names
-    nothing new then (seed 1035: broker 4's answer, t0-1, after the reassignment of t2-0; isrflow had sent its requests
-    before the request's). Not once a follower handed either out."""
+    """With the state-change logs: the notification's answer written right after an Admin API reassignment or a
+    leader's AlterIsr the controller handled between the notification and the answer (queued while the broker
+    answered) is handled after that request: its own event right after the request's (LeaderAndIsrResponseReceived),
+    not the notification's, which names nothing new then (seed 1035: broker 4's answer, t0-1, after the reassignment
+    of t2-0; seed 1301: broker 3's, t3-0, t6-0 and t1-1, after leader 1's AlterIsr of t1-0, which completed a
+    reassignment; isrflow had sent its requests before the request's). Its later writes are the answer's
+    (`request_answer`). Not once a follower handed either out."""
     request = ctx.handling(txn)
-    if cause.logged is None or request is None or request.kind != "PARTITIONS" or \
+    if cause.logged is None or request is None or request.kind not in _QUEUED_BEFORE_ANSWERS or \
             event_zxid(request.event) < event_zxid(cause.event) or ctx.event_at(request.event) is None or \
             ctx.event_at(cause.event) is None:
         return cause
@@ -291,6 +308,26 @@ def startup_answer(ctx: Context, txn: ZkTxn, broker: int, event: dict[str, Any])
     if marked:
         event["offline_replicas"] = [{"topic": t, "partition": p} for t, p in sorted(marked)]
         ctx.failed_replicas.setdefault(broker, set()).update(marked)
+
+
+def startup_storage_error(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionState,
+                          after: PartitionState) -> Cause | None:
+    """From the directory alone: a write no event explains that takes a started broker out of a partition its
+    startup's own write just elected it for, the controller's newest write being that startup's: the broker's
+    KAFKA_STORAGE_ERROR answer to the startup's LeaderAndIsr (a dir that failed while it was down, so no notification:
+    `startup_answer` reads it from the marks), which takes the replica offline right after its election. Seed 1301:
+    broker 4's startup elected it for t2-0 (leader epoch 5), its answer left t2-0 leaderless (6). Not for a broker that
+    announced a failed dir before (the rules know that dir), nor once a follower has handed the startup out."""
+    startup = ctx.handling(txn)
+    broker = before.leader
+    if ctx.offline_marks is not None or startup is None or startup.kind != "STARTUP" or \
+            ctx.event_at(startup.event) is None or ctx.written_for.get(key) != startup.event["event_id"] or \
+            broker not in startup.brokers or broker not in ctx.brokers or not drops(broker, before, after) or \
+            any(t <= txn.time for t in ctx.notified_at.get(broker, ())):
+        return None
+    startup.event.setdefault("offline_replicas", []).append({"topic": key[0], "partition": key[1]})
+    ctx.failed_replicas.setdefault(broker, set()).add(key)
+    return startup
 
 
 def notification_deleted(ctx: Context, cause: Cause) -> None:

@@ -58,7 +58,8 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         cause = logdirs.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr],
                                        before.leader if after.leader == NO_LEADER else None) or \
             logdirs.late_answer(ctx, txn, key, {b: _taken_offline(b, before, after) for b in ctx.brokers}) or \
-            _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after)
+            _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after) or \
+            logdirs.startup_storage_error(ctx, txn, key, before, after)
     if cause is None:
         ctx.result.unexplained.append(txn.zxid)
         ctx.observe(txn, key, before, after, "Unexplained", None)

@@ -27,12 +27,15 @@ NOT_YET: dict[str, str] = {
                               "it (epoch 9); isrflow took the answer as in. Every history equal only because the two "
                               "cancel out; both are the deletion's StopReplica answers (TopicDeletionManager), left "
                               "to the deletion work",
-    "zookeeper-2.8-dirs-3-seed-1301": "t2-0 from ZooKeeper alone: broker 4's dir failed while it was down (no "
-                                      "notification), and its KAFKA_STORAGE_ERROR answers to its startup (zk-271-4) "
-                                      "and to failover zk-286 took t2-0 leaderless again after each election (epochs "
-                                      "6 and 8, `Mark replicas ... on broker 4`): unexplained writes without the "
-                                      "state-change logs (seed 805). With the brokers' logs all 22 histories and 87 "
-                                      "decisions agree (test_zk_requests.py)",
+    "zookeeper-2.8-dirs-3-seed-1301": "one decision left from ZooKeeper alone (22 of 22 histories, 87 of 88 "
+                                      "decisions): broker 4's startup zk-271-4 resumed t0's halted deletion and wrote "
+                                      "t0-0 only, as broker 1's replica of t0-1 was in a failed dir (`Dead Replicas "
+                                      "[t0-1, replica 1]`, controller.log), which nothing in the directory names; "
+                                      "the rules take t0-1 leaderless there, the controller left it to failover "
+                                      "zk-286 (the same state). t2-0's writes after broker 4's startup and zk-286, "
+                                      "unexplained before, are its KAFKA_STORAGE_ERROR answer "
+                                      "(`logdirs.startup_storage_error`). With the brokers' logs all 22 histories and "
+                                      "87 decisions agree (test_zk_requests.py)",
     "zookeeper-2.7-dirs-3-seed-1203": "four decisions of one DeleteTopics (t4, t5, t0, t1, t3) from ZooKeeper alone: "
                                       "the controller read t4, then t5, then t0 with t1 and t3 (controller.log); "
                                       "the importer, which saw t4's read write nothing before t0's znode, reads t4, "

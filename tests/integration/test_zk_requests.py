@@ -335,7 +335,7 @@ def test_a_log_dir_notification_asks_about_the_replicas_of_a_halted_deletion_too
     # of 10 partitions, an UpdateMetadata of 10. isrflow had left t0-0 out (LeaderAndIsr 98 of 99, UpdateMetadata
     # 248 of 254).
     summary, rows = _replayed(ZKLOG / "regressions" / SEED_1301.name / "version-2", tmp_path, SEED_1301)
-    assert "LeaderAndIsr 99 of 99 (isrflow 99), StopReplica 18 of 18 (isrflow 18), UpdateMetadata 251 of 254 " \
+    assert "LeaderAndIsr 99 of 99 (isrflow 99), StopReplica 18 of 18 (isrflow 18), UpdateMetadata 254 of 254 " \
            "(isrflow 254)" in summary
     asked = [r for r in rows if r["request"] == "LEADER_AND_ISR" and r["match"]
              and (r["isrflow"]["event_id"], r["isrflow"]["batch"]) == ("zk-243", 0)]
@@ -343,11 +343,16 @@ def test_a_log_dir_notification_asks_about_the_replicas_of_a_halted_deletion_too
         == [(3, 10, True)]
 
 
-@pytest.mark.xfail(strict=True, reason="seed 1301: broker 3's answer to zk-243 (Mark replicas 14:05:46.799) was "
-                   "handled after the IsrChange zk-245 queued before it; isrflow handles it within the notification "
-                   "(UpdateMetadata 251 of 254: an answer queued behind another event, ans-event's cause)")
 def test_every_request_of_seed_1301_is_modelled(tmp_path: Path) -> None:
+    # Broker 3's answer to its notification zk-243 (`Mark replicas t3-0,t6-0,t1-1` at 14:05:46.799) was queued behind
+    # leader 1's AlterIsr of t1-0 (zk-245, written .730, its reassignment completed by .797): its own
+    # LeaderAndIsrResponseReceived event after the IsrChange, which carries the three replicas and their writes.
     _every_request_equal(SEED_1301.name, tmp_path, (99, 18, 254))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    at = next(i for i, e in enumerate(events) if e["event_id"] == "zk-245-t1-0")
+    assert (events[at + 1]["type"], events[at + 1]["broker_id"], len(events[at + 1]["offline_replicas"])) == \
+        ("LeaderAndIsrResponseReceived", 3, 3)
+    assert next(e for e in events if e["event_id"] == "zk-243")["offline_replicas"] == []
 
 
 def test_isr_change_notifications_a_new_controller_deletes_in_its_failover_are_unread(tmp_path: Path) -> None:

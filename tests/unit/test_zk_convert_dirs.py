@@ -222,6 +222,66 @@ def test_a_notifications_answer_written_after_a_reassignment_handled_meanwhile_g
     assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 1}]
 
 
+def test_a_notifications_answer_written_after_a_leaders_alter_isr_handled_meanwhile_goes_with_that_isr_change() -> None:
+    # Campaign seed 1301 (Kafka 2.8.2): controller 1 read broker 3's notification (14:05:46.701), then leader 1's
+    # AlterIsr of t1-0 queued meanwhile (written .730, its reassignment completed by .797), then broker 3's answer
+    # ("Mark replicas t3-0,t6-0,t1-1 on broker 3 as offline", .799; written from .814). The answer is handled after
+    # the IsrChange: its event carries it, and every write of it (a replica out of the ISR, one left leaderless).
+    # Here t-0 reassigned from [1, 2] to [4, 2], broker 3's notification, then leader 1's AlterIsr taking 4 in,
+    # which completes the reassignment, then the answer naming t-1 and t-2.
+    z = Ensemble((1, 2, 3, 4))
+    z.topic({0: [1, 2], 1: [2, 3], 2: [3, 4]})
+    z.state(0, 1, [1, 2], 0)
+    z.state(1, 2, [2, 3], 0)
+    z.state(2, 3, [3, 4], 0)
+    z.state(2, 3, [3], 0)  # leader 3's AlterIsr: 4 out
+    z.topic({0: [4, 2, 1], 1: [2, 3], 2: [3, 4]}, op="setData", adding_replicas={0: [4]},
+            removing_replicas={0: [1]})  # U1
+    z.state(0, 1, [1, 2], 1)  # A1's bump
+    log_dir_failure(z, 3)
+    z.state(0, 1, [1, 2, 4], 1)  # leader 1's AlterIsr, written by the controller
+    z.state(0, 4, [1, 2, 4], 2)  # the completion: 4 elected (B3), 1 out (B4), the assignment (B6)
+    z.state(0, 4, [2, 4], 3)
+    z.topic({0: [4, 2], 1: [2, 3], 2: [3, 4]}, op="setData")
+    z.state(1, 2, [2], 1)  # the answer: 3 out of t-1's ISR
+    z.state(2, NO_LEADER, [3], 1)  # and t-2 leaderless
+    at = datetime.fromtimestamp(z.txns[-2].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    mark = f"[{at}] INFO [Controller id=1] Mark replicas t-1,t-2 on broker 3 as offline (state.change.logger)\n"
+    converted = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
+    events = converted.events
+    assert [e["type"] for e in events[-3:]] == ["LogDirEventNotification", "IsrChange", "LeaderAndIsrResponseReceived"]
+    assert events[-3]["offline_replicas"] == []
+    assert (events[-1]["broker_id"], events[-1]["offline_replicas"]) == (
+        3, [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 2}])
+    assert [o["cause_event_id"] for o in converted.observed[-2:]] == [events[-1]["event_id"]] * 2
+    assert not converted.unexplained
+    # From the directory alone (no mark), the notification explains the writes as before.
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "IsrChange"]
+    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 2}]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_from_the_directory_alone_a_startups_write_taking_out_the_replica_it_elected_is_the_brokers_answer() -> None:
+    # Campaign seed 1301 (Kafka 2.8.2): broker 4's dir failed while it was down (no notification); its startup
+    # elected it for t2-0 (leader epoch 5), then its KAFKA_STORAGE_ERROR answer left t2-0 leaderless (6). Without the
+    # marks the startup's event names the replica, as `startup_answer` does from them. Here broker 3 and t-0.
+    z = Ensemble()
+    z.topic({0: [3], 1: [1]})
+    z.state(0, 3, [3], 0)
+    z.state(1, 1, [1], 0)
+    z.session_end(3)
+    z.state(0, NO_LEADER, [3], 1)  # the failure
+    z.register(3, 0x2003)
+    z.state(0, 3, [3], 2)  # the startup elects 3
+    z.state(0, NO_LEADER, [3], 3)  # its answer takes the replica offline
+    events, observed, decisions = replayed(z.history())
+    startup = events[-1]
+    assert (startup["change"], startup["offline_replicas"]) == ("STARTUP", [{"topic": "t", "partition": 0}])
+    assert [o["cause_event_id"] for o in observed[-2:]] == [startup["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_brokers_answer_to_a_controlled_shutdowns_request_before_its_notification_is_no_shutdown_of_its_own(
 ) -> None:
     # Campaign seed 1114 (Kafka 3.9.1 at protocol 2.6): broker 3's controlled shutdown made broker 4 t1-0's leader; 4's
