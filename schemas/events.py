@@ -82,7 +82,7 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
                         "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order",
                         "stop_replica_answer_order", "storage_error_answer_queued",
-                        "storage_error_answers", "controller_died_after_assignment"})
+                        "storage_error_answers", "controller_died_after_assignment", "topics_to_delete"})
 
 
 def _plain(value: Any) -> Any:
@@ -270,6 +270,9 @@ class ControllerChange(Event):
     # to its failover's LeaderAndIsr requests, each an event of its own queued as it came (its `Mark replicas`
     # lines); brokers not named after those named, by id. Empty: by id.
     answer_order: tuple[int, ...] = ()
+    # ZooKeeper mode (addition): the topics /admin/delete_topics named that no controller had read (asked while none
+    # was active): the failover queues them (TopicDeletionManager.init), ineligible while a replica is on a dead broker.
+    topics_to_delete: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -480,7 +483,7 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                          "reassignments": (replica_assignments, ()),
                          "reads_reassignment_znode": (boolean, False),
                          "znode_reassignments": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
-                         "answer_order": (int_list, ())},
+                         "answer_order": (int_list, ()), "topics_to_delete": (string_list, ())},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "BrokerRegistration": {"max_metadata_version": (

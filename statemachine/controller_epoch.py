@@ -47,6 +47,12 @@ class ControllerEpoch:
         # initializeControllerContext reads every assignment: a reassignment in progress there is the new controller's
         # to resume, whatever the old one had written of it.
         read = {(r.topic, r.partition): r for r in ev.reassignments} if isinstance(ev, ControllerChange) else {}
+        # initializeControllerContext reads /admin/delete_topics: a topic asked deleted while no controller was active
+        # is queued by this failover, not by a TopicDeletion event (seed 1333: t1 and t3, asked as controller 4's
+        # session expired, ineligible at its next failover since a replica of each was on a dead broker).
+        asked = {t for t in ev.topics_to_delete if t in cv.topics} - cv.topics_queued_for_deletion \
+            if isinstance(ev, ControllerChange) else set()
+        cv.topics_queued_for_deletion |= asked
         if isinstance(ev, ControllerChange):
             # processZkPartitionReassignment refuses a partition of a topic queued for deletion
             # (maybeTriggerPartitionReassignment: UNKNOWN_TOPIC_OR_PARTITION): maybeResumeReassignments resumes it
@@ -56,9 +62,10 @@ class ControllerEpoch:
         for key in sorted(self.partitions):
             if key in read:
                 out.partition(Action.CONTROLLER_FAILOVER, key, replicas=read[key].replicas,
-                              adding_replicas=read[key].adding_replicas, removing_replicas=read[key].removing_replicas)
+                              adding_replicas=read[key].adding_replicas, removing_replicas=read[key].removing_replicas,
+                              queued_for_deletion=key[0] in asked)
             else:
-                out.partition(Action.CONTROLLER_FAILOVER, key)
+                out.partition(Action.CONTROLLER_FAILOVER, key, queued_for_deletion=key[0] in asked)
         # TopicDeletionManager.init, then resumeDeletions: a topic being deleted goes on at once, unless a replica of
         # it is on a dead broker (ineligible until that broker starts).
         for topic in sorted(cv.topics_queued_for_deletion):

@@ -80,6 +80,8 @@ def _on_controller_failover(s: Step) -> None:
     _require_partition(s)
     s.read_state()  # initializeControllerContext reads every partition's state
     live = s.command.live_brokers
+    if s.command.queued_for_deletion:  # TopicDeletionManager.init: a topic asked deleted while no controller was active
+        s.record = s.record.evolve(queued_for_deletion=True, reassignment_in_progress=False)
     if s.command.replicas is not None and not s.record.queued_for_deletion:
         _read_reassignment(s)
     if s.record.queued_for_deletion:

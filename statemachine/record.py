@@ -149,6 +149,9 @@ class Command:
     through_znode: bool = False
     # DELETE: the replicas' StopReplica answers came back to the controller (false: it stopped first).
     stop_replica_answered: bool = True
+    # CONTROLLER_FAILOVER: the failover's read of /admin/delete_topics queued the topic (asked while no controller was
+    # active, so none had read it).
+    queued_for_deletion: bool = False
     # ISR_CHANGE: the reassignment it lets complete is completed by an event queued before it (a startup).
     reassignment_completed_by_queued_event: bool = False
     # ISR_CHANGE: the controller died inside the completion it lets start, after the leader moved (B3).

@@ -90,8 +90,11 @@ def _fail_deletion(s: Step, broker: int) -> None:
 
 def _on_resume_deletion(s: Step) -> None:
     """TopicDeletionManager.onPartitionDeletion for a topic that is eligible again (after a failover, or a startup
-    of one of its replicas' brokers): every replica not deleted yet is deleted, or fails on a dead broker."""
+    of one of its replicas' brokers): every replica not deleted yet is deleted, or fails on a dead broker. A topic whose
+    deletion no controller had started (one a failover read: seed 1333) goes offline first, as at a DELETE
+    (onTopicDeletion); the others are there already."""
     _require_partition(s)
+    s.move(P.OFFLINE)
     _topic_deletion(s)
 
 

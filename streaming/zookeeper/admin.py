@@ -51,10 +51,14 @@ def admin_request(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     path = op.path
     if path.startswith("/admin/delete_topics/"):
         topic = path.rsplit("/", 1)[1]
-        if op.kind == "create" and topic in ctx.topics and topic not in ctx.deleting:
+        if op.kind == "create" and topic in ctx.topics and topic not in ctx.deleting and ctx.controller_session is None:
+            ctx.deleting.add(topic)
+            ctx.unread_deletions.add(topic)  # no controller to read it: the next one's failover does (seed 1333)
+        elif op.kind == "create" and topic in ctx.topics and topic not in ctx.deleting:
             _deletion_asked(ctx, txn, topic)
         elif op.kind == "delete":
             ctx.deleting.discard(topic)
+            ctx.unread_deletions.discard(topic)
     elif path == "/admin/reassign_partitions":
         if op.kind == "delete":
             ctx.znode_reassignments.clear()

@@ -64,7 +64,9 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     event = ctx.event(txn, "ControllerChange", controller_id=max(elected, 0),
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())},
                       **({"reassignments": reassignments} if reassignments else {}),
-                      **({"znode_reassignments": in_znode} if in_znode else {}))
+                      **({"znode_reassignments": in_znode} if in_znode else {}),
+                      **({"topics_to_delete": sorted(ctx.unread_deletions)} if ctx.unread_deletions else {}))
+    ctx.unread_deletions.clear()
     ctx.cause(Cause(event, "FAILOVER"))
     # Which broker's KAFKA_STORAGE_ERROR answer to its LeaderAndIsr the failover handles first is timing: the order
     # of its `Mark replicas` lines (seed 1115: broker 2's, then broker 1's; seed 1240: broker 4's, then broker 2's).

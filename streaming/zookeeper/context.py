@@ -312,6 +312,8 @@ class Context:
         self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
         # Those of them asked while no controller was active, which the next one's failover reads.
         self.unread_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}
+        # The topics /admin/delete_topics named while no controller was active, which the next one's failover reads.
+        self.unread_deletions: set[str] = set()
         self.causes: list[Cause] = []  # newest last
         self.protocol_before_3 = False
         self.controller_since = 0  # the zxid of the active controller's election

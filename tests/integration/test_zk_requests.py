@@ -1214,3 +1214,17 @@ def test_a_completion_whose_assignment_write_threw_and_a_notification_read_befor
     assert [e["event_id"] for e in events if e.get("controller_died_after_assignment")] == ["zk-178-t0-0"]
     order = [e["event_id"] for e in events if e["event_id"] in ("zk-194-1", "zk-195-isr-change-notification")]
     assert order == ["zk-195-isr-change-notification", "zk-194-1"]
+
+
+def test_a_deletion_asked_while_no_controller_was_active_is_the_next_failovers(tmp_path: Path) -> None:
+    # Campaign seed 1333 (Kafka 2.7.2, two log dirs; its `version-2` is a regression of test_zk_histories): controller
+    # 4's session expired (14:54:09.864); t1 and t3 were asked deleted (zk-239, zk-240) after broker 4 registered again
+    # and before it was elected at epoch 6 (zk-241). No TopicDeletion event read them: the failover did ("List of
+    # topics to be deleted: t1,t3"), each ineligible (replicas on dead brokers), and wrote and sent nothing for them.
+    # isrflow had started both deletions at epoch 5: 8 of 14 histories, LeaderAndIsr 43 of 44, StopReplica 6 of 6
+    # (isrflow 8), UpdateMetadata 88 of 88 (isrflow 89).
+    _every_request_equal("zookeeper-2.7-dirs-2-seed-1333", tmp_path, (44, 6, 88))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert not [e for e in events if e["type"] == "DeleteTopic"]
+    failover = next(e for e in events if e["event_id"] == "zk-241")
+    assert failover["topics_to_delete"] == ["t1", "t3"]

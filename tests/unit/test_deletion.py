@@ -162,6 +162,30 @@ def test_a_deletion_whose_stop_replica_answers_never_came_back_is_still_in_progr
 
 
 
+def test_a_deletion_asked_while_no_controller_was_active_is_queued_by_the_next_failover() -> None:
+    # Campaign seed 1333 (Kafka 2.7.2, zklog/requests/zookeeper-2.7-dirs-2-seed-1333): t1 and t3 were asked deleted
+    # as controller 4's session expired; its next failover read them (initializeControllerContext) and found both
+    # ineligible, a replica of each on a dead broker: queued, nothing deleted, nothing written for the deletion.
+    cluster = cluster_with(1, 2)
+    cluster.create("t", [1, 2])
+    cluster.create("u", [1])
+    cluster.failure(2)
+    before = cluster.rec("t", 0)
+    out = cluster.controller_change(controller_id=1, topics_to_delete=["t", "u"])
+    assert cluster.controller.cluster.topics_queued_for_deletion == {"t"}  # u's is done
+    # t waits for broker 2 (its replica ReplicaDeletionIneligible, then offline at the startup of the state
+    # machines, which writes nothing for a topic being deleted); u, every replica live, is deleted at once.
+    assert out.decisions_for("t", 0) == []
+    assert cluster.rec("t", 0).queued_for_deletion
+    assert (cluster.rec("t", 0).leader_epoch, cluster.rec("t", 0).replica_states) == (
+        before.leader_epoch, {1: R.ONLINE, 2: R.OFFLINE})
+    assert cluster.record("u", 0) is None
+    # Broker 2's startup resumes t's deletion, which completes.
+    cluster.startup(2)
+    assert cluster.record("t", 0) is None
+    assert cluster.controller.cluster.topics_queued_for_deletion == set()
+
+
 def _two_deletions_on_dead_brokers() -> Cluster:
     """a: a live replica on broker 1, one on dead 2; b: its one replica on dead 3, leaderless."""
     cluster = cluster_with(1, 2, 3)

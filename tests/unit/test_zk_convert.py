@@ -187,6 +187,26 @@ def test_a_registration_during_a_failover_that_threw_is_read_by_the_next_failove
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_deletion_asked_while_no_controller_was_active_is_read_by_the_next_failover() -> None:
+    # Campaign seed 1333 (Kafka 2.7.2): t1 and t3 were asked deleted after controller 4's session expired, before it
+    # was elected again: no TopicDeletion event of the old controller read them; the new one's failover did
+    # (initializeControllerContext), and found them ineligible (a replica on a dead broker): nothing written.
+    z = Ensemble((1, 2))
+    z.topic({0: [1, 2]})
+    z.state(0, 1, [1, 2], 0)
+    z.session_end(2)
+    z.state(0, 1, [1], 1)  # broker 2's failure
+    z.close(z.sessions[1], "/controller", "/brokers/ids/1")  # controller 1's session expires
+    z.register(1, 0x2001)
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/t", b"", 0))
+    z.elect(1, 2)
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events if e["type"] in ("DeleteTopic", "ControllerChange")] == [
+        "ControllerChange", "ControllerChange"]
+    assert events[-1]["topics_to_delete"] == ["t"]
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_broker_that_closes_its_session_itself_asked_for_a_controlled_shutdown_even_if_nothing_was_written() -> None:
     # Campaign seeds 29 (3.9) and 48 (2.6): a broker that led nothing and was in no ISR stopped (SIGTERM); the
     # controller sent it StopReplica twice and UpdateMetadata, and wrote nothing. Its session's end is its own
