@@ -71,12 +71,14 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     elif cause.kind == "FAILOVER":
         dropped = [b for b in ctx.brokers if drops(b, before, after)]
         logdirs.answered_before_elected(ctx, cause, key, dropped, after.leader)
+        logdirs.startup_answer_explained(ctx, cause, key, before, after)
         logdirs.answer_explained(ctx, cause, key, dropped)
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     if cause.kind == "STARTUP":
         isrchanges.completed_by_startup(ctx, cause, key, before)
         logdirs.answer_explained(ctx, cause, key, [b for b in cause.brokers if drops(b, before, after)])
+        logdirs.startup_answer_explained(ctx, cause, key, before, after)
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
 
 
@@ -298,6 +300,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # answers (a replica in a failed log dir) come after it
             return newest and ((reassigning and not cause.finished) or key[0] in ctx.deleting or (
                 not any(drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
+                        and not logdirs.failed_before_startup(ctx, cause, key, before, after)
                         for b in ctx.brokers) and
                 ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))
         case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),
@@ -308,7 +311,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # never a failed election, which writes nothing (seed 1030: an Admin API reassignment asked again, after
             # an unrelated startup and an AlterPartition)
             if any(drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause)
-                   for b in cause.brokers):
+                   for b in cause.brokers) or logdirs.failed_before_startup(ctx, cause, key, before, after):
                 return True
             return not any(drops(b, before, after) for b in cause.brokers) and (
                 (before.leader == NO_LEADER and (after.leader != NO_LEADER or key[0] in ctx.deleting)) or
