@@ -188,6 +188,7 @@ def registration(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
         logged = _logged_read(ctx, broker)
         event = ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="STARTUP",
                           broker_epoch=txn.zxid)
+        ctx.startup_events[broker] = event
         logdirs.startup_answer(ctx, txn, broker, event)
         if logged is not None and len(answered := list(dict.fromkeys(logged.read.answers))) > 1:
             event["stop_replica_answer_order"] = answered  # the deletion it resumed, answered in this order

@@ -288,6 +288,9 @@ class Context:
         self.session_timeouts: dict[int, int] = {}  # session id -> its timeout (ms), from its createSession
         # Per broker, the times it registered (created /brokers/ids/N), read ahead as the notifications' times are.
         self.registered_at: dict[int, list[int]] = {}
+        # Each registered broker's STARTUP event, where a controller handled its registration: its answer to the
+        # startup's LeaderAndIsr (`offline_replicas`) names its replicas in a dir that failed while it was down.
+        self.startup_events: dict[int, dict[str, Any]] = {}
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
         # When each broker asked for its controlled shutdown again (its server.log), when given.
         self.shutdowns = shutdowns if shutdowns is not None else ControlledShutdowns()

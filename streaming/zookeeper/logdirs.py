@@ -30,6 +30,7 @@ from typing import Any
 from streaming.zookeeper.context import (
     ANSWER,
     LOG_DIR_EVENT_NOTIFICATION,
+    NO_LEADER,
     Cause,
     Context,
     PartitionState,
@@ -427,6 +428,36 @@ def answered_before_elected(ctx: Context, cause: Cause, key: tuple[str, int], dr
     if not first or leader in order or leader in first:
         return
     cause.event["answer_order"] = order + [b for b in first if b not in order] + [leader]
+
+
+def failed_before_startup(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState,
+                          after: PartitionState) -> bool:
+    """From the directory alone (no `Mark replicas` lines): a failover's write leaving a partition leaderless with its
+    ISR kept, that of its registered leader alone, is that broker's
+    KAFKA_STORAGE_ERROR answer to the LeaderAndIsr (OfflineReplica of the last ISR member; a controlled shutdown's
+    election of such a partition fails and writes nothing). A broker that wrote no notification since it registered
+    (nor within REQUEST_ANSWER_MS after the write: seed 1114's answer before its notification) had that dir failed
+    while it was down: its startup's answer named the replica, as its STARTUP's `offline_replicas` do with the
+    state-change logs, and every failover asks it again. Seed 1240 (Kafka 2.7.2): broker 4 elected uncleanly to t0-0
+    by controller 2's failover, then t0-0 leaderless at broker 4's answer; seed 1340 (2.7.2): the failover after
+    broker 1's startup, whose own answer `startup_storage_error` reads (t0-2 elected onto broker 1, then leaderless)."""
+    broker = before.leader
+    if ctx.offline_marks is not None or cause.kind != "FAILOVER" or broker not in ctx.brokers or \
+            after.leader != NO_LEADER or before.isr != (broker,) or after.isr != (broker,) or \
+            ctx.event_at(ctx.startup_events.get(broker, {})) is None:
+        return False
+    since = event_ms(ctx.startup_events[broker])
+    return not any(since <= t <= ctx.time + REQUEST_ANSWER_MS for t in ctx.notified_at.get(broker, ()))
+
+
+def startup_answer_explained(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState,
+                             after: PartitionState) -> None:
+    """A write `failed_before_startup` explains names one of the replicas the broker's STARTUP answered for."""
+    if key in ctx.failed_replicas.get(before.leader, ()) or not failed_before_startup(ctx, cause, key, before, after):
+        return
+    ctx.startup_events[before.leader].setdefault("offline_replicas", []).append(
+        {"topic": key[0], "partition": key[1]})
+    ctx.failed_replicas.setdefault(before.leader, set()).add(key)
 
 
 def _unread_answer(ctx: Context, cause: Cause, broker: int) -> dict[str, Any] | None:

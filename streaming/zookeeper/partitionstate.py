@@ -72,6 +72,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     elif cause.kind == "FAILOVER":
         dropped = [b for b in ctx.brokers if drops(b, before, after)]
         logdirs.answered_before_elected(ctx, cause, key, dropped, after.leader)
+        logdirs.startup_answer_explained(ctx, cause, key, before, after)
         logdirs.answer_explained(ctx, cause, key, dropped)
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
@@ -299,6 +300,7 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # answers (a replica in a failed log dir) come after it
             return newest and ((reassigning and not cause.finished) or key[0] in ctx.deleting or (
                 not any(drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
+                        and not logdirs.failed_before_startup(ctx, cause, key, before, after)
                         for b in ctx.brokers) and
                 ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))
         case "STARTUP":  # offline partitions elect; reassignments onto the brokers resume (never dropping them),

@@ -723,3 +723,77 @@ def test_from_the_directory_alone_a_failovers_answer_electing_a_replica_in_a_fai
     [failover] = [e for e in events if e["type"] == "ControllerChange" and e["controller_id"] == 2]
     assert failover["answer_order"] == [2, 4]
     assert_every_history_equal(observed, decisions)
+
+
+def back_after_a_dir_failed_while_down() -> Ensemble:
+    """t-0 on brokers 2 and 3; both fail, 2 last (t-0 leaderless, ISR [2]); a dir of broker 2 failed while it was down
+    (no notification); back, its startup elects it for t-0."""
+    z = Ensemble((1, 2, 3))
+    z.topic({0: [2, 3]})
+    z.state(0, 2, [2, 3], 0)
+    z.session_end(3)
+    z.state(0, 2, [2], 1)  # 3's failure
+    z.session_end(2)
+    z.state(0, NO_LEADER, [2], 2)  # 2's failure: its last ISR member, leaderless
+    z.register(2, 0x2002)
+    z.state(0, 2, [2], 3)  # the startup elects it
+    return z
+
+
+def test_from_the_directory_alone_a_startups_write_leaving_its_broker_leaderless_names_a_dir_failed_while_down(
+) -> None:
+    # Campaign seed 1340 (Kafka 2.7.2), from its ZooKeeper directory alone: a dir of broker 2 failed while it was down
+    # (no notification). Its startup elected it for t-0, its answer (KAFKA_STORAGE_ERROR) left t-0 leaderless with
+    # the ISR kept; a later failover asks it again. The STARTUP names the replica, as its marks would.
+    z = back_after_a_dir_failed_while_down()
+    z.state(0, NO_LEADER, [2], 4)  # its answer
+    z.close(z.sessions[1], "/brokers/ids/1", "/controller")
+    z.elect(2, 2)
+    z.state(0, 2, [2], 5)  # the failover elects it again (a new controller knows no failed dir)
+    z.state(0, NO_LEADER, [2], 6)  # and its answer takes it offline again
+    events, observed, decisions = replayed(z.history())
+    [startup] = [e for e in events if e["type"] == "BrokerChange" and e["change"] == "STARTUP"]
+    [failover] = [e for e in events if e["type"] == "ControllerChange" and e["controller_id"] == 2]
+    assert startup["offline_replicas"] == [{"topic": "t", "partition": 0}]
+    assert [o["cause_event_id"] for o in observed[-4:]] == [startup["event_id"]] * 2 + [failover["event_id"]] * 2
+    assert_every_history_equal(observed, decisions)
+
+
+def test_from_the_directory_alone_a_failovers_write_leaving_its_new_leader_leaderless_names_its_startups_answer(
+) -> None:
+    # Campaign seed 1240 (Kafka 2.7.2), from its ZooKeeper directory alone: a dir of broker 2 failed while it was down
+    # (no notification); back, it was in no ISR, so its startup wrote nothing. Controller 3's failover elected it
+    # uncleanly for t-0 and its answer left t-0 leaderless with the ISR kept: its STARTUP named that replica.
+    z = Ensemble((1, 2, 3))
+    z.txn(0x9000, ZnodeOp("create", "/config/topics/t",
+                          b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}', 0))
+    z.topic({0: [1, 2]})
+    z.state(0, 1, [1, 2], 0)
+    z.session_end(2)
+    z.state(0, 1, [1], 1)  # 2's failure
+    z.register(2, 0x2002)
+    z.close(z.sessions[1], "/brokers/ids/1", "/controller")
+    z.elect(3, 2)
+    z.state(0, NO_LEADER, [1], 2)  # the failover: dead 1's replica offline
+    z.state(0, 2, [2], 3, recovering=True)  # its unclean election
+    z.state(0, NO_LEADER, [2], 4, recovering=True)  # broker 2's answer
+    events, observed, decisions = replayed(z.history())
+    [startup] = [e for e in events if e["type"] == "BrokerChange" and e["change"] == "STARTUP"]
+    [failover] = [e for e in events if e["type"] == "ControllerChange" and e["controller_id"] == 3]
+    assert startup["offline_replicas"] == [{"topic": "t", "partition": 0}]
+    assert [o["cause_event_id"] for o in observed[-3:]] == [failover["event_id"]] * 3
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_leaderless_write_after_a_broker_announced_a_failed_dir_since_its_startup_is_not_its_startups_answer(
+) -> None:
+    # As above, but broker 2 announces a failed dir after registering: that notification's answer names its
+    # replicas, not its startup's.
+    z = back_after_a_dir_failed_while_down()
+    log_dir_failure(z, 2)
+    z.state(0, NO_LEADER, [2], 4)
+    events, observed, _ = replayed(z.history())
+    [startup] = [e for e in events if e["type"] == "BrokerChange" and e["change"] == "STARTUP"]
+    [notification] = [e for e in events if e["type"] == "LogDirEventNotification"]
+    assert "offline_replicas" not in startup
+    assert observed[-1]["cause_event_id"] == notification["event_id"]
