@@ -170,7 +170,7 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     follower's poll that has not seen it yet reads the write as before. `left`: the leader that left the partition
     leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
     names the replica already (seed 1113)."""
-    request = ctx.handling(txn)
+    request = ctx.handling(txn) or _asked_by(ctx, key, dropped)
     # An answer queued behind a leader's AlterIsr names partitions the AlterIsr did not (`_answered_after_request`).
     if request is None or request.kind not in (*_ANSWERED_REQUESTS, "ISR") or \
             (key not in request.partitions and request.kind != "ISR") or ctx.event_at(request.event) is None:
@@ -195,6 +195,18 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     ctx.answer_writes[txn.zxid, key] = answer["event_id"]
     ctx.failed_replicas.setdefault(broker, set()).add(key)
     return request
+
+
+def _asked_by(ctx: Context, key: tuple[str, int], dropped: list[int]) -> Cause | None:
+    """The newest reassignment whose answer (`_answered_before_asked`) names the dropped broker's replica of `key`,
+    when the controller's newest write is no event's own (seed 1371: the reassignment's last write removed a
+    partition that does not exist from /admin/reassign_partitions before the answer's write)."""
+    ref = {"topic": key[0], "partition": key[1]}
+    request = next((c for c in reversed(ctx.causes) if c.kind == "PARTITIONS"), None)
+    if request is None or len(dropped) != 1 or ctx.event_at(request.event) is None:
+        return None
+    answer = ctx.answers_after(request.event).get(dropped[0])
+    return request if answer is not None and ref in answer["offline_replicas"] else None
 
 
 def _announced_after(ctx: Context, broker: int, time_ms: int) -> bool:

@@ -312,6 +312,8 @@ def read_state_change_log(path: Path) -> StateChangeLog:
 # The controller's answer to a broker's LeaderAndIsr response naming replicas in a failed log dir (KAFKA_STORAGE_ERROR;
 # processLeaderAndIsrResponseReceived, at INFO): the replicas it takes offline (streaming.zookeeper.logdirs).
 _MARK = re.compile(r"^Mark replicas (?P<replicas>.*) on broker (?P<broker>\d+) as offline")
+# updateLeaderEpochAndSendRequest's line after a reassignment's LeaderAndIsr batch (A1/B2; 2.6.3 to 3.5.2).
+_SENT_REASSIGNMENT = re.compile(r"^Sent LeaderAndIsr request .* for partition being reassigned ")
 # A mark answers the notification it follows within this long (a LeaderAndIsr round trip, on a loaded machine).
 ANSWER_MS = 30_000
 # A mark answers the reassignment request it follows within this long (its LeaderAndIsr, sent as it starts).
@@ -334,7 +336,8 @@ class OfflineMarks:
 
     marks: list[OfflineMark] = field(default_factory=list)
     other_lines: int = 0  # state.change.logger lines that are not marks
-    # broker -> the times the controllers sent it a LeaderAndIsr (`Sending LeaderAndIsr request to broker B ...`)
+    # broker -> the times the controllers sent it a LeaderAndIsr (`Sending LeaderAndIsr request to broker B ...`),
+    # not a reassignment's own (`_SENT_REASSIGNMENT`: no notification's onBrokerLogDirFailure sends those)
     asked_at: dict[int, list[int]] = field(default_factory=dict)
     logged: list[OfflineMark] = field(default_factory=list)  # every mark, also those taken, oldest first
 
@@ -403,21 +406,41 @@ class OfflineMarks:
 def parse_offline_marks(lines: Iterable[str], into: OfflineMarks | None = None) -> OfflineMarks:
     """Add the marks in one state-change.log's lines to `into` (a new OfflineMarks by default), oldest first."""
     out = into if into is not None else OfflineMarks()
+    batch: list[tuple[int, int]] = []  # the (broker, time) LeaderAndIsr sends of the batch being logged
     for m in layout_lines(lines, _LINE, out):
         s = _MARK.match(m["msg"]) if m["who"] == "Controller" else None
         sent = _SENT_LAI.match(m["msg"]) if s is None and m["who"] == "Controller" else None
         out.other_lines += s is None
         if s is None and sent is None:
+            batch = _reassignment_batch(out, m, batch)
             continue
         at = epoch_ms(log_time(m["time"]))
         if sent is not None:
             out.asked_at.setdefault(int(sent["broker"]), []).append(at)
+            batch.append((int(sent["broker"]), at))
             continue
         replicas = tuple((tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])) for tp in s["replicas"].split(","))
         out.marks.append(OfflineMark(at, int(m["id"]), int(s["broker"]), replicas))
     out.marks.sort(key=lambda mark: mark.at_ms)
     out.logged = list(out.marks)
     return out
+
+
+def _reassignment_batch(out: OfflineMarks, m: re.Match[str], batch: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The LeaderAndIsr sends still in the batch after line `m`: a reassignment's line after its batch takes them out
+    of `asked_at` (seed 1371, Kafka 2.8.2: the reassignment of t2-0 asked broker 4 after its notification, which the
+    controller handled only after the answer to t0-0's reassignment). The batch's other lines and the answers
+    logged among them (another thread) keep it; any other controller line ends it."""
+    if m["who"] != "Controller":
+        return batch
+    msg = m["msg"]
+    if _SENT_REASSIGNMENT.match(msg):
+        for broker, at in batch:
+            out.asked_at[broker].remove(at)
+        return []
+    if msg.startswith(("Sending become-", "Sending UpdateMetadata request", "Received response")):
+        return batch
+    return []
 
 
 def read_offline_marks(folder: Path) -> OfflineMarks:

@@ -71,10 +71,12 @@ def _replayed(version_2: Path, out: Path, logs: Path | None = None) -> tuple[str
 
 
 def _every_request_equal(name: str, out: Path, counts: tuple[int, int, int]) -> str:
-    """The replay of a campaign run kept in zklog/regressions with its brokers' logs in zklog/requests, every request
-    of it equal (`counts`: LeaderAndIsr, StopReplica, UpdateMetadata); its summary."""
+    """The replay of a campaign run kept with its brokers' logs in zklog/requests (its ZooKeeper dir there too, or in
+    zklog/regressions), every request of it equal (`counts`: LeaderAndIsr, StopReplica, UpdateMetadata); its
+    summary."""
     logs = ZKLOG / "requests" / name
-    summary, rows = _replayed(ZKLOG / "regressions" / name / "version-2", out, logs)
+    kept = logs if (logs / "version-2").is_dir() else ZKLOG / "regressions" / name
+    summary, rows = _replayed(kept / "version-2", out, logs)
     lai, sr, um = counts
     assert f"LeaderAndIsr {lai} of {lai} (isrflow {lai}), StopReplica {sr} of {sr} (isrflow {sr}), UpdateMetadata " \
            f"{um} of {um} (isrflow {um})" in summary and all(r["match"] for r in rows)
@@ -1228,3 +1230,19 @@ def test_a_deletion_asked_while_no_controller_was_active_is_the_next_failovers(t
     assert not [e for e in events if e["type"] == "DeleteTopic"]
     failover = next(e for e in events if e["event_id"] == "zk-241")
     assert failover["topics_to_delete"] == ["t1", "t3"]
+
+
+def test_an_answer_to_a_reassignments_leader_and_isr_before_the_notification_is_handled(tmp_path: Path) -> None:
+    # Campaign seed 1371 (Kafka 2.8.2, two log dirs): controller 1's znode reassignment (zk-176) sent broker 4 t0-0's
+    # LeaderAndIsr (15:48:12.451); broker 4's dir failed, it answered KAFKA_STORAGE_ERROR (.460) and wrote its
+    # notification (.468) while the reassignment went on (t2-0's LeaderAndIsr to broker 4 at .471). The answer was
+    # handled first ("Mark replicas t0-0 on broker 4" .494, leader 1 at epoch 4), the notification after ("Handling
+    # log directory failure for brokers 4" .514). isrflow had taken t0-0 offline within the notification, and then
+    # (reading t2-0's LeaderAndIsr as the notification's) as broker 4's controlled shutdown: 8 of 9 histories,
+    # LeaderAndIsr 63 of 67, StopReplica 19 of 21, UpdateMetadata 130 of 136.
+    _every_request_equal("zookeeper-2.8-dirs-2-seed-1371", tmp_path, (67, 21, 136))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    answer = next(e for e in events if e["event_id"] == "zk-176-answer-4")
+    assert answer["offline_replicas"] == [{"topic": "t0", "partition": 0}]
+    # The notification's own answer (to onBrokerLogDirFailure's LeaderAndIsr) named t2-1 alone.
+    assert next(e for e in events if e["event_id"] == "zk-183")["offline_replicas"] == [{"topic": "t2", "partition": 1}]

@@ -178,6 +178,39 @@ def test_a_mark_before_the_notifications_leader_and_isr_answers_the_request_befo
     assert parse_offline_marks([mark]).request_answer(1, ("t1", 3), notified, notified + 900)  # no notification
 
 
+def test_a_reassignments_own_leader_and_isr_after_the_notification_leaves_the_mark_to_the_request() -> None:
+    # Campaign seed 1371 (Kafka 2.8.2): the znode reassignment sent broker 4 t0-0's LeaderAndIsr (12.451), broker 4's
+    # notification came at .468 while the reassignment went on, its batch for t2-0 asked broker 4 again (.471, with
+    # the reassignment's "Sent LeaderAndIsr request ... being reassigned" line), and t0-0 was marked at .494, before
+    # the controller handled the notification: the mark answers the reassignment's request, not the notification.
+    def line(ms: str, msg: str) -> str:
+        return f"[2026-11-27 15:48:12,{ms}] INFO [Controller id=1 epoch=3] {msg} (state.change.logger)\n"
+    sent = line("471", "Sending LeaderAndIsr request to broker 4 with 1 become-leader and 0 become-follower partitions")
+    answer = "[2026-11-27 15:48:12,471] TRACE [Controller id=1 epoch=3] Received response LeaderAndIsrResponseData(" \
+             "errorCode=0) for request LEADER_AND_ISR with correlation id 19 sent to broker 127.0.0.1:1 (id: 1 rack: " \
+             "rack-0) (state.change.logger)\n"
+    batch = [line("451", "Sending LeaderAndIsr request to broker 4 with 1 become-leader and 0 become-follower "
+                         "partitions"),
+             line("452", "Sent LeaderAndIsr request (Leader:4,ISR:4,1,LeaderEpoch:3,ZkVersion:3,ControllerEpoch:3) "
+                         "with new replica assignment ReplicaAssignment(replicas=3,4,2,1, addingReplicas=2, "
+                         "removingReplicas=1) to leader 4 for partition being reassigned t0-0"),
+             sent, answer,
+             line("471", "Sending UpdateMetadata request to brokers HashSet(1, 4) for 1 partitions"),
+             line("471", "Sent LeaderAndIsr request (Leader:4,ISR:4,LeaderEpoch:2,ZkVersion:2,ControllerEpoch:3) with "
+                         "new replica assignment ReplicaAssignment(replicas=3,2,4,1, addingReplicas=3,2, "
+                         "removingReplicas=4,1) to leader 4 for partition being reassigned t2-0")]
+    mark = line("494", "Mark replicas t0-0 on broker 4 as offline").replace(" epoch=3", "")
+    notified = int(datetime(2026, 11, 27, 15, 48, 12, 468_000, tzinfo=UTC).timestamp() * 1000)
+    marks = parse_offline_marks([*batch, mark])
+    assert marks.asked_at == {4: []}
+    assert marks.request_answer(4, ("t0", 0), notified, notified + 900, [notified])
+    # Another request's LeaderAndIsr (no reassignment's line after its batch) asks: the notification's answer.
+    other = line("480", "Sending UpdateMetadata request to brokers HashSet(1, 4) for 4 partitions")
+    marks = parse_offline_marks([*batch[:4], other, mark])
+    assert marks.asked_at == {4: [notified + 3]}
+    assert not marks.request_answer(4, ("t0", 0), notified, notified + 900, [notified])
+
+
 def test_a_notification_goes_after_the_events_the_controller_wrote_for_before_deleting_it() -> None:
     # Campaign seed 1113 (Kafka 2.7.2): broker 1's notification came 22 ms before broker 3's AlterIsr of t1-4 was
     # written, but the controller had queued that AlterIsr first: its write (and the completion it let go on) came
