@@ -221,7 +221,9 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
                 dropped.get(cause.broker, False):
             if fits(ctx, cause, key, True) and (cause.logged is not None or _answer_pending(ctx, txn, cause)):
                 return _answered_after_request(ctx, txn, cause, key)
-            return _second_answer(ctx, txn, cause, key)
+            second = _second_answer(ctx, txn, cause, key)
+            if second is not None:
+                return second
     return None
 
 
