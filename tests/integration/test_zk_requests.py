@@ -70,11 +70,11 @@ def _replayed(version_2: Path, out: Path, logs: Path | None = None) -> tuple[str
     return summary, read_jsonl(out / "requests_agreement.jsonl")
 
 
-def _every_request_equal(name: str, out: Path, counts: tuple[int, int, int]) -> str:
-    """The replay of a campaign run kept in zklog/regressions with its brokers' logs in zklog/requests, every request
-    of it equal (`counts`: LeaderAndIsr, StopReplica, UpdateMetadata); its summary."""
+def _every_request_equal(name: str, out: Path, counts: tuple[int, int, int], history: str = "regressions") -> str:
+    """The replay of a campaign run kept in zklog/regressions (or `history`) with its brokers' logs in
+    zklog/requests, every request of it equal (`counts`: LeaderAndIsr, StopReplica, UpdateMetadata); its summary."""
     logs = ZKLOG / "requests" / name
-    summary, rows = _replayed(ZKLOG / "regressions" / name / "version-2", out, logs)
+    summary, rows = _replayed(ZKLOG / history / name / "version-2", out, logs)
     lai, sr, um = counts
     assert f"LeaderAndIsr {lai} of {lai} (isrflow {lai}), StopReplica {sr} of {sr} (isrflow {sr}), UpdateMetadata " \
            f"{um} of {um} (isrflow {um})" in summary and all(r["match"] for r in rows)
@@ -1237,10 +1237,7 @@ def test_a_notifications_broker_answering_two_requests_marks_two_answers(tmp_pat
     # marked t1-1, its leader, the replica left (46.510): an election of 3 and broker 4 out of the ISR. isrflow had read
     # that write as broker 4's controlled shutdown (zk-110-4), and broker 4 as shutting down kept it out of every new
     # partition's ISR after: 4 of 19 histories, LeaderAndIsr 20 of 125, StopReplica 10 of 31, UpdateMetadata 144 of 227.
-    logs = ZKLOG / "requests" / "zookeeper-2.6-dirs-3-seed-1372"
-    summary, rows = _replayed(logs / "version-2", tmp_path, logs)
-    assert "LeaderAndIsr 125 of 125 (isrflow 125), StopReplica 31 of 31 (isrflow 31), UpdateMetadata 227 of 227 " \
-           "(isrflow 227)" in summary and all(r["match"] for r in rows)
+    _every_request_equal("zookeeper-2.6-dirs-3-seed-1372", tmp_path, (125, 31, 227), history="requests")
     events = read_jsonl(tmp_path / "zk" / "events.jsonl")
     assert not [e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN" and e["broker_id"] == 4]
     answer = next(e for e in events if e["type"] == "LeaderAndIsrResponseReceived")
