@@ -230,10 +230,34 @@ def late_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: dict[in
         if cause.kind == "STARTUP":
             started |= cause.brokers
         elif cause.kind == "LOG_DIR" and cause.broker is not None and cause.broker not in started and \
-                dropped.get(cause.broker, False) and fits(ctx, cause, key, True) and \
-                (cause.logged is not None or _answer_pending(ctx, txn, cause)):
-            return _answered_after_request(ctx, txn, cause, key)
+                dropped.get(cause.broker, False):
+            if fits(ctx, cause, key, True) and (cause.logged is not None or _answer_pending(ctx, txn, cause)):
+                return _answered_after_request(ctx, txn, cause, key)
+            second = _second_answer(ctx, txn, cause, key)
+            if second is not None:
+                return second
     return None
+
+
+def _second_answer(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int]) -> Cause | None:
+    """With the state-change logs: a later mark of the notification's broker naming `key`, which its first mark did
+    not, logged since the notification and before the write: the broker answered two LeaderAndIsr requests with
+    KAFKA_STORAGE_ERROR, and the controller marks only the replicas it did not know of yet. The first mark (the
+    notification's, in isrflow) answered an earlier request that reached the broker once its dir had failed; this
+    one answers the notification's own LeaderAndIsr, naming the replicas left: its own event right after the
+    notification's (LeaderAndIsrResponseReceived), not a controlled shutdown of that broker (seed 1372, Kafka 3.9.1 at
+    protocol 2.6: broker 4's answer to a failover's request of broker 3's answer marked t0-1, its answer to its
+    notification's marked t1-1, its leader, 23 ms later)."""
+    broker = cause.broker
+    if broker is None or cause.logged is None or key in cause.logged or ctx.offline_marks is None or \
+            ctx.event_at(cause.event) is None or broker not in ctx.brokers or \
+            not ctx.offline_marks.request_answer(broker, key, event_ms(cause.event), txn.time + REQUEST_ANSWER_MS):
+        return None
+    answer = ctx.answer_after(cause.event, broker)
+    answer["offline_replicas"].append({"topic": key[0], "partition": key[1]})
+    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
+    ctx.failed_replicas.setdefault(broker, set()).add(key)
+    return cause
 
 
 # The events a notification's answer was seen queued behind (its writes after theirs): an Admin API reassignment

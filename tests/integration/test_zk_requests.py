@@ -1246,3 +1246,17 @@ def test_an_answer_to_a_reassignments_leader_and_isr_before_the_notification_is_
     assert answer["offline_replicas"] == [{"topic": "t0", "partition": 0}]
     # The notification's own answer (to onBrokerLogDirFailure's LeaderAndIsr) named t2-1 alone.
     assert next(e for e in events if e["event_id"] == "zk-183")["offline_replicas"] == [{"topic": "t2", "partition": 1}]
+
+
+def test_a_notifications_broker_answering_two_requests_marks_two_answers(tmp_path: Path) -> None:
+    # Campaign seed 1372 (Kafka 3.9.1 at protocol 2.6, three log dirs; `out/zk-camp-s14`): dirs failed under brokers 3
+    # and 4 (15:49:46.41). Broker 4's answer to the LeaderAndIsr of broker 3's answer (46.443, sent before its
+    # notification was read) marked t0-1 on broker 4 (46.487); its answer to its notification's LeaderAndIsr (46.481)
+    # marked t1-1, its leader, the replica left (46.510): an election of 3 and broker 4 out of the ISR. isrflow had read
+    # that write as broker 4's controlled shutdown (zk-110-4), and broker 4 as shutting down kept it out of every new
+    # partition's ISR after: 4 of 19 histories, LeaderAndIsr 20 of 125, StopReplica 10 of 31, UpdateMetadata 144 of 227.
+    _every_request_equal("zookeeper-2.6-dirs-3-seed-1372", tmp_path, (125, 31, 227))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert not [e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN" and e["broker_id"] == 4]
+    answer = next(e for e in events if e["type"] == "LeaderAndIsrResponseReceived")
+    assert (answer["event_id"], answer["offline_replicas"]) == ("zk-107-answer-4", [{"topic": "t1", "partition": 1}])

@@ -67,3 +67,36 @@ def test_a_controller_elected_before_the_retained_history_reads_notifications_to
     [event] = [e for e in Converter(offline_marks=marks).convert(history).events
                if e["type"] == "LogDirEventNotification"]
     assert event["offline_replicas"] == []
+
+
+def _two_answers(second_mark: bool) -> list[dict[str, object]]:
+    """Broker 2's dir fails; controller 1 reads its notification. A first mark (t-0, an earlier request's answer)
+    takes 2 out of t-0's ISR; with `second_mark` a later one (t-1, the notification's own answer) moves t-1's
+    leadership off 2."""
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [2, 1, 3]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 2, [2, 1, 3], 0)
+    log_dir_failure(z, 2)
+    lines = [_mark(z.now + 40, 1, "t-0", 2)]
+    z.wait(50)
+    z.state(0, 1, [1, 3], 1)
+    if second_mark:
+        lines.append(_mark(z.now + 20, 1, "t-1", 2))
+    z.wait(30)
+    z.state(1, 1, [1, 3], 1)
+    return Converter(offline_marks=parse_offline_marks(lines)).convert(z.history()).events
+
+
+def test_a_later_mark_of_the_notifications_broker_is_its_own_answer() -> None:
+    # Campaign seed 1372 (Kafka 3.9.1 at protocol 2.6): broker 4's answer to an earlier LeaderAndIsr marked t0-1 after
+    # its notification was read, its answer to the notification's marked t1-1, its leader, 23 ms later.
+    events = _two_answers(second_mark=True)
+    [notification] = [e for e in events if e["type"] == "LogDirEventNotification"]
+    assert notification["offline_replicas"] == [{"topic": "t", "partition": 0}]
+    after = events[events.index(notification) + 1]
+    assert (after["type"], after["broker_id"], after["offline_replicas"]) == \
+        ("LeaderAndIsrResponseReceived", 2, [{"topic": "t", "partition": 1}])
+    assert not [e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN"]
+    # Without the second mark the write is broker 2's controlled shutdown, as before.
+    assert [e["broker_id"] for e in _two_answers(second_mark=False) if e.get("change") == "CONTROLLED_SHUTDOWN"] == [2]
