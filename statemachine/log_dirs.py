@@ -164,21 +164,12 @@ def on_leader_and_isr_response(controller: Controller, ev: LeaderAndIsrResponseR
     (seed 906, Kafka 3.5.2); any event's LeaderAndIsr a broker was handling when its dir failed, answered before its
     notification (seed 1114: broker 3's controlled shutdown made broker 4 t1-0's leader, writing t1-0's leader epoch
     checkpoint failed the dir); a startup's, queued behind an AlterIsr (seeds 1255, 1267)."""
-    answered = _hosted(controller, ev.broker_id, ev.offline_replicas)
+    cv, broker = controller.cluster, ev.broker_id
+    hosted = set(controller.partitions_on(broker)) if broker in cv.broker_epochs else set()
+    answered = {(r.topic, r.partition) for r in ev.offline_replicas} & hosted
     if not answered:
-        out.cluster(f"broker {ev.broker_id}'s KAFKA_STORAGE_ERROR answer names none of its replicas", Outcome.NO_OP)
+        out.cluster(f"broker {broker}'s KAFKA_STORAGE_ERROR answer names none of its replicas", Outcome.NO_OP)
         return
-    _storage_error_answer(controller, out, ev.broker_id, answered)
-
-
-def _hosted(controller: Controller, broker: int, refs: Iterable[PartitionRef]) -> set[tuple[str, int]]:
-    """The replicas a registered broker's answer names that it hosts (none for a broker not registered)."""
-    if broker not in controller.cluster.broker_epochs:
-        return set()
-    return {(r.topic, r.partition) for r in refs} & set(controller.partitions_on(broker))
-
-
-def _storage_error_answer(controller: Controller, out: _Fanout, broker: int, answered: set[tuple[str, int]]) -> None:
     new = _answered(controller, out, broker, answered)
     out.cluster(f"broker {broker} answered KAFKA_STORAGE_ERROR for {len(answered)} replica(s) in failed dirs, "
                 f"{len(new)} newly offline: {_names(new)}")
