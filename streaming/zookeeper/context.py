@@ -341,8 +341,7 @@ class Context:
     def answers_after(self, event: dict[str, Any]) -> dict[int, dict[str, Any]]:
         """The brokers' KAFKA_STORAGE_ERROR answers handled right after `event` (in the output), by broker: their
         LeaderAndIsrResponseReceived events, which follow it by broker id."""
-        events = self.result.events
-        at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is event) + 1
+        events, at = self.result.events, self._after(event)
         answers: dict[int, dict[str, Any]] = {}
         while at < len(events) and events[at]["type"] == ANSWER:
             answers[events[at]["broker_id"]] = events[at]
@@ -356,10 +355,15 @@ class Context:
             answers[broker] = {"type": ANSWER, "event_id": f"{event['event_id']}-answer-{broker}", "ts": event["ts"],
                                "controller_epoch": event["controller_epoch"], "broker_id": broker,
                                "offline_replicas": []}
-            events = self.result.events
-            at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is event) + 1
-            events[at:at + len(answers) - 1] = [answers[b] for b in sorted(answers)]
+            at = self._after(event)
+            self.result.events[at:at + len(answers) - 1] = [answers[b] for b in sorted(answers)]
         return answers[broker]
+
+    def _after(self, event: dict[str, Any]) -> int:
+        """The output position right after `event` (one in the output)."""
+        at = self.event_at(event)
+        assert at is not None, event["event_id"]
+        return at + 1
 
     @property
     def newest_event(self) -> dict[str, Any] | None:
