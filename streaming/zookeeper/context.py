@@ -476,6 +476,11 @@ class Context:
         topic = self.topics.get(key[0])
         return topic is not None and topic.reassigning(key[1])
 
+    def replica_online(self, broker: int, key: tuple[str, int]) -> bool:
+        """ControllerContext.isReplicaOnline: the broker registered and its replica of `key` in no failed log
+        dir (as far as known)."""
+        return broker in self.brokers and key not in self.failed_replicas.get(broker, ())
+
     def topic_configs(self, topic: str) -> dict[str, str]:
         """The configs a topic's events carry: its own, over the cluster defaults the rules read."""
         return {**{k: v for k, v in self.cluster_configs.items() if k in INHERITED}, **self.configs.get(topic, {})}

@@ -83,7 +83,7 @@ def _after_deletion(ctx: Context, txn: ZkTxn, notification: Cause) -> None:
                 txn.time - event_ms(cause.event) > REQUEST_ANSWER_MS or not cause.read_topics <= set(ctx.topics):
             continue
         replicas = {(b, (t, p)) for t in cause.read_topics for p, r in ctx.topics[t].replicas.items() for b in r}
-        if not all(b in ctx.brokers and key not in ctx.failed_replicas.get(b, ()) for b, key in replicas):
+        if not all(ctx.replica_online(b, key) for b, key in replicas):
             continue
         keys = frozenset(key for b, key in replicas if b == broker and
                          (notification.logged is None or key in notification.logged))

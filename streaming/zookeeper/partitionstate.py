@@ -266,13 +266,10 @@ def _live_replica_offline(ctx: Context, key: tuple[str, int], before: PartitionS
     last ISR member, which stays, with the leader epoch bumped. A replica in a failed log dir of a live broker is
     dead as one on a dead broker (isReplicaOnline): its deletion fails and is retried (seed 1250, Kafka 2.7.2: t1-0's
     replica in broker 3's failed dir, retried at broker 4's StopReplica answer queued behind t2's read)."""
-    def live(broker: int) -> bool:
-        return broker in ctx.brokers and key not in ctx.failed_replicas.get(broker, ())
-
     dropped = [b for b in before.isr if b not in after.isr]
     if dropped:
-        return any(live(b) for b in dropped)
-    return after.leader == NO_LEADER and len(after.isr) == 1 and live(after.isr[0])
+        return any(ctx.replica_online(b, key) for b in dropped)
+    return after.leader == NO_LEADER and len(after.isr) == 1 and ctx.replica_online(after.isr[0], key)
 
 
 def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
@@ -392,10 +389,15 @@ def _started(ctx: Context, key: tuple[str, int], before: PartitionState, after: 
 def _may_move_leader(ctx: Context, key: tuple[str, int], before: PartitionState, after: PartitionState) -> bool:
     """A reassignment moves the leader only when it completes (every target replica in the ISR) or no longer
     has the leader's replica at all; its other phases bump the leader epoch and keep the leader (one being
-    removed too, until the completion)."""
+    removed too, until the completion). Once its completion is written (the assignment without adding or
+    removing replicas, B6, after B3's election), or when it was in place, it moves only a leader outside the
+    replicas or offline (moveReassignedPartitionLeaderIfRequired): another move is another event's (seed 1390,
+    Kafka 2.7.2: an Admin API preferred election 50 ms after a reassignment that completed at once)."""
     topic = ctx.topics.get(key[0])
-    if after.leader == before.leader or topic is None or not topic.reassigning(key[1]):
+    if after.leader == before.leader or topic is None:
         return True
+    if not topic.reassigning(key[1]):
+        return before.leader not in topic.replicas.get(key[1], ()) or not ctx.replica_online(before.leader, key)
     return set(topic.target(key[1])) <= set(before.isr) or before.leader not in topic.replicas.get(key[1], ())
 
 
