@@ -36,10 +36,6 @@ NOT_YET: dict[str, str] = {
                                       "unexplained before, are its KAFKA_STORAGE_ERROR answer "
                                       "(`logdirs.startup_storage_error`). With the brokers' logs all 22 histories and "
                                       "87 decisions agree (test_zk_requests.py)",
-    "zookeeper-2.6-seed-3-load": "test_zk_campaign.py's smoke run (seed 3, Kafka 3.9.1 at protocol 2.6) once took "
-                                 "another path under load (2026-11-27): two writes of t1-2 after ElectLeaders zk-207 "
-                                 "credited to another event (15 of 15 histories, 45 of 47 decisions, with or without "
-                                 "the brokers' logs); not analysed yet",
     "zookeeper-2.7-dirs-3-seed-1203": "four decisions of one DeleteTopics (t4, t5, t0, t1, t3) from ZooKeeper alone: "
                                       "the controller read t4, then t5, then t0 with t1 and t3 (controller.log); "
                                       "the importer, which saw t4's read write nothing before t0's znode, reads t4, "
