@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from schemas import codec
 from schemas.events import (
@@ -148,17 +148,16 @@ class ClusterView:
 
     @property
     def live_brokers(self) -> frozenset[int]:
-        return frozenset(b for b in self.broker_epochs if b not in self.shutting_down)
+        return frozenset(self.broker_epochs.keys() - self.shutting_down)
 
 
-@dataclass(frozen=True, slots=True)
-class _EventFacts:
+class _EventFacts(NamedTuple):
     """The cluster facts an event's commands carry, read once per event and again after the event changes one
     (`_Fanout.facts_changed`): the brokers, and the features and releases the rules read."""
 
     live: frozenset[int]
     shutting_down: frozenset[int]
-    registered: frozenset[int]  # live or shutting down
+    registered: frozenset[int]  # live or shutting down: every registered broker
     controller_level: int
     elr_enabled: bool
     metadata_version: int
@@ -260,8 +259,8 @@ class _Fanout:
         if self._facts is None:
             controller, cv = self.controller, self.controller.cluster
             level = controller_level(controller)
-            live, shutting_down = cv.live_brokers, frozenset(cv.shutting_down & cv.broker_epochs.keys())
-            self._facts = _EventFacts(live, shutting_down, live | shutting_down, level, controller.elr_on,
+            self._facts = _EventFacts(cv.live_brokers, frozenset(cv.shutting_down & cv.broker_epochs.keys()),
+                                      frozenset(cv.broker_epochs), level, controller.elr_on,
                                       controller.metadata_version, controller.release,
                                       controller.config.rules.unclean_by_config(level))
         return self._facts
