@@ -39,7 +39,8 @@ def frozen_record(cls: type[T]) -> type[T]:
     """`@dataclass(frozen=True, slots=True)` with its __init__ written again to set each slot by a plain attribute
     store (`_unfrozen`), where the frozen __init__ calls object.__setattr__ by name per field: the same record at
     a fraction of the cost, for the classes the core builds once or more per command (Command, PartitionRecord,
-    Decision, AuditRow). The parameters are the dataclass's own (order, defaults, default factories)."""
+    Decision, AuditRow, Applied, Handled). The parameters are the dataclass's own (order, defaults, default
+    factories)."""
     cls = dataclass(frozen=True, slots=True)(cls)
     namespace: dict[str, Any] = {"_FACTORY": _FACTORY, "_cls": cls, "_unfrozen": _unfrozen(cls),
                                  "_set_class": object.__setattr__}
@@ -109,8 +110,8 @@ class Decision:
 def _copier(cls: type) -> tuple[Callable[[Any, Mapping[str, object]], Any], frozenset[str]]:
     """A copy function for the frozen slotted dataclass `cls`, and its field names. The function is written out
     field by field, as dataclasses writes a class's __init__: each field is the change if there is one, else the
-    record's value, set through its slot's descriptor. A loop over the fields did the same at twice the cost, and
-    the core derives a record or two per command."""
+    record's value, set on the copy while it is unfrozen (`_unfrozen`). A loop over the fields did the same at twice
+    the cost, and the core derives a record or two per command."""
     names = tuple(f.name for f in fields(cls))
     body = "".join(f"    new.{name} = changes['{name}'] if '{name}' in changes else record.{name}\n" for name in names)
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_unfrozen": _unfrozen(cls)}

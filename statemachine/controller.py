@@ -44,6 +44,7 @@ from schemas.events import (
     ReassignPartitions,
     UpdateFeatures,
 )
+from schemas.records import frozen_record
 from statemachine.admin_checks import MIN_ISR_CONFIG, UNCLEAN_CONFIG
 from statemachine.broker_events import BrokerEvents
 from statemachine.checkpoint import SNAPSHOT_FORMAT, SNAPSHOT_VERSION, SnapshotError, read_snapshot
@@ -165,13 +166,13 @@ class _EventFacts(NamedTuple):
     unclean_by_config: bool  # whether the controller's release reads unclean.leader.election.enable
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Handled:
     command: Command
     applied: Applied
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class HandledEvent:
     """An event's commands with their results, and the requests the ZK controller sends for it (none under other
     rules)."""
@@ -404,13 +405,15 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
 
     def unclean_configured(self, topic: str) -> bool:
         """The topic's unclean.leader.election.enable, else the cluster default."""
-        value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
+        configs = self.cluster.topic_configs.get(topic)
+        value = configs.get(UNCLEAN_CONFIG) if configs else None
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
 
     def min_isr(self, topic: str) -> int:
         """The topic's min.insync.replicas, else the cluster default, at most its replication factor (that of
         partition 0, as ReplicationControlManager.getTopicEffectiveMinIsr)."""
-        value = self.cluster.topic_configs.get(topic, {}).get(MIN_ISR_CONFIG)
+        configs = self.cluster.topic_configs.get(topic)
+        value = configs.get(MIN_ISR_CONFIG) if configs else None
         configured = self.config.min_insync_replicas if value is None else int(value)
         first = self.partitions.get((topic, 0))
         return min(configured, len(first.replicas)) if first is not None and first.replicas else configured
