@@ -27,8 +27,8 @@ from schemas.fields import (
     int_list,
     leader,
     long,
+    member,
     non_negative_int,
-    one_of,
     partition_refs,
     recovery_state,
     replica_assignments,
@@ -416,7 +416,7 @@ _BROKER_LOG_DIRS = {"broker_id": non_negative_int, "broker_epoch": long, "log_di
 _FIELDS: dict[str, dict[str, Any]] = {
     "BrokerChange": {
         "broker_id": non_negative_int,
-        "change": lambda v, n: BrokerChangeKind(one_of(v, n, tuple(BrokerChangeKind))),
+        "change": lambda v, n: member(v, n, BrokerChangeKind),
         "broker_epoch": long,
     },
     "IsrChange": {
@@ -432,7 +432,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "CreatePartitions": {"topic": string, "assignment": assignment},
     "DeleteTopic": {"topic": string},
     "ReassignPartitions": {"partitions": lambda v, n: partition_refs(v, n, with_replicas=True)},
-    "ElectLeaders": {"election_type": lambda v, n: ElectionType(one_of(v, n, tuple(ElectionType)))},
+    "ElectLeaders": {"election_type": lambda v, n: member(v, n, ElectionType)},
     "AlterTopicConfig": {"topic": string, "configs": lambda v, n: configs(v, n, allow_null=True)},
     "ControllerChange": {"controller_id": non_negative_int},
     "LeaderImbalanceCheck": {},

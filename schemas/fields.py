@@ -4,7 +4,9 @@ and returns it normalised, or raises `Invalid` with the reason a `Malformed` rec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from enum import StrEnum
+from functools import cache
+from typing import Any, TypeVar
 
 from schemas.values import DirectoryAssignment, LeaderRecoveryState, Move, PartitionRef, ReplicaAssignment
 
@@ -20,6 +22,8 @@ INT64_MAX = 2**63 - 1
 
 
 def non_negative_int(value: Any, name: str, maximum: int = INT32_MAX) -> int:
+    if type(value) is int and 0 <= value <= maximum:  # the usual case, checked at once
+        return value
     # bool is an int in Python; a JSON true is not a broker id.
     if isinstance(value, bool) or not isinstance(value, int):
         raise Invalid(f"field '{name}' must be an integer, got {type(value).__name__}")
@@ -69,6 +73,8 @@ def one_of(value: Any, name: str, allowed: tuple[str, ...]) -> str:
 def int_list(value: Any, name: str) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise Invalid(f"field '{name}' must be a list of integers")
+    if all(type(v) is int and 0 <= v <= INT32_MAX for v in value):  # the usual case, checked at once
+        return tuple(value)
     return tuple(non_negative_int(v, name) for v in value)
 
 
@@ -162,8 +168,22 @@ def required(obj: Mapping[str, Any], key: str, where: str = "event") -> Any:
 
 # -- structured values: partition refs, assignments, recovery states ------------------------------------
 
+E = TypeVar("E", bound=StrEnum)
+
+
+@cache
+def _members(kind: type[E]) -> dict[str, E]:
+    return {member.value: member for member in kind}
+
+
+def member(value: Any, name: str, kind: type[E]) -> E:
+    """The member of the StrEnum `kind` whose value `value` is; else `one_of`'s reason."""
+    found = _members(kind).get(value) if isinstance(value, str) else None
+    return kind(one_of(value, name, tuple(kind))) if found is None else found
+
+
 def recovery_state(value: Any, name: str) -> LeaderRecoveryState:
-    return LeaderRecoveryState(one_of(value, name, tuple(LeaderRecoveryState)))
+    return member(value, name, LeaderRecoveryState)
 
 
 def partition_refs(value: Any, name: str, with_replicas: bool) -> tuple[PartitionRef | Move, ...]:

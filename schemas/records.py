@@ -25,18 +25,25 @@ Long = Annotated[int, "long"]
 T = TypeVar("T")
 
 
-def _slot_setters(cls: type) -> dict[str, Any]:
-    """`_set_NAME`: each field's slot descriptor's setter, which writes a frozen record's slot directly."""
-    return {f"_set_{f.name}": getattr(cls, f.name).__set__ for f in fields(cls)}
+@cache
+def _unfrozen(cls: type) -> type:
+    """A plain class with the slots of the frozen slotted dataclass `cls` (the same layout), which a record of `cls`
+    is while it is being built: its slots are then set by plain attribute stores, where the frozen class refuses
+    them (and object.__setattr__ or a slot descriptor's __set__ per field costs four to seven times as much), and it
+    is a `cls` again before anyone sees it."""
+    assert cls.__bases__ == (object,), f"{cls.__name__}: a record with a base class is not built this way"
+    return type(f"{cls.__name__}Unfrozen", (), {"__slots__": cls.__slots__})
 
 
 def frozen_record(cls: type[T]) -> type[T]:
-    """`@dataclass(frozen=True, slots=True)` with its __init__ written again to set each slot through its
-    descriptor, where the frozen __init__ calls object.__setattr__ by name per field: the same record at about
-    half the cost, for the classes the core builds once or more per command (Command, PartitionRecord,
-    Decision, AuditRow). The parameters are the dataclass's own (order, defaults, default factories)."""
+    """`@dataclass(frozen=True, slots=True)` with its __init__ written again to set each slot by a plain attribute
+    store (`_unfrozen`), where the frozen __init__ calls object.__setattr__ by name per field: the same record at
+    a fraction of the cost, for the classes the core builds once or more per command (Command, PartitionRecord,
+    Decision, AuditRow, Applied, Handled). The parameters are the dataclass's own (order, defaults, default
+    factories)."""
     cls = dataclass(frozen=True, slots=True)(cls)
-    namespace: dict[str, Any] = {"_FACTORY": _FACTORY, **_slot_setters(cls)}
+    namespace: dict[str, Any] = {"_FACTORY": _FACTORY, "_cls": cls, "_unfrozen": _unfrozen(cls),
+                                 "_set_class": object.__setattr__}
     params, body = [], []
     for f in fields(cls):
         assert f.init and not f.kw_only, f"{cls.__name__}.{f.name}: only plain fields are written again"
@@ -50,9 +57,10 @@ def frozen_record(cls: type[T]) -> type[T]:
             value = f"_factory_{f.name}() if {f.name} is _FACTORY else {f.name}"
         else:
             params.append(f.name)
-        body.append(f"    _set_{f.name}(self, {value})\n")
+        body.append(f"    self.{f.name} = {value}\n")
     assert not hasattr(cls, "__post_init__"), f"{cls.__name__}: a __post_init__ is not called"
-    exec(f"def __init__(self, {', '.join(params)}):\n{''.join(body)}", namespace)
+    exec(f"def __init__(self, {', '.join(params)}):\n    _set_class(self, '__class__', _unfrozen)\n{''.join(body)}"
+         "    self.__class__ = _cls\n", namespace)
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     cls.__init__ = init  # type: ignore[misc]
@@ -102,13 +110,13 @@ class Decision:
 def _copier(cls: type) -> tuple[Callable[[Any, Mapping[str, object]], Any], frozenset[str]]:
     """A copy function for the frozen slotted dataclass `cls`, and its field names. The function is written out
     field by field, as dataclasses writes a class's __init__: each field is the change if there is one, else the
-    record's value, set through its slot's descriptor. A loop over the fields did the same at twice the cost, and
-    the core derives a record or two per command."""
+    record's value, set on the copy while it is unfrozen (`_unfrozen`). A loop over the fields did the same at twice
+    the cost, and the core derives a record or two per command."""
     names = tuple(f.name for f in fields(cls))
-    body = "".join(f"    _set_{name}(new, changes['{name}'] if '{name}' in changes else record.{name})\n"
-                   for name in names)
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, **_slot_setters(cls)}
-    exec(f"def copy(record, changes):\n    new = _new(_cls)\n{body}    return new\n", namespace)
+    body = "".join(f"    new.{name} = changes['{name}'] if '{name}' in changes else record.{name}\n" for name in names)
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_unfrozen": _unfrozen(cls)}
+    exec(f"def copy(record, changes):\n    new = _new(_unfrozen)\n{body}    new.__class__ = _cls\n    return new\n",
+         namespace)
     return namespace["copy"], frozenset(names)
 
 

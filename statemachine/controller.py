@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from schemas import codec
 from schemas.events import (
@@ -44,6 +44,7 @@ from schemas.events import (
     ReassignPartitions,
     UpdateFeatures,
 )
+from schemas.records import frozen_record
 from statemachine.admin_checks import MIN_ISR_CONFIG, UNCLEAN_CONFIG
 from statemachine.broker_events import BrokerEvents
 from statemachine.checkpoint import SNAPSHOT_FORMAT, SNAPSHOT_VERSION, SnapshotError, read_snapshot
@@ -148,16 +149,30 @@ class ClusterView:
 
     @property
     def live_brokers(self) -> frozenset[int]:
-        return frozenset(b for b in self.broker_epochs if b not in self.shutting_down)
+        return frozenset(self.broker_epochs.keys() - self.shutting_down)
 
 
-@dataclass(frozen=True, slots=True)
+class _EventFacts(NamedTuple):
+    """The cluster facts an event's commands carry, read once per event and again after the event changes one
+    (`_Fanout.facts_changed`): the brokers, and the features and releases the rules read."""
+
+    live: frozenset[int]
+    shutting_down: frozenset[int]
+    registered: frozenset[int]  # live or shutting down: every registered broker
+    controller_level: int
+    elr_enabled: bool
+    metadata_version: int
+    kafka_release: KafkaRelease
+    unclean_by_config: bool  # whether the controller's release reads unclean.leader.election.enable
+
+
+@frozen_record
 class Handled:
     command: Command
     applied: Applied
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class HandledEvent:
     """An event's commands with their results, and the requests the ZK controller sends for it (none under other
     rules)."""
@@ -178,7 +193,7 @@ class _Fanout:
         # "first": the log's first controller epoch was adopted; "takeover": a failover ran.
         self.failover: str | None = None
         self._steps: dict[Key | None, int] = {}  # None: the event's cluster-level rows
-        self._facts: tuple[frozenset[int], frozenset[int]] | None = None
+        self._facts: _EventFacts | None = None
         # Whether a replica of a topic being deleted was deleted by this event (its StopReplica answered, in Kafka's
         # terms): TopicDeletionManager.resumeDeletions then retries the replicas whose deletion failed.
         self.replica_deleted = False
@@ -238,22 +253,29 @@ class _Fanout:
                                                         metadata_state(rec))))
 
     def facts_changed(self) -> None:
+        """The event changed a cluster fact its commands carry (brokers, features, releases): read them again."""
         self._facts = None
 
-    def _cluster_facts(self) -> tuple[frozenset[int], frozenset[int]]:
+    def _cluster_facts(self) -> _EventFacts:
         if self._facts is None:
-            cv = self.controller.cluster
-            self._facts = (cv.live_brokers, frozenset(cv.shutting_down & cv.broker_epochs.keys()))
+            controller, cv = self.controller, self.controller.cluster
+            level = controller_level(controller)
+            self._facts = _EventFacts(cv.live_brokers, frozenset(cv.shutting_down & cv.broker_epochs.keys()),
+                                      frozenset(cv.broker_epochs), level, controller.elr_on,
+                                      controller.metadata_version, controller.release,
+                                      controller.config.rules.unclean_by_config(level))
         return self._facts
 
-    def _emit(self, action: Action, offline: frozenset[int] = frozenset(), **fields: Any) -> None:
+    def _emit(self, action: Action, fields: dict[str, Any], offline: frozenset[int] = frozenset()) -> None:
         """Build the command (the event's envelope, the cluster facts as they stand now, less the brokers whose
-        replica of the partition is `offline`, and `fields`) and apply it at once to the controller's own record of
-        the partition."""
-        live, shutting_down = self._cluster_facts()
-        offline &= live | shutting_down
-        offline_shutting_down = offline & shutting_down
-        live, shutting_down = (live - offline, shutting_down - offline) if offline else (live, shutting_down)
+        replica of the partition is `offline`, and `fields`, the command's own) and apply it at once to the
+        controller's own record of the partition."""
+        facts = self._cluster_facts()
+        live, shutting_down, offline_shutting_down = facts.live, facts.shutting_down, frozenset()
+        if offline:
+            offline &= facts.registered
+            offline_shutting_down = offline & shutting_down
+            live, shutting_down = live - offline, shutting_down - offline
         ev, cv = self.event, self.controller.cluster
         command = Command(action=action, event_id=ev.event_id, event_type=ev.type, source_offset=self.source_offset,
                           controller_epoch=cv.controller_epoch, event_ts=ev.ts, principal=ev.principal,
@@ -287,15 +309,17 @@ class _Fanout:
 
     def partition(self, action: Action, key: Key, *, unclean_allowed: bool | None = None,
                   **fields: Any) -> None:
+        controller, (topic, partition) = self.controller, key
         step = self._steps.get(key, 0)
         self._steps[key] = step + 1
-        self._emit(action, offline_replicas(self.controller.cluster, self.controller.partitions.get(key)),
-                   topic=key[0], partition=key[1], step=step,
-                   unclean_allowed=self.controller.unclean_allowed(key[0]) if unclean_allowed is None
-                   else unclean_allowed, min_isr=self.controller.min_isr(key[0]),
-                   elr_enabled=self.controller.elr_on, metadata_version=self.controller.metadata_version,
-                   kafka_release=self.controller.release,
-                   controller_level=controller_level(self.controller), **fields)
+        facts = self._cluster_facts()
+        if unclean_allowed is None:
+            unclean_allowed = facts.unclean_by_config and controller.unclean_configured(topic)
+        self._emit(action, {"topic": topic, "partition": partition, "step": step, "unclean_allowed": unclean_allowed,
+                            "min_isr": controller.min_isr(topic), "elr_enabled": facts.elr_enabled,
+                            "metadata_version": facts.metadata_version, "kafka_release": facts.kafka_release,
+                            "controller_level": facts.controller_level, **fields},
+                   offline_replicas(controller.cluster, controller.partitions.get(key)))
 
     def cluster(self, message: str, outcome: Outcome = Outcome.ACCEPTED, error: Error | None = None, *,
                 action: Action = Action.CLUSTER, **fields: Any) -> None:
@@ -303,8 +327,8 @@ class _Fanout:
         ev = self.event
         step = self._steps.get(None, 0)
         self._steps[None] = step + 1
-        self._emit(action, topic=getattr(ev, "topic", None), broker_id=getattr(ev, "broker_id", None), step=step,
-                   outcome=outcome, error=error, message=message, **fields)
+        self._emit(action, {"topic": getattr(ev, "topic", None), "broker_id": getattr(ev, "broker_id", None),
+                            "step": step, "outcome": outcome, "error": error, "message": message, **fields})
 
     def reject(self, error: Error, message: str) -> None:
         """Refused before fan-out: on the partition's own row when the event names exactly one."""
@@ -377,15 +401,19 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
     def unclean_allowed(self, topic: str) -> bool:
         """Whether the topic's config lets an offline partition elect uncleanly (under the kraft rules, only where
         the controller's release reads the config: `unclean_by_config`)."""
-        if not self.config.rules.unclean_by_config(controller_level(self)):
-            return False
-        value = self.cluster.topic_configs.get(topic, {}).get(UNCLEAN_CONFIG)
+        return self.config.rules.unclean_by_config(controller_level(self)) and self.unclean_configured(topic)
+
+    def unclean_configured(self, topic: str) -> bool:
+        """The topic's unclean.leader.election.enable, else the cluster default."""
+        configs = self.cluster.topic_configs.get(topic)
+        value = configs.get(UNCLEAN_CONFIG) if configs else None
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
 
     def min_isr(self, topic: str) -> int:
         """The topic's min.insync.replicas, else the cluster default, at most its replication factor (that of
         partition 0, as ReplicationControlManager.getTopicEffectiveMinIsr)."""
-        value = self.cluster.topic_configs.get(topic, {}).get(MIN_ISR_CONFIG)
+        configs = self.cluster.topic_configs.get(topic)
+        value = configs.get(MIN_ISR_CONFIG) if configs else None
         configured = self.config.min_insync_replicas if value is None else int(value)
         first = self.partitions.get((topic, 0))
         return min(configured, len(first.replicas)) if first is not None and first.replicas else configured
@@ -427,7 +455,7 @@ class Controller(ControllerEpoch, FeatureEvents, BrokerEvents, TopicEvents):
         if not out.handled:
             out.cluster("nothing to do", Outcome.NO_OP)
         self._finish_deletions(out)
-        return HandledEvent(out.handled, batches(out.sent, out.from_znode))
+        return HandledEvent(out.handled, batches(out.sent, out.from_znode) if out.sent else [])
 
     def _check_duplicate(self, event_id: str, offset: int) -> None:
         seen, window = self.cluster.seen_event_ids, self.config.duplicate_window

@@ -72,6 +72,9 @@ def directories_for(before_replicas: Sequence[int], before_directories: Sequence
     (`defaults`, UNASSIGNED for a broker missing there); below 3.7-IV2 all are MIGRATING."""
     if not is_directory_assignment_supported(metadata_version):
         return (MIGRATING,) * len(replicas)
+    if (not assigned and replicas == before_replicas and len(before_directories) == len(replicas)
+            and all(before_directories)):
+        return tuple(before_directories)  # the same replicas, each in its directory still (the usual operation)
     known = dict(zip(before_replicas, before_directories, strict=False))
     known.update(assigned)
     return tuple(known.get(r) or defaults.get(r, UNASSIGNED) for r in replicas)

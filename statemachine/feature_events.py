@@ -70,6 +70,7 @@ class FeatureEvents:
         self.cluster.features.update(ev.features)
         if ev.kafka_version is not None:
             self.cluster.kafka_version = ev.kafka_version
+        out.facts_changed()
         unknown = unknown_metadata_version(version) if METADATA_VERSION in ev.features else None
         out.cluster("features: " + ", ".join(
             f"{name} {before[name]} -> {level}" + (f" ({metadata_version_name(level)})" if name == METADATA_VERSION

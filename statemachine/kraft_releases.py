@@ -65,5 +65,6 @@ def controller_level(controller: Controller) -> int:
 
 def on_controller_registration(controller: Controller, ev: ControllerRegistration, out: _Fanout) -> None:
     controller.cluster.controller_levels[ev.controller_id] = ev.max_metadata_version
+    out.facts_changed()
     out.cluster(f"controller {ev.controller_id} registered: Kafka {release_name(ev.max_metadata_version)} "
                 f"(metadata.version up to {metadata_version_name(ev.max_metadata_version)})")

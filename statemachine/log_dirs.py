@@ -50,12 +50,14 @@ def default_directories(cv: ClusterView, replicas: Iterable[int]) -> dict[int, s
 def offline_replicas(cv: ClusterView, rec: PartitionRecord | None) -> frozenset[int]:
     """The brokers whose replica of the partition is in a log dir they reported offline (KRaft), or that answered
     KAFKA_STORAGE_ERROR for it (ZooKeeper mode: ControllerContext.isReplicaOnline): none can lead it."""
-    if rec is None or not (cv.log_dirs or cv.replicas_on_offline_dirs):
+    if rec is None:
         return frozenset()
-    key = (rec.topic, rec.partition)
-    return frozenset(b for b, d in zip(rec.replicas, rec.directories, strict=False)
-                     if b in cv.log_dirs and not is_online(d, cv.log_dirs[b])) | frozenset(
-        b for b in rec.replicas if key in cv.replicas_on_offline_dirs.get(b, ()))
+    offline = [b for b, d in zip(rec.replicas, rec.directories, strict=False)
+               if b in cv.log_dirs and not is_online(d, cv.log_dirs[b])]
+    if cv.replicas_on_offline_dirs:
+        key = (rec.topic, rec.partition)
+        offline += [b for b in rec.replicas if key in cv.replicas_on_offline_dirs.get(b, ())]
+    return frozenset(offline)
 
 
 def on_broker_registration(controller: Controller, ev: BrokerRegistration, out: _Fanout) -> None:
@@ -65,6 +67,7 @@ def on_broker_registration(controller: Controller, ev: BrokerRegistration, out: 
         cv.registered_epochs[ev.broker_id] = ev.broker_epoch
     if ev.max_metadata_version is not None:
         cv.broker_levels[ev.broker_id] = ev.max_metadata_version
+        out.facts_changed()
     release = "" if ev.max_metadata_version is None else f" (Kafka {release_name(ev.max_metadata_version)})"
     out.cluster(f"broker {ev.broker_id} (epoch {ev.broker_epoch}){release} registered with "
                 f"{len(ev.log_dirs)} log dir(s): {', '.join(ev.log_dirs) or 'none'}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 
 from schemas.events import LeaderRecoveryState
@@ -230,7 +230,7 @@ class Command:
         return self.live_brokers | self.shutting_down_brokers | self.offline_replicas
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Applied:
     """The result of one command: the partition's new record (None once it no longer exists), the
     LeaderAndIsr decisions in order, the one audit row, and what the ZK controller adds to its request batches

@@ -131,9 +131,11 @@ def _one_record_per_operation(before: Any, decisions: Sequence[Decision], metada
         return []
     bump = 1 if leader_epoch_bumped(before, last, metadata_version) else 0
     # The election that happened in the operation, if any, names the decision.
-    return [last.evolve(leader_epoch=before.leader_epoch + bump,
-                        partition_epoch=before.partition_epoch + 1,
-                        election=next((d.election for d in reversed(decisions) if d.election), None))]
+    published = (before.leader_epoch + bump, before.partition_epoch + 1,
+                 next((d.election for d in reversed(decisions) if d.election), None))
+    if published == (last.leader_epoch, last.partition_epoch, last.election):
+        return [last]  # one write, with the epochs KRaft publishes (the usual operation): no copy
+    return [last.evolve(leader_epoch=published[0], partition_epoch=published[1], election=published[2])]
 
 
 def _zk_shutdown_fallback(leader: int, isr: Sequence[int], replicas: Sequence[int],

@@ -275,15 +275,15 @@ class Step:
 
     def _result(self, record: PartitionRecord, outcome: Outcome, error: Error | None, message: str) -> Applied:
         before = self.before
-        row = audit(
-            self.command, outcome, error, message or None, topic=before.topic, partition=before.partition,
-            from_state=before.state, to_state=record.state, leader_before=before.leader, leader_after=record.leader,
-            leader_epoch_before=before.leader_epoch, leader_epoch_after=record.leader_epoch,
-            isr_before=before.isr, isr_after=record.isr, partition_epoch_before=before.partition_epoch,
-            partition_epoch_after=record.partition_epoch,
-            election=self.election if outcome is Outcome.ACCEPTED else None,
-            replica_states=dict(sorted(record.replica_states.items())), replicas_after=record.replicas,
-            leader_recovery_state_after=record.leader_recovery_state)
+        row = audit(self.command, outcome, error, message or None, {
+            "topic": before.topic, "partition": before.partition, "from_state": before.state,
+            "to_state": record.state, "leader_before": before.leader, "leader_after": record.leader,
+            "leader_epoch_before": before.leader_epoch, "leader_epoch_after": record.leader_epoch,
+            "isr_before": before.isr, "isr_after": record.isr, "partition_epoch_before": before.partition_epoch,
+            "partition_epoch_after": record.partition_epoch,
+            "election": self.election if outcome is Outcome.ACCEPTED else None,
+            "replica_states": dict(sorted(record.replica_states.items())), "replicas_after": record.replicas,
+            "leader_recovery_state_after": record.leader_recovery_state})
         kept = None if record.state is P.NON_EXISTENT else record
         return Applied(kept, self.decisions if outcome is Outcome.ACCEPTED else [], row, tuple(self.sent))
 
@@ -295,8 +295,8 @@ _NO_PARTITION_FACTS: dict[str, object] = dict.fromkeys((
     "replica_states", "replicas_after", "leader_recovery_state_after"))
 
 
-def audit(cmd: Command, outcome: Outcome, error: Error | None, message: str | None, **partition_facts: object
-           ) -> AuditRow:
+def audit(cmd: Command, outcome: Outcome, error: Error | None, message: str | None,
+          partition_facts: dict[str, object] | None = None) -> AuditRow:
     """The audit row of a command: the event's facts from the command, the partition's from the caller (every
     one of them, topic included; none on a cluster-level row, whose topic is the event's if it names one)."""
     facts = partition_facts or {"topic": cmd.topic, **_NO_PARTITION_FACTS}

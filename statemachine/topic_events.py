@@ -172,7 +172,8 @@ class TopicEvents:
         cv = self.cluster
         if out.replica_deleted:  # their StopReplica answers are in: resumeDeletions
             self._resume_deletions(out)
-        touched = {h.command.topic for h in out.handled if h.command.topic in cv.topics_queued_for_deletion}
+        queued = cv.topics_queued_for_deletion
+        touched = {h.command.topic for h in out.handled if h.command.topic in queued} if queued else set()
         for topic in sorted(touched):
             keys = self.partitions_of(topic)
             if not any(replicas_not_deleted(self.partitions[k]) for k in keys):

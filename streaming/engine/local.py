@@ -69,8 +69,10 @@ def replay_records(records: Iterable[tuple[int, bytes]], config: ControllerConfi
                 yield Replayed(offset, raw, event.reason, [], [])
             elif not isinstance(event, ObservedDecision):
                 handled_event = controller.handle_event(event, offset)
+                requests = handled_event.requests
                 yield Replayed(offset, raw, None, handled_event.handled, request_rows(
-                    handled_event.requests, event.event_id, event.type, offset, controller.cluster.controller_epoch))
+                    requests, event.event_id, event.type, offset, controller.cluster.controller_epoch) if requests
+                    else [])
             else:
                 yield Replayed(offset, raw, None, [], [])
             if progress is not None:
