@@ -3,6 +3,11 @@ names and order, and the derived row conversion round-trips every record a contr
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
+
+import pytest
+
 from schemas.records import AuditRow, Decision, audit_sort_key, from_row, parse_ts, to_row
 from schemas.tables import AUDIT, DECISION
 
@@ -81,3 +86,27 @@ def test_audit_row_has_every_fact_the_analysis_reads() -> None:
     fenced = cluster.imbalance_check(controller_epoch=1).only_row
     assert (fenced.error, fenced.event_controller_epoch, fenced.controller_epoch) == ("STALE_CONTROLLER_EPOCH", 1, 2)
     assert isinstance(fenced, AuditRow) and fenced.controller_id == 2
+
+
+def _decision(**changes: object) -> Decision:
+    fields = dict(topic="t", partition=0, controller_epoch=1, leader=1, leader_epoch=2, isr=(1, 2), partition_epoch=3,
+                  replicas=(1, 2), adding_replicas=(), removing_replicas=(), leader_recovery_state="RECOVERED",
+                  is_new=False, recipients=(1, 2), election=None, cause="IsrChange", cause_event_id="e-1",
+                  source_offset=7, event_ts=None)
+    return Decision(**{**fields, **changes})
+
+
+def test_a_record_built_or_evolved_is_frozen_equal_hashable_and_picklable() -> None:
+    # frozen_record builds a record as a plain class with the same slots and makes it the frozen class after: what
+    # the core hands on must be the frozen record itself, as `dataclass(frozen=True, slots=True)` makes it.
+    built = _decision()
+    evolved = built.evolve(leader=2, leader_epoch=3)
+    for record in (built, evolved):
+        assert type(record) is Decision
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.leader = 5  # type: ignore[misc]
+        assert pickle.loads(pickle.dumps(record)) == record
+        assert dataclasses.replace(record) == record and hash(dataclasses.replace(record)) == hash(record)
+    assert (evolved.leader, evolved.leader_epoch, evolved.isr) == (2, 3, (1, 2))
+    assert evolved == _decision(leader=2, leader_epoch=3) and evolved != built
+    assert built.eligible_leader_replicas == () and built.directories == ()  # the defaults, left out of the call
