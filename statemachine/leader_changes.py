@@ -122,9 +122,10 @@ def _progress_reassignment(s: Step) -> None:
         return
     _delete_replicas(s, removing)
     if s.command.controller_died_after_assignment:
-        # B5's write of the new assignment landed but threw (its session had expired): the UpdateMetadata after it
-        # was never sent (seed 1288: t0-0's completion, "Error processing event PartitionReassignmentIsrChange").
-        s.note(f"the controller lost its session writing the assignment {list(target)}: no UpdateMetadata")
+        # The controller went no further than its write of the new assignment: that write threw (its session had
+        # expired; seed 1288) or it died before removing the partition from /admin/reassign_partitions (seed 1408):
+        # the UpdateMetadata after it was never sent.
+        s.note(f"the controller died at its write of the assignment {list(target)}: no UpdateMetadata")
         return
     with s.batch(Phase.METADATA):  # the new replicas and ISR to every broker
         s.send_metadata()

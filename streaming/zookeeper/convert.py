@@ -162,7 +162,7 @@ class Converter:
                     logdirs.deletions_failed_in_dir(ctx)
                     admin.deletions_left_unanswered(ctx)
                     isrchanges.completion_cut(ctx)
-                    isrchanges.completion_write_threw(ctx)
+                    isrchanges.completion_cut_after_assignment(ctx)
                 brokers.session_closed(ctx, txn, op)
             elif path.startswith("/brokers/ids/") and path.count("/") == 3:
                 brokers.registration(ctx, txn, op)

@@ -218,19 +218,28 @@ def completion_cut(ctx: Context) -> None:
         newest.event["controller_died_after_leader_move"] = True
 
 
-def completion_write_threw(ctx: Context) -> None:
-    """The controller's session ended with the completed assignment of a reassignment as its last write (B5,
-    updateReplicaAssignmentForPartition), and its controller.log says that completion threw ("Error processing event
-    PartitionReassignmentIsrChange(T-P)", below protocol 2.7): the write landed but its answer was SessionExpired,
-    so the UpdateMetadata after it (B6) was never sent (`controller_died_after_assignment`; seed 1288: t0-0's
-    completion, broker 1 cut from ZooKeeper as it wrote, the answer 8.5 s later). ZooKeeper alone cannot tell it from
-    a completion that went on: that UpdateMetadata writes nothing."""
+def completion_cut_after_assignment(ctx: Context) -> None:
+    """The controller's session ended with the completed assignment of a reassignment as its last write (B6,
+    updateReplicaAssignmentForPartition), and the completion went no further: the UpdateMetadata after it (B8) was
+    never sent (`controller_died_after_assignment`). ZooKeeper alone cannot tell it from a completion that went on
+    when nothing is written after B6 (that UpdateMetadata writes nothing); two things can:
+    - its controller.log says that completion threw ("Error processing event PartitionReassignmentIsrChange(T-P)",
+      below protocol 2.7): the write landed but its answer was SessionExpired (seed 1288: t0-0's completion, broker 1
+      cut from ZooKeeper as it wrote, the answer 8.5 s later);
+    - `/admin/reassign_partitions` still names the partition with that assignment: B7 (removePartitionFromReassigning-
+      Partitions -> maybeRemoveFromZkReassignment) rewrites or deletes the znode whenever it exists, so the controller
+      died between B6 and B7 (seed 1408: t1-0's completion to [3], broker 4, the controller, killed right after
+      "Successfully updated assignment of partition t1-0"; the same steps at 2.6.3 to 3.9.1)."""
     cause = next((c for c in reversed(ctx.causes) if c.last_zxid == ctx.controller_wrote_at), None)
     if cause is None or cause.kind != "ISR":
         return
     key = (cause.event["topic"], cause.event["partition"])
-    if key in ctx.reads.failed_completions.get(cause.event["controller_epoch"], ()) and not ctx.reassigning(key) \
-            and ctx.written_for.get(key) == cause.event["event_id"]:
+    topic = ctx.topics.get(key[0])
+    if topic is None or ctx.reassigning(key) or ctx.written_for.get(key) != cause.event["event_id"]:
+        return
+    threw = key in ctx.reads.failed_completions.get(cause.event["controller_epoch"], ())
+    left_in_znode = ctx.znode_reassignments.get(key) == topic.replicas.get(key[1])
+    if threw or left_in_znode:
         cause.event["controller_died_after_assignment"] = True
 
 

@@ -1260,3 +1260,15 @@ def test_a_notifications_broker_answering_two_requests_marks_two_answers(tmp_pat
     assert not [e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN" and e["broker_id"] == 4]
     answer = next(e for e in events if e["type"] == "LeaderAndIsrResponseReceived")
     assert (answer["event_id"], answer["offline_replicas"]) == ("zk-107-answer-4", [{"topic": "t1", "partition": 1}])
+
+
+def test_a_completion_whose_controller_died_before_clearing_the_reassignment_znode_sends_no_metadata(
+        tmp_path: Path) -> None:
+    # Campaign seed 1408 (Kafka 3.9.1 at protocol 2.6): t1-0 from [2] to [3] asked through /admin/reassign_partitions
+    # (zk-121); leader 2's own ISR [2, 3] (zk-135) let controller 4 complete it: 3 elected, 2 out of the ISR and
+    # stopped, the assignment [3] written (B6, "Successfully updated assignment of partition t1-0", 17:31:18.177), and
+    # broker 4 was killed before B7 removed t1-0 from the znode: the UpdateMetadata of B8 never went out. isrflow
+    # sent it to brokers 2-4: UpdateMetadata 229 of 229 (isrflow 232).
+    _every_request_equal("zookeeper-2.6-seed-1408", tmp_path, (99, 16, 229))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert [e["event_id"] for e in events if e.get("controller_died_after_assignment")] == ["zk-135-t1-0"]

@@ -500,21 +500,31 @@ def test_an_isr_change_notification_read_goes_before_the_startups_registered_aft
     assert events(registered_first=True) == ["BrokerChange-STARTUP", "IsrChangeNotification"]
 
 
+def _completed_to_the_assignment_write(through_znode: bool) -> Ensemble:
+    """t-0 from [1, 2] to [2, 3] (asked through /admin/reassign_partitions or not); leader 1's own ISR [1, 2, 3] lets
+    the controller complete it: 2 elected (B3), 1 out of the ISR (B4), the assignment [2, 3] written (B6)."""
+    z = leaders_write_their_isr((1, 2, 3))
+    z.topic({0: [1, 2]})
+    z.state(0, 1, [1, 2], 0)
+    if through_znode:
+        z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions",
+                              b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,3]}]}', 0))
+    z.topic({0: [2, 3, 1]}, op="setData", adding_replicas={0: [3]}, removing_replicas={0: [1]})  # A1
+    z.state(0, 1, [1, 2], 1)
+    z.state(0, 1, [1, 2, 3], 1, session=z.sessions[1], by_leader=True)
+    z.state(0, 2, [1, 2, 3], 2)  # B3
+    z.state(0, 2, [2, 3], 3)  # B4
+    z.topic({0: [2, 3]}, op="setData")  # B6
+    return z
+
+
 def test_a_completion_whose_assignment_write_threw_is_marked_from_the_controllers_error() -> None:
     # Campaign seed 1288 (Kafka 3.9.1 at protocol 2.6): t-0 from [1, 2] to [2, 3]; leader 1's own ISR [1, 2, 3] let
     # the controller complete it (2 elected, 1 out of the ISR, the assignment written), then its session expired.
     # controller.log's "Error processing event PartitionReassignmentIsrChange(t-0)" says the assignment write threw:
     # without it the completion went on (its UpdateMetadata writes nothing).
     def marked(*logged: str) -> list[str]:
-        z = leaders_write_their_isr((1, 2, 3))
-        z.topic({0: [1, 2]})
-        z.state(0, 1, [1, 2], 0)
-        z.topic({0: [2, 3, 1]}, op="setData", adding_replicas={0: [3]}, removing_replicas={0: [1]})  # A1
-        z.state(0, 1, [1, 2], 1)
-        z.state(0, 1, [1, 2, 3], 1, session=z.sessions[1], by_leader=True)
-        z.state(0, 2, [1, 2, 3], 2)  # B3
-        z.state(0, 2, [2, 3], 3)  # B4
-        z.topic({0: [2, 3]}, op="setData")  # B5
+        z = _completed_to_the_assignment_write(through_znode=False)
         z.close(z.controller, "/controller", "/brokers/ids/1")
         at = "[2026-11-27 12:36:{}] {} [Controller id=1] {} (kafka.controller.KafkaController)"
         log = [at.format("00,000", "INFO", "1 successfully elected as the controller. Epoch incremented to 1 and "
@@ -526,6 +536,24 @@ def test_a_completion_whose_assignment_write_threw_is_marked_from_the_controller
 
     assert marked("t-0") == ["zk-10-t-0"]
     assert marked() == [] and marked("t-1") == []
+
+
+def test_a_completion_the_controller_died_in_before_clearing_the_reassignment_znode_is_marked() -> None:
+    # Campaign seed 1408 (Kafka 3.9.1 at protocol 2.6): t-0 from [1, 2] to [2, 3] asked through
+    # /admin/reassign_partitions; leader 1's own ISR [1, 2, 3] let the controller complete it (2 elected, 1 out of the
+    # ISR, the assignment written: B3, B4, B6), then its broker was killed before B7 removed t-0 from the znode: the
+    # UpdateMetadata of B8 never went out. A completion that went on deletes the znode (its last partition) first.
+    def marked(znode: bool, cleared: bool) -> list[str]:
+        z = _completed_to_the_assignment_write(through_znode=znode)
+        if cleared:  # B7
+            z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1),
+                  ZnodeOp("delete", "/admin/reassign_partitions"))
+        z.close(z.controller, "/controller", "/brokers/ids/1")
+        return [e["event_id"] for e in convert(z.history()).events if e.get("controller_died_after_assignment")]
+
+    [died] = marked(znode=True, cleared=False)
+    assert died.endswith("-t-0")
+    assert marked(znode=True, cleared=True) == [] and marked(znode=False, cleared=False) == []
 
 
 def test_an_admin_preferred_election_is_read_from_the_leader_moving_to_the_first_replica() -> None:
