@@ -272,6 +272,25 @@ def _shut_down(ctx: Context, txn: ZkTxn, broker: int) -> None:
     ctx.shutdown_attempts[broker] = attempts
 
 
+def shutdown_written(ctx: Context, txn: ZkTxn, broker: int) -> dict[str, Any]:
+    """A controlled shutdown's first write of a request (an election of a partition `broker` led, or it out of an
+    ISR): the event of that request. Its broker's server.log dates its requests: the ones it sent before this one
+    that wrote nothing (the controller had nobody to move its leaderships to) are events too, each at its time, before
+    the events made after it (seed 1413, Kafka 2.7.2: controller 3's own first request found itself the only ISR
+    member of t2-1, the leader it then asked to move; the follower the reassignment added joined the ISR, and its
+    second request, 0.5 s later, elected it). Without server.log, the request is the next one."""
+    attempts = ctx.shutdown_attempts.get(broker, 0)
+    sent = ctx.shutdowns.attempts_by(broker, txn.time)[:CONTROLLED_SHUTDOWN_ATTEMPTS]
+    for at in sent[attempts:-1]:
+        attempts += 1
+        _back_to(ctx, ctx.event(ZkTxn(txn.zxid, at, txn.session, txn.cxid, ()), "BrokerChange",
+                                f"-{broker}-shutdown-{attempts}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
+                                broker_epoch=ctx.brokers[broker]), at)
+    ctx.shutdown_attempts[broker] = attempts + 1
+    return ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
+                     broker_epoch=ctx.brokers[broker])
+
+
 def _back_to(ctx: Context, event: dict[str, Any], time: int) -> None:
     """Move `event`, the newest (a shutdown's retry), before the events still in the output made after `time` (ms),
     never before its broker's earlier requests."""
