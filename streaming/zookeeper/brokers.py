@@ -256,20 +256,42 @@ def _shut_down(ctx: Context, txn: ZkTxn, broker: int) -> None:
     to (seeds 29, 48 and 46). They are events here, at the close, before the broker's failure; a retry its
     server.log dates goes before the events made since that time (seed 1236: leader 3's unwritten AlterPartition
     answered between its second and third requests, its UpdateMetadata between theirs)."""
-    epoch = ctx.brokers.get(broker)
-    if epoch is None or ctx.controller_session is None:
+    if broker not in ctx.brokers or ctx.controller_session is None:
         return
     attempts = ctx.shutdown_attempts.get(broker, 0)
     retries = ctx.shutdowns.retries(broker, txn.time)
     while attempts == 0 or (attempts < CONTROLLED_SHUTDOWN_ATTEMPTS and _still_leads(ctx, broker)):
         attempts += 1
-        retried = retries[attempts - 2] if 1 < attempts <= len(retries) + 1 else None
-        at = txn if retried is None else ZkTxn(txn.zxid, retried, txn.session, txn.cxid, ())
-        event = ctx.event(at, "BrokerChange", f"-{broker}-shutdown-{attempts}", broker_id=broker,
-                          change="CONTROLLED_SHUTDOWN", broker_epoch=epoch)
-        if retried is not None:
-            _back_to(ctx, event, retried)
+        _unwritten_attempt(ctx, txn, broker, attempts, retries[attempts - 2] if 1 < attempts <= len(retries) + 1
+                           else None)
     ctx.shutdown_attempts[broker] = attempts
+
+
+def shutdown_written(ctx: Context, txn: ZkTxn, broker: int) -> dict[str, Any]:
+    """A controlled shutdown's first write of a request (an election of a partition `broker` led, or it out of an
+    ISR): the event of that request. Its broker's server.log dates its requests: the ones it sent before this one
+    that wrote nothing (the controller had nobody to move its leaderships to) are events too, each at its time, before
+    the events made after it (seed 1413, Kafka 2.7.2: controller 3's own first request found itself the only ISR
+    member of t2-1, the leader it then asked to move; the follower the reassignment added joined the ISR, and its
+    second request, 0.5 s later, elected it). Without server.log, the request is the next one."""
+    attempts = ctx.shutdown_attempts.get(broker, 0)
+    sent = ctx.shutdowns.attempts_by(broker, txn.time)[:CONTROLLED_SHUTDOWN_ATTEMPTS]
+    for at in sent[attempts:-1]:
+        attempts += 1
+        _unwritten_attempt(ctx, txn, broker, attempts, at)
+    ctx.shutdown_attempts[broker] = attempts + 1
+    return ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
+                     broker_epoch=ctx.brokers[broker])
+
+
+def _unwritten_attempt(ctx: Context, txn: ZkTxn, broker: int, attempt: int, at: int | None) -> None:
+    """The event of request `attempt` of `broker`'s controlled shutdown, which wrote nothing: at `txn`, or at `at`
+    (ms), its time in the broker's server.log, before the events made after it."""
+    when = txn if at is None else ZkTxn(txn.zxid, at, txn.session, txn.cxid, ())
+    event = ctx.event(when, "BrokerChange", f"-{broker}-shutdown-{attempt}", broker_id=broker,
+                      change="CONTROLLED_SHUTDOWN", broker_epoch=ctx.brokers[broker])
+    if at is not None:
+        _back_to(ctx, event, at)
 
 
 def _back_to(ctx: Context, event: dict[str, Any], time: int) -> None:

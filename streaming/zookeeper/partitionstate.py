@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from streaming.zookeeper import admin, isrchanges, logdirs
+from streaming.zookeeper import admin, brokers, isrchanges, logdirs
 from streaming.zookeeper.context import (
     NO_LEADER,
     UNCLEAN_CONFIG,
@@ -425,10 +425,7 @@ def _request(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: PartitionSt
     if len(dropped) == 1 and dropped[0] in ctx.brokers and after.leader != dropped[0] and \
             (before.leader == dropped[0] or after.leader == before.leader):
         broker = dropped[0]
-        event = ctx.event(txn, "BrokerChange", f"-{broker}", broker_id=broker, change="CONTROLLED_SHUTDOWN",
-                          broker_epoch=ctx.brokers[broker])
-        ctx.shutdown_attempts[broker] = ctx.shutdown_attempts.get(broker, 0) + 1
-        return ctx.cause(Cause(event, "CONTROLLED_SHUTDOWN", broker))
+        return ctx.cause(Cause(brokers.shutdown_written(ctx, txn, broker), "CONTROLLED_SHUTDOWN", broker))
     if after.leader != before.leader and after.leader >= 0:
         # Preferred: the first replica, from the ISR, which stays; unclean: a replica outside the ISR, alone in it.
         kind = "PREFERRED" if not dropped and replicas and after.leader == replicas[0] and \

@@ -176,6 +176,12 @@ class ControlledShutdowns:
         started = [s for s in self.by_broker.get(broker, []) if s[0] < before_ms]
         return started[-1][1:] if started else []
 
+    def attempts_by(self, broker: int, at_ms: int) -> list[int]:
+        """When `broker` sent the requests of its newest shutdown started before `at_ms` that it sent by then (its
+        start and its retries; none known: [])."""
+        started = [s for s in self.by_broker.get(broker, []) if s[0] < at_ms]
+        return [t for t in started[-1] if t <= at_ms] if started else []
+
 
 @dataclass
 class AlterPartitionLog:

@@ -956,6 +956,21 @@ def test_a_controlled_shutdowns_retries_go_where_the_brokers_server_log_dates_th
                      "zk-244-3"]
 
 
+def test_a_controlled_shutdowns_write_is_the_request_its_server_log_dates(tmp_path: Path) -> None:
+    # Campaign seed 1413 (Kafka 2.7.2): controller 3, shutting down (17:37:17.102), led t2-1 (being reassigned from
+    # [3, 1] to [1, 4], broker 1 down) and t2-0 alone in their ISRs: its first request moved nothing. Broker 4 joined
+    # t2-1's ISR (17.215); the retry (17.632) elected it (zk-203, the shutdown's only write), the last one (18.142)
+    # took replica 3 offline (StopReplica twice, LeaderAndIsr to 4). isrflow had the write as the first request and
+    # two more after it (LeaderAndIsr 43 of 43 with 44, StopReplica 14 of 14 with 16, UpdateMetadata 109 of 109 with
+    # 111).
+    summary = _every_request_equal("zookeeper-2.7-seed-1413", tmp_path, (43, 14, 109))
+    assert "14 of 14 equal" in summary
+    shutdowns = [(e["event_id"], e["ts"][11:]) for e in read_jsonl(tmp_path / "zk" / "events.jsonl")
+                 if e.get("change") == "CONTROLLED_SHUTDOWN" and e["broker_id"] == 3]
+    assert shutdowns == [("zk-203-3-shutdown-1", "17:37:17.102Z"), ("zk-203-3", "17:37:17.636Z"),
+                         ("zk-204-3-shutdown-3", "17:37:18.142Z")]
+
+
 def test_an_alter_isr_the_previous_controller_took_after_losing_its_role_is_its_update_metadata(tmp_path: Path
                                                                                                 ) -> None:
     # Campaign seed 1010 (Kafka 2.7.2): leader 2 sent its AlterIsr of t0-3 (ISR [2, 1]) to controller 3 at

@@ -11,7 +11,9 @@ import pytest
 
 from schemas.events import parse_event
 from statemachine.controller import Controller, ControllerConfig
+from statemachine.features import IBP_2_7_IV2
 from statemachine.rules import ZK
+from statemachine.zk_releases import KafkaRelease
 from streaming.engine.local import run_local
 from streaming.zookeeper.context import event_ts
 from streaming.zookeeper.controllerlog import parse_controller_log
@@ -266,6 +268,42 @@ def test_a_controlled_shutdowns_retry_its_server_log_dates_goes_before_what_came
     assert [e[:2] for e in placed[0]] == [isr, shutdown, shutdown, failure]
     assert [e[:2] for e in placed[1]] == [shutdown, isr, shutdown, failure]
     assert [e[2] for e in placed[1]] == [event_ts(t) for t in (closed - 600, closed - 300, closed - 100, closed)]
+
+
+def test_a_controlled_shutdowns_write_is_the_request_its_server_log_dates_and_earlier_ones_wrote_nothing() -> None:
+    # Campaign seed 1413 (Kafka 2.7.2): broker 2, the only ISR member of both partitions it led, asked for a
+    # controlled shutdown; the controller had nobody to move them to (no write). A follower joined t-1's ISR, and the
+    # retry elected it. The write is the second request, not the first: the third, 1 s later, is the last one the
+    # broker sent (controlled.shutdown.max.retries), not a fourth.
+    z = Ensemble()
+    z.topic({0: [2, 3], 1: [2, 1]})
+    z.state(0, 2, [2, 3], 0)
+    z.state(1, 2, [2, 1], 0)
+    z.state(0, 2, [2], 0)  # leader 2 drops its followers (AlterPartition)
+    z.state(1, 2, [2], 0)
+    started = z.now  # the first request: nothing written
+    z.wait(100)
+    z.state(1, 2, [2, 1], 0)  # 1 back in t-1's ISR
+    z.wait(400)
+    retried = z.now - 2
+    z.state(1, 1, [1], 1)  # the second request elects it
+    z.wait(1_000)
+    z.session_end(2, clean=True)
+    closed = z.txns[-1].time
+    z.state(0, -1, [2], 1)  # its failure: t-0 leaderless
+    shutdowns = ControlledShutdowns({2: [[started, retried, closed - 500, closed - 10]]})
+    isr, failure = ("IsrChange", None), ("BrokerChange", "FAILURE")
+    placed = [[(e["type"], e.get("change"), e["ts"]) for e in convert(z.history(), shutdowns=logged).events[-5:]]
+              for logged in (None, shutdowns)]
+    shutdown = ("BrokerChange", "CONTROLLED_SHUTDOWN")
+    assert [e[:2] for e in placed[0]] == [isr, shutdown, shutdown, shutdown, failure]  # the write taken as the first
+    assert [e[:2] for e in placed[1]] == [shutdown, isr, shutdown, shutdown, failure]
+    assert [e[2] for e in placed[1] if e[:2] == shutdown] == [event_ts(t) for t in (started, retried + 2, closed - 500)]
+    # At 2.7 the first request, before 1 was back in the ISR, elects nobody: every write is reproduced.
+    converted = convert(z.history(), shutdowns=shutdowns)
+    result = run_local([(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)], ControllerConfig(
+        rules=ZK, metadata_version=IBP_2_7_IV2, kafka_version=KafkaRelease.parse("2.7.2")))
+    assert_every_history_equal(converted.observed, result.decisions)
 
 
 def registrations_around_a_first_failover() -> Ensemble:

@@ -131,6 +131,10 @@ def test_a_brokers_controlled_shutdowns_and_their_retries() -> None:
     assert log.shutdowns.retries(1, second) == [second - 299_500]
     assert log.shutdowns.retries(1, second + 2_000) == [second + 500, second + 1_000, second + 1_500]
     assert ControlledShutdowns().retries(1, second) == []
+    # The requests sent by a time: the start and the retries logged by then (seed 1413: a write 4 ms after a retry).
+    assert log.shutdowns.attempts_by(1, second + 504) == [second, second + 500]
+    assert log.shutdowns.attempts_by(1, second) == [second - 300_000, second - 299_500]  # the first shutdown
+    assert ControlledShutdowns().attempts_by(1, second) == []
 
 
 def test_a_not_controller_answer_is_the_channels_disconnect_before_the_request_is_sent_again() -> None:
