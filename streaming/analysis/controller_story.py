@@ -15,7 +15,7 @@ the partitions and the disagreeing events, not with the controller's changes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,9 +165,9 @@ def _kind(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> tuple[s
 
 
 class _Teller:
-    def __init__(self, s: Index, differences: _Differences, audit: Path) -> None:
+    def __init__(self, s: Index, audit: Path) -> None:
         self.s = s
-        self.differences = differences
+        self.differences = _Differences()  # isrflow's, known once the agreement is read (`close`)
         self.audit = audit
         self.lines: list[tuple[str, bool]] = []
         self.told: list[_Run] = []  # the first STORY_LINES runs, told at `close` (their events' offsets read then)
@@ -201,7 +201,8 @@ class _Teller:
         return (f" isrflow differs here: {and_list([c for c in counts if c])} ({'; '.join(examples)}"
                 f"{'; …' if wrong + alone > EXAMPLES else ''}).")
 
-    def close(self) -> None:
+    def close(self, differences: _Differences) -> None:
+        self.differences = differences
         offset_of = event_offsets(self.audit, {e for run in self.told for e in (run.first, run.events[-1])})
         self.lines.extend(self._line(run, offset_of) for run in self.told)
         if self.untold:
@@ -239,13 +240,14 @@ def _end_lines(s: Index, last: Mapping[Key, Mapping[str, Any]]) -> list[tuple[st
     return lines
 
 
-def true_story(s: Index, out_dir: Path) -> TrueStory | None:
-    """The controller's story of a real history (None when `out_dir` holds no controller's records)."""
+def true_story(s: Index, out_dir: Path, agreement_written: Callable[[], object] | None = None) -> TrueStory | None:
+    """The controller's story of a real history (None when `out_dir` holds no controller's records). Its changes
+    are read first; `agreement_written`, when given, returns once the agreement is written (by another process),
+    which the story reads next."""
     observed = observed_rows(out_dir)
     if observed is None:
         return None
-    agreement = read_agreement(out_dir)
-    teller = _Teller(s, agreement.differences if agreement is not None else _Differences(), out_dir / "audit")
+    teller = _Teller(s, out_dir / "audit")
     seeds = s.a.facts.seeds  # a partition the log's snapshot holds: its state before the controller's first change
     controller = ControllerOutcomes()  # each partition's last state, its unclean elections counted on the way
     last = controller.last
@@ -268,7 +270,10 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
         controller.note(key, state)
     if run is not None:
         teller.tell(run)
-    teller.close()
+    if agreement_written is not None:
+        agreement_written()
+    agreement = read_agreement(out_dir)
+    teller.close(agreement.differences if agreement is not None else _Differences())
     figures = agreement.figures if agreement is not None else None
     return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), agreement,
                      controller)
