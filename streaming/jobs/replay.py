@@ -32,6 +32,7 @@ from streaming.io.jsonl import write_jsonl
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.io.layout import ReplayOutput
 from streaming.jobs import kraft, zookeeper
+from streaming.jobs.beside import ReportBeside
 from streaming.zookeeper.requests import write_requests_agreement
 
 # A real cluster's history, by source prefix: read a node's files, write contract events and the controller's
@@ -198,9 +199,12 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, stack: ExitStack)
     for name in ("agreement.jsonl", "histories.jsonl", "requests_agreement.jsonl", HISTORY_FACTS):  # a real history's
         (layout.root / name).unlink(missing_ok=True)
     started = time.monotonic()
+    reporter: ReportBeside | None = None
+    if options.engine == "local":  # the report reads the audit as the engine makes it, in a process of its own
+        reporter = stack.enter_context(ReportBeside(layout.root, layout.report, agreement=prefix is not None))
     with Progress(total) as progress:
-        if options.engine == "local":
-            replay_local(records, layout.root, config, source, lambda _: progress.advance(1))
+        if reporter is not None:
+            replay_local(records, layout.root, config, source, lambda _: progress.advance(1), reporter.send)
             release_freed_memory()  # the audit's columns and the writer's buffers, before the report reads it back
         else:
             from streaming.engine.session import build_spark, replay_sizing
@@ -217,13 +221,20 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, stack: ExitStack)
     if imported is not None:
         facts = imported.summary.facts()
         facts.write(layout.root)  # for the report, now and when `isrflow report` writes it again
-        # The agreement in a process of its own (a fresh interpreter: not a copy of this one's memory) while this
-        # one reads the audit for the report: each has a core, and only the report's story waits for it.
+        # The agreement in a process of its own (a fresh interpreter: not a copy of this one's memory) while the
+        # report ends its analysis of the audit: each has a core, and only the report's story waits for it.
         beside = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
         agreed = beside.submit(write_agreement, layout.root, imported.observed, layout.decisions_jsonl)
     if prefix == zookeeper.PREFIX:
         agreement += _requests_agreement(options, layout)
-    report = write_report(layout.root, layout.report, agreed.result if agreed is not None else None)
+    if reporter is not None:
+        reporter.replayed()
+        if agreed is not None:
+            agreed.result()
+            reporter.agreement_written()
+        report = reporter.result()
+    else:
+        report = write_report(layout.root, layout.report, agreed.result if agreed is not None else None)
     if imported is not None and agreed is not None:
         written = agreed.result()
         agreement = f"\n  {imported.summary.describe()}\n  {written.describe(layout.root)}{agreement}"
