@@ -15,7 +15,7 @@ the partitions and the disagreeing events, not with the controller's changes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,10 +240,27 @@ def _end_lines(s: Index, last: Mapping[Key, Mapping[str, Any]]) -> list[tuple[st
     return lines
 
 
-def true_story(s: Index, out_dir: Path, agreement_written: Callable[[], object] | None = None) -> TrueStory | None:
-    """The controller's story of a real history (None when `out_dir` holds no controller's records). Its changes
-    are read first; `agreement_written`, when given, returns once the agreement is written (by another process),
-    which the story reads next."""
+@dataclass
+class ControllerChanges:
+    """The controller's changes as the story reads them, before it reads the agreement: the runs told, each
+    partition's last state (and unclean elections)."""
+
+    teller: _Teller
+    controller: ControllerOutcomes
+
+    def story(self, out_dir: Path) -> TrueStory:
+        """The story, with isrflow's differences from the agreement (read now)."""
+        agreement = read_agreement(out_dir)
+        self.teller.close(agreement.differences if agreement is not None else _Differences())
+        figures = agreement.figures if agreement is not None else None
+        return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures),
+                         self.teller.lines + _end_lines(self.teller.s, self.controller.last), agreement,
+                         self.controller)
+
+
+def controller_changes(s: Index, out_dir: Path) -> ControllerChanges | None:
+    """The controller's changes of a real history, told run by run (None when `out_dir` holds no controller's
+    records). They read no agreement: a replay's report reads them while another process writes it."""
     observed = observed_rows(out_dir)
     if observed is None:
         return None
@@ -270,10 +287,5 @@ def true_story(s: Index, out_dir: Path, agreement_written: Callable[[], object] 
         controller.note(key, state)
     if run is not None:
         teller.tell(run)
-    if agreement_written is not None:
-        agreement_written()
-    agreement = read_agreement(out_dir)
-    teller.close(agreement.differences if agreement is not None else _Differences())
-    figures = agreement.figures if agreement is not None else None
-    return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), agreement,
-                     controller)
+    return ControllerChanges(teller, controller)
+

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from streaming.analysis.agreement import agreement_section, requests_section
+from streaming.analysis.agreement import agreement_section, outcome_parts, requests_section
 from streaming.analysis.columns import AuditRows
-from streaming.analysis.controller_story import true_story
-from streaming.analysis.page import render
+from streaming.analysis.controller_story import controller_changes
+from streaming.analysis.page import page_plots, render
 from streaming.analysis.summary import summarise
 from streaming.analysis.timeline import Analysis, AuditPass, analyse, read_inputs
 from streaming.engine.collector import young_collection_only
@@ -49,14 +49,21 @@ def write_report(out_dir: Path, target: Path | None = None, agreement_written: C
                  audit: Iterable[Any] | None = None) -> Path:
     """Write the report of the outputs in `out_dir` to `target` (default: `default_target`); returns its path.
     `agreement_written`, when given, returns once `agreement.jsonl` and `histories.jsonl` are written (by another
-    process): the analysis of the audit and the controller's own changes do not read them, the rest of the
-    controller's story and its section do. `audit`: as `build_report`'s."""
+    process): the analysis of the audit, the controller's own changes, the outcomes and the plots do not read them,
+    the rest of the controller's story and its section do. `audit`: as `build_report`'s."""
     out_dir = Path(out_dir)
     with young_collection_only():  # the audit's rows and the timeline built from them, none in a cycle
         analysis = build_report(out_dir, audit)
-        story = true_story(analysis.index, out_dir, agreement_written)
-        html = render(analysis, story)
-    compared = (story.agreement, story.controller) if story is not None else (None, None)
+        # First what reads no agreement (another process may still be writing it): the controller's changes, the
+        # outcomes beside isrflow's decisions, the plots.
+        changes = controller_changes(analysis.index, out_dir)
+        outcomes = outcome_parts(out_dir, changes.controller) if changes is not None else None
+        plots = page_plots(analysis)
+        if agreement_written is not None:
+            agreement_written()
+        story = changes.story(out_dir) if changes is not None else None
+        html = render(analysis, story, plots)
+    compared = (story.agreement, story.controller, outcomes) if story is not None else (None, None, None)
     for section in (agreement_section(out_dir, *compared), requests_section(out_dir)):
         if section is not None:  # a replay of a real controller's history; the zk rules' requests
             html = html.replace("</main>", section + "\n</main>", 1)
