@@ -1,11 +1,14 @@
 """The report of `replay --engine local` written beside the engine (streaming.jobs.beside: a process of its own that
 reads the audit's record batches as the engine makes them) is the report `isrflow report DIR` writes from the
-finished folder; an error of the report's process is raised in the replay's with its words, and no process is left."""
+finished folder; the agreement read as its files grow is the agreement of the whole files; an error of either
+process is raised in the replay's with its words, and no process is left."""
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -14,9 +17,10 @@ from statemachine.controller import ControllerConfig
 from statemachine.rules import rules_named
 from streaming.analysis.report import write_report
 from streaming.engine.local import replay_local
+from streaming.history.outputs import write_agreement
 from streaming.io import columns
 from streaming.io.eventlog import read_event_log
-from streaming.jobs.beside import ReportBeside
+from streaming.jobs.beside import AgreementBeside, ReportBeside
 from streaming.jobs.replay import ReplayOptions, replay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,3 +85,46 @@ def test_the_report_process_is_stopped_when_the_replay_fails(tmp_path: Path) -> 
         pid = beside._process.pid
         raise RuntimeError("the engine failed")
     assert not Path(f"/proc/{pid}").exists() and not multiprocessing.active_children()
+
+
+def test_the_agreement_read_as_its_files_grow_is_the_agreement_of_the_whole_files(tmp_path: Path) -> None:
+    import threading
+
+    replay(ReplayOptions(f"zk:{ZK_HISTORY}", tmp_path / "out", engine="local", config=ControllerConfig()))
+    whole = tmp_path / "out"
+    growing = tmp_path / "growing"
+    growing.mkdir()
+    written = threading.Event()
+
+    def write() -> None:  # both files a few lines at a time, the last line of decisions.jsonl without its newline
+        lines = [(whole / name).read_text().splitlines(keepends=True) for name in ("observed.jsonl", "decisions.jsonl")]
+        lines[1][-1] = lines[1][-1].rstrip("\n")
+        try:
+            with (growing / "observed.jsonl").open("w") as observed, (growing / "decisions.jsonl").open("w") as ours:
+                for n, (a, b) in enumerate(itertools.zip_longest(*lines, fillvalue="")):
+                    observed.write(a)
+                    ours.write(b)
+                    if n % 5 == 0:
+                        observed.flush()
+                        ours.flush()
+                        time.sleep(0.005)
+        finally:
+            written.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    agreed = write_agreement(growing, growing / "observed.jsonl", growing / "decisions.jsonl", written.is_set)
+    writer.join()
+    assert agreed == write_agreement(tmp_path, whole / "observed.jsonl", whole / "decisions.jsonl")
+    assert agreed.decisions > 0
+    for name in ("agreement.jsonl", "histories.jsonl"):
+        assert (growing / name).read_bytes() == (whole / name).read_bytes() == (tmp_path / name).read_bytes()
+
+
+def test_an_error_of_the_agreements_process_is_raised_with_its_words(tmp_path: Path) -> None:
+    (tmp_path / "observed.jsonl").mkdir()  # not a file
+    with (pytest.raises(IsADirectoryError, match=re.escape("observed.jsonl")),
+          AgreementBeside(tmp_path, tmp_path / "observed.jsonl", tmp_path / "decisions.jsonl") as agreed):
+        agreed.replayed()
+        agreed.result()
+    assert not multiprocessing.active_children()
