@@ -50,11 +50,11 @@ def _recent(out_dir: Path, bad: list[dict[str, Any]]) -> dict[int, list[dict[str
 
 
 def agreement_section(out_dir: Path, agreement: Agreement | None = None,
-                      controller: ControllerOutcomes | None = None) -> str | None:
+                      controller: ControllerOutcomes | None = None, outcomes: list[str] | None = None) -> str | None:
     """The section's HTML, or None when neither a replay of a real controller's history nor a run behind a bridge
     compared anything. The agreement and the controller's changes as the controller's story read them
     (`read_agreement`, `TrueStory.controller`), or read here: the figures count every row, the table shows the first
-    SHOWN disagreements in log order."""
+    SHOWN disagreements in log order. `outcomes`: the section's `outcome_parts`, when written already."""
     out_dir = Path(out_dir)
     if agreement is None:
         agreement = read_agreement(out_dir)
@@ -84,14 +84,20 @@ def agreement_section(out_dir: Path, agreement: Agreement | None = None,
     histories_path = out_dir / "histories.jsonl"
     if histories_path.exists():
         parts.extend(_histories(jsonl_rows(histories_path)))
-    decisions_path = out_dir / "decisions.jsonl"
+    parts.extend(outcomes if outcomes is not None else outcome_parts(out_dir, controller))
+    return "\n".join(parts)
+
+
+def outcome_parts(out_dir: Path, controller: ControllerOutcomes | None = None) -> list[str]:
+    """The section's outcome per partition, isrflow's decisions beside the controller's changes (as the story read
+    them, or read here). It reads no agreement: a replay's report writes it while another process writes that."""
+    decisions_path = Path(out_dir) / "decisions.jsonl"
     if controller is None:
         controller = controller_outcomes(observed_rows(out_dir) or ())
-    if controller.last and decisions_path.exists():  # no controller's change: no outcomes to compare
-        events = (e for path in sorted(out_dir.glob("*/events.jsonl")) for e in jsonl_rows_naming(path, TOPIC_EVENTS))
-        outcomes = compared_outcomes(controller, outcome_decisions(decisions_path), deleted_topics(events))
-        parts.extend(_outcomes(outcomes))
-    return "\n".join(parts)
+    if not controller.last or not decisions_path.exists():  # no controller's change: no outcomes to compare
+        return []
+    events = (e for path in sorted(Path(out_dir).glob("*/events.jsonl")) for e in jsonl_rows_naming(path, TOPIC_EVENTS))
+    return _outcomes(compared_outcomes(controller, outcome_decisions(decisions_path), deleted_topics(events)))
 
 
 def requests_section(out_dir: Path) -> str | None:

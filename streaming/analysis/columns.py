@@ -163,27 +163,36 @@ def audit_batches(path: Path) -> Iterator[Any]:
         return
     columns = [c for c in dataset.schema.names if c not in _UNREAD]
     if _by_offset(dataset.to_table(columns=["source_offset"])["source_offset"]):
-        batches = (batch for fragment in dataset.get_fragments()  # the table's file order, as scan_delta reads it
-                   for batch in _file_batches(fragment, dataset.schema, columns))
-        yield from map(_slim, _events_in_order(batches))
+        yield from logged_audit_batches(batch for fragment in dataset.get_fragments()  # the table's file order,
+                                        for batch in _file_batches(fragment, dataset.schema, columns))  # as scanned
         return
     whole = dataset.to_table(columns=columns)
     for batch in whole.take(_log_order(whole)).to_batches(max_chunksize=_BATCH):
         yield _slim(batch)
 
 
-class AuditRows:
-    """The audit table in log order (`audit_batches`) as Rows, read a batch at a time each time it is iterated."""
+def logged_audit_batches(batches: Iterable[Any]) -> Iterator[Any]:
+    """Record batches of audit rows with the events in the log's order (a local replay's table, or its batches as the
+    replay makes them) as `audit_batches` gives them: each event's rows in log order, without the columns the report
+    never reads."""
+    return map(_slim, _events_in_order(batch.drop_columns([c for c in _UNREAD if c in batch.schema.names])
+                                       for batch in batches))
 
-    def __init__(self, path: Path) -> None:
+
+class AuditRows:
+    """The audit table in log order (`audit_batches`) as Rows, read a batch at a time each time it is iterated; or,
+    given `batches` (a local replay's record batches as it makes them, `logged_audit_batches`), those, once."""
+
+    def __init__(self, path: Path, batches: Iterable[Any] | None = None) -> None:
         self.path = path
+        self.batches = batches
 
     def __iter__(self) -> Iterator[Row]:
         return self.rows()
 
     def rows(self, watch: Callable[[Iterator[Any]], Iterator[Any]] | None = None) -> Iterator[Row]:
         """The rows; `watch`, when given, sees each record batch before its rows are made (and yields it)."""
-        batches = audit_batches(self.path)
+        batches = audit_batches(self.path) if self.batches is None else logged_audit_batches(self.batches)
         return _rows(batches if watch is None else watch(batches))
 
 

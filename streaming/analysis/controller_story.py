@@ -165,9 +165,9 @@ def _kind(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> tuple[s
 
 
 class _Teller:
-    def __init__(self, s: Index, differences: _Differences, audit: Path) -> None:
+    def __init__(self, s: Index, audit: Path) -> None:
         self.s = s
-        self.differences = differences
+        self.differences = _Differences()  # isrflow's, known once the agreement is read (`close`)
         self.audit = audit
         self.lines: list[tuple[str, bool]] = []
         self.told: list[_Run] = []  # the first STORY_LINES runs, told at `close` (their events' offsets read then)
@@ -201,7 +201,8 @@ class _Teller:
         return (f" isrflow differs here: {and_list([c for c in counts if c])} ({'; '.join(examples)}"
                 f"{'; …' if wrong + alone > EXAMPLES else ''}).")
 
-    def close(self) -> None:
+    def close(self, differences: _Differences) -> None:
+        self.differences = differences
         offset_of = event_offsets(self.audit, {e for run in self.told for e in (run.first, run.events[-1])})
         self.lines.extend(self._line(run, offset_of) for run in self.told)
         if self.untold:
@@ -239,13 +240,31 @@ def _end_lines(s: Index, last: Mapping[Key, Mapping[str, Any]]) -> list[tuple[st
     return lines
 
 
-def true_story(s: Index, out_dir: Path) -> TrueStory | None:
-    """The controller's story of a real history (None when `out_dir` holds no controller's records)."""
+@dataclass
+class ControllerChanges:
+    """The controller's changes as the story reads them, before it reads the agreement: the runs told, each
+    partition's last state (and unclean elections)."""
+
+    teller: _Teller
+    controller: ControllerOutcomes
+
+    def story(self, out_dir: Path) -> TrueStory:
+        """The story, with isrflow's differences from the agreement (read now)."""
+        agreement = read_agreement(out_dir)
+        self.teller.close(agreement.differences if agreement is not None else _Differences())
+        figures = agreement.figures if agreement is not None else None
+        return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures),
+                         self.teller.lines + _end_lines(self.teller.s, self.controller.last), agreement,
+                         self.controller)
+
+
+def controller_changes(s: Index, out_dir: Path) -> ControllerChanges | None:
+    """The controller's changes of a real history, told run by run (None when `out_dir` holds no controller's
+    records). They read no agreement: a replay's report reads them while another process writes it."""
     observed = observed_rows(out_dir)
     if observed is None:
         return None
-    agreement = read_agreement(out_dir)
-    teller = _Teller(s, agreement.differences if agreement is not None else _Differences(), out_dir / "audit")
+    teller = _Teller(s, out_dir / "audit")
     seeds = s.a.facts.seeds  # a partition the log's snapshot holds: its state before the controller's first change
     controller = ControllerOutcomes()  # each partition's last state, its unclean elections counted on the way
     last = controller.last
@@ -268,7 +287,5 @@ def true_story(s: Index, out_dir: Path) -> TrueStory | None:
         controller.note(key, state)
     if run is not None:
         teller.tell(run)
-    teller.close()
-    figures = agreement.figures if agreement is not None else None
-    return TrueStory(trust_warnings(ImportFacts.read(out_dir), figures), teller.lines + _end_lines(s, last), agreement,
-                     controller)
+    return ControllerChanges(teller, controller)
+

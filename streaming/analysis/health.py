@@ -88,18 +88,13 @@ class _Rows:
 class HealthColumns:
     """Reads the audit's record batches in log order (`watch`), then counts (`health`)."""
 
-    def __init__(self, removing_at: Mapping[int, Mapping[Key, tuple[int, ...]]]) -> None:
-        import numpy as np
-
-        self.removing_at = removing_at
+    def __init__(self) -> None:
         self.topic_number: dict[str, int] = {}
-        # The partitions a decision gives removing replicas: their rows are walked one by one (`_moving`).
-        moving = {key for keys in removing_at.values() for key, removing in keys.items() if removing}
-        self.moving = np.array(sorted(self._number(k) for k in moving), dtype=np.int64)
         self.rows = _Rows()
         self.latest = Latest()  # each partition's last row (what it is at the end)
-        self.moving_rows: list[tuple[Any, Any]] = []  # per batch: their rows' positions, their replicas_after
-        self.count = 0
+        # Per batch, the rows' replica sets: the decisions (read once the audit is, which may be while the replay
+        # still writes them) name the partitions whose rows `_moving` walks one by one.
+        self.replicas_after: list[Any] = []
         self.topics: set[str] = set()
         self.brokers: set[int] = set()
 
@@ -118,7 +113,6 @@ class HealthColumns:
 
     def _add(self, batch: Any) -> None:
         import numpy as np
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         rows = batch.filter(pc.and_(pc.and_(pc.is_valid(batch["partition"]), pc.is_valid(batch["to_state"])),
@@ -138,13 +132,11 @@ class HealthColumns:
             self.brokers.update(pc.unique(pc.list_flatten(rows[name])).to_pylist())
         self.latest.add(rows.select(["topic", "partition", "to_state", "leader_after", "isr_after",
                                      "replicas_after"]), key)
-        moving = np.flatnonzero(np.isin(key, self.moving))
-        if len(moving):
-            self.moving_rows.append((self.count + moving, rows["replicas_after"].take(pa.array(moving))))
-        self.count += rows.num_rows
+        self.replicas_after.append(rows["replicas_after"])
 
-    def health(self, events: Sequence[int]) -> Health:
-        """The counts after each of `events` (the log's offsets, in order)."""
+    def health(self, events: Sequence[int], removing_at: Mapping[int, Mapping[Key, tuple[int, ...]]]) -> Health:
+        """The counts after each of `events` (the log's offsets, in order), `removing_at` the removing replicas a
+        reassignment's decisions give partitions, per event (the last decision's)."""
         import numpy as np
 
         r, n = self.rows, len(events)
@@ -158,7 +150,7 @@ class HealthColumns:
         led = np.where(exists & (leader != NO_LEADER), leader, NO_LEADER)
         offline = exists & (leader == NO_LEADER)
         urp = (led != NO_LEADER) & (isr < replicas)
-        removing, changes = self._moving(offset, events, key, exists, leader, isr, urp)
+        removing, changes = self._moving(removing_at, offset, events, key, exists, leader, isr, urp)
         by_key = np.argsort(key, kind="stable")
         first = run_starts(key[by_key])
         return Health(
@@ -168,7 +160,8 @@ class HealthColumns:
             partitions=self._partitions(removing), ever_offline=set(self._keys(np.unique(key[offline]))),
             topics=self.topics, brokers=self.brokers)
 
-    def _moving(self, offset: Any, events: Any, key: Any, exists: Any, leader: Any, isr: Any, urp: Any
+    def _moving(self, removing_at: Mapping[int, Mapping[Key, tuple[int, ...]]], offset: Any, events: Any, key: Any,
+                exists: Any, leader: Any, isr: Any, urp: Any
                 ) -> tuple[dict[int, tuple[int, ...]], list[tuple[float, int, int, bool]]]:
         """The partitions a decision gives removing replicas, row by row in log order, a decision's removing
         replicas set after its event's rows while the partition exists (as timeline's partitions always had them):
@@ -180,10 +173,12 @@ class HealthColumns:
 
         logged = set(events.tolist())
         decided = sorted((int(np.searchsorted(offset, o, side="right")) - 0.5, int(np.searchsorted(events, o)),
-                          self._number(k), v) for o, keys in self.removing_at.items() if o in logged
+                          self._number(k), v) for o, keys in removing_at.items() if o in logged
                          for k, v in keys.items())
-        rows = np.concatenate([i for i, _ in self.moving_rows]) if self.moving_rows else np.zeros(0, dtype=np.int64)
-        lists = pa.concat_arrays([r for _, r in self.moving_rows]) if self.moving_rows else None
+        # The partitions a decision gives removing replicas: their rows, walked one by one.
+        moving = {self._number(k) for keys in removing_at.values() for k, removing in keys.items() if removing}
+        rows = np.flatnonzero(np.isin(key, np.array(sorted(moving), dtype=np.int64)))
+        lists = pa.chunked_array(self.replicas_after).take(pa.array(rows)).combine_chunks() if len(rows) else None
         flat, cut = (lists.values.to_numpy(), lists.offsets.to_numpy()) if lists is not None else (None, None)
         removing: dict[int, tuple[int, ...]] = {}
         present: dict[int, tuple[int, int, int]] = {}  # the last row's leader, ISR size and place in `lists`

@@ -21,8 +21,10 @@ from streaming.analysis.timeline import Analysis
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]:
-    """The template's values; `story`, for a real controller's history, goes first (controller_story)."""
+def build_context(a: Analysis, story: TrueStory | None = None, plots: list[dict[str, str]] | None = None
+                  ) -> dict[str, Any]:
+    """The template's values; `story`, for a real controller's history, goes first (controller_story); `plots`:
+    `page_plots(a)`, when drawn already."""
     s = a.index
     peak, at = a.offline_peak
     upeak, _ = a.under_replicated_peak
@@ -42,19 +44,7 @@ def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]
             ("rejected rows", a.rejected), ("quarantined", len(a.inputs.quarantine)),
         ],
         "alert": bool(a.facts.unclean or a.offline_at_end),
-        "plots": [
-            {"id": "plot-health", "title": "Offline and under-replicated partitions", "png": plot_health(a),
-             "caption": "Offline: the partition exists and has no leader. Under-replicated: it has a leader and "
-                        "an ISR smaller than its (target) replica set. Dashed lines mark broker failures, "
-                        "dotted ones controlled shutdowns, dash-dotted ones broker startups."},
-            {"id": "plot-leaders", "title": "Leader changes per broker", "png": plot_leaders(a),
-             "caption": "Top: leader changes, coloured by the broker that became leader (the first election of "
-                        "a new partition is not counted). Bottom: how many partitions each broker leads."},
-            {"id": "plot-elections", "title": "Elections by strategy", "png": plot_elections(a),
-             "caption": "Every election the controller ran, by Kafka's strategy: INITIAL (new partition), OFFLINE, "
-                        "OFFLINE_UNCLEAN (leader outside the ISR: data loss possible), CONTROLLED_SHUTDOWN, "
-                        "REASSIGN, PREFERRED."},
-        ],
+        "plots": plots if plots is not None else page_plots(a),
         "unclean": unclean_table(s),
         "rejected": rejected,
         "rejected_total": sum(r["rows"] for r in rejected),
@@ -67,9 +57,26 @@ def build_context(a: Analysis, story: TrueStory | None = None) -> dict[str, Any]
     }
 
 
-def render(a: Analysis, story: TrueStory | None = None) -> str:
+def page_plots(a: Analysis) -> list[dict[str, str]]:
+    """The page's plots (matplotlib, as base64 PNG), from the analysis alone."""
+    return [
+        {"id": "plot-health", "title": "Offline and under-replicated partitions", "png": plot_health(a),
+         "caption": "Offline: the partition exists and has no leader. Under-replicated: it has a leader and "
+                    "an ISR smaller than its (target) replica set. Dashed lines mark broker failures, "
+                    "dotted ones controlled shutdowns, dash-dotted ones broker startups."},
+        {"id": "plot-leaders", "title": "Leader changes per broker", "png": plot_leaders(a),
+         "caption": "Top: leader changes, coloured by the broker that became leader (the first election of "
+                    "a new partition is not counted). Bottom: how many partitions each broker leads."},
+        {"id": "plot-elections", "title": "Elections by strategy", "png": plot_elections(a),
+         "caption": "Every election the controller ran, by Kafka's strategy: INITIAL (new partition), OFFLINE, "
+                    "OFFLINE_UNCLEAN (leader outside the ISR: data loss possible), CONTROLLED_SHUTDOWN, "
+                    "REASSIGN, PREFERRED."},
+    ]
+
+
+def render(a: Analysis, story: TrueStory | None = None, plots: list[dict[str, str]] | None = None) -> str:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("report.html").render(**build_context(a, story))
+    return env.get_template("report.html").render(**build_context(a, story, plots))

@@ -222,36 +222,47 @@ class Analysis:
         return e.change is BrokerChangeKind.STARTUP and (first is None or e.offset < first)
 
 
-def analyse(inputs: Inputs) -> Analysis:
-    """One pass over the audit in log order, an event's rows at a time: the facts the page reads
-    (streaming.analysis.facts); the cluster after each event from the same pass's columns (streaming.analysis.
-    health)."""
+@dataclass
+class AuditPass:
+    """The one pass over the audit in log order, an event's rows at a time: the facts the page reads
+    (streaming.analysis.facts), each event's time, the broker changes, and the columns the cluster's health is
+    counted from (streaming.analysis.health). It reads no decision, so it can go while a replay still writes them."""
+
+    times: dict[int, datetime | None] = field(default_factory=dict)  # each offset's time, never before the last's
+    facts: Facts = field(default_factory=Facts)
+    broker_events: list[BrokerEvent] = field(default_factory=list)
+    brokers: set[int] = field(default_factory=set)
+    columns: HealthColumns = field(default_factory=HealthColumns)
+
+    def read(self, audit: AuditRows) -> AuditPass:
+        times, facts, broker_events, brokers = self.times, self.facts, self.broker_events, self.brokers
+        latest: datetime | None = None
+        for offset, group in groupby(audit.rows(self.columns.watch), key=lambda r: r["source_offset"]):
+            rows = list(group)
+            t = next((t for t in map(parse_ts, (r.get("event_ts") for r in rows)) if t is not None), None)
+            if t is not None and (latest is None or t > latest):
+                latest = t
+            times[offset] = latest
+            events = [be for row in rows if row.get("partition") is None and (be := broker_event(row, latest))]
+            brokers.update(be.broker for be in events)
+            broker_events.extend(events)
+            facts.add(offset, latest, rows, events)
+        facts.close()
+        return self
+
+
+def analyse(inputs: Inputs, audit: AuditPass | None = None) -> Analysis:
+    """The audit's pass (`AuditPass`, over `inputs.audit` unless done already), then the cluster after each event
+    from its columns, with the removing replicas of the reassignments' decisions."""
+    done = audit if audit is not None else AuditPass().read(inputs.audit)
     decisions = sorted(inputs.decisions, key=lambda d: (d["source_offset"], d["topic"], d["partition"],
                                                         d["partition_epoch"]))
     removing_at: dict[int, dict[Key, tuple[int, ...]]] = defaultdict(dict)  # the last decision's, per event
     for d in decisions:
         removing_at[d["source_offset"]][key_of(d)] = tuple(d.get("removing_replicas") or ())
-    columns = HealthColumns(removing_at)
-
-    times: dict[int, datetime | None] = {}  # each offset's event time, never earlier than the one before it
-    latest: datetime | None = None
-    facts = Facts()
-    broker_events: list[BrokerEvent] = []
-    brokers: set[int] = set()
-    for offset, group in groupby(inputs.audit.rows(columns.watch), key=lambda r: r["source_offset"]):
-        rows = list(group)
-        t = next((t for t in map(parse_ts, (r.get("event_ts") for r in rows)) if t is not None), None)
-        if t is not None and (latest is None or t > latest):
-            latest = t
-        times[offset] = latest
-        events = [be for row in rows if row.get("partition") is None and (be := broker_event(row, latest))]
-        brokers.update(be.broker for be in events)
-        broker_events.extend(events)
-        facts.add(offset, latest, rows, events)
-    facts.close()
-    health = columns.health(list(times))
-    return Analysis(inputs=inputs, decisions=decisions, times=times, health=health, broker_events=broker_events,
-                    brokers=brokers | health.brokers, facts=facts)
+    health = done.columns.health(list(done.times), removing_at)
+    return Analysis(inputs=inputs, decisions=decisions, times=done.times, health=health,
+                    broker_events=done.broker_events, brokers=done.brokers | health.brokers, facts=done.facts)
 
 
 Story = list[tuple[int, str]]  # (source_offset, sentence): the summary tells the log in its order

@@ -126,14 +126,17 @@ _DECISION_ORDER = operator.attrgetter(*DECISION_ORDER)  # write_decisions_jsonl'
 
 
 def replay_local(records: Iterable[tuple[int, bytes]], out_dir: Path, config: ControllerConfig | None = None,
-                 source: str = "file", progress: Callable[[int], None] | None = None) -> LocalSummary:
+                 source: str = "file", progress: Callable[[int], None] | None = None,
+                 audit_batches: Callable[[Any], None] | None = None) -> LocalSummary:
     """`write_outputs(run_local(...))` as the replay goes, the same files and tables: decisions.jsonl line by line
     (the decisions of a record share its offset, so sorting each record's decisions gives the file's order), the
-    audit and requests as Arrow batches built from the records, so no output is ever held as row dicts."""
+    audit and requests as Arrow batches built from the records, so no output is ever held as row dicts.
+    `audit_batches`, when given, is handed each batch of the audit (an Arrow record batch, in the table's order) as
+    soon as it is made, the last one before the tables are written."""
     stamp = now_utc()
     decided_at = stamp.isoformat()
     out_dir.mkdir(parents=True, exist_ok=True)
-    audit = RecordColumns(AUDIT, AuditRow, {"batch_id": 0, "processed_at": stamp})
+    audit = RecordColumns(AUDIT, AuditRow, {"batch_id": 0, "processed_at": stamp}, audit_batches)
     requests = RecordColumns(REQUESTS, RequestRow, {"processed_at": stamp})
     quarantine: list[dict[str, Any]] = []
     events = decisions = 0
@@ -153,6 +156,7 @@ def replay_local(records: Iterable[tuple[int, bytes]], out_dir: Path, config: Co
             if r.requests:
                 requests.extend(r.requests)
                 requests_out.writelines(jsonl_line(to_row(row)) for row in r.requests)
+    audit.flush()  # the last batch, to `audit_batches` before the tables are written
     release_freed_memory()  # glibc's free pages of the controller's state, before the tables are joined and written
     write_arrow_delta(out_dir / "audit", audit.table())
     write_delta(out_dir / "quarantine", quarantine, QUARANTINE)

@@ -4,7 +4,7 @@ history (`histories.jsonl`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,31 +13,42 @@ from streaming.engine.collector import young_collection_only
 from streaming.history.agreement import COMPARED, agreement_rate, agreement_rows
 from streaming.history.histories import history_stream, history_totals
 from streaming.history.trust import AgreementFigures
-from streaming.io.jsonl import jsonl_rows, read_jsonl, write_jsonl
+from streaming.io.jsonl import growing_jsonl_rows, jsonl_rows, read_jsonl, write_jsonl
 from streaming.io.rows import Row, make_row, row_class
 
 # What the agreement and the histories read of a row of either side.
 _READ = ("topic", "partition", "source_offset", "cause", "cause_event_id", "decision", *COMPARED)
 
 
-def compared_rows(path: Path) -> list[Row]:
-    """A JSON lines file of partition states (observed.jsonl, decisions.jsonl) with only the fields compared, equal
-    values shared (the same lists of brokers and log dirs, the same strings, over and over): a fraction of the
-    memory of every field of every row. Nothing downstream changes a row."""
-    strings: dict[str, str] = {}
-    lists: dict[tuple[Any, ...], list[Any]] = {}
+class _Compared:
+    """Rows of partition states (observed.jsonl, decisions.jsonl) with only the fields compared, equal values shared
+    (the same lists of brokers and log dirs, the same strings, over and over): a fraction of the memory of every
+    field of every row. Nothing downstream changes a row."""
 
-    def values(row: dict[str, Any]) -> list[Any]:
+    def __init__(self) -> None:
+        self.strings: dict[str, str] = {}
+        self.lists: dict[tuple[Any, ...], list[Any]] = {}
+        self.cls = row_class(_READ)  # in slots: a fraction of a dict's memory
+
+    def row(self, row: dict[str, Any]) -> Row:
         read = [row.get(f) for f in _READ]
         for n, value in enumerate(read):
             if value.__class__ is str:
-                read[n] = strings.setdefault(value, value)
+                read[n] = self.strings.setdefault(value, value)
             elif value.__class__ is list:
-                read[n] = lists.setdefault(tuple(value), value)
-        return read
+                read[n] = self.lists.setdefault(tuple(value), value)
+        return make_row(self.cls, read)
 
-    cls = row_class(_READ)  # in slots: a fraction of a dict's memory
-    return [make_row(cls, values(row)) for row in jsonl_rows(path)]
+
+def _compared_rows(observed: Path, decisions: Path, written: Callable[[], bool] | None) -> tuple[list[Row], list[Row]]:
+    """Both files' rows as compared; with `written`, read as they grow until it says both are whole."""
+    compared = _Compared()
+    if written is None:
+        return ([compared.row(r) for r in jsonl_rows(observed)], [compared.row(r) for r in jsonl_rows(decisions)])
+    sides: tuple[list[Row], list[Row]] = ([], [])
+    for n, row in growing_jsonl_rows((observed, decisions), written):
+        sides[n].append(compared.row(row))
+    return sides
 
 
 @dataclass(frozen=True)
@@ -64,11 +75,13 @@ class Agreement:
                 f"{self.states} states equal, in {out / 'histories.jsonl'}")
 
 
-def write_agreement(out: Path, observed: Path, decisions: Path) -> Agreement:
+def write_agreement(out: Path, observed: Path, decisions: Path, written: Callable[[], bool] | None = None
+                    ) -> Agreement:
     """`out/agreement.jsonl` (per observed decision) and `out/histories.jsonl` (per partition) from the observed
-    partition changes and isrflow's decisions."""
+    partition changes and isrflow's decisions. `written`, when given, says whether both files are whole: until it
+    does, they are read as a replay writes them (streaming.io.jsonl.growing_jsonl_rows)."""
     with young_collection_only():  # a row per observed change and per decision, none in a cycle
-        controller, ours = compared_rows(observed), compared_rows(decisions)
+        controller, ours = _compared_rows(observed, decisions, written)
         rows = agreement_rows(controller, ours)
         write_jsonl(out / "agreement.jsonl", rows)
         figures = agreement_rate(rows), len(rows), sum(1 for r in rows if not r["match"])

@@ -9,7 +9,7 @@ a dict per row or a converted copy of each value. Memory stays the Arrow columns
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from schemas.records import row_fields
@@ -20,10 +20,13 @@ BATCH_ROWS = 50_000
 
 class RecordColumns:
     """Records of `cls` as the columns of `schema`; the schema's columns that are no field of `cls` take
-    `constants` (the batch_id, the time the run wrote them), or null."""
+    `constants` (the batch_id, the time the run wrote them), or null. `batches`, when given, is handed each batch
+    as a record batch once it is made (the report reads the audit as the replay goes)."""
 
-    def __init__(self, schema: TableSchema, cls: type, constants: dict[str, Any] | None = None) -> None:
+    def __init__(self, schema: TableSchema, cls: type, constants: dict[str, Any] | None = None,
+                 batches: Callable[[Any], None] | None = None) -> None:
         self.arrow = schema.to_arrow()
+        self._batches = batches
         fields_ = row_fields(cls)
         self._values = fields_.values
         index = {name: i for i, name in enumerate(fields_.names)}
@@ -53,6 +56,8 @@ class RecordColumns:
             chunks.append(pa.array(by_field[i] if i is not None else [constant] * n, type=f.type))
         self.count += n
         self._rows = []
+        if self._batches is not None:
+            self._batches(pa.RecordBatch.from_arrays([chunks[-1] for chunks in self._chunks], schema=self.arrow))
 
     def table(self) -> Any:
         """Every row added, as one Arrow table of one chunk (delta-rs writes a table's chunks in no fixed order),

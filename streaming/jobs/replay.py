@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +22,6 @@ from streaming.analysis.report import write_report
 from streaming.engine.collector import release_freed_memory
 from streaming.engine.local import replay_local
 from streaming.errors import UsageError
-from streaming.history.outputs import Agreement, write_agreement
 from streaming.history.trust import HISTORY_FACTS, trust_warnings
 from streaming.io.delta import read_delta, scan_delta, write_decisions_jsonl, write_delta
 from streaming.io.eventlog import Bounds, count_records, is_kafka_url, open_kafka_log, read_event_log, read_kafka_log
@@ -32,6 +29,7 @@ from streaming.io.jsonl import write_jsonl
 from streaming.io.kafkaclient import KafkaSettings, secrets_scrubbed
 from streaming.io.layout import ReplayOutput
 from streaming.jobs import kraft, zookeeper
+from streaming.jobs.beside import AgreementBeside, ReportBeside
 from streaming.zookeeper.requests import write_requests_agreement
 
 # A real cluster's history, by source prefix: read a node's files, write contract events and the controller's
@@ -198,9 +196,16 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, stack: ExitStack)
     for name in ("agreement.jsonl", "histories.jsonl", "requests_agreement.jsonl", HISTORY_FACTS):  # a real history's
         (layout.root / name).unlink(missing_ok=True)
     started = time.monotonic()
+    agreed: AgreementBeside | None = None
+    if prefix is not None:  # a real history: its agreement reads both sides as they are written, in its own process
+        agreed = stack.enter_context(AgreementBeside(layout.root, _history_paths(prefix, layout.root)[1],
+                                                     layout.decisions_jsonl))
+    reporter: ReportBeside | None = None
+    if options.engine == "local":  # the report reads the audit as the engine makes it, in a process of its own
+        reporter = stack.enter_context(ReportBeside(layout.root, layout.report, agreement=prefix is not None))
     with Progress(total) as progress:
-        if options.engine == "local":
-            replay_local(records, layout.root, config, source, lambda _: progress.advance(1))
+        if reporter is not None:
+            replay_local(records, layout.root, config, source, lambda _: progress.advance(1), reporter.send)
             release_freed_memory()  # the audit's columns and the writer's buffers, before the report reads it back
         else:
             from streaming.engine.session import build_spark, replay_sizing
@@ -213,17 +218,21 @@ def _replay_with(options: ReplayOptions, kafka: KafkaSettings, stack: ExitStack)
     agreement, warnings = "", ""
     if pipe is not None:  # its summary once the replay has read every line
         imported = _HistoryImport(*_history_paths(kraft.PREFIX, layout.root), pipe.summary)
-    agreed: Future[Agreement] | None = None
     if imported is not None:
         facts = imported.summary.facts()
         facts.write(layout.root)  # for the report, now and when `isrflow report` writes it again
-        # The agreement in a process of its own (a fresh interpreter: not a copy of this one's memory) while this
-        # one reads the audit for the report: each has a core, and only the report's story waits for it.
-        beside = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
-        agreed = beside.submit(write_agreement, layout.root, imported.observed, layout.decisions_jsonl)
     if prefix == zookeeper.PREFIX:
         agreement += _requests_agreement(options, layout)
-    report = write_report(layout.root, layout.report, agreed.result if agreed is not None else None)
+    if agreed is not None:
+        agreed.replayed()  # observed.jsonl and decisions.jsonl are whole
+    if reporter is not None:
+        reporter.replayed()
+        if agreed is not None:
+            agreed.result()
+            reporter.agreement_written()
+        report = reporter.result()
+    else:
+        report = write_report(layout.root, layout.report, agreed.result if agreed is not None else None)
     if imported is not None and agreed is not None:
         written = agreed.result()
         agreement = f"\n  {imported.summary.describe()}\n  {written.describe(layout.root)}{agreement}"
