@@ -82,7 +82,8 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
                         "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order",
                         "stop_replica_answer_order", "storage_error_answer_queued",
-                        "storage_error_answers", "controller_died_after_assignment", "topics_to_delete"})
+                        "storage_error_answers", "controller_died_after_assignment", "topics_to_delete",
+                        "deletion_answers"})
 
 
 def _plain(value: Any) -> Any:
@@ -216,6 +217,8 @@ class DeleteTopic(Event):
     # Addition (ZooKeeper): brokers that answered this read's StopReplica (delete) with KAFKA_STORAGE_ERROR, as broker
     # id -> partitions: a log dir that failed as they deleted the replica, announced by its notification only after.
     # Their deletion fails (ReplicaDeletionIneligible) and resumeDeletions retries it once the other answers are in.
+    # With `stop_replica_answered` false, only these answers are handled here (the others come after the broker's
+    # log dir notification: `LogDirEventNotification.deletion_answers`).
     storage_error_answers: Mapping[int, tuple[PartitionRef, ...]] | None = None
 
 
@@ -382,6 +385,11 @@ class LogDirEventNotification(Event):
     type: ClassVar[str] = "LogDirEventNotification"
     broker_id: int
     offline_replicas: tuple[PartitionRef, ...] = ()
+    # Addition: the topics being deleted whose other StopReplica (delete) answers the controller handled after this
+    # notification, once this broker's KAFKA_STORAGE_ERROR answer for one of their replicas had failed it (their
+    # DeleteTopic events say `stop_replica_answered` false): each answer ends in resumeDeletions, which finds the
+    # failed replica OnlineReplica again (this notification's LeaderAndIsr) and retries nothing (seed 1412).
+    deletion_answers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -484,7 +492,8 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                          "reads_reassignment_znode": (boolean, False),
                          "znode_reassignments": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
                          "answer_order": (int_list, ()), "topics_to_delete": (string_list, ())},
-    "LogDirEventNotification": {"offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ())},
+    "LogDirEventNotification": {"offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
+                                "deletion_answers": (string_list, ())},
     "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
     "BrokerRegistration": {"max_metadata_version": (
         lambda v, n: None if v is None else non_negative_int(v, n, INT16_MAX), None)},

@@ -54,10 +54,12 @@ class BrokerEvents:
             case BrokerChangeKind.CONTROLLED_SHUTDOWN:
                 self._controlled_shutdown(out, ev.broker_id, ev.broker_epoch)
 
-    def _failing_deletions(self, lifted: Mapping[int, frozenset[Key]]) -> dict[int, frozenset[Key]]:
-        """The replicas of topics being deleted that starting brokers with a failed log dir cannot delete (they answer
-        KAFKA_STORAGE_ERROR: `storage_errors`)."""
-        queued = self.cluster.topics_queued_for_deletion
+    def _failing_deletions(self, lifted: Mapping[int, frozenset[Key]], topics: Iterable[str] | None = None
+                           ) -> dict[int, frozenset[Key]]:
+        """The replicas of topics being deleted (of `topics` only, when given) that starting brokers with a failed log
+        dir cannot delete (they answer KAFKA_STORAGE_ERROR: `storage_errors`)."""
+        queued = self.cluster.topics_queued_for_deletion if topics is None else \
+            self.cluster.topics_queued_for_deletion & set(topics)
         failing = {b: frozenset(k for k in storage_errors(self.cluster, b, keys) if k[0] in queued
                                 and k in self.partitions and b in replicas_not_deleted(self.partitions[k]))
                    for b, keys in lifted.items()}

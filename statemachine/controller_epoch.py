@@ -66,22 +66,31 @@ class ControllerEpoch:
                               queued_for_deletion=key[0] in asked)
             else:
                 out.partition(Action.CONTROLLER_FAILOVER, key, queued_for_deletion=key[0] in asked)
+        answers = ev.offline_replicas if isinstance(ev, ControllerChange) else None
+        queued_answers = isinstance(ev, ControllerChange) and ev.reads_reassignment_znode
+        # The resumed deletions' replicas in failed dirs, which the new controller does not know of: their brokers
+        # answer the StopReplica (delete) with KAFKA_STORAGE_ERROR, after their LeaderAndIsr answers (seed 1412).
         # TopicDeletionManager.init, then resumeDeletions: a topic being deleted goes on at once, unless a replica of
         # it is on a dead broker (ineligible until that broker starts).
-        for topic in sorted(cv.topics_queued_for_deletion):
-            keys = self.partitions_of(topic)
-            if all(b in cv.live_brokers for key in keys for b in self.partitions[key].replicas):
-                for key in keys:
-                    if self.partitions[key].queued_for_deletion:
-                        out.partition(Action.RESUME_DELETION, key)
-        answers = ev.offline_replicas if isinstance(ev, ControllerChange) else None
-        if isinstance(ev, ControllerChange) and ev.reads_reassignment_znode:
+        resumed = [t for t in sorted(cv.topics_queued_for_deletion) if all(
+            b in cv.live_brokers for key in self.partitions_of(t) for b in self.partitions[key].replicas)]
+        failing = {} if queued_answers else self._failing_deletions(merged(lifted, replica_keys(answers)), resumed)
+        for topic in resumed:
+            for key in self.partitions_of(topic):
+                if self.partitions[key].queued_for_deletion:
+                    out.partition(Action.RESUME_DELETION, key, stop_replica_answered=not any(
+                        k[0] == topic for keys in failing.values() for k in keys))
+        if queued_answers:
             # The answers are events of their own, queued behind the whole failover: after the reassignment it
             # read (seed 1108: t1-1's bump for it, then its replica in broker 1's failed dir offline).
             cv.failover_answers = merged(lifted, replica_keys(answers))
         else:
-            answered_again(self, out, lifted, answers,
-                           order=ev.answer_order if isinstance(ev, ControllerChange) else ())
+            order = ev.answer_order if isinstance(ev, ControllerChange) else ()
+            answered_again(self, out, lifted, answers, order=order)
+            if failing:
+                # Then the StopReplica answers one by one, the failed ones first: the last one's resumeDeletions
+                # retries them (t4-1 at 17:36:24.175, a write and a StopReplica).
+                self._stop_replica_answers(out, failing, order=order)
         who = f"controller {cv.controller_id}" if cv.controller_id >= 0 else "a new controller (implicit)"
         out.cluster(f"controller failover: {who} at epoch {cv.controller_epoch}; "
                     f"{len(self.partitions)} partition(s) re-examined", action=Action.CONTROLLER_FAILOVER)

@@ -128,7 +128,7 @@ class TopicEvents:
         topics = [t for t in sorted({topic, *ev.topics}) if t in cv.topics and t not in cv.topics_queued_for_deletion]
         cv.topics_queued_for_deletion.update(topics)
         keys = [k for t in topics for k in self.partitions_of(t)]
-        failing = ev.stop_replica_answered and ev.storage_error_answers
+        failing = bool(ev.storage_error_answers)
         for key in keys:
             out.partition(Action.DELETE, key, stop_replica_answered=ev.stop_replica_answered and not failing)
         if ev.stop_replica_answers:
@@ -138,8 +138,10 @@ class TopicEvents:
                                        unanswered=topics if ev.stop_replica_answered else ())
         if failing:
             # A broker whose log dir failed as it deleted a replica answered KAFKA_STORAGE_ERROR for it (seed 1274):
-            # the answers one by one, that one first, as a startup's resumed deletion's.
-            self._stop_replica_answers(out, self._deletions_failed(ev.storage_error_answers, keys), topics)
+            # the answers one by one, that one first, as a startup's resumed deletion's. Not answered: only that one
+            # (its notification came before the others, which it takes: `deletion_answers`, seed 1412).
+            self._stop_replica_answers(out, self._deletions_failed(ev.storage_error_answers, keys),
+                                       topics if ev.stop_replica_answered else ())
         elif ev.stop_replica_answered:
             self._answered_one_broker_at_a_time(out, topics)
 

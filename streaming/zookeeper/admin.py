@@ -108,7 +108,8 @@ def _late_answers(ctx: Context, topic: str) -> dict[str, Any]:
     later read's bring them after its own onTopicDeletion (`stop_replica_answers`): their resumeDeletions retries the
     failed replicas of both reads' topics (seed 1042: t4 read alone, then t0 and t1 on dead broker 3, whose retries
     came with broker 1's answer for t4). And the KAFKA_STORAGE_ERROR answers to the read's own StopReplica (delete)
-    (`storage_error_answers`: seed 1274, broker 2's dir failed as it deleted t2-0)."""
+    (`storage_error_answers`: seed 1274, broker 2's dir failed as it deleted t2-0); when that broker's log dir
+    notification was handled before the read's other answers, those go with the notification (seed 1412)."""
     read = next((i for i, r in enumerate(ctx.logged_deletions) if topic in r), None)
     late = ctx.reads.late_answers.get(ctx.controller_epoch, {})
     if read is None:
@@ -122,6 +123,9 @@ def _late_answers(ctx: Context, topic: str) -> dict[str, Any]:
     if failed:  # a log dir that failed as the broker deleted the replica (seed 1274)
         fields["storage_error_answers"] = {str(b): [{"topic": t, "partition": p} for t, p in sorted(keys)]
                                            for b, keys in sorted(failed.items())}
+        if ctx.reads.notified_before_answers.get(ctx.controller_epoch, {}).get(read):
+            # its notification came before the other answers, which go with it (`deletion_answers`, seed 1412)
+            fields["stop_replica_answered"] = False
     return fields
 
 

@@ -77,6 +77,8 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     ctx.logged_reads = [LoggedRead(r) for r in ctx.reads.broker_reads.get(epoch, [])]
     ctx.logged_assignments = list(ctx.reads.assignments.get(epoch, []))
     ctx.logged_deletions = list(ctx.reads.deletion_reads.get(epoch, []))
+    ctx.notified_deletions = {read: set(brokers) for read, brokers in
+                              ctx.reads.notified_before_answers.get(epoch, {}).items()}
     logged = ctx.reads.failovers.get(epoch)
     if logged is None:
         ctx.failover = Failover(event, txn.time)

@@ -283,6 +283,8 @@ class Context:
         self.logged_reads: list[LoggedRead] = []  # the active controller's BrokerChange reads not yet past
         self.logged_assignments: list[tuple[str, int]] = []  # its assignment writes not yet past: (topic, partition)
         self.logged_deletions: list[frozenset[str]] = []  # its reads of /admin/delete_topics: the topics new to each
+        # Per such read, the brokers whose log dir notification takes its other StopReplica answers (not taken yet).
+        self.notified_deletions: dict[int, set[int]] = {}
         self.brokers: dict[int, int] = {}  # registered broker -> its epoch (the czxid of /brokers/ids/N)
         self.sessions: dict[int, int] = {}  # session id -> the broker whose registration it holds
         self.session_timeouts: dict[int, int] = {}  # session id -> its timeout (ms), from its createSession

@@ -44,6 +44,7 @@ _DELETION_READ = re.compile(r"^Starting topic deletion for topics (?P<topics>.*)
 _DELETION_ANSWER = re.compile(r"^Delete topic callback invoked on StopReplica response received from broker "
                               r"(?P<broker>\d+): "
                               r"request error = \w+, partition errors = \w*\((?P<partitions>.*)\)$")
+_LOG_DIR_FAILURE = re.compile(r"^Handling log directory failure for brokers (?P<brokers>[\d,]+)$")
 _COMPLETION_FAILED = re.compile(r"^Error processing event PartitionReassignmentIsrChange\("
                                 r"(?P<topic>.+)-(?P<partition>\d+)\)$")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
@@ -83,6 +84,9 @@ class ControllerReads:
     # per controller epoch, per read of /admin/delete_topics, the replicas (broker -> partitions) whose StopReplica
     # (delete) of that read's own deletion the brokers answered with KAFKA_STORAGE_ERROR (seed 1274)
     storage_error_answers: dict[int, dict[int, dict[int, frozenset[tuple[str, int]]]]] = field(default_factory=dict)
+    # per controller epoch, per read of /admin/delete_topics, the brokers of its storage_error_answers whose log dir
+    # notification the controller handled before another answer to that read's StopReplica (delete) (seed 1412)
+    notified_before_answers: dict[int, dict[int, set[int]]] = field(default_factory=dict)
     # per controller epoch, the partitions whose reassignment completion threw (PartitionReassignmentIsrChange)
     failed_completions: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
     other_lines: int = 0
@@ -97,10 +101,11 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
     out = into if into is not None else ControllerReads()
     epoch: int | None = None  # the controller epoch this broker holds, from its last election in the file
     broker_read_at = -1  # the number of deletion reads of the epoch before its newest BrokerChange read
+    notified: tuple[int, frozenset[int]] | None = None  # a deletion read, its failed brokers' notification since
     for m in layout_lines(lines, _LINE, out):
         msg = m["msg"]
         if s := _ELECTED.match(msg):
-            epoch, broker_read_at = int(s["epoch"]), -1
+            epoch, broker_read_at, notified = int(s["epoch"]), -1, None
         elif epoch is not None and (s := _FAILOVER_READ.match(msg)):
             pairs = (p.split("->") for p in s["epochs"].split(",") if "->" in p)
             out.failovers[epoch] = {int(b): int(e) for b, e in pairs}
@@ -116,7 +121,15 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
         elif epoch is not None and (s := _DELETION_READ.match(msg)):
             reads = out.deletion_reads.setdefault(epoch, [])
             reads.append(frozenset(s["topics"].split(",")) - frozenset().union(*reads))
+        elif epoch is not None and (s := _LOG_DIR_FAILURE.match(msg)):
+            notified = _notified(out, epoch, broker_ids(s["brokers"]), broker_read_at) or notified
         elif epoch is not None and (s := _DELETION_ANSWER.match(msg)):
+            reads = out.deletion_reads.get(epoch, [])
+            if notified and notified[0] == len(reads) - 1 and broker_read_at < len(reads) and \
+                    {t for t, _ in _answered(s["partitions"])} & reads[notified[0]]:
+                # an answer to that read after the notification, no read since: the notification came first
+                out.notified_before_answers.setdefault(epoch, {}).setdefault(notified[0], set()).update(notified[1])
+                notified = None
             _late_answer(out, epoch, s["partitions"], broker_read_at)
             _storage_error_answer(out, epoch, int(s["broker"]), s["partitions"], broker_read_at)
             if out.broker_reads.get(epoch) and broker_read_at == len(out.deletion_reads.get(epoch, [])):
@@ -144,6 +157,17 @@ def _storage_error_answer(out: ControllerReads, epoch: int, broker: int, partiti
         return
     answers = out.storage_error_answers.setdefault(epoch, {}).setdefault(len(reads) - 1, {})
     answers[broker] = answers.get(broker, frozenset()) | failed
+
+
+def _notified(out: ControllerReads, epoch: int, brokers: Iterable[int], broker_read_at: int
+              ) -> tuple[int, frozenset[int]] | None:
+    """A log dir notification of brokers that answered the newest read's StopReplica (delete) with KAFKA_STORAGE_ERROR,
+    before any BrokerChange read since it: the read and those brokers (whether an answer to it follows decides)."""
+    reads = out.deletion_reads.get(epoch, [])
+    if not reads or broker_read_at >= len(reads):
+        return None
+    failed = frozenset(brokers) & set(out.storage_error_answers.get(epoch, {}).get(len(reads) - 1, {}))
+    return (len(reads) - 1, failed) if failed else None
 
 
 def _late_answer(out: ControllerReads, epoch: int, partitions: str, broker_read_at: int) -> None:

@@ -62,11 +62,23 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
         marked = frozenset()  # its answer named no replica the controller did not know of
     event = ctx.event(txn, "LogDirEventNotification", broker_id=broker, offline_replicas=[
         {"topic": t, "partition": p} for t, p in sorted(marked or ())])
+    _takes_deletion_answers(ctx, event, broker)
     cause = ctx.cause(Cause(event, "LOG_DIR", broker))
     cause.logged = marked
     ctx.failed_replicas.setdefault(broker, set()).update(cause.logged or ())
     ctx.log_dir_events[op.path] = cause
     _after_deletion(ctx, txn, cause)
+
+
+def _takes_deletion_answers(ctx: Context, event: dict[str, Any], broker: int) -> None:
+    """With the controller's log: the first notification of a broker that answered a read's StopReplica (delete)
+    with KAFKA_STORAGE_ERROR, handled before that read's other answers (`notified_before_answers`), takes them
+    (`deletion_answers`): the failed replica is OnlineReplica again when they come, none retries it (seed 1412)."""
+    for read, brokers in sorted(ctx.notified_deletions.items()):
+        if broker in brokers and read < len(ctx.logged_deletions):
+            brokers.discard(broker)
+            event["deletion_answers"] = sorted(ctx.logged_deletions[read])
+            return
 
 
 def _after_deletion(ctx: Context, txn: ZkTxn, notification: Cause) -> None:

@@ -1201,6 +1201,29 @@ def test_a_dir_failing_as_its_broker_deletes_a_replica_fails_the_deletion_and_th
     assert events["zk-145-t2"]["storage_error_answers"] == {"2": [{"topic": "t2", "partition": 0}]}
 
 
+SEED_1412 = "zookeeper-2.6-dirs-2-seed-1412"
+
+
+def test_a_failed_deletions_notification_before_the_other_answers_retries_nothing(tmp_path: Path) -> None:
+    # Campaign seed 1412 (Kafka 3.9.1 at protocol 2.6, two log dirs). t2's deletion (zk-159-t2): broker 3 answered
+    # t2-1's StopReplica (delete) with KAFKA_STORAGE_ERROR (controller.log 17:36:04.256), and the controller handled
+    # its notification (zk-166, "Handling log directory failure for brokers 3", .273) before brokers 1's, 2's and
+    # 4's answers (.288-.290): the notification's LeaderAndIsr took the replica back to OnlineReplica, so the last
+    # answer's resumeDeletions retried nothing. isrflow had retried it (leader epoch 4, never written).
+    # Controller 4's failover (zk-211, epoch 3) resumed t4's deletion, not knowing broker 4's failed dir (t4-1 in
+    # it): broker 4's LeaderAndIsr answer (Mark replicas, 17:36:24.148) failed t4-1's deletion, its StopReplica
+    # answer was KAFKA_STORAGE_ERROR (.156), and broker 2's answer for t4-0 let resumeDeletions retry t4-1 (.175):
+    # leader -1 ISR [4] at leader epoch 10, a StopReplica to broker 4 (.180). isrflow had folded the answers into
+    # the failover (no retry). Before: 5 of 7 histories, 26 of 29 decisions, LeaderAndIsr 72 of 78, StopReplica 43
+    # of 44.
+    summary = _every_request_equal(SEED_1412, tmp_path, (78, 44, 257))
+    assert "partition histories: 7 of 7 equal" in summary
+    assert "agreement with the controller: 100.0% of 29 observed decisions" in summary
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-159-t2"]["stop_replica_answered"] is False
+    assert events["zk-166"]["deletion_answers"] == ["t2"]
+
+
 def test_a_znode_reassignment_of_a_topic_being_deleted_is_resumed_with_the_others(tmp_path: Path) -> None:
     # Campaign seed 1284 (Kafka 3.9.1 at protocol 2.6, two log dirs): /admin/reassign_partitions still named t4-0
     # and t0-2 when controller 2 took over (zk-229), t4 queued for deletion. processZkPartitionReassignment refused

@@ -477,6 +477,35 @@ def test_a_dir_failing_as_its_broker_deletes_a_replica_fails_the_deletion_until_
     assert _stop_replicas(requests, 2) == [(1, [("d", 0)])] and "d" not in plain.cluster.topics
 
 
+def test_a_failed_deletions_notification_before_the_other_answers_leaves_nothing_to_retry() -> None:
+    # Seed 1412 (Kafka 3.9.1 at protocol 2.6): broker 3 answered t2-1's StopReplica (delete) with KAFKA_STORAGE_ERROR
+    # (ReplicaDeletionIneligible), and the controller handled its log dir notification before brokers 1's and 2's
+    # answers (controller.log): the notification's LeaderAndIsr took the replica back to OnlineReplica, so when the
+    # last answer's resumeDeletions came no replica was ReplicaDeletionIneligible: no retry, no write (the DeleteTopic
+    # says `stop_replica_answered` false, the notification takes the other answers: `deletion_answers`).
+    events = [_event(0, "ControllerChange", controller_id=2, live_brokers={"1": 10, "2": 11, "3": 12, "4": 13}),
+              _event(1, "CreateTopic", topic="d", assignment={"0": [4, 2], "1": [1, 3]}),
+              _event(2, "CreateTopic", topic="u", assignment={"0": [2, 1]})]
+    failed = {"2": [{"topic": "d", "partition": 0}]}
+    controller = Controller(ControllerConfig())
+    for offset, raw in enumerate(events):
+        controller.handle_event(parse_event(raw), offset)
+    deletion = controller.handle_event(parse_event(_event(3, "DeleteTopic", topic="d", storage_error_answers=failed,
+                                                          stop_replica_answered=False)), 3).requests
+    assert [keys for _, keys in _stop_replicas(deletion, 2)] == [[("d", 0)]]  # the deletion's, no retry
+    assert controller.partitions[("d", 0)].replica_states == {4: ReplicaState.DELETION_STARTED,
+                                                              2: ReplicaState.DELETION_INELIGIBLE}
+    leader_epoch = controller.partitions[("d", 0)].leader_epoch
+    asked = controller.handle_event(parse_event(_event(4, "LogDirEventNotification", broker_id=2, offline_replicas=[
+        {"topic": "d", "partition": 0}, {"topic": "u", "partition": 0}], deletion_answers=["d"])), 4).requests
+    assert sorted(p.topic for r in asked if r.request is LAI and r.broker == 2 for p in r.partitions) == ["d", "u"]
+    assert [keys for _, keys in _stop_replicas(asked, 2)] == [[("u", 0)]]  # none for d-0
+    assert controller.partitions[("d", 0)].replica_states == {4: ReplicaState.DELETION_SUCCESSFUL,
+                                                              2: ReplicaState.ONLINE}
+    assert controller.partitions[("d", 0)].leader_epoch == leader_epoch
+    assert "d" in controller.cluster.topics_queued_for_deletion
+
+
 def _epoch_event(n: int, epoch: int, kind: str, **fields: Any) -> bytes:
     return json.dumps({"event_id": f"e{n}", "type": kind, "controller_epoch": epoch, "ts": "2026-11-27T05:22:00Z",
                        **fields}).encode()

@@ -85,3 +85,19 @@ def test_a_storage_error_answer_to_a_reads_own_deletion_names_its_broker_and_rep
     startup = _line("43,340", "Newly added brokers: 2, deleted brokers: , bounced brokers: , all live brokers: 1,2")
     assert not parse_controller_log([*read, startup, failed]).storage_error_answers
     assert not parse_controller_log([*read, ok]).storage_error_answers
+
+
+def test_a_failed_brokers_notification_before_another_answer_to_the_read_is_noted() -> None:
+    # Campaign seed 1412 (Kafka 3.9.1): broker 3 answered t2-1's deletion with KAFKA_STORAGE_ERROR; the controller
+    # handled its notification (04,273) before broker 1's answer (04,288). Not when the answers were in before it
+    # (seed 1274), nor for a broker that failed nothing.
+    read = [ELECTED, _line("04,141", "Starting topic deletion for topics t2")]
+    failed = _line("04,256", "Delete topic callback invoked on StopReplica response received from broker 3: request "
+                             "error = NONE, partition errors = Map(t2-1 -> KAFKA_STORAGE_ERROR)", "DEBUG")
+    ok = _line("04,288", "Delete topic callback invoked on StopReplica response received from broker 1: request "
+                         "error = NONE, partition errors = Map(t2-1 -> NONE, t2-0 -> NONE)", "DEBUG")
+    notified = _line("04,273", "Handling log directory failure for brokers 3")
+    assert parse_controller_log([*read, failed, notified, ok]).notified_before_answers == {4: {0: {3}}}
+    assert not parse_controller_log([*read, failed, ok, notified]).notified_before_answers
+    other = _line("04,273", "Handling log directory failure for brokers 2")
+    assert not parse_controller_log([*read, failed, other, ok]).notified_before_answers

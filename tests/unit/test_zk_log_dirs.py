@@ -206,6 +206,28 @@ def test_a_deletion_resumed_at_the_startup_of_a_broker_with_a_failed_dir_is_retr
     assert {"d", "e"} <= c.controller.cluster.topics_queued_for_deletion
 
 
+def test_a_deletion_resumed_at_a_failover_is_retried_once_the_other_answers_are_in() -> None:
+    # Seed 1412 (Kafka 3.9.1 at protocol 2.6): d-1 only on broker 2, in its failed dir; d's deletion halts on it
+    # (a dead replica) once 1's replica of d-0 is deleted. A new controller knows neither: it resumes d, asking 1 and
+    # 2 to delete. Broker 2's LeaderAndIsr answer fails d-1's deletion (ReplicaDeletionIneligible), its StopReplica
+    # answer is KAFKA_STORAGE_ERROR, and broker 1's answer for d-0 ends in resumeDeletions, which retries d-1 (a
+    # leader -1 bump, a StopReplica): d stays.
+    c = Cluster()
+    c.start(1, 2, 3)
+    c.create("d", [1], [2])
+    failed_dir(c, 2, ("d", 1))
+    c.delete("d")
+    assert c.replica_states("d", 0) == {1: "ReplicaDeletionSuccessful"}
+    result = c.controller_change(3)
+    actions = [r.action for r in result.rows("d", 1)]
+    assert actions.count("RETRY_DELETION") == 1
+    order = [(r.action, r.partition) for r in result.audits if r.topic == "d"]
+    assert order.index(("RETRY_DELETION", 1)) > order.index(("REPLICA_DELETED", 0))  # after broker 1's answer
+    assert c.replica_states("d", 0) == {1: "ReplicaDeletionSuccessful"}
+    assert c.replica_states("d", 1) == {2: "OfflineReplica"}
+    assert "d" in c.controller.cluster.topics_queued_for_deletion
+
+
 def test_a_reassignment_in_place_sends_its_bump_to_a_replica_in_a_failed_dir_too() -> None:
     # updateLeaderEpochAndSendRequest sends the whole new replica set, a registered broker's offline replica too (zk
     # campaign seed 808: t6-0 reassigned in place reached broker 3, whose replica's dir had failed); an election
