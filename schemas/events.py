@@ -81,8 +81,9 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
                         "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order",
-                        "stop_replica_answer_order", "storage_error_answer_queued",
-                        "storage_error_answers", "controller_died_after_assignment", "topics_to_delete"})
+                        "stop_replica_answer_order", "storage_error_answer_queued", "storage_error_answers",
+                        "controller_died_after_assignment", "topics_to_delete", "deletion_answers_queued",
+                        "deletion_answers"})
 
 
 def _plain(value: Any) -> Any:
@@ -123,6 +124,8 @@ class BrokerChange(Event):
     # (a dir known failed before) came while the controller handled a later event, and was handled after it: its own
     # LeaderAndIsrResponseReceived after that event, the startup takes none of the broker's replicas offline.
     storage_error_answer_queued: bool = False
+    # STARTUP only, ZooKeeper: its resumed deletion's StopReplica answers are a later IsrChange's `deletion_answers`
+    deletion_answers_queued: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,6 +166,8 @@ class IsrChange(Event):
     # UpdateMetadata to the brokers it knew (KafkaController.processAlterIsr). The event comes before the next
     # controller's, at the deposed controller's epoch.
     write_failed: bool = False
+    # Addition (ZooKeeper): brokers whose StopReplica answers to a startup's resumed deletion came after this change
+    deletion_answers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -464,14 +469,14 @@ _OPTIONAL: dict[str, dict[str, Any]] = {
                      "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
                      "offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
                      "stop_replica_answer_order": (int_list, ()),
-                     "storage_error_answer_queued": (boolean, False)},
+                     "storage_error_answer_queued": (boolean, False), "deletion_answers_queued": (boolean, False)},
     "IsrChange": {"leader_recovery_state": (recovery_state, LeaderRecoveryState.RECOVERED),
                   "request_partitions": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
                   "reassignment_completed_by_queued_event": (boolean, False),
                   "controller_died_after_leader_move": (boolean, False),
                   "controller_died_before_completion": (boolean, False),
                   "controller_died_after_assignment": (boolean, False),
-                  "write_failed": (boolean, False)},
+                  "write_failed": (boolean, False), "deletion_answers": (int_list, ())},
     "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {}), "topics": (string_list, ())},
     "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False)},
     "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),
