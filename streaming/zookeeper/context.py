@@ -172,6 +172,18 @@ class LoggedRead:
 
 
 @dataclass
+class QueuedAnswers:
+    """The StopReplica answers to the deletion a startup resumed, as the controller logged them (controller.log): the
+    startup's event, the brokers in the order they answered, when the first answer was logged (ms), and the IsrChange
+    that carries them so far (`Context.answers_behind`)."""
+
+    startup: dict[str, Any]
+    brokers: list[int]
+    first_ms: int
+    carrier: dict[str, Any] | None = None
+
+
+@dataclass
 class Batch:
     """Consecutive writes (or deletes) of one request the controller pipelines: consecutive cxids of its session."""
 
@@ -291,6 +303,7 @@ class Context:
         # Each registered broker's STARTUP event, where a controller handled its registration: its answer to the
         # startup's LeaderAndIsr (`offline_replicas`) names its replicas in a dir that failed while it was down.
         self.startup_events: dict[int, dict[str, Any]] = {}
+        self.queued_answers: QueuedAnswers | None = None  # the newest startup's deletion answers, while events come
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
         # When each broker asked for its controlled shutdown again (its server.log), when given.
         self.shutdowns = shutdowns if shutdowns is not None else ControlledShutdowns()
@@ -335,8 +348,31 @@ class Context:
     def event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
         event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": event_ts(txn.time),
                  "controller_epoch": self.controller_epoch, **fields}
+        self.answers_behind(event)
         self.result.events.append(event)
         return event
+
+    def answers_behind(self, event: dict[str, Any]) -> None:
+        """A startup's resumed deletion's StopReplica answers (`queued_answers`) logged after events that came after
+        the startup: each answer is an event of its own (TopicDeletionStopReplicaResponseReceived), queued behind
+        them. A leader's AlterIsr written before the first answer was logged carries them, the last such one
+        (IsrChange.deletion_answers; the startup says `deletion_answers_queued`: seed 1417, Kafka 3.0.2, five
+        AlterIsrs before broker 2's answer). Another event before it: the startup keeps them, as without the log."""
+        queued = self.queued_answers
+        if queued is None:
+            return
+        if event_ms(event) >= queued.first_ms:  # the answers were in before this event
+            self.queued_answers = None
+            return
+        if queued.carrier is not None:
+            del queued.carrier["deletion_answers"]
+        if event["type"] == "IsrChange":
+            event["deletion_answers"] = queued.brokers
+            queued.startup["deletion_answers_queued"] = True
+            queued.carrier = event
+        else:
+            queued.startup.pop("deletion_answers_queued", None)
+            self.queued_answers = None
 
     def answers_after(self, event: dict[str, Any]) -> dict[int, dict[str, Any]]:
         """The brokers' KAFKA_STORAGE_ERROR answers handled right after `event` (in the output), by broker: their

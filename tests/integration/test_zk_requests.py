@@ -1262,12 +1262,12 @@ def test_a_notifications_broker_answering_two_requests_marks_two_answers(tmp_pat
     assert (answer["event_id"], answer["offline_replicas"]) == ("zk-107-answer-4", [{"topic": "t1", "partition": 1}])
 
 
-@pytest.mark.xfail(strict=True, reason="seed 1417: broker 2's startup resumed t2's deletion; its StopReplica answer "
-                   "(t2-0 deleted) came after five leaders' AlterIsr (TopicDeletionStopReplicaResponseReceived, queued "
-                   "behind them), and its resumeDeletions retried t4-0's and t2-1's dead replicas (one empty "
-                   "UpdateMetadata to brokers 1-3); isrflow sends that retry within the startup")
 def test_a_startups_stop_replica_answer_queued_behind_alter_isrs_retries_after_them(tmp_path: Path) -> None:
     # Campaign seed 1417 (Kafka 3.0.2, two log dirs): broker 2 registered again (zk-238) while t2 and t4 were being
     # deleted; the startup's StopReplica (delete) of t2-0 was answered at 17:41:14.086, after the AlterIsr of t0-2,
-    # t0-1, t1-0, t0-0 and t1-1 (13.954-14.001): 200 of 203 UpdateMetadata (isrflow 203).
+    # t0-1, t1-0, t0-0 and t1-1 (13.954-14.001), and that answer's resumeDeletions retried t4-0's and t2-1's dead
+    # replicas: one UpdateMetadata naming no partition to brokers 1-3 (14.090). isrflow sent it within the startup:
+    # 200 of 203 UpdateMetadata.
     _every_request_equal("zookeeper-3.0-dirs-2-seed-1417", tmp_path, (71, 11, 203))
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-238-2"]["deletion_answers_queued"] and events["zk-245-t1-1"]["deletion_answers"] == [2]

@@ -1,7 +1,8 @@
 """A broker startup's resumed deletion whose StopReplica answers came while the controller handled a later AlterIsr
 (BrokerChange.deletion_answers_queued, IsrChange.deletion_answers): each answer is an event of its own after that
 change (TopicDeletionStopReplicaResponseReceived), so the retry of the failed replicas its resumeDeletions makes is
-sent after the change's requests, not within the startup (campaign seed 1417, Kafka 3.0.2)."""
+sent after the change's requests, not within the startup (campaign seed 1417, Kafka 3.0.2); and the importer's rule
+giving the answers to that change (streaming.zookeeper.context)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 from schemas.events import parse_event
 from statemachine.controller import Controller, ControllerConfig
 from statemachine.requests import Request, RequestType
+from streaming.zookeeper.context import Context, QueuedAnswers
+from streaming.zookeeper.txnlog import ZkTxn
 
 SR = RequestType.STOP_REPLICA
 
@@ -57,3 +60,26 @@ def test_a_startups_deletion_answer_queued_behind_an_isr_change_retries_after_it
     assert _sent(queued_started) == _sent([r for r in started if r.batch != last])
     assert _sent(queued_changed) == _sent(changed) + _sent(retry)
     assert min(r.batch for r in queued_changed[len(changed):]) > max((r.batch for r in changed), default=-1)
+
+
+def _txn(zxid: int, ms: int) -> ZkTxn:
+    return ZkTxn(zxid, ms, 1, zxid, ())
+
+
+def test_the_last_alter_isr_before_a_startups_logged_answer_carries_it() -> None:
+    # The importer (streaming.zookeeper.context.answers_behind): seed 1417's broker 2 answered (controller.log) after
+    # five AlterIsrs written after its startup; the last of them carries the answer, the startup leaves it.
+    ctx = Context()
+    startup = ctx.event(_txn(238, 1_000), "BrokerChange", "-2", broker_id=2, change="STARTUP", broker_epoch=238)
+    ctx.queued_answers = QueuedAnswers(startup, [2], 1_400)
+    first = ctx.event(_txn(241, 1_200), "IsrChange", "-t0-2", topic="t0", partition=2)
+    last = ctx.event(_txn(245, 1_300), "IsrChange", "-t1-1", topic="t1", partition=1)
+    after = ctx.event(_txn(247, 2_000), "AlterTopicConfig", topic="t1")
+    assert startup["deletion_answers_queued"] and last["deletion_answers"] == [2]
+    assert "deletion_answers" not in first and "deletion_answers" not in after and ctx.queued_answers is None
+    # Another kind of event before the answer: the startup keeps its answers, as without the controller's log.
+    again = ctx.event(_txn(250, 3_000), "BrokerChange", "-4", broker_id=4, change="STARTUP", broker_epoch=250)
+    ctx.queued_answers = QueuedAnswers(again, [4], 3_400)
+    change = ctx.event(_txn(251, 3_100), "IsrChange", "-t0-0", topic="t0", partition=0)
+    ctx.event(_txn(252, 3_200), "DeleteTopic", "-t5", topic="t5")
+    assert "deletion_answers_queued" not in again and "deletion_answers" not in change and ctx.queued_answers is None
