@@ -199,7 +199,7 @@ def registration(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
             logged.startup.started = (*logged.startup.started, broker)
             return
         cause = ctx.cause(Cause(event, "STARTUP", broker))
-        if logged is not None and logged.read.answered_at:  # they may come after later events (answers_behind)
+        if logged is not None and logged.read.answered_at:  # they may come after later events (place_answers)
             ctx.queued_answers = QueuedAnswers(event, list(dict.fromkeys(logged.read.answers)),
                                                logged.read.answered_at[0])
         if ctx.failover is not None:

@@ -62,24 +62,29 @@ def test_a_startups_deletion_answer_queued_behind_an_isr_change_retries_after_it
     assert min(r.batch for r in queued_changed[len(changed):]) > max((r.batch for r in changed), default=-1)
 
 
-def _txn(zxid: int, ms: int) -> ZkTxn:
-    return ZkTxn(zxid, ms, 1, zxid, ())
+def _txn(zxid: int, ms: int, session: int = 1) -> ZkTxn:
+    return ZkTxn(zxid, ms, session, zxid, ())
 
 
 def test_the_last_alter_isr_before_a_startups_logged_answer_carries_it() -> None:
-    # The importer (streaming.zookeeper.context.answers_behind): seed 1417's broker 2 answered (controller.log) after
-    # five AlterIsrs written after its startup; the last of them carries the answer, the startup leaves it.
+    # The importer (streaming.zookeeper.context.place_answers): seed 1417's broker 2 answered (controller.log) after
+    # five AlterIsrs the controller (session 7) wrote after its startup; the last of them carries the answer, the
+    # startup leaves it, and the retry's writes after the answer are that change's.
     ctx = Context()
+    ctx.controller_session = 7
     startup = ctx.event(_txn(238, 1_000), "BrokerChange", "-2", broker_id=2, change="STARTUP", broker_epoch=238)
     ctx.queued_answers = QueuedAnswers(startup, [2], 1_400)
-    first = ctx.event(_txn(241, 1_200), "IsrChange", "-t0-2", topic="t0", partition=2)
-    last = ctx.event(_txn(245, 1_300), "IsrChange", "-t1-1", topic="t1", partition=1)
+    first = ctx.event(_txn(241, 1_200, 7), "IsrChange", "-t0-2", topic="t0", partition=2)
+    last = ctx.event(_txn(245, 1_300, 7), "IsrChange", "-t1-1", topic="t1", partition=1)
     after = ctx.event(_txn(247, 2_000), "AlterTopicConfig", topic="t1")
     assert startup["deletion_answers_queued"] and last["deletion_answers"] == [2]
-    assert "deletion_answers" not in first and "deletion_answers" not in after and ctx.queued_answers is None
-    # Another kind of event before the answer: the startup keeps its answers, as without the controller's log.
+    assert "deletion_answers" not in first and "deletion_answers" not in after
+    assert ctx.carried_answer(_txn(248, 2_100, 7), "zk-238-2") == "zk-245-t1-1"
+    assert ctx.carried_answer(_txn(246, 1_350, 7), "zk-238-2") is None  # before the answer: the startup's
+    # A leader's own ISR write (below protocol 2.7, not the controller's session) last before the answer: the
+    # controller handled no event for it, the startup keeps its answers, as without the controller's log.
     again = ctx.event(_txn(250, 3_000), "BrokerChange", "-4", broker_id=4, change="STARTUP", broker_epoch=250)
     ctx.queued_answers = QueuedAnswers(again, [4], 3_400)
-    change = ctx.event(_txn(251, 3_100), "IsrChange", "-t0-0", topic="t0", partition=0)
-    ctx.event(_txn(252, 3_200), "DeleteTopic", "-t5", topic="t5")
-    assert "deletion_answers_queued" not in again and "deletion_answers" not in change and ctx.queued_answers is None
+    own = ctx.event(_txn(251, 3_100, 9), "IsrChange", "-t0-0", topic="t0", partition=0)
+    ctx.event(_txn(252, 3_500), "DeleteTopic", "-t5", topic="t5")
+    assert "deletion_answers_queued" not in again and "deletion_answers" not in own and ctx.queued_answers is None
