@@ -15,24 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from schemas.event_fields import EVENT_FIELDS, OBSERVED_FIELDS, OPTIONAL_FIELDS
 from schemas.fields import (
-    INT16_MAX,
     Invalid,
-    assignment,
-    boolean,
-    broker_epochs,
-    configs,
-    directory_assignments,
-    feature_levels,
-    int_list,
-    leader,
-    long,
-    member,
     non_negative_int,
-    partition_refs,
-    recovery_state,
-    replica_assignments,
-    replicas_by_broker,
     required,
     short,
     string,
@@ -81,8 +67,8 @@ _ADDITIONS = frozenset({"unclean_shutdown", "request_partitions", "new_brokers",
                         "kafka_version", "max_metadata_version", "reassignment_completed_by_queued_event",
                         "controller_died_after_leader_move", "controller_died_before_completion", "read_at_failover",
                         "reads_reassignment_znode", "write_failed", "znode_reassignments", "answer_order",
-                        "stop_replica_answer_order", "storage_error_answer_queued",
-                        "storage_error_answers", "controller_died_after_assignment", "topics_to_delete",
+                        "stop_replica_answer_order", "storage_error_answer_queued", "storage_error_answers",
+                        "controller_died_after_assignment", "topics_to_delete", "deletion_answers_queued",
                         "deletion_answers"})
 
 
@@ -124,6 +110,8 @@ class BrokerChange(Event):
     # (a dir known failed before) came while the controller handled a later event, and was handled after it: its own
     # LeaderAndIsrResponseReceived after that event, the startup takes none of the broker's replicas offline.
     storage_error_answer_queued: bool = False
+    # STARTUP only, ZooKeeper: its resumed deletion's StopReplica answers are a later IsrChange's `deletion_answers`
+    deletion_answers_queued: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +152,8 @@ class IsrChange(Event):
     # UpdateMetadata to the brokers it knew (KafkaController.processAlterIsr). The event comes before the next
     # controller's, at the deposed controller's epoch.
     write_failed: bool = False
+    # Addition (ZooKeeper): brokers whose StopReplica answers to a startup's resumed deletion came after this change
+    deletion_answers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -419,116 +409,7 @@ class Malformed:
     reason: str
 
 
-_BROKER_LOG_DIRS = {"broker_id": non_negative_int, "broker_epoch": long, "log_dirs": string_list}
-# Per type: field name -> validator. Validators return the normalised value.
-_FIELDS: dict[str, dict[str, Any]] = {
-    "BrokerChange": {
-        "broker_id": non_negative_int,
-        "change": lambda v, n: member(v, n, BrokerChangeKind),
-        "broker_epoch": long,
-    },
-    "IsrChange": {
-        "topic": string,
-        "partition": non_negative_int,
-        "broker_id": non_negative_int,
-        "broker_epoch": long,
-        "leader_epoch": non_negative_int,
-        "partition_epoch": non_negative_int,
-        "isr": int_list,
-    },
-    "CreateTopic": {"topic": string, "assignment": assignment},
-    "CreatePartitions": {"topic": string, "assignment": assignment},
-    "DeleteTopic": {"topic": string},
-    "ReassignPartitions": {"partitions": lambda v, n: partition_refs(v, n, with_replicas=True)},
-    "ElectLeaders": {"election_type": lambda v, n: member(v, n, ElectionType)},
-    "AlterTopicConfig": {"topic": string, "configs": lambda v, n: configs(v, n, allow_null=True)},
-    "ControllerChange": {"controller_id": non_negative_int},
-    "LeaderImbalanceCheck": {},
-    "PartitionSnapshot": {
-        "topic": string,
-        "partition": non_negative_int,
-        "replicas": int_list,
-        "isr": int_list,
-        "leader": leader,
-        "leader_epoch": non_negative_int,
-        "partition_epoch": non_negative_int,
-    },
-    "UpdateFeatures": {"features": feature_levels},
-    "IsrChangeNotification": {"partitions": lambda v, n: partition_refs(v, n, with_replicas=False)},
-    "BrokerRegistration": _BROKER_LOG_DIRS,
-    "ControllerRegistration": {"controller_id": non_negative_int,
-                               "max_metadata_version": lambda v, n: non_negative_int(v, n, INT16_MAX)},
-    "LogDirsOffline": _BROKER_LOG_DIRS,
-    "AssignReplicasToDirs": {"broker_id": non_negative_int, "broker_epoch": long,
-                             "assignments": directory_assignments},
-    "LogDirEventNotification": {"broker_id": non_negative_int},
-    "LeaderAndIsrResponseReceived": {"broker_id": non_negative_int,
-                                     "offline_replicas": lambda v, n: partition_refs(v, n, with_replicas=False)},
-}
-
-# Optional fields: name -> (validator, default).
-_OPTIONAL: dict[str, dict[str, Any]] = {
-    "BrokerChange": {"unclean_shutdown": (boolean, False),
-                     "new_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
-                     "offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
-                     "stop_replica_answer_order": (int_list, ()),
-                     "storage_error_answer_queued": (boolean, False)},
-    "IsrChange": {"leader_recovery_state": (recovery_state, LeaderRecoveryState.RECOVERED),
-                  "request_partitions": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
-                  "reassignment_completed_by_queued_event": (boolean, False),
-                  "controller_died_after_leader_move": (boolean, False),
-                  "controller_died_before_completion": (boolean, False),
-                  "controller_died_after_assignment": (boolean, False),
-                  "write_failed": (boolean, False)},
-    "CreateTopic": {"configs": (lambda v, n: configs(v, n, allow_null=False), {}), "topics": (string_list, ())},
-    "ReassignPartitions": {"through_znode": (boolean, False), "read_at_failover": (boolean, False)},
-    "DeleteTopic": {"topics": (string_list, ()), "stop_replica_answered": (boolean, True),
-                    "stop_replica_answers": (string_list, ()),
-                    "storage_error_answers": (lambda v, n: None if v is None else replicas_by_broker(v, n), None)},
-    "ElectLeaders": {"partitions": (lambda v, n: None if v is None else partition_refs(v, n, False), None)},
-    "ControllerChange": {"live_brokers": (lambda v, n: None if v is None else broker_epochs(v, n), None),
-                         "offline_replicas": (lambda v, n: None if v is None else replicas_by_broker(v, n), None),
-                         "reassignments": (replica_assignments, ()),
-                         "reads_reassignment_znode": (boolean, False),
-                         "znode_reassignments": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
-                         "answer_order": (int_list, ()), "topics_to_delete": (string_list, ())},
-    "LogDirEventNotification": {"offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
-                                "deletion_answers": (string_list, ())},
-    "UpdateFeatures": {"kafka_version": (lambda v, n: None if v is None else string(v, n), None)},
-    "BrokerRegistration": {"max_metadata_version": (
-        lambda v, n: None if v is None else non_negative_int(v, n, INT16_MAX), None)},
-    "PartitionSnapshot": {
-        "leader_recovery_state": (recovery_state, LeaderRecoveryState.RECOVERED),
-        "adding_replicas": (int_list, ()),
-        "removing_replicas": (int_list, ()),
-        "configs": (lambda v, n: configs(v, n, allow_null=False), {}),
-        "eligible_leader_replicas": (int_list, ()),
-        "last_known_elr": (int_list, ()),
-        "directories": (string_list, ()),
-    },
-}
-
-# ObservedDecision: every field required (the bridge writes the import's observed row whole).
-_OBSERVED_FIELDS: dict[str, Any] = {
-    "topic": string,
-    "partition": non_negative_int,
-    "leader": leader,
-    "isr": int_list,
-    "leader_epoch": non_negative_int,
-    "partition_epoch": non_negative_int,
-    "replicas": int_list,
-    "adding_replicas": int_list,
-    "removing_replicas": int_list,
-    "leader_recovery_state": lambda v, n: str(recovery_state(v, n)),
-    "eligible_leader_replicas": int_list,
-    "last_known_elr": int_list,
-    "source_offset": long,
-    "cause": string,
-    "cause_event_id": lambda v, n: None if v is None else string(v, n),
-    "decision": boolean,
-}
-
-EVENT_TYPES = tuple(_FIELDS)
+EVENT_TYPES = tuple(EVENT_FIELDS)
 
 # Kafka's default max.message.bytes is 1 MiB; the largest real event (a CreateTopic of thousands of
 # partitions) is far below this, and a record this big would otherwise be parsed on the driver.
@@ -576,7 +457,7 @@ def parse_record(raw: bytes | str | None) -> ControllerEvent | ObservedDecision 
     try:
         if obj.get("type") == ObservedDecision.type:
             return ObservedDecision(**{name: validate(required(obj, name), name)
-                                       for name, validate in _OBSERVED_FIELDS.items()},
+                                       for name, validate in OBSERVED_FIELDS.items()},
                                     directories=string_list(obj.get("directories", []), "directories"))
         return _validate(obj)
     except Invalid as exc:
@@ -585,7 +466,7 @@ def parse_record(raw: bytes | str | None) -> ControllerEvent | ObservedDecision 
 
 def _validate(obj: Mapping[str, Any]) -> ControllerEvent:
     event_type = string(required(obj, "type"), "type")
-    if event_type not in _FIELDS:
+    if event_type not in EVENT_FIELDS:
         raise Invalid(f"unknown event type '{short(event_type)}' (known: {', '.join(EVENT_TYPES)})")
     event_id = string(required(obj, "event_id"), "event_id")
     if not event_id:
@@ -596,9 +477,9 @@ def _validate(obj: Mapping[str, Any]) -> ControllerEvent:
     if principal is not None:
         string(principal, "principal")
     fields: dict[str, Any] = {}
-    for name, validate in _FIELDS[event_type].items():
+    for name, validate in EVENT_FIELDS[event_type].items():
         fields[name] = validate(required(obj, name), name)
-    for name, (validate, default) in _OPTIONAL.get(event_type, {}).items():
+    for name, (validate, default) in OPTIONAL_FIELDS.get(event_type, {}).items():
         fields[name] = validate(obj[name], name) if name in obj else default
     return _CLASSES[event_type](event_id=event_id, controller_epoch=controller_epoch, ts=ts, principal=principal,
                                 **fields)

@@ -41,7 +41,9 @@ class BrokerEvents:
                                                           if self.cluster.broker_epochs.get(b) != e))
                 failing = self._failing_deletions(lifted)
                 deleted = deleted_replicas(self, registered)
-                self._broker_startup(out, registered, ev.unclean_shutdown, stop_replica_answered=not failing)
+                # Answers queued behind a later AlterIsr are that event's (seed 1417: `deletion_answers`).
+                self._broker_startup(out, registered, ev.unclean_shutdown,
+                                     stop_replica_answered=not failing and not ev.deletion_answers_queued)
                 # Its own answer queued behind a later event is that event's (seed 1255: behind an AlterIsr).
                 answered_again(self, out, {b: k for b, k in lifted.items()
                                            if not (ev.storage_error_answer_queued and b == ev.broker_id)},
@@ -256,6 +258,14 @@ class BrokerEvents:
                     + _names(still_led))
 
     def _on_isr_change(self, ev: IsrChange, out: _Fanout) -> None:
+        self._isr_change(ev, out)
+        if ev.deletion_answers:
+            # The StopReplica answers to a startup's resumed deletion that came while the controller handled this
+            # change: each an event of its own after it (TopicDeletionStopReplicaResponseReceived), its
+            # resumeDeletions retrying the failed replicas then (seed 1417, Kafka 3.0.2: t4-0's and t2-1's).
+            self._stop_replica_answers(out, {}, order=ev.deletion_answers)
+
+    def _isr_change(self, ev: IsrChange, out: _Fanout) -> None:
         registered = self.cluster.broker_epochs.get(ev.broker_id)
         if registered is None or registered != ev.broker_epoch:
             raise Rejection(Error.STALE_BROKER_EPOCH,

@@ -31,6 +31,7 @@ from streaming.zookeeper.context import (
     Context,
     Failover,
     LoggedRead,
+    QueuedAnswers,
     TopicAssignment,
     controllers_write,
     event_ms,
@@ -200,6 +201,9 @@ def registration(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
             logged.startup.started = (*logged.startup.started, broker)
             return
         cause = ctx.cause(Cause(event, "STARTUP", broker))
+        if logged is not None and logged.read.answered_at:  # they may come after later events (place_answers)
+            ctx.queued_answers = QueuedAnswers(event, list(dict.fromkeys(logged.read.answers)),
+                                               logged.read.answered_at[0])
         if ctx.failover is not None:
             ctx.failover.startups.append(cause)
         if logged is not None and broker in logged.read.new and len(logged.read.new) > 1:

@@ -172,6 +172,20 @@ class LoggedRead:
 
 
 @dataclass
+class QueuedAnswers:
+    """The StopReplica answers to the deletion a startup resumed, as the controller logged them (controller.log): the
+    startup's event, the brokers in the order they answered, when the first answer was logged (ms), the leaders'
+    AlterIsrs the controller wrote meanwhile (event ids), and the one that carries them once placed
+    (`Context.place_answers`)."""
+
+    startup: dict[str, Any]
+    brokers: list[int]
+    first_ms: int
+    alter_isrs: set[str] = field(default_factory=set)
+    carrier: dict[str, Any] | None = None
+
+
+@dataclass
 class Batch:
     """Consecutive writes (or deletes) of one request the controller pipelines: consecutive cxids of its session."""
 
@@ -293,6 +307,7 @@ class Context:
         # Each registered broker's STARTUP event, where a controller handled its registration: its answer to the
         # startup's LeaderAndIsr (`offline_replicas`) names its replicas in a dir that failed while it was down.
         self.startup_events: dict[int, dict[str, Any]] = {}
+        self.queued_answers: QueuedAnswers | None = None  # the newest startup's deletion answers, while events come
         self.shutdown_attempts: dict[int, int] = {}  # broker -> its CONTROLLED_SHUTDOWN events since it registered
         # When each broker asked for its controlled shutdown again (its server.log), when given.
         self.shutdowns = shutdowns if shutdowns is not None else ControlledShutdowns()
@@ -337,8 +352,41 @@ class Context:
     def event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
         event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": event_ts(txn.time),
                  "controller_epoch": self.controller_epoch, **fields}
+        self.place_answers(txn)
         self.result.events.append(event)
+        self.place_answers(txn, event)
         return event
+
+    def place_answers(self, txn: ZkTxn, event: dict[str, Any] | None = None) -> None:
+        """A startup's resumed deletion's StopReplica answers (`queued_answers`): each is an event of its own
+        (TopicDeletionStopReplicaResponseReceived), queued behind what came before it. At the first event or write
+        after the first answer was logged, the output's newest event is the last handled before the answers: a
+        leader's AlterIsr the controller wrote after the startup carries them (IsrChange.deletion_answers; the
+        startup says `deletion_answers_queued`: seed 1417, Kafka 3.0.2, five AlterIsrs before broker 2's answer).
+        Anything else (the startup itself, a leader's own write below protocol 2.7): the startup keeps them."""
+        queued = self.queued_answers
+        if queued is None or queued.carrier is not None:
+            return
+        if txn.time < queued.first_ms:
+            if event is not None and event["type"] == "IsrChange" and txn.session == self.controller_session:
+                queued.alter_isrs.add(event["event_id"])
+            return
+        newest = self.result.events[-1] if self.result.events else None
+        if newest is None or newest["event_id"] not in queued.alter_isrs:
+            self.queued_answers = None
+            return
+        newest["deletion_answers"] = queued.brokers
+        queued.startup["deletion_answers_queued"] = True
+        queued.carrier = newest
+
+    def carried_answer(self, txn: ZkTxn, event_id: str) -> str | None:
+        """The event of a startup's write made after its queued answers were logged (their resumeDeletions' retry):
+        the IsrChange that carries them (`place_answers`), or None."""
+        queued = self.queued_answers
+        if queued is None or queued.carrier is None or queued.startup["event_id"] != event_id or \
+                txn.time < queued.first_ms:
+            return None
+        return queued.carrier["event_id"]
 
     def answers_after(self, event: dict[str, Any]) -> dict[int, dict[str, Any]]:
         """The brokers' KAFKA_STORAGE_ERROR answers handled right after `event` (in the output), by broker: their
@@ -446,7 +494,11 @@ class Context:
         if (txn.zxid, key) in self.answer_writes:
             cause, event_id = ANSWER, self.answer_writes.pop((txn.zxid, key))
         elif cause == "BrokerChange" and event_id is not None:
-            cause, event_id = self._queued_answer(txn, key, before, after, cause, event_id)
+            self.place_answers(txn)
+            if (carrier := self.carried_answer(txn, event_id)) is not None:
+                cause, event_id = "IsrChange", carrier
+            else:
+                cause, event_id = self._queued_answer(txn, key, before, after, cause, event_id)
         topic = self.topics.get(key[0]) or TopicAssignment({})
         self.written_for[key], self.written_at[key] = event_id, txn.zxid
         self.result.observed.append({

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from streaming.zookeeper.statechange import broker_ids, layout_lines, log_time, read_broker_logs
+from streaming.zookeeper.statechange import broker_ids, epoch_ms, layout_lines, log_time, read_broker_logs
 
 _LINE = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ \[Controller id=(?P<id>\d+)\] "
                    r"(?P<msg>.*?)(?: \(kafka\.controller\.\w+\))?$")
@@ -64,6 +64,7 @@ class BrokerRead:
     # the brokers whose answers to a deletion's StopReplica the controller logged after this read, before its next
     # read of /admin/delete_topics: the deletion a startup resumed (in the order they came)
     answers: list[int] = field(default_factory=list)
+    answered_at: list[int] = field(default_factory=list)  # when each of `answers` was logged (ms, as UTC)
 
 
 @dataclass
@@ -134,6 +135,7 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             _storage_error_answer(out, epoch, int(s["broker"]), s["partitions"], broker_read_at)
             if out.broker_reads.get(epoch) and broker_read_at == len(out.deletion_reads.get(epoch, [])):
                 out.broker_reads[epoch][-1].answers.append(int(s["broker"]))
+                out.broker_reads[epoch][-1].answered_at.append(epoch_ms(log_time(m["time"])))
         else:
             out.other_lines += 1
     return out

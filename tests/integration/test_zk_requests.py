@@ -1310,3 +1310,12 @@ def test_a_completion_whose_controller_died_before_clearing_the_reassignment_zno
     _every_request_equal("zookeeper-2.6-seed-1408", tmp_path, (99, 16, 229))
     events = read_jsonl(tmp_path / "zk" / "events.jsonl")
     assert [e["event_id"] for e in events if e.get("controller_died_after_assignment")] == ["zk-135-t1-0"]
+def test_a_startups_stop_replica_answer_queued_behind_alter_isrs_retries_after_them(tmp_path: Path) -> None:
+    # Campaign seed 1417 (Kafka 3.0.2, two log dirs): broker 2 registered again (zk-238) while t2 and t4 were being
+    # deleted; the startup's StopReplica (delete) of t2-0 was answered at 17:41:14.086, after the AlterIsr of t0-2,
+    # t0-1, t1-0, t0-0 and t1-1 (13.954-14.001), and that answer's resumeDeletions retried t4-0's and t2-1's dead
+    # replicas: one UpdateMetadata naming no partition to brokers 1-3 (14.090). isrflow sent it within the startup:
+    # 200 of 203 UpdateMetadata.
+    _every_request_equal("zookeeper-3.0-dirs-2-seed-1417", tmp_path, (71, 11, 203))
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-238-2"]["deletion_answers_queued"] and events["zk-245-t1-1"]["deletion_answers"] == [2]

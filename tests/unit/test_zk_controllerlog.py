@@ -4,7 +4,7 @@ next one after broker 1 was killed; broker 2 elected at epoch 3 after that)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from streaming.zookeeper.controllerlog import BrokerRead, parse_controller_log, read_controller_logs
@@ -71,6 +71,9 @@ def test_the_stop_replica_answers_after_a_broker_read_name_their_brokers_in_orde
     reads = parse_controller_log([ELECTED, startup, *answers, _line("26,000", "Starting topic deletion for topics t5"),
                                   ANSWER_T4])
     assert [r.answers for r in reads.broker_reads[4]] == [[3, 3, 4, 1]]
+    # When each was logged (ms as UTC): seed 1417's came after later events (context.answers_behind).
+    assert reads.broker_reads[4][0].answered_at[:3] == [
+        int(datetime(2026, 11, 27, 5, 21, 25, ms * 1000, tzinfo=UTC).timestamp() * 1000) for ms in (400, 410, 420)]
 
 
 def test_a_storage_error_answer_to_a_reads_own_deletion_names_its_broker_and_replicas() -> None:
