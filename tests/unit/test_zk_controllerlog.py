@@ -4,7 +4,7 @@ next one after broker 1 was killed; broker 2 elected at epoch 3 after that)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from streaming.zookeeper.controllerlog import BrokerRead, parse_controller_log, read_controller_logs
@@ -85,3 +85,14 @@ def test_a_storage_error_answer_to_a_reads_own_deletion_names_its_broker_and_rep
     startup = _line("43,340", "Newly added brokers: 2, deleted brokers: , bounced brokers: , all live brokers: 1,2")
     assert not parse_controller_log([*read, startup, failed]).storage_error_answers
     assert not parse_controller_log([*read, ok]).storage_error_answers
+
+
+def test_each_read_of_log_dir_notifications_names_its_brokers_and_a_failovers_own_call_none() -> None:
+    # Kafka 2.8.2 (campaign seed 1435): onBrokerLogDirFailure logs the brokers whose notifications it read; a
+    # failover calls it with none.
+    at = "[2026-11-27 18:04:32,019] INFO [Controller id=3] "
+    reads = parse_controller_log([f"{at}3 successfully elected as the controller. Epoch incremented to 1 and epoch zk "
+                                  "version is now 1", f"{at}Handling log directory failure for brokers 1,4",
+                                  f"{at}Handling log directory failure for brokers "])
+    assert reads.log_dir_reads == {1: [(int(datetime(2026, 11, 27, 18, 4, 32, 19000, UTC).timestamp() * 1000),
+                                        (1, 4))]}
