@@ -19,7 +19,9 @@ show"). The controller logs both (Kafka 3.9's KafkaController), each line under 
   ERROR, ...)` (DEBUG): a broker's answer to a deletion's StopReplica (TopicDeletionStopReplicaResponseReceived, an
   event of its own, queued when the answer came);
 - `Error processing event PartitionReassignmentIsrChange(T-P)` (ERROR): below protocol 2.7, the reassignment
-  completion a leader's ISR write let start threw (its session had expired).
+  completion a leader's ISR write let start threw (its session had expired);
+- `Handling log directory failure for brokers B,...` (INFO): onBrokerLogDirFailure, a read of the log dir
+  notifications of those brokers (a failover's own call names none).
 
 Every other line is counted, not read.
 """
@@ -47,6 +49,7 @@ _DELETION_ANSWER = re.compile(r"^Delete topic callback invoked on StopReplica re
 _LOG_DIR_FAILURE = re.compile(r"^Handling log directory failure for brokers (?P<brokers>[\d,]+)$")
 _COMPLETION_FAILED = re.compile(r"^Error processing event PartitionReassignmentIsrChange\("
                                 r"(?P<topic>.+)-(?P<partition>\d+)\)$")
+_LOG_DIR_READ = re.compile(r"^Handling log directory failure for brokers (?P<brokers>[\d,]+)$")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
                           r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
 
@@ -90,6 +93,8 @@ class ControllerReads:
     notified_before_answers: dict[int, dict[int, set[int]]] = field(default_factory=dict)
     # per controller epoch, the partitions whose reassignment completion threw (PartitionReassignmentIsrChange)
     failed_completions: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+    # per controller epoch, each read of log dir notifications: (its time in ms, the brokers they named)
+    log_dir_reads: dict[int, list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)
     other_lines: int = 0
 
     def __bool__(self) -> bool:
@@ -119,6 +124,8 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             out.assignments.setdefault(epoch, []).append((s["topic"], int(s["partition"])))
         elif epoch is not None and (s := _COMPLETION_FAILED.match(msg)):
             out.failed_completions.setdefault(epoch, set()).add((s["topic"], int(s["partition"])))
+        elif epoch is not None and (s := _LOG_DIR_READ.match(msg)):
+            out.log_dir_reads.setdefault(epoch, []).append((epoch_ms(log_time(m["time"])), broker_ids(s["brokers"])))
         elif epoch is not None and (s := _DELETION_READ.match(msg)):
             reads = out.deletion_reads.setdefault(epoch, [])
             reads.append(frozenset(s["topics"].split(",")) - frozenset().union(*reads))

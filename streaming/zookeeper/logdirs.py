@@ -382,22 +382,37 @@ def startup_storage_error(ctx: Context, txn: ZkTxn, key: tuple[str, int], before
 def notification_deleted(ctx: Context, cause: Cause) -> None:
     """The controller that read a notification deletes it (processLogDirEventNotification). One deleted by a new
     controller's failover (onControllerFailover deletes them all, unread) was read by none: the dir failed while
-    the old controller was gone (killed, its session not yet expired). Its event is no event; the failover's
+    the old controller was gone (killed, its session not yet expired), or one it read and stopped before deleting
+    (`_read_before_failover`). Unread, its event is no event; the failover's
     LeaderAndIsr requests bring the broker's answer, which its ControllerChange carries (`offline_replicas`, from
     the mark, else from the failover's writes that drop the broker: `answer_explained`)."""
     failover = ctx.newest_failover()
     if failover is None or event_zxid(failover.event) < event_zxid(cause.event):
         _read_at_delete(ctx, cause)  # read by the controller that was active when it came
         return
-    if cause.event in ctx.result.events:
+    if cause.event in ctx.result.events and not _read_before_failover(ctx, cause):
         ctx.result.events.remove(cause.event)
     ctx.forget_cause(cause)
     answers = failover.event.setdefault("offline_replicas", {})
     answers.setdefault(str(cause.broker), []).extend(
         r for r in cause.event["offline_replicas"] if r not in answers.get(str(cause.broker), []))
+    cause.event["offline_replicas"] = []
     ctx.unread_log_dirs[cause.broker] = failover.event["event_id"]
     if cause.broker not in ctx.brokers:
         ctx.answer_at_startup[cause.broker] = failover.event
+
+
+def _read_before_failover(ctx: Context, cause: Cause) -> bool:
+    """With the controllers' controller.log: a notification a failover deleted that the controller active when it came
+    logged reading (`Handling log directory failure for brokers B`) after it came: that controller sent the broker its
+    LeaderAndIsr and UpdateMetadata (onBrokerLogDirFailure) and stopped before deleting it (processLogDirEvent-
+    Notification deletes only after), so it never handled the answer either: the notification's event stays, naming
+    no replica, and the failover, asking again, carries the answer. Seed 1435 (Kafka 2.8.2, three log dirs):
+    controller 3 read broker 1's notification at 18:04:32.019 and hung (its session expired), controller 2's failover
+    deleted it at 18:04:38."""
+    since = event_ms(cause.event)
+    return any(at >= since and cause.broker in brokers
+               for at, brokers in ctx.reads.log_dir_reads.get(cause.event["controller_epoch"], ()))
 
 
 def _read_at_delete(ctx: Context, cause: Cause) -> None:

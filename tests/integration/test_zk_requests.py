@@ -1319,3 +1319,18 @@ def test_a_startups_stop_replica_answer_queued_behind_alter_isrs_retries_after_t
     _every_request_equal("zookeeper-3.0-dirs-2-seed-1417", tmp_path, (71, 11, 203))
     events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
     assert events["zk-238-2"]["deletion_answers_queued"] and events["zk-245-t1-1"]["deletion_answers"] == [2]
+
+
+def test_a_log_dir_notification_read_by_a_controller_that_hung_before_deleting_it_keeps_its_requests(
+        tmp_path: Path) -> None:
+    # Campaign seed 1435 (Kafka 2.8.2, three log dirs): broker 1's dir failed (18:04:31.982); controller 3 read its
+    # notification ("Handling log directory failure for brokers 1", 18:04:32.019), sent broker 1 the LeaderAndIsr of
+    # t0-0, t1-1 and t1-0 and the UpdateMetadata to brokers 1-3, then hung (its session expired) before deleting it;
+    # controller 2's failover deleted it (18:04:38). isrflow took it for unread: LeaderAndIsr 72 of 73, UpdateMetadata
+    # 189 of 192.
+    _every_request_equal("zookeeper-2.8-dirs-3-seed-1435", tmp_path, (73, 10, 192))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    read = [e for e in events if e["type"] == "LogDirEventNotification" and e["controller_epoch"] == 1]
+    assert [(e["broker_id"], e["offline_replicas"]) for e in read] == [(1, [])]  # its answer never handled
+    failover = next(e for e in events if e["type"] == "ControllerChange" and e["controller_epoch"] == 2)
+    assert failover["offline_replicas"] == {"1": [{"topic": "t1", "partition": 1}]}

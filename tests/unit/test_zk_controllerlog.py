@@ -104,3 +104,12 @@ def test_a_failed_brokers_notification_before_another_answer_to_the_read_is_note
     assert not parse_controller_log([*read, failed, ok, notified]).notified_before_answers
     other = _line("04,273", "Handling log directory failure for brokers 2")
     assert not parse_controller_log([*read, failed, other, ok]).notified_before_answers
+def test_each_read_of_log_dir_notifications_names_its_brokers_and_a_failovers_own_call_none() -> None:
+    # Kafka 2.8.2 (campaign seed 1435): onBrokerLogDirFailure logs the brokers whose notifications it read; a
+    # failover calls it with none.
+    at = "[2026-11-27 18:04:32,019] INFO [Controller id=3] "
+    reads = parse_controller_log([f"{at}3 successfully elected as the controller. Epoch incremented to 1 and epoch zk "
+                                  "version is now 1", f"{at}Handling log directory failure for brokers 1,4",
+                                  f"{at}Handling log directory failure for brokers "])
+    assert reads.log_dir_reads == {1: [(int(datetime(2026, 11, 27, 18, 4, 32, 19000, UTC).timestamp() * 1000),
+                                        (1, 4))]}

@@ -88,6 +88,32 @@ def test_a_log_dir_notification_a_failover_deletes_unread_is_the_failovers_answe
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_log_dir_notification_its_controller_logged_reading_before_a_failover_deleted_it_is_its_event() -> None:
+    # Campaign seed 1435 (Kafka 2.8.2): controller 1 read broker 2's notification (controller.log: "Handling log
+    # directory failure for brokers 2"), sent its LeaderAndIsr and hung before deleting it; broker 3's failover
+    # deleted it. The notification is an event naming no replica (its answer never handled), the failover's
+    # LeaderAndIsr brings the answer.
+    z = Ensemble()
+    z.topic({0: [2, 1, 3]})
+    z.state(0, 2, [2, 1, 3], 0)
+    announce_failed_dir(z, 2)
+    at = datetime.fromtimestamp(z.txns[-1].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    logged = parse_controller_log([
+        f"[{at}] INFO [Controller id=1] 1 successfully elected as the controller. Epoch incremented to 1 and epoch zk "
+        "version is now 1", f"[{at}] INFO [Controller id=1] Handling log directory failure for brokers 2"])
+    z.close(z.sessions[1], "/brokers/ids/1", "/controller")
+    z.elect(3, 2)
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("delete", NOTIFICATION))
+    z.state(0, 2, [2, 3], 1)  # the failover: dead 1 out of the ISR
+    z.state(0, 3, [3], 2)  # then 2's answer: its replica offline, 3 leads
+    converted = convert(z.history(), logged)
+    [read] = [e for e in converted.events if e["type"] == "LogDirEventNotification"]
+    assert (read["broker_id"], read["controller_epoch"], read["offline_replicas"]) == (2, 1, [])
+    [failover] = [e for e in converted.events if e["type"] == "ControllerChange" and e["controller_id"] == 3]
+    assert failover["offline_replicas"] == {"2": [{"topic": "t", "partition": 0}]}
+    assert converted.observed[-1]["cause_event_id"] == failover["event_id"]
+
+
 def test_a_notification_takes_the_mark_after_it_and_one_just_before() -> None:
     # Kafka 2.8.2, campaign seed 415: broker 1, the controller's own broker, answered KAFKA_STORAGE_ERROR for t0-1 to a
     # LeaderAndIsr sent for broker 2's failed dir, before its own notification (13.333) came; its answer to that
