@@ -16,7 +16,9 @@ from statemachine.log_dirs import (
     deleted_replicas,
     in_answer_order,
     lift_offline_dirs,
+    merged,
     offline_replicas,
+    replica_keys,
     storage_errors,
 )
 from statemachine.record import Action
@@ -39,7 +41,9 @@ class BrokerEvents:
                 registered = ev.new_brokers or {ev.broker_id: ev.broker_epoch}
                 lifted = lift_offline_dirs(self.cluster, (b for b, e in registered.items()
                                                           if self.cluster.broker_epochs.get(b) != e))
-                failing = self._failing_deletions(lifted)
+                # A dir that failed while the broker was down (`offline_replicas`) fails the resumed deletion of its
+                # replicas there as a known failed dir does (seed 1424).
+                failing = self._failing_deletions(merged(lifted, replica_keys({ev.broker_id: ev.offline_replicas})))
                 deleted = deleted_replicas(self, registered)
                 self._broker_startup(out, registered, ev.unclean_shutdown, stop_replica_answered=not failing)
                 # Its own answer queued behind a later event is that event's (seed 1255: behind an AlterIsr).
