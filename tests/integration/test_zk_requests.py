@@ -1260,3 +1260,32 @@ def test_a_notifications_broker_answering_two_requests_marks_two_answers(tmp_pat
     assert not [e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN" and e["broker_id"] == 4]
     answer = next(e for e in events if e["type"] == "LeaderAndIsrResponseReceived")
     assert (answer["event_id"], answer["offline_replicas"]) == ("zk-107-answer-4", [{"topic": "t1", "partition": 1}])
+
+
+def test_a_startups_own_storage_error_answer_fails_the_deletion_it_resumed_and_its_retry_stops_the_replica(
+        tmp_path: Path) -> None:
+    # Campaign seed 1424 (Kafka 3.9.1 at protocol 2.6, two log dirs; `out/zk-camp-s16`): broker 1 registered again
+    # (17:50:49.269) with the dir holding its replica of t1-0 failed while it was down, t1 being deleted. Its startup
+    # resumed t1's deletion (StopReplica, delete, of t1-0 and t1-2 to broker 1); broker 1 answered KAFKA_STORAGE_ERROR
+    # for t1-0 to the startup's LeaderAndIsr and to that StopReplica, so its replica failed (ReplicaDeletionIneligible)
+    # while t1-2's was deleted, and resumeDeletions retried it with broker 3's: a StopReplica (no delete) of t1-0 to
+    # broker 1 (49.782). isrflow had counted t1-0 deleted on broker 1: StopReplica 20 of 21 (isrflow 20).
+    _every_request_equal("zookeeper-2.6-dirs-2-seed-1424", tmp_path, (79, 21, 196))
+    retry = [r for r in read_jsonl(tmp_path / "requests_agreement.jsonl") if r["request"] == "STOP_REPLICA"
+             and r["broker"] == 1 and r["controller"]["time"] == "2026-11-27 17:50:49.782"]
+    assert [(r["isrflow"]["event_id"], r["controller"]["partitions"]) for r in retry] == [("zk-220-1", ["t1-0"])]
+
+
+def test_another_brokers_answer_to_a_reassignment_a_startup_resumed_is_handled_after_it(tmp_path: Path) -> None:
+    # Campaign seed 1426 (Kafka 3.9.1, two log dirs; `out/zk-camp-s16`): broker 3's startup (17:53:03.269) resumed
+    # t1-0's reassignment (maybeResumeReassignments), whose LeaderAndIsr went to every replica. Broker 4, whose dir had
+    # failed, had deleted its log of t1-0 (t1 being deleted) and answered KAFKA_STORAGE_ERROR ("Mark replicas t1-0 on
+    # broker 4 as offline", 03.366): onReplicasBecomeOffline took no replica offline that was not being deleted and
+    # every election failed, so the controller sent every broker an empty UpdateMetadata (03.379). isrflow had no such
+    # answer: UpdateMetadata 81 of 84 (isrflow 81).
+    _every_request_equal("zookeeper-3.9-dirs-2-seed-1426", tmp_path, (42, 12, 84))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    answer = next(e for e in events if e["type"] == "LeaderAndIsrResponseReceived")
+    assert (answer["event_id"], answer["broker_id"], answer["offline_replicas"]) == \
+        ("zk-166-3-answer-4", 4, [{"topic": "t1", "partition": 0}])
+    assert events[events.index(answer) - 1]["event_id"] == "zk-166-3"
