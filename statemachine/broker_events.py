@@ -43,14 +43,14 @@ class BrokerEvents:
                                                           if self.cluster.broker_epochs.get(b) != e))
                 # A dir that failed while the broker was down (`offline_replicas`) fails the resumed deletion of its
                 # replicas there as a known failed dir does (seed 1424).
-                failing = self._failing_deletions(merged(lifted, replica_keys({ev.broker_id: ev.offline_replicas})))
+                answered = {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None
+                failing = self._failing_deletions(merged(lifted, replica_keys(answered)))
                 deleted = deleted_replicas(self, registered)
                 self._broker_startup(out, registered, ev.unclean_shutdown, stop_replica_answered=not failing)
                 # Its own answer queued behind a later event is that event's (seed 1255: behind an AlterIsr).
                 answered_again(self, out, {b: k for b, k in lifted.items()
                                            if not (ev.storage_error_answer_queued and b == ev.broker_id)},
-                               {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None,
-                               not_asked=deleted)
+                               answered, not_asked=deleted)
                 if failing:
                     self._stop_replica_answers(out, failing, order=ev.stop_replica_answer_order)
             case BrokerChangeKind.FAILURE:
