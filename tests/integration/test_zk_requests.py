@@ -1123,16 +1123,19 @@ def test_a_deletion_retry_of_a_replica_in_a_failed_dir_is_the_later_reads(tmp_pa
     assert causes[("t1", 0, 11)] == "zk-200-t2"
     # Broker 4's notification (zk-210) asked nothing of its deleted replicas (t1-1, t1-2: ReplicaDeletionSuccessful),
     # so it takes none offline and sends no UpdateMetadata for them, though the importer gives it the mark of a later
-    # answer naming t1-2 (isrflow had 314; the 8 left: the xfail below).
-    assert "UpdateMetadata 311 of 319 (isrflow 311)" in summary
+    # answer naming t1-2 (isrflow had 314). Broker 4's answer naming t1-1 to the reassignment broker 1's startup
+    # resumed is its own event after the startup (seed 1426's rule: 311 before it); the 4 left: the xfail below.
+    assert "UpdateMetadata 315 of 319 (isrflow 315)" in summary
+    answer = next(e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-240-1-answer-4")
+    assert answer["offline_replicas"] == [{"topic": "t1", "partition": 1}]
 
 
 @pytest.mark.xfail(strict=True, reason="seed 1250: broker 4 (a failed dir since zk-210) answered KAFKA_STORAGE_ERROR "
                    "for its deleted logs of t1-2 and t1-1 to broker 1's startup's reassignment LeaderAndIsr requests; "
                    "onReplicasBecomeOffline for a topic queued for deletion then sends one empty UpdateMetadata to "
-                   "every broker per answer (isrflow does not model another broker's answers to a startup); and t1's "
-                   "retry at broker 1's StopReplica answer (StopReplica to broker 3) came after three queued events, "
-                   "isrflow sends it within the startup")
+                   "every broker per answer (isrflow models t1-1's answer, not t1-2's, whose mark the importer gives "
+                   "to notification zk-210); and t1's retry at broker 1's StopReplica answer (StopReplica to broker "
+                   "3) came after three queued events, isrflow sends it within the startup")
 def test_every_request_of_seed_1250_is_modelled(tmp_path: Path) -> None:
     summary, rows = _replayed(SEED_1250 / "version-2", tmp_path)
     assert "LeaderAndIsr 126 of 126 (isrflow 126), StopReplica 26 of 26 (isrflow 26), UpdateMetadata 319 of 319 " \
