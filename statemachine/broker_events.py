@@ -16,7 +16,9 @@ from statemachine.log_dirs import (
     deleted_replicas,
     in_answer_order,
     lift_offline_dirs,
+    merged,
     offline_replicas,
+    replica_keys,
     storage_errors,
 )
 from statemachine.record import Action
@@ -39,7 +41,10 @@ class BrokerEvents:
                 registered = ev.new_brokers or {ev.broker_id: ev.broker_epoch}
                 lifted = lift_offline_dirs(self.cluster, (b for b, e in registered.items()
                                                           if self.cluster.broker_epochs.get(b) != e))
-                failing = self._failing_deletions(lifted)
+                # A dir that failed while the broker was down (`offline_replicas`) fails the resumed deletion of its
+                # replicas there as a known failed dir does (seed 1424).
+                answered = {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None
+                failing = self._failing_deletions(merged(lifted, replica_keys(answered)))
                 deleted = deleted_replicas(self, registered)
                 # Answers queued behind a later AlterIsr are that event's (seed 1417: `deletion_answers`).
                 self._broker_startup(out, registered, ev.unclean_shutdown,
@@ -47,8 +52,7 @@ class BrokerEvents:
                 # Its own answer queued behind a later event is that event's (seed 1255: behind an AlterIsr).
                 answered_again(self, out, {b: k for b, k in lifted.items()
                                            if not (ev.storage_error_answer_queued and b == ev.broker_id)},
-                               {ev.broker_id: ev.offline_replicas} if ev.offline_replicas else None,
-                               not_asked=deleted)
+                               answered, not_asked=deleted)
                 if failing:
                     self._stop_replica_answers(out, failing, order=ev.stop_replica_answer_order)
             case BrokerChangeKind.FAILURE:

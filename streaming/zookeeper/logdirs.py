@@ -328,6 +328,20 @@ def reassignment_answers(ctx: Context, event: dict[str, Any], replicas: dict[tup
                 ctx.failed_replicas[broker].add(key)
 
 
+def resumed_reassignment_answers(ctx: Context, broker: int, event: dict[str, Any]) -> None:
+    """With the state-change logs: a broker's startup resumes every reassignment whose target replicas include it
+    (onBrokerStartup -> maybeResumeReassignments -> onPartitionReassignment), whose A1 sends a LeaderAndIsr to every
+    replica. Another broker with a failed log dir may answer it with KAFKA_STORAGE_ERROR: an event of its own right
+    after the startup, as a reassignment's own (`reassignment_answers`). Seed 1426 (Kafka 3.9.1): broker 3's startup
+    resumed t1-0's reassignment; broker 4, whose dir had failed, had deleted its log of t1-0 (t1 being deleted) and
+    answered KAFKA_STORAGE_ERROR. The starting broker's own answer is its startup's (`startup_answer`)."""
+    resumed = {(t, p): tuple(b for b in topic.replicas.get(p, ()) if b != broker)
+               for t, topic in sorted(ctx.topics.items()) for p in sorted(topic.replicas)
+               if topic.reassigning(p) and broker in topic.target(p)}
+    if resumed:
+        reassignment_answers(ctx, event, resumed)
+
+
 def note_notifications(ctx: Context, txns: Iterable[ZkTxn]) -> None:
     """The times of every broker's notifications in the history, read ahead: a mark after one is its answer, and a
     request's answer just before one came from a dir that failed as the broker handled that request. And which

@@ -1138,16 +1138,19 @@ def test_a_deletion_retry_of_a_replica_in_a_failed_dir_is_the_later_reads(tmp_pa
     assert causes[("t1", 0, 11)] == "zk-200-t2"
     # Broker 4's notification (zk-210) asked nothing of its deleted replicas (t1-1, t1-2: ReplicaDeletionSuccessful),
     # so it takes none offline and sends no UpdateMetadata for them, though the importer gives it the mark of a later
-    # answer naming t1-2 (isrflow had 314; the 8 left: the xfail below).
-    assert "UpdateMetadata 311 of 319 (isrflow 311)" in summary
+    # answer naming t1-2 (isrflow had 314). Broker 4's answer naming t1-1 to the reassignment broker 1's startup
+    # resumed is its own event after the startup (seed 1426's rule: 311 before it); the 4 left: the xfail below.
+    assert "UpdateMetadata 315 of 319 (isrflow 315)" in summary
+    answer = next(e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-240-1-answer-4")
+    assert answer["offline_replicas"] == [{"topic": "t1", "partition": 1}]
 
 
 @pytest.mark.xfail(strict=True, reason="seed 1250: broker 4 (a failed dir since zk-210) answered KAFKA_STORAGE_ERROR "
                    "for its deleted logs of t1-2 and t1-1 to broker 1's startup's reassignment LeaderAndIsr requests; "
                    "onReplicasBecomeOffline for a topic queued for deletion then sends one empty UpdateMetadata to "
-                   "every broker per answer (isrflow does not model another broker's answers to a startup); and t1's "
-                   "retry at broker 1's StopReplica answer (StopReplica to broker 3) came after three queued events, "
-                   "isrflow sends it within the startup")
+                   "every broker per answer (isrflow models t1-1's answer, not t1-2's, whose mark the importer gives "
+                   "to notification zk-210); and t1's retry at broker 1's StopReplica answer (StopReplica to broker "
+                   "3) came after three queued events, isrflow sends it within the startup")
 def test_every_request_of_seed_1250_is_modelled(tmp_path: Path) -> None:
     summary, rows = _replayed(SEED_1250 / "version-2", tmp_path)
     assert "LeaderAndIsr 126 of 126 (isrflow 126), StopReplica 26 of 26 (isrflow 26), UpdateMetadata 319 of 319 " \
@@ -1334,3 +1337,30 @@ def test_a_log_dir_notification_read_by_a_controller_that_hung_before_deleting_i
     assert [(e["broker_id"], e["offline_replicas"]) for e in read] == [(1, [])]  # its answer never handled
     failover = next(e for e in events if e["type"] == "ControllerChange" and e["controller_epoch"] == 2)
     assert failover["offline_replicas"] == {"1": [{"topic": "t1", "partition": 1}]}
+def test_a_startups_own_storage_error_answer_fails_the_deletion_it_resumed_and_its_retry_stops_the_replica(
+        tmp_path: Path) -> None:
+    # Campaign seed 1424 (Kafka 3.9.1 at protocol 2.6, two log dirs; `out/zk-camp-s16`): broker 1 registered again
+    # (17:50:49.269) with the dir holding its replica of t1-0 failed while it was down, t1 being deleted. Its startup
+    # resumed t1's deletion (StopReplica, delete, of t1-0 and t1-2 to broker 1); broker 1 answered KAFKA_STORAGE_ERROR
+    # for t1-0 to the startup's LeaderAndIsr and to that StopReplica, so its replica failed (ReplicaDeletionIneligible)
+    # while t1-2's was deleted, and resumeDeletions retried it with broker 3's: a StopReplica (no delete) of t1-0 to
+    # broker 1 (49.782). isrflow had counted t1-0 deleted on broker 1: StopReplica 20 of 21 (isrflow 20).
+    _every_request_equal("zookeeper-2.6-dirs-2-seed-1424", tmp_path, (79, 21, 196))
+    retry = [r for r in read_jsonl(tmp_path / "requests_agreement.jsonl") if r["request"] == "STOP_REPLICA"
+             and r["broker"] == 1 and r["controller"]["time"] == "2026-11-27 17:50:49.782"]
+    assert [(r["isrflow"]["event_id"], r["controller"]["partitions"]) for r in retry] == [("zk-220-1", ["t1-0"])]
+
+
+def test_another_brokers_answer_to_a_reassignment_a_startup_resumed_is_handled_after_it(tmp_path: Path) -> None:
+    # Campaign seed 1426 (Kafka 3.9.1, two log dirs; `out/zk-camp-s16`): broker 3's startup (17:53:03.269) resumed
+    # t1-0's reassignment (maybeResumeReassignments), whose LeaderAndIsr went to every replica. Broker 4, whose dir had
+    # failed, had deleted its log of t1-0 (t1 being deleted) and answered KAFKA_STORAGE_ERROR ("Mark replicas t1-0 on
+    # broker 4 as offline", 03.366): onReplicasBecomeOffline took no replica offline that was not being deleted and
+    # every election failed, so the controller sent every broker an empty UpdateMetadata (03.379). isrflow had no such
+    # answer: UpdateMetadata 81 of 84 (isrflow 81).
+    _every_request_equal("zookeeper-3.9-dirs-2-seed-1426", tmp_path, (42, 12, 84))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    answer = next(e for e in events if e["type"] == "LeaderAndIsrResponseReceived")
+    assert (answer["event_id"], answer["broker_id"], answer["offline_replicas"]) == \
+        ("zk-166-3-answer-4", 4, [{"topic": "t1", "partition": 0}])
+    assert events[events.index(answer) - 1]["event_id"] == "zk-166-3"

@@ -444,6 +444,26 @@ def test_a_startups_resumed_deletion_retries_in_the_order_the_brokers_answered()
     assert answered[:-1] == by_id[:-2] and answered[-1][1] == [("x", 0), ("y", 0), ("y", 1)]
 
 
+def test_a_startups_own_storage_error_answer_fails_the_resumed_deletion_of_its_replica_in_the_failed_dir() -> None:
+    # Seed 1424 (Kafka 3.9.1 at protocol 2.6): broker 1 restarts with a dir that failed while it was down holding its
+    # replica of d-0 (BrokerChange.offline_replicas), d being deleted. The startup resumes the deletion (StopReplica,
+    # delete, of d-0 and d-1 to 1); broker 1 answers KAFKA_STORAGE_ERROR for d-0 there too, so its replica fails
+    # (ReplicaDeletionIneligible) while d-1's is deleted, and resumeDeletions retries it once the answer is in:
+    # OfflineReplica, a StopReplica (no delete) of d-0 to broker 1, d never completed.
+    events = [_event(0, "ControllerChange", controller_id=2, live_brokers={"1": 10, "2": 11, "3": 12}),
+              _event(1, "CreateTopic", topic="d", assignment={"0": [1, 3], "1": [1, 3]}),
+              _event(2, "BrokerChange", broker_id=1, change="FAILURE", broker_epoch=10),
+              _event(3, "DeleteTopic", topic="d"),
+              _startup(4, 1, 20, offline_replicas=[{"topic": "d", "partition": 0}])]
+    controller = Controller(ControllerConfig())
+    for offset, raw in enumerate(events):
+        requests = controller.handle_event(parse_event(raw), offset).requests
+    assert _stop_replicas(requests, 1)[-1][1] == [("d", 0)]  # the retry, after the StopReplica deleting it
+    assert controller.partitions[("d", 0)].replica_states == {1: ReplicaState.OFFLINE,
+                                                              3: ReplicaState.DELETION_SUCCESSFUL}
+    assert "d" in controller.cluster.topics_queued_for_deletion
+
+
 def test_a_dir_failing_as_its_broker_deletes_a_replica_fails_the_deletion_until_its_notification_asks_again() -> None:
     # Seed 1274 (Kafka 3.9.1 at protocol 2.6): broker 2's dir failed renaming d-0's log for deletion; it answered the
     # StopReplica (delete) with KAFKA_STORAGE_ERROR before its notification was written (DeleteTopic

@@ -100,3 +100,35 @@ def test_a_later_mark_of_the_notifications_broker_is_its_own_answer() -> None:
     assert not [e for e in events if e.get("change") == "CONTROLLED_SHUTDOWN"]
     # Without the second mark the write is broker 2's controlled shutdown, as before.
     assert [e["broker_id"] for e in _two_answers(second_mark=False) if e.get("change") == "CONTROLLED_SHUTDOWN"] == [2]
+
+
+def _startup_resuming_a_reassignment(adding: dict[int, list[int]]) -> list[dict[str, object]]:
+    """t-0 on brokers 1, 2, 3, with `adding` its reassignment's adding replicas; broker 2's dir fails, its
+    notification answered for t-1; broker 3 dies and registers again, and 100 ms later controller 1 marks t-0 on
+    broker 2."""
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [2, 1]}, **({"adding_replicas": adding} if adding else {}))
+    z.state(0, 1, [1, 2], 0)
+    z.state(1, 2, [2, 1], 0)
+    log_dir_failure(z, 2)
+    lines = [_mark(z.now + 10, 1, "t-1", 2)]
+    z.wait(50)
+    z.state(1, 1, [1], 1)
+    z.session_end(3)
+    z.wait(1_000)
+    z.register(3, session=0x2003)
+    lines.append(_mark(z.now + 100, 1, "t-0", 2))
+    return Converter(offline_marks=parse_offline_marks(lines)).convert(z.history()).events
+
+
+def test_another_brokers_answer_to_a_reassignment_a_startup_resumed_follows_the_startup() -> None:
+    # Campaign seed 1426 (Kafka 3.9.1): broker 3's startup resumed t1-0's reassignment (its target replicas include
+    # 3: maybeResumeReassignments), whose LeaderAndIsr went to every replica; broker 4, its dir failed, answered
+    # KAFKA_STORAGE_ERROR for t1-0 (marked 97 ms after the registration): its own event right after the startup.
+    events = _startup_resuming_a_reassignment({0: [3]})
+    [startup] = [e for e in events if e.get("change") == "STARTUP"]
+    after = events[events.index(startup) + 1]
+    assert (after["type"], after["broker_id"], after["offline_replicas"]) == \
+        ("LeaderAndIsrResponseReceived", 2, [{"topic": "t", "partition": 0}])
+    # No reassignment in progress: the startup resumes none, asks broker 2 nothing, and the mark answers no request.
+    assert not [e for e in _startup_resuming_a_reassignment({}) if e["type"] == "LeaderAndIsrResponseReceived"]
