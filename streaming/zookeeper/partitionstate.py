@@ -308,8 +308,10 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # A leaderless partition kept leaderless is a resumed reassignment's bump (A1) or a deletion's retry,
             # never a failed election, which writes nothing (seed 1030: an Admin API reassignment asked again, after
             # an unrelated startup and an AlterPartition)
-            if ctx.behind_failover(cause) is not None:
-                return False  # queued behind the failover that writes now (seed 1431)
+            if ctx.behind_failover(cause) is not None and after.leader not in cause.brokers:
+                # queued behind the failover that writes now (seed 1431); an election of its broker, dead to that
+                # failover, is the startup's: the failover is over (its last write not seen)
+                return False
             if any(drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause)
                    for b in cause.brokers):
                 return True
