@@ -126,6 +126,11 @@ class Cause:
         """DELETE: the topics its read of /admin/delete_topics took: its own and those of the requests it joined."""
         return {str(self.topic), *(e["topic"] for e in self.joined)}
 
+    def read_live(self, broker: int | None) -> bool:
+        """FAILOVER: whether its read of /brokers/ids found `broker` (its `live_brokers`). One that registered after
+        that read is dead to it until the BrokerChange queued behind it (seed 1431)."""
+        return broker is not None and str(broker) in self.event.get("live_brokers", {})
+
     def deletes(self, topic: str) -> bool:
         """Whether it is a deletion request whose read of /admin/delete_topics took `topic`."""
         return self.kind == "DELETE" and topic in self.read_topics
@@ -458,17 +463,32 @@ class Context:
 
     def newest(self, cause: Cause) -> bool:
         """Whether `cause` is the event the controller handles last so far: none after it but steps of it, log
-        dir notifications that wrote nothing yet (a broker writes one during a failover, read after it), or a
+        dir notifications that wrote nothing yet (a broker writes one during a failover, read after it), a
         leader's own ISR write (below protocol 2.7) that the controller wrote for `cause` after: its notification
         is queued behind `cause`, still being handled (seed 718: t1-5's leader took a replica in while the
-        controller worked through a reassignment of four partitions, the last one's write still to come)."""
+        controller worked through a reassignment of four partitions, the last one's write still to come), or the
+        startup of a broker that registered after a failover's read of /brokers/ids, before its last write: its
+        BrokerChange is queued behind the failover (seed 1431, Kafka 2.8.2: broker 1 registered 27 ms after
+        controller 2's election, which read only broker 2; the failover then took broker 1's replicas offline)."""
         later = self.causes[next(i for i, c in enumerate(self.causes) if c is cause) + 1:]
         # An event before a step of `cause` that wrote nothing was queued behind it (seed 1108: topics created
         # while a failover went on, before the reassignment it read).
         step = max((i for i, c in enumerate(later) if c.within is cause), default=-1)
         return all(c.within is cause or (c.kind == "LOG_DIR" and not c.wrote) or (i < step and not c.wrote) or
-                   (c.kind == "ISR" and not c.wrote and cause.last_zxid > event_zxid(c.event))
+                   (c.kind == "ISR" and not c.wrote and cause.last_zxid > event_zxid(c.event)) or
+                   self.behind_failover(c) is cause
                    for i, c in enumerate(later))
+
+    def behind_failover(self, startup: Cause) -> Cause | None:
+        """The active controller's failover, still going on, that a STARTUP is queued behind: its broker registered
+        after the failover's read of /brokers/ids (dead to it), its BrokerChange handled once the failover is over
+        (seed 1431). None once the failover wrote its last write, or the startup wrote."""
+        failover = self.newest_failover()
+        if startup.kind != "STARTUP" or startup.wrote or failover is None or failover.finished or \
+                event_zxid(failover.event) != self.controller_since or failover.read_live(startup.broker) or \
+                event_zxid(startup.event) < event_zxid(failover.event):
+            return None
+        return failover
 
     def newest_failover(self) -> Cause | None:
         """The newest new controller's failover among the events kept (its ControllerChange's cause)."""

@@ -520,6 +520,7 @@ def failed_before_startup(ctx: Context, cause: Cause, key: tuple[str, int], befo
     broker 1's startup, whose own answer `startup_storage_error` reads (t0-2 elected onto broker 1, then leaderless)."""
     broker = before.leader
     if ctx.offline_marks is not None or cause.kind != "FAILOVER" or broker not in ctx.brokers or \
+            not cause.read_live(broker) or \
             after.leader != NO_LEADER or before.isr != (broker,) or after.isr != (broker,) or \
             ctx.event_at(ctx.startup_events.get(broker, {})) is None:
         return False

@@ -70,7 +70,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     if cause.kind == "LOG_DIR":
         logdirs.explained(ctx, cause, key)
     elif cause.kind == "FAILOVER":
-        dropped = [b for b in ctx.brokers if drops(b, before, after)]
+        dropped = [b for b in ctx.brokers if cause.read_live(b) and drops(b, before, after)]
         logdirs.answered_before_elected(ctx, cause, key, dropped, after.leader)
         logdirs.startup_answer_explained(ctx, cause, key, before, after)
         logdirs.answer_explained(ctx, cause, key, dropped)
@@ -294,9 +294,10 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # that is an Admin API reassignment in place (seed 104, 3 s after the failover's last write). The
             # reassignments it resumes are written before its last write: a registered broker dropped from a
             # reassigning partition after it is that broker's controlled shutdown too (seed 439); its requests'
-            # answers (a replica in a failed log dir) come after it
+            # answers (a replica in a failed log dir) come after it. A broker registered after its read of
+            # /brokers/ids is dead to it: its replicas go offline (seed 1431)
             return newest and ((reassigning and not cause.finished) or key[0] in ctx.deleting or (
-                not any(drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
+                not any(cause.read_live(b) and drops(b, before, after) and not logdirs.in_failed_dir(ctx, b, key, cause)
                         and not logdirs.failed_before_startup(ctx, cause, key, before, after)
                         for b in ctx.brokers) and
                 ((after.leader, after.isr) != (before.leader, before.isr) or before.leader not in ctx.brokers)))
@@ -307,6 +308,10 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # A leaderless partition kept leaderless is a resumed reassignment's bump (A1) or a deletion's retry,
             # never a failed election, which writes nothing (seed 1030: an Admin API reassignment asked again, after
             # an unrelated startup and an AlterPartition)
+            if ctx.behind_failover(cause) is not None and after.leader not in cause.brokers:
+                # queued behind the failover that writes now (seed 1431); an election of its broker, dead to that
+                # failover, is the startup's: the failover is over (its last write not seen)
+                return False
             if any(drops(b, before, after) and logdirs.in_failed_dir(ctx, b, key, cause)
                    for b in cause.brokers):
                 return True

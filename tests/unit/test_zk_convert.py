@@ -189,6 +189,33 @@ def test_a_registration_during_a_failover_that_threw_is_read_by_the_next_failove
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_broker_registered_after_a_failovers_read_of_the_brokers_is_dead_to_it() -> None:
+    # Campaign seed 1431 (Kafka 2.8.2): controller 1's session expired, broker 2 was elected and read /brokers/ids
+    # (broker 2 alone); broker 1 registered 27 ms after the election, before the failover's writes. The failover took
+    # broker 1's replicas offline (out of the ISR, leaderless where it led) and elected where it could; the
+    # BrokerChange queued behind it came after its last write. Those writes are the failover's: neither unexplained
+    # (a registered broker dropped) nor the startup's (an election).
+    z = Ensemble((1, 2))
+    z.topic({0: [1, 2], 1: [2, 1]})
+    z.state(0, 1, [1, 2], 0)
+    z.state(1, 2, [2, 1], 0)
+    z.close(z.sessions[1], "/controller", "/brokers/ids/1")
+    z.controller = z.sessions[2]
+    z.txn(z.controller, ZnodeOp("create", "/controller", b'{"brokerid":2}'), ZnodeOp("setData", "/controller_epoch",
+                                                                                     b"2", 2))
+    z.register(1, 0x2001)
+    z.state(0, -1, [2], 1)  # the failover: broker 1's replicas offline (OfflineReplica), then t-0 elects 2
+    z.state(1, 2, [2], 1)
+    z.state(0, 2, [2], 2)
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2), ZnodeOp("error", error=-101))
+    events, observed, decisions = replayed(z.history())
+    failover, startup = events[-2:]
+    assert (failover["type"], failover["live_brokers"], startup.get("change")) == (
+        "ControllerChange", {"2": 2}, "STARTUP")
+    assert [o["cause_event_id"] for o in observed[-3:]] == [failover["event_id"]] * 3
+    assert_every_history_equal(observed, decisions)
+
+
 def test_a_deletion_asked_while_no_controller_was_active_is_read_by_the_next_failover() -> None:
     # Campaign seed 1333 (Kafka 2.7.2): t1 and t3 were asked deleted after controller 4's session expired, before it
     # was elected again: no TopicDeletion event of the old controller read them; the new one's failover did
