@@ -868,7 +868,6 @@ def test_an_alter_isr_a_deposed_controller_failed_to_write_is_answered_under_its
            "(isrflow 201)" in summary and all(r["match"] for r in rows)
 
 
-
 def test_an_alter_partition_a_paused_controller_answered_not_controller_and_one_asked_again(tmp_path: Path) -> None:
     # Campaign seed 1289 (Kafka 3.5.2, three log dirs). Controller 3 paused (12:38:08.6) and its session expired;
     # controller 1 was elected (15.045). Leader 2's AlterPartition of t2-1 at leader epoch 5 (sent 15.232) waited on
@@ -993,8 +992,6 @@ def test_an_alter_isr_the_previous_controller_took_after_losing_its_role_is_its_
                    "LeaderAndIsr or UpdateMetadata for it, then B4's StopReplica to the removed replica (its ISR "
                    "write failing), under its old epoch after the next controller's failover; isrflow models a "
                    "controller killed after B3 (controller_died_after_leader_move, seed 443)")
-
-
 def test_a_controller_that_stalled_past_its_session_in_a_completion_sends_what_it_sent(tmp_path: Path) -> None:
     # Campaign seed 1018 (Kafka 2.6.3 at its own protocol): leader 3 wrote t1-0's ISR [3, 2] (zk-267), letting its
     # reassignment to [2] complete; controller 4 re-elected the leader (2, written at 04:48:12.07), stalled, and its
@@ -1313,6 +1310,8 @@ def test_a_completion_whose_controller_died_before_clearing_the_reassignment_zno
     _every_request_equal("zookeeper-2.6-seed-1408", tmp_path, (99, 16, 229))
     events = read_jsonl(tmp_path / "zk" / "events.jsonl")
     assert [e["event_id"] for e in events if e.get("controller_died_after_assignment")] == ["zk-135-t1-0"]
+
+
 def test_a_startups_stop_replica_answer_queued_behind_alter_isrs_retries_after_them(tmp_path: Path) -> None:
     # Campaign seed 1417 (Kafka 3.0.2, two log dirs): broker 2 registered again (zk-238) while t2 and t4 were being
     # deleted; the startup's StopReplica (delete) of t2-0 was answered at 17:41:14.086, after the AlterIsr of t0-2,
@@ -1337,6 +1336,8 @@ def test_a_log_dir_notification_read_by_a_controller_that_hung_before_deleting_i
     assert [(e["broker_id"], e["offline_replicas"]) for e in read] == [(1, [])]  # its answer never handled
     failover = next(e for e in events if e["type"] == "ControllerChange" and e["controller_epoch"] == 2)
     assert failover["offline_replicas"] == {"1": [{"topic": "t1", "partition": 1}]}
+
+
 def test_a_startups_own_storage_error_answer_fails_the_deletion_it_resumed_and_its_retry_stops_the_replica(
         tmp_path: Path) -> None:
     # Campaign seed 1424 (Kafka 3.9.1 at protocol 2.6, two log dirs; `out/zk-camp-s16`): broker 1 registered again

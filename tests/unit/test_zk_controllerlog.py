@@ -104,6 +104,8 @@ def test_a_failed_brokers_notification_before_another_answer_to_the_read_is_note
     assert not parse_controller_log([*read, failed, ok, notified]).notified_before_answers
     other = _line("04,273", "Handling log directory failure for brokers 2")
     assert not parse_controller_log([*read, failed, other, ok]).notified_before_answers
+
+
 def test_each_read_of_log_dir_notifications_names_its_brokers_and_a_failovers_own_call_none() -> None:
     # Kafka 2.8.2 (campaign seed 1435): onBrokerLogDirFailure logs the brokers whose notifications it read; a
     # failover calls it with none.
