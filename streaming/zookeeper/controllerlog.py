@@ -49,7 +49,6 @@ _DELETION_ANSWER = re.compile(r"^Delete topic callback invoked on StopReplica re
 _LOG_DIR_FAILURE = re.compile(r"^Handling log directory failure for brokers (?P<brokers>[\d,]+)$")
 _COMPLETION_FAILED = re.compile(r"^Error processing event PartitionReassignmentIsrChange\("
                                 r"(?P<topic>.+)-(?P<partition>\d+)\)$")
-_LOG_DIR_READ = re.compile(r"^Handling log directory failure for brokers (?P<brokers>[\d,]+)$")
 _BROKER_READ = re.compile(r"^Newly added brokers: (?P<new>[\d,]*), deleted brokers: (?P<dead>[\d,]*), "
                           r"bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)$")
 
@@ -124,12 +123,11 @@ def parse_controller_log(lines: Iterable[str], into: ControllerReads | None = No
             out.assignments.setdefault(epoch, []).append((s["topic"], int(s["partition"])))
         elif epoch is not None and (s := _COMPLETION_FAILED.match(msg)):
             out.failed_completions.setdefault(epoch, set()).add((s["topic"], int(s["partition"])))
-        elif epoch is not None and (s := _LOG_DIR_READ.match(msg)):
-            out.log_dir_reads.setdefault(epoch, []).append((epoch_ms(log_time(m["time"])), broker_ids(s["brokers"])))
         elif epoch is not None and (s := _DELETION_READ.match(msg)):
             reads = out.deletion_reads.setdefault(epoch, [])
             reads.append(frozenset(s["topics"].split(",")) - frozenset().union(*reads))
         elif epoch is not None and (s := _LOG_DIR_FAILURE.match(msg)):
+            out.log_dir_reads.setdefault(epoch, []).append((epoch_ms(log_time(m["time"])), broker_ids(s["brokers"])))
             notified = _notified(out, epoch, broker_ids(s["brokers"]), broker_read_at) or notified
         elif epoch is not None and (s := _DELETION_ANSWER.match(msg)):
             reads = out.deletion_reads.get(epoch, [])
