@@ -1365,3 +1365,15 @@ def test_another_brokers_answer_to_a_reassignment_a_startup_resumed_is_handled_a
     assert (answer["event_id"], answer["broker_id"], answer["offline_replicas"]) == \
         ("zk-166-3-answer-4", 4, [{"topic": "t1", "partition": 0}])
     assert events[events.index(answer) - 1]["event_id"] == "zk-166-3"
+
+
+def test_a_storage_error_answer_within_a_failover_reads_only_its_own_elections(tmp_path: Path) -> None:
+    # Campaign seed 1439 (Kafka 3.5.2, two log dirs): controller 1's failover (18:09:48) elected t4-0 onto broker 1;
+    # broker 1 answered its LeaderAndIsr with KAFKA_STORAGE_ERROR for t1's replicas only (t1 being deleted, mark
+    # 48.324): no replica outside the deletion went offline and the answer itself elected nothing, so the controller
+    # sent every broker an UpdateMetadata of no partition (48.362). isrflow counted the failover's election as the
+    # answer's and sent none (UpdateMetadata 349 of 352).
+    _every_request_equal("zookeeper-3.5-dirs-2-seed-1439", tmp_path, (128, 53, 352))
+    answer = [(r["broker"], r["isrflow"]["event_id"]) for r in read_jsonl(tmp_path / "requests_agreement.jsonl")
+              if r["request"] == "UPDATE_METADATA" and r["controller"]["time"] == "2026-11-27 18:09:48.362"]
+    assert answer == [(b, "zk-282") for b in (1, 2, 3)]

@@ -640,3 +640,22 @@ def test_a_completion_whose_assignment_write_threw_sends_no_update_metadata() ->
     whole = completion()
     assert whole[-1] is UM and whole.count(LAI) == 2
     assert completion(controller_died_after_assignment=True) == whole[:-1]
+
+
+def test_an_answer_within_a_failover_reads_only_its_own_elections() -> None:
+    # Kafka 3.5.2 campaign seed 1439: controller 1's failover elected t4-0 (its leader 4 dead), then broker 1 answered
+    # its LeaderAndIsr with KAFKA_STORAGE_ERROR for replicas of t1 only, a topic being deleted. From KAFKA-13225 that
+    # answer (onReplicasBecomeOffline) sends an UpdateMetadata of no partition when none of its replicas went offline
+    # outside a deletion and its own triggerOnlinePartitionStateChange elected nothing: the failover's election is
+    # not its own, so it sends one.
+    live = {str(b): 10 + b for b in (1, 2, 3, 4)}
+    events = [_epoch_event(0, 1, "ControllerChange", controller_id=2, live_brokers=live),
+              _epoch_event(1, 1, "CreateTopic", topic="d", assignment={"0": [1, 4]}),
+              _epoch_event(2, 1, "CreateTopic", topic="t", assignment={"0": [4, 1]}),
+              _epoch_event(3, 2, "ControllerChange", controller_id=1, live_brokers={"1": 11, "2": 12, "3": 13},
+                           topics_to_delete=["d"], offline_replicas={"1": [{"topic": "d", "partition": 0}]})]
+    failover = _replay(events, ControllerConfig(kafka_version=KafkaRelease(3, 5, 2)))[-1]
+    elected = max(i for i, r in enumerate(failover)
+                  if r.request is LAI and ("t", 0) in {(p.topic, p.partition) for p in r.partitions})
+    after = [r.broker for r in failover[elected:] if r.request is UM and not r.partitions]
+    assert sorted(after) == [1, 2, 3]
