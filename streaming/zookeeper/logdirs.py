@@ -215,7 +215,7 @@ def _queued_behind(ctx: Context, txn: ZkTxn, handled: Cause, key: tuple[str, int
     REQUEST_ANSWER_MS of the write: the request whose LeaderAndIsr (A1) the broker answered with KAFKA_STORAGE_ERROR,
     the answer queued behind the AlterIsr the controller took first (its LeaderAndIsrResponseReceived after the
     IsrChangeNotification), so handled right after it (seed 1436, Kafka 3.9.1: t1-0's reassignment made broker 1
-    write its leader epoch checkpoint in a dir that failed; the answer came 115 ms after leader 4's AlterIsr of t0-2
+    write its leader epoch checkpoint in a dir that failed; the answer came 114 ms after leader 4's AlterIsr of t0-2
     and 28 ms before broker 1's notification: no controlled shutdown of broker 1)."""
     for cause in reversed(ctx.causes[:ctx.causes.index(handled)]):
         if cause.kind != "PARTITIONS":
