@@ -193,20 +193,36 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     if len(dropped) <= 1 and answered:
         ctx.answer_writes[txn.zxid, key] = answers[answered[0]]["event_id"]
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
-    if len(dropped) != 1 or request.kind not in _ANSWERED_REQUESTS:
+    asked = _queued_behind(ctx, txn, request, key) if request.kind == "ISR" else request
+    if len(dropped) != 1 or asked is None or asked.kind not in _ANSWERED_REQUESTS:
         return None
     broker = dropped[0]
-    known = request.kind == "PARTITIONS" and broker in ctx.failed_replicas
+    known = asked.kind == "PARTITIONS" and broker in ctx.failed_replicas
     if broker not in ctx.brokers or not (known or _announced_after(ctx, broker, txn.time)):
         return None
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
-            broker, key, event_ms(request.event), txn.time + REQUEST_ANSWER_MS):
+            broker, key, event_ms(asked.event), txn.time + REQUEST_ANSWER_MS):
         return None
     answer = ctx.answer_after(request.event, broker)
     answer["offline_replicas"].append(ref)
     ctx.answer_writes[txn.zxid, key] = answer["event_id"]
     ctx.failed_replicas.setdefault(broker, set()).add(key)
     return request
+
+
+def _queued_behind(ctx: Context, txn: ZkTxn, handled: Cause, key: tuple[str, int]) -> Cause | None:
+    """The Admin API reassignment just before the leader's AlterIsr `handled` that wrote `key`, within
+    REQUEST_ANSWER_MS of the write: the request whose LeaderAndIsr (A1) the broker answered with KAFKA_STORAGE_ERROR,
+    the answer queued behind the AlterIsr the controller took first (its LeaderAndIsrResponseReceived after the
+    IsrChangeNotification), so handled right after it (seed 1436, Kafka 3.9.1: t1-0's reassignment made broker 1
+    write its leader epoch checkpoint in a dir that failed; the answer came 114 ms after leader 4's AlterIsr of t0-2
+    and 28 ms before broker 1's notification: no controlled shutdown of broker 1)."""
+    for cause in reversed(ctx.causes[:ctx.causes.index(handled)]):
+        if cause.kind != "PARTITIONS":
+            return None
+        if key in cause.partitions:
+            return cause if txn.time <= event_ms(cause.event) + REQUEST_ANSWER_MS else None
+    return None
 
 
 def _asked_by(ctx: Context, key: tuple[str, int], dropped: list[int]) -> Cause | None:

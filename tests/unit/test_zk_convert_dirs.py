@@ -856,3 +856,35 @@ def test_a_leaderless_write_after_a_broker_announced_a_failed_dir_since_its_star
     [notification] = [e for e in events if e["type"] == "LogDirEventNotification"]
     assert "offline_replicas" not in startup
     assert observed[-1]["cause_event_id"] == notification["event_id"]
+
+
+def test_a_brokers_answer_to_a_reassignment_queued_behind_an_alter_isr_is_no_shutdown_of_its_own() -> None:
+    # Campaign seed 1436 (Kafka 3.9.1): t1-0's Admin API reassignment (A1) made broker 1 write its leader epoch
+    # checkpoint in a dir that failed; the controller took leader 4's AlterIsr of t0-2 first, then broker 1's
+    # KAFKA_STORAGE_ERROR answer ("Mark replicas t1-0 on broker 1 as offline": t1-0 elected 4), 28 ms before broker
+    # 1's notification. Here broker 2 leads t-0, reassigned from [2, 4] to [2, 3], and t-1's reassignment from [3, 1]
+    # to [3, 4] completes on leader 3's AlterIsr taking 4 in.
+    z = Ensemble((1, 2, 3, 4))
+    z.topic({0: [2, 4], 1: [3, 1]})
+    z.state(0, 2, [2, 4], 0)
+    z.state(1, 3, [3, 1], 0)
+    z.topic({0: [2, 3, 4], 1: [3, 4, 1]}, op="setData", adding_replicas={0: [3], 1: [4]},
+            removing_replicas={0: [4], 1: [1]})  # U1
+    z.state(0, 2, [2, 4], 1)  # A1's bumps
+    z.state(1, 3, [3, 1], 1)
+    z.state(1, 3, [3, 1, 4], 1)  # leader 3's AlterIsr, queued before the answer
+    z.state(1, 3, [3, 1, 4], 2)  # the completion: B3's bump, B4's replica 1 out of the ISR, B6's assignment
+    z.state(1, 3, [3, 4], 3)
+    z.topic({0: [2, 3, 4], 1: [3, 4]}, op="setData", adding_replicas={0: [3]}, removing_replicas={0: [4]})
+    z.state(0, 4, [4], 2)  # broker 2's answer: its replica of t-0 offline
+    at = datetime.fromtimestamp(z.txns[-1].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    log_dir_failure(z, 2)
+    mark = f"[{at}] INFO [Controller id=1] Mark replicas t-0 on broker 2 as offline (state.change.logger)\n"
+    logged = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
+    events, observed, decisions = replayed(z.history())  # from the directory alone: the same
+    assert events == logged.events
+    assert [e["type"] for e in events[-4:]] == ["ReassignPartitions", "IsrChange", "LeaderAndIsrResponseReceived",
+                                                "LogDirEventNotification"]
+    assert (events[-2]["broker_id"], events[-2]["offline_replicas"]) == (2, [{"topic": "t", "partition": 0}])
+    assert observed[-1]["cause_event_id"] == events[-2]["event_id"]
+    assert_every_history_equal(observed, decisions)
