@@ -37,10 +37,15 @@ def _line(time: str, msg: str, level: str = "INFO") -> str:
     return f"[2026-11-27 05:21:{time}] {level} [Controller id=1] {msg} (kafka.controller.KafkaController)"
 
 
+def _stop_replica_answer(time: str, broker: int, errors: str, map_type: str = "Map") -> str:
+    """The controller's DEBUG line for a broker's StopReplica (delete) answer; `errors`: `T-P -> ERROR, ...`."""
+    return _line(time, f"Delete topic callback invoked on StopReplica response received from broker {broker}: request "
+                       f"error = NONE, partition errors = {map_type}({errors})", "DEBUG")
+
+
 ELECTED = _line("10,048", "1 successfully elected as the controller. Epoch incremented to 4 and epoch zk version is "
                           "now 4")
-ANSWER_T4 = _line("31,431", "Delete topic callback invoked on StopReplica response received from broker 1: request "
-                            "error = NONE, partition errors = Map(t4-1 -> NONE, t4-0 -> NONE)", "DEBUG")
+ANSWER_T4 = _stop_replica_answer("31,431", 1, "t4-1 -> NONE, t4-0 -> NONE")
 
 
 def test_a_stop_replica_answer_logged_after_a_later_deletion_read_is_that_reads() -> None:
@@ -65,9 +70,7 @@ def test_the_stop_replica_answers_after_a_broker_read_name_their_brokers_in_orde
     # Seed 1105: broker 3's startup resumed the deletion of t4, t0 and t3; broker 3 answered (KAFKA_STORAGE_ERROR),
     # then broker 4, then broker 1. After the next read of /admin/delete_topics an answer is that read's.
     startup = _line("25,367", "Newly added brokers: 3, deleted brokers: , bounced brokers: , all live brokers: 1,2,3,4")
-    answers = [_line(f"25,4{i}0", f"Delete topic callback invoked on StopReplica response received from broker {b}: "
-                                  f"request error = NONE, partition errors = HashMap(t0-1 -> NONE)", "DEBUG")
-               for i, b in enumerate((3, 3, 4, 1))]
+    answers = [_stop_replica_answer(f"25,4{i}0", b, "t0-1 -> NONE", "HashMap") for i, b in enumerate((3, 3, 4, 1))]
     reads = parse_controller_log([ELECTED, startup, *answers, _line("26,000", "Starting topic deletion for topics t5"),
                                   ANSWER_T4])
     assert [r.answers for r in reads.broker_reads[4]] == [[3, 3, 4, 1]]
@@ -80,10 +83,8 @@ def test_a_storage_error_answer_to_a_reads_own_deletion_names_its_broker_and_rep
     # Campaign seed 1274 (Kafka 3.9.1): broker 2's dir failed as it deleted t2-0; its answer to the read's StopReplica
     # is that read's, not one after a startup's resumed deletion, nor one naming no KAFKA_STORAGE_ERROR.
     read = [ELECTED, _line("43,308", "Starting topic deletion for topics t2")]
-    failed = _line("43,361", "Delete topic callback invoked on StopReplica response received from broker 2: request "
-                             "error = NONE, partition errors = Map(t2-0 -> KAFKA_STORAGE_ERROR)", "DEBUG")
-    ok = _line("43,369", "Delete topic callback invoked on StopReplica response received from broker 4: request "
-                         "error = NONE, partition errors = Map(t2-0 -> NONE)", "DEBUG")
+    failed = _stop_replica_answer("43,361", 2, "t2-0 -> KAFKA_STORAGE_ERROR")
+    ok = _stop_replica_answer("43,369", 4, "t2-0 -> NONE")
     assert parse_controller_log([*read, failed, ok]).storage_error_answers == {4: {0: {2: frozenset({("t2", 0)})}}}
     startup = _line("43,340", "Newly added brokers: 2, deleted brokers: , bounced brokers: , all live brokers: 1,2")
     assert not parse_controller_log([*read, startup, failed]).storage_error_answers
@@ -95,10 +96,8 @@ def test_a_failed_brokers_notification_before_another_answer_to_the_read_is_note
     # handled its notification (04,273) before broker 1's answer (04,288). Not when the answers were in before it
     # (seed 1274), nor for a broker that failed nothing.
     read = [ELECTED, _line("04,141", "Starting topic deletion for topics t2")]
-    failed = _line("04,256", "Delete topic callback invoked on StopReplica response received from broker 3: request "
-                             "error = NONE, partition errors = Map(t2-1 -> KAFKA_STORAGE_ERROR)", "DEBUG")
-    ok = _line("04,288", "Delete topic callback invoked on StopReplica response received from broker 1: request "
-                         "error = NONE, partition errors = Map(t2-1 -> NONE, t2-0 -> NONE)", "DEBUG")
+    failed = _stop_replica_answer("04,256", 3, "t2-1 -> KAFKA_STORAGE_ERROR")
+    ok = _stop_replica_answer("04,288", 1, "t2-1 -> NONE, t2-0 -> NONE")
     notified = _line("04,273", "Handling log directory failure for brokers 3")
     assert parse_controller_log([*read, failed, notified, ok]).notified_before_answers == {4: {0: {3}}}
     assert not parse_controller_log([*read, failed, ok, notified]).notified_before_answers
