@@ -138,7 +138,7 @@ def on_log_dir_event_notification(controller: Controller, ev: LogDirEventNotific
     if ev.deletion_answers:
         # The other StopReplica answers of a deletion this broker failed, handled after this notification, before its
         # answer: none retries the failed replica, OnlineReplica again (seed 1412).
-        controller._stop_replica_answers(out, {}, ev.deletion_answers)
+        controller._stop_replica_answers(out, {}, order=ev.deletion_answers)
     answered = {(r.topic, r.partition) for r in ev.offline_replicas} & asked
     new = _answered(controller, out, broker, answered)
     out.cluster(f"broker {broker} announced a failed log dir: asked about its {len(hosted)} replica(s), "
