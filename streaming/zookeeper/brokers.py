@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.zookeeper import logdirs
+from streaming.zookeeper import answers, logdirs
 from streaming.zookeeper.context import (
     FAILOVER_DELETES,
     Cause,
@@ -193,7 +193,7 @@ def registration(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
                           broker_epoch=txn.zxid)
         ctx.startup_events[broker] = event
         logdirs.startup_answer(ctx, txn, broker, event)
-        logdirs.resumed_reassignment_answers(ctx, broker, event)
+        answers.resumed_reassignment_answers(ctx, broker, event)
         if logged is not None and len(answered := list(dict.fromkeys(logged.read.answers))) > 1:
             event["stop_replica_answer_order"] = answered  # the deletion it resumed, answered in this order
         if logged is not None and logged.startup is not None:  # one startup with an earlier registration

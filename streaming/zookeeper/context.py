@@ -265,11 +265,11 @@ class Context:
         # startups and the failovers ask it again, and the controller takes them offline again.
         self.failed_replicas: dict[int, set[tuple[str, int]]] = {}
         # The controller's writes (zxid, partition) that a broker's KAFKA_STORAGE_ERROR answer made, read as a
-        # request's (`logdirs.request_answer`): their event is the answer's, handled after the request.
+        # request's (`answers.request_answer`): their event is the answer's, handled after the request.
         self.answer_writes: dict[tuple[int, tuple[str, int]], str] = {}
         # Per broker, the times of its log dir notifications, read ahead (the whole history, or a follower's polls so
         # far): their marks are theirs, not a startup's (OfflineMarks.startup_answer); a request's answer just before
-        # one came from a dir that failed as the broker handled that request (logdirs.request_answer).
+        # one came from a dir that failed as the broker handled that request (answers.request_answer).
         self.notified_at: dict[int, list[int]] = {}
         # Each notification's reader, read ahead as well: the controller whose session deleted it (path -> broker id;
         # the sessions that created /controller -> the broker elected): its answer is that controller's mark.

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from streaming.zookeeper import admin, brokers, isrchanges, logdirs
+from streaming.zookeeper import admin, answers, brokers, isrchanges, logdirs
 from streaming.zookeeper.context import (
     NO_LEADER,
     UNCLEAN_CONFIG,
@@ -55,9 +55,9 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
         admin.read_with_later_request(ctx, txn, cause)
         _answers_after_read(ctx, cause, key, before, after)
     if cause is None:
-        cause = logdirs.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr],
+        cause = answers.request_answer(ctx, txn, key, [b for b in before.isr if b not in after.isr],
                                        before.leader if after.leader == NO_LEADER else None) or \
-            logdirs.late_answer(ctx, txn, key, {b: _taken_offline(b, before, after) for b in ctx.brokers}) or \
+            answers.late_answer(ctx, txn, key, {b: _taken_offline(b, before, after) for b in ctx.brokers}) or \
             _request(ctx, txn, key, before, after) or _late_answer(ctx, key, before, after) or \
             logdirs.startup_storage_error(ctx, txn, key, before, after)
     if cause is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from streaming.zookeeper import isrchanges
 from streaming.zookeeper.admin import reassignment_read_at_failover
+from streaming.zookeeper.answers import reassignment_answers
 from streaming.zookeeper.context import (
     NO_LEADER,
     Cause,
@@ -24,7 +25,6 @@ from streaming.zookeeper.context import (
     controllers_write,
     event_zxid,
 )
-from streaming.zookeeper.logdirs import reassignment_answers
 from streaming.zookeeper.txnlog import ZkTxn
 
 
