@@ -136,9 +136,10 @@ def on_log_dir_event_notification(controller: Controller, ev: LogDirEventNotific
     # OnlineReplica is no valid transition: nothing sent; a later request's answer marks it, seed 1250).
     asked = set(hosted) - deleted_replicas(controller, [broker])[broker]
     if ev.deletion_answers:
-        # The other StopReplica answers of a deletion this broker failed, handled after this notification, before its
-        # answer: none retries the failed replica, OnlineReplica again (seed 1412).
-        controller._stop_replica_answers(out, {}, order=ev.deletion_answers)
+        # The other StopReplica answers of the read whose deletion this broker failed (`deletion_answers`: that read's
+        # topics), handled after this notification, before its answer: none retries the failed replica, OnlineReplica
+        # again (seed 1412). A later read's answers stay its own.
+        controller._stop_replica_answers(out, {}, topics=ev.deletion_answers)
     answered = {(r.topic, r.partition) for r in ev.offline_replicas} & asked
     new = _answered(controller, out, broker, answered)
     out.cluster(f"broker {broker} announced a failed log dir: asked about its {len(hosted)} replica(s), "

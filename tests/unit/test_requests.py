@@ -526,6 +526,26 @@ def test_a_failed_deletions_notification_before_the_other_answers_leaves_nothing
     assert "d" in controller.cluster.topics_queued_for_deletion
 
 
+def test_a_failed_deletions_notification_takes_only_that_deletions_answers() -> None:
+    # The notification takes the StopReplica answers of the read whose deletion its broker failed (`deletion_answers`
+    # names that read's topics); a later read's deletion, its answers not in yet, keeps waiting for its own.
+    events = [_event(0, "ControllerChange", controller_id=2, live_brokers={"1": 10, "2": 11, "3": 12, "4": 13}),
+              _event(1, "CreateTopic", topic="d", assignment={"0": [4, 2]}),
+              _event(2, "CreateTopic", topic="x", assignment={"0": [1, 3]}),
+              _event(3, "DeleteTopic", topic="d", storage_error_answers={"2": [{"topic": "d", "partition": 0}]},
+                     stop_replica_answered=False),
+              _event(4, "DeleteTopic", topic="x", stop_replica_answered=False)]
+    controller = Controller(ControllerConfig())
+    for offset, raw in enumerate(events):
+        controller.handle_event(parse_event(raw), offset)
+    waiting = {1: ReplicaState.DELETION_STARTED, 3: ReplicaState.DELETION_STARTED}
+    assert controller.partitions[("x", 0)].replica_states == waiting
+    controller.handle_event(parse_event(_event(5, "LogDirEventNotification", broker_id=2, offline_replicas=[
+        {"topic": "d", "partition": 0}], deletion_answers=["d"])), 5)
+    assert controller.partitions[("d", 0)].replica_states[4] is ReplicaState.DELETION_SUCCESSFUL
+    assert controller.partitions[("x", 0)].replica_states == waiting
+
+
 def _epoch_event(n: int, epoch: int, kind: str, **fields: Any) -> bytes:
     return json.dumps({"event_id": f"e{n}", "type": kind, "controller_epoch": epoch, "ts": "2026-11-27T05:22:00Z",
                        **fields}).encode()
