@@ -29,6 +29,9 @@ from statemachine.zk_releases import broker_failure_updates_metadata_when_nothin
 if TYPE_CHECKING:
     from statemachine.controller import Key, _Fanout
 
+# The partition states triggerOnlinePartitionStateChange tries to bring online.
+_TRIED_EVERYWHERE = (PartitionState.NEW, PartitionState.OFFLINE)
+
 
 class BrokerEvents:
     """The broker-event handlers of `Controller` (statemachine.controller), which
@@ -209,12 +212,13 @@ class BrokerEvents:
         led_elsewhere = [k for k, r in self.partitions.items()
                          if (r.leader >= 0 or (left_online and r.state is PartitionState.ONLINE))
                          and r.leader not in live and broker not in r.replicas and not r.queued_for_deletion]
-        # triggerOnlinePartitionStateChange also tries the cluster's New partitions (seed 1008: one a failed
-        # reassignment had given a live replica elected at a failed log dir's answer).
+        # triggerOnlinePartitionStateChange also tries the cluster's New and Offline partitions (seed 1008: a New one a
+        # failed reassignment had given a live replica, elected at a failed log dir's answer; seed 1471: an Offline one
+        # a reassignment had given a live replica, elected uncleanly at another broker's failure).
         # (The flag read once: the scan is the whole cluster's, and the kraft rules skip it.)
-        new_elsewhere = [k for k, r in self.partitions.items() if r.state is PartitionState.NEW
-                         and not r.queued_for_deletion] if self.config.rules.elects_everywhere else []
-        for key in sorted({*hosted, *led_elsewhere, *new_elsewhere}):
+        elsewhere = [k for k, r in self.partitions.items() if r.state in _TRIED_EVERYWHERE
+                     and not r.queued_for_deletion] if self.config.rules.elects_everywhere else []
+        for key in sorted({*hosted, *led_elsewhere, *elsewhere}):
             out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
         if deleting:
             self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions

@@ -149,6 +149,25 @@ def controller_moved(ctx: Context, txn: ZkTxn) -> None:
                     row.update(cause="ControllerChange", cause_event_id=failover.event["event_id"])
 
 
+def failover_left_undone(ctx: Context, txn: ZkTxn) -> None:
+    """The controller's session ended with nothing of it since its election: its failover never got to its last
+    request (the delete of /admin/preferred_replica_election, logged even when it fails), nor to any write. Its
+    ControllerChange is no event: it changed nothing, and the next controller's failover reads what it would have
+    (seed 1471, Kafka 2.8.2: controller 4's session expired 6.5 s after its election, its failover threw registering
+    its watches, before it read the cluster; controller 3's failover then wrote t1-0's replica offline, the steps
+    isrflow had given to controller 4). Its controller.log naming its read of /brokers/ids (the failover read the
+    cluster, then could not write) keeps it."""
+    if txn.session != ctx.controller_session or ctx.controller_heard_at != ctx.controller_since or \
+            ctx.controller_epoch in ctx.reads.failovers:
+        return
+    failover = ctx.newest_failover()
+    if failover is None or failover is not ctx.causes[-1] or event_zxid(failover.event) != ctx.controller_since or \
+            ctx.event_at(failover.event) is None:
+        return
+    ctx.retract(failover)
+    ctx.unread_deletions.update(failover.event.get("topics_to_delete", ()))  # the next failover reads them
+
+
 def _failover_ended(ctx: Context, txn: ZkTxn) -> None:
     """The active controller's failover is over at its delete of the election znode, or at that delete failing
     (ZooKeeper's NONODE: none there); another failed write (a znode it found there already, seed 309) is not its

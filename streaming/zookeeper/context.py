@@ -353,6 +353,7 @@ class Context:
         self.notifications_read: Batch | None = None  # the controller's last read of ISR change notifications
         self.zxid = self.time = 0  # the last transaction fed, and its time (ms)
         self.controller_writes: list[int] = []  # the zxids of the controller's event thread's newest writes
+        self.controller_heard_at = 0  # the zxid of the active controller's session's newest transaction, failed too
 
     def event(self, txn: ZkTxn, type_: str, suffix: str = "", **fields: Any) -> dict[str, Any]:
         event = {"type": type_, "event_id": _event_id(txn.zxid, suffix), "ts": event_ts(txn.time),

@@ -99,8 +99,10 @@ class Converter:
                 if txn.session == ctx.controller_session and controllers_write(txn):
                     # a write of its event thread, which checks its epoch
                     brokers.failover_written(ctx, txn, last=True)
-                continue
-            self._txn(txn)
+            else:
+                self._txn(txn)
+            if txn.session == ctx.controller_session:
+                ctx.controller_heard_at = txn.zxid
         return ZkConverted(ctx.result.events[events:], ctx.result.observed[observed:],
                            ctx.result.unexplained[unexplained:])
 
@@ -156,6 +158,7 @@ class Converter:
                 ctx.session_timeouts[txn.session] = op.version
             elif op.kind == "closeSession":
                 if "/controller" in op.deleted:
+                    brokers.failover_left_undone(ctx, txn)
                     isrchanges.answered_by_deposed(ctx, txn)
                     brokers.registrations_left_unread(ctx, txn)
                     admin.reassignment_left_unread(ctx)

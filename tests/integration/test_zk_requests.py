@@ -1377,3 +1377,23 @@ def test_a_storage_error_answer_within_a_failover_reads_only_its_own_elections(t
     answer = [(r["broker"], r["isrflow"]["event_id"]) for r in read_jsonl(tmp_path / "requests_agreement.jsonl")
               if r["request"] == "UPDATE_METADATA" and r["controller"]["time"] == "2026-11-27 18:09:48.362"]
     assert answer == [(b, "zk-282") for b in (1, 2, 3)]
+
+
+def test_a_failure_elects_an_offline_partition_elsewhere_and_a_failover_that_never_read_is_none(
+        tmp_path: Path) -> None:
+    # Campaign seed 1471 (Kafka 2.8.2 at its own protocol; `out/zk-camp-s18`): t0-0 (unclean election on) lost its one
+    # replica 2, and a reassignment to [3] gave it live replica 3 without electing. Broker 1's failure (zk-123-1)
+    # elected 3 uncleanly (zxid 124; triggerOnlinePartitionStateChange tries every Offline partition), where isrflow
+    # waited for broker 1's startup. And controller 4's session expired 6.5 s after its election (zk-145, epoch 3)
+    # with no request of it in between: its failover threw registering its watches, before it read anything;
+    # controller 3's (zk-148) wrote t1-0's dead replica offline, which isrflow had given to controller 4. Before:
+    # 3 of 4 histories, 25 of 33 decisions, LeaderAndIsr 51 of 60, StopReplica 8 of 10, UpdateMetadata 237 of 254.
+    _every_request_equal("zookeeper-2.8-seed-1471", tmp_path, (60, 10, 254))
+    rows = read_jsonl(tmp_path / "requests_agreement.jsonl")
+    elected = [(r["broker"], r["controller"]["partitions"]) for r in rows if r["request"] == "LEADER_AND_ISR"
+               and r["isrflow"] and r["isrflow"]["event_id"] == "zk-123-1"]
+    assert elected == [(3, ["t0-0"])]
+    failovers = [(e["event_id"], e["controller_epoch"]) for e in read_jsonl(tmp_path / "zk" / "events.jsonl")
+                 if e["type"] == "ControllerChange"]
+    assert failovers == [("zk-75", 1), ("zk-132", 2), ("zk-148", 4), ("zk-155", 5), ("zk-234", 6)]
+    assert all(h["match"] for h in read_jsonl(tmp_path / "histories.jsonl"))

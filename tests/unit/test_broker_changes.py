@@ -344,3 +344,20 @@ def test_controlled_shutdown_ignores_topics_being_deleted() -> None:
     assert out.decisions == []
 
 
+
+
+def test_any_failure_elects_an_offline_partition_a_reassignment_gave_a_live_replica() -> None:
+    # ZK (onReplicasBecomeOffline -> triggerOnlinePartitionStateChange): every Offline partition of the cluster tries
+    # to elect at a broker's failure, not only those the broker hosts. Seed 1471 (Kafka 2.8.2): t0-0's one replica 2
+    # died, a reassignment to [3] gave it live replica 3 without electing; broker 1's failure elected 3 uncleanly.
+    cluster = cluster_with(1, 2, 3)
+    cluster.create("t", [2], configs={UNCLEAN: "true"})
+    cluster.create("u", [1])
+    cluster.failure(2)
+    cluster.reassign(("t", 0, [3]))
+    rec = cluster.rec("t", 0)
+    assert (rec.state, rec.leader, rec.replicas) == (P.OFFLINE, -1, (3, 2))
+    out = cluster.failure(1)  # a broker t-0 has no replica on
+    d = out.decision("t", 0)
+    assert (d.leader, d.isr, d.election) == (3, (3,), "OFFLINE_UNCLEAN")
+    assert cluster.rec("t", 0).state is P.ONLINE

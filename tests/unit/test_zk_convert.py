@@ -189,6 +189,42 @@ def test_a_registration_during_a_failover_that_threw_is_read_by_the_next_failove
     assert_every_history_equal(observed, decisions)
 
 
+@pytest.mark.parametrize("wrote", [False, True])
+def test_a_failover_whose_session_ended_before_any_request_of_it_is_no_event(wrote: bool) -> None:
+    # Campaign seed 1471 (Kafka 2.8.2): controller 4's session expired 6.5 s after its election, with no transaction
+    # of it in between: its failover threw registering its watches, before it read the cluster, and never reached its
+    # last request (the delete of /admin/preferred_replica_election, logged even when it fails). The next
+    # controller's failover wrote what it would have: t1-0's dead replica offline (a leader epoch bump).
+    z = Ensemble(session_timeout_ms=6000)
+    z.topic({0: [2]})
+    z.state(0, 2, [2], 0)
+    z.session_end(2)
+    z.state(0, -1, [2], 1)  # broker 2's failure: t-0 leaderless
+    z.close(z.sessions[1], "/controller", "/brokers/ids/1")
+    z.elect(3, 2)
+    if wrote:  # the failover took dead broker 2's replica offline (the checked write bumps the leader epoch)
+        z.state(0, -1, [2], 2)
+    z.wait(6500)
+    z.close(z.sessions[3], "/controller", "/brokers/ids/3")
+    z.register(1, 0x2001)
+    z.elect(1, 3)
+    z.state(0, -1, [2], 3 if wrote else 2)  # the next failover's turn
+    events, observed, decisions = replayed(z.history())
+    failovers = [e["controller_epoch"] for e in events if e["type"] == "ControllerChange"]
+    assert failovers == ([1, 2, 3] if wrote else [1, 3])
+    assert observed[-1]["cause_event_id"] == events[-1]["event_id"]
+    assert_every_history_equal(observed, decisions)
+    # Its controller.log naming its read of /brokers/ids (it read the cluster, then could not write): it stays.
+    registered = next(t.zxid for t in z.txns if t.ops[0].path == "/brokers/ids/3")
+    at = "[2026-11-27 20:45:39,207] INFO [Controller id=3] "
+    log = [f"{at}3 successfully elected as the controller. Epoch incremented to 2 and epoch zk version is now 2 "
+           "(kafka.controller.KafkaController)",
+           f"{at}Initialized broker epochs cache: HashMap(3 -> {registered}) (kafka.controller.KafkaController)"]
+    logged = [e["controller_epoch"] for e in convert(z.history(), parse_controller_log(log)).events
+              if e["type"] == "ControllerChange"]
+    assert logged == [1, 2, 3]
+
+
 def test_a_broker_registered_after_a_failovers_read_of_the_brokers_is_dead_to_it() -> None:
     # Campaign seed 1431 (Kafka 2.8.2): controller 1's session expired, broker 2 was elected and read /brokers/ids
     # (broker 2 alone); broker 1 registered 27 ms after the election, before the failover's writes. The failover took
