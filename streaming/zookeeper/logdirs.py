@@ -55,6 +55,7 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     broker = int(json.loads(op.data or b"{}").get("broker", -1))
     if broker < 0:
         return
+    # Both lookups run (`|`): each takes the marks of its own window, after the znode and before it.
     for_request = _answered_before_asked(ctx, txn, broker) | _answered_before_notified(ctx, txn, broker)
     marked = ctx.offline_marks.answer(broker, txn.time, _new_replicas(ctx, broker),
                                       ctx.notification_readers.get(op.path)) \
@@ -265,9 +266,9 @@ def _newest_isr_change(ctx: Context, txn: ZkTxn) -> Cause | None:
 
 
 def _queued_behind_isr_changes(ctx: Context, handled: Cause | None) -> Cause | None:
-    """`handled` itself, or, for a leader's AlterIsr the controller wrote (an ISR cause), the broker startup just
-    before it and the other AlterIsrs since whose answer names nothing yet: the startup whose answer the AlterIsrs
-    came before."""
+    """`handled` itself; for a leader's AlterIsr the controller wrote (an ISR cause), the broker startup before it
+    with only such AlterIsrs in between, while the startup names no answer of its own yet: the startup whose answer
+    was queued behind them."""
     if handled is None or handled.kind != "ISR":
         return handled
     for cause in reversed(ctx.causes[:ctx.causes.index(handled)]):
