@@ -39,7 +39,7 @@ from streaming.zookeeper.context import (
     event_ms,
     event_zxid,
 )
-from streaming.zookeeper.statechange import ANSWER_MS, REQUEST_ANSWER_MS
+from streaming.zookeeper.statechange import REQUEST_ANSWER_MS
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -458,15 +458,14 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     if carried:
         # A dir that failed while it was down: `startup_answer` took its mark and gave the startup its replicas.
         named = {(r["topic"], r["partition"]) for r in carried}
-        mark = next((m for m in marks.logged if m.broker == broker and set(m.replicas) == named and
-                     since <= m.at_ms <= since + ANSWER_MS), None)
+        marked = [m for m in marks.logged if set(m.replicas) == named and m.controller == ctx.controller_id]
     elif any(t < since for t in ctx.notified_at.get(broker, ())):
-        # The answer to the startup's own LeaderAndIsr comes within REQUEST_ANSWER_MS; a later mark answers a later
-        # request (seed 815: t4's deletion retried 11 s after the startup).
-        mark = next((m for m in marks.marks if m.broker == broker and since <= m.at_ms <= since + REQUEST_ANSWER_MS),
-                    None)
+        marked = marks.marks
     else:
         return  # no answer of the broker is known
+    # The answer to the startup's own LeaderAndIsr comes within REQUEST_ANSWER_MS; a later mark answers a later
+    # request (seed 815: t4's deletion retried 11 s after the startup; seed 1240: a later controller's failover).
+    mark = next((m for m in marked if m.broker == broker and since <= m.at_ms <= since + REQUEST_ANSWER_MS), None)
     if mark is None or mark.at_ms <= txn.time:
         return
     events = ctx.result.events
