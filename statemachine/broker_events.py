@@ -52,10 +52,10 @@ class BrokerEvents:
                 # Answers queued behind a later AlterIsr are that event's (seed 1417: `deletion_answers`).
                 self._broker_startup(out, registered, ev.unclean_shutdown,
                                      stop_replica_answered=not failing and not ev.deletion_answers_queued)
-                # Its own answer queued behind a later event is that event's (seed 1255: behind an AlterIsr).
+                # Its own answer queued behind a later event is that event's (seeds 1255, 1477: behind AlterIsrs).
                 answered_again(self, out, {b: k for b, k in lifted.items()
                                            if not (ev.storage_error_answer_queued and b == ev.broker_id)},
-                               answered, not_asked=deleted)
+                               None if ev.storage_error_answer_queued else answered, not_asked=deleted)
                 if failing:
                     self._stop_replica_answers(out, failing, order=ev.stop_replica_answer_order)
             case BrokerChangeKind.FAILURE:

@@ -16,10 +16,10 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
 
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
 startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
-it, goes with its STARTUP event (a dir that failed while the broker was down: no notification, `startup_answer`); a
-reassignment's, logged right after its request, is its own event right after the request
-(`answers.reassignment_answers`, LeaderAndIsrResponseReceived); a failover's go with its ControllerChange
-(docs/zookeeper.md, "JBOD").
+it, goes with its STARTUP event (a dir that failed while the broker was down: no notification, `startup_answer`), or
+after a leader's AlterIsr handled before it (`queued_startup_answer`); a reassignment's, logged right after its
+request, is its own event right after the request (`answers.reassignment_answers`, LeaderAndIsrResponseReceived); a
+failover's go with its ControllerChange (docs/zookeeper.md, "JBOD").
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
     broker = int(json.loads(op.data or b"{}").get("broker", -1))
     if broker < 0:
         return
-    for_request = _answered_before_asked(ctx, txn, broker)
+    # Both lookups run (`|`): each takes the marks of its own window, after the znode and before it.
+    for_request = _answered_before_asked(ctx, txn, broker) | _answered_before_notified(ctx, txn, broker)
     marked = ctx.offline_marks.answer(broker, txn.time, _new_replicas(ctx, broker),
                                       ctx.notification_readers.get(op.path)) \
         if ctx.offline_marks is not None else None
@@ -140,10 +141,43 @@ def _answered_before_asked(ctx: Context, txn: ZkTxn, broker: int) -> bool:
     answered = [(m["topic"], m["partition"]) for m in request.event["partitions"]
                 if ctx.offline_marks.request_answer(broker, (m["topic"], m["partition"]), txn.time, until,
                                                     (txn.time,))]
-    for key in answered:
+    _answered(ctx, request, broker, answered)
+    return bool(answered)
+
+
+# The requests whose LeaderAndIsr a broker answered KAFKA_STORAGE_ERROR before its notification came
+# (`_answered_before_notified`), as `answers._ANSWERED_REQUESTS`.
+_ANSWERED_BEFORE_NOTIFIED = ("PARTITIONS", "CONTROLLED_SHUTDOWN", "FAILURE")
+
+
+def _answered_before_notified(ctx: Context, txn: ZkTxn, broker: int) -> bool:
+    """With the state-change logs: the broker's marks logged before its notification's znode, within
+    REQUEST_ANSWER_MS of the start of the request that is the newest event and naming partitions it wrote: its dir
+    failed as it handled that request's LeaderAndIsr (a leader epoch checkpoint), and it answered KAFKA_STORAGE_ERROR
+    before announcing the dir. The controller handled that answer (the mark is logged as it does) before the
+    notification's event came, so it is its own event right after the request's (LeaderAndIsrResponseReceived), not
+    the notification's, whose LeaderAndIsr carries the states the answer wrote (seed 1479, Kafka 3.5.2: broker 3's
+    controlled shutdown made broker 2 t1-0's leader (20:54:59.546), mark at .589, notification .613, the answer's
+    write leaving t1-0 leaderless at .615, the notification's LeaderAndIsr at .664 with leader -1). Whether any
+    was."""
+    newest = ctx.newest_event
+    request = ctx.cause_of(newest["event_id"]) if newest is not None else None
+    if ctx.offline_marks is None or request is None or request.kind not in _ANSWERED_BEFORE_NOTIFIED or \
+            broker not in ctx.brokers:
+        return False
+    since = event_ms(request.event)
+    until = min(txn.time - 1, since + REQUEST_ANSWER_MS)
+    marks = ctx.offline_marks
+    answered = [key for key in sorted(request.partitions) if marks.request_answer(broker, key, since, until)]
+    _answered(ctx, request, broker, answered)
+    return bool(answered)
+
+
+def _answered(ctx: Context, request: Cause, broker: int, keys: Iterable[tuple[str, int]]) -> None:
+    """The broker's answer to `request`'s LeaderAndIsr names `keys`: its own event right after the request's."""
+    for key in keys:
         ctx.answer_after(request.event, broker)["offline_replicas"].append({"topic": key[0], "partition": key[1]})
         ctx.failed_replicas.setdefault(broker, set()).add(key)
-    return bool(answered)
 
 
 def _new_replicas(ctx: Context, broker: int) -> frozenset[tuple[str, int]]:
@@ -198,18 +232,51 @@ def startup_storage_error(ctx: Context, txn: ZkTxn, key: tuple[str, int], before
     startup's own write just elected it for, the controller's newest write being that startup's: the broker's
     KAFKA_STORAGE_ERROR answer to the startup's LeaderAndIsr (a dir that failed while it was down, so no notification:
     `startup_answer` reads it from the marks), which takes the replica offline right after its election. Seed 1301:
-    broker 4's startup elected it for t2-0 (leader epoch 5), its answer left t2-0 leaderless (6). Not for a broker that
-    announced a failed dir before (the rules know that dir), nor once a follower has handed the startup out."""
-    startup = ctx.handling(txn)
+    broker 4's startup elected it for t2-0 (leader epoch 5), its answer left t2-0 leaderless (6). Where the controller
+    wrote leaders' AlterIsrs after the startup and before the answer (their IsrChanges, the newest `handled`), the
+    answer is its own event right after them, as with the marks (`queued_startup_answer`; seed 1477, Kafka 3.0.2:
+    broker 3's startup elected it for t1-1, two AlterIsrs came, then its answer left t1-1 leaderless). Not for a
+    broker that announced a failed dir before (the rules know that dir), nor once a follower has handed the startup
+    out."""
+    handled = ctx.handling(txn) or _newest_isr_change(ctx, txn)
+    startup = _queued_behind_isr_changes(ctx, handled)
     broker = before.leader
     if ctx.offline_marks is not None or startup is None or startup.kind != "STARTUP" or \
             ctx.event_at(startup.event) is None or ctx.written_for.get(key) != startup.event["event_id"] or \
             broker not in startup.brokers or broker not in ctx.brokers or not drops(broker, before, after) or \
             any(t <= txn.time for t in ctx.notified_at.get(broker, ())):
         return None
-    startup.event.setdefault("offline_replicas", []).append({"topic": key[0], "partition": key[1]})
+    ref = {"topic": key[0], "partition": key[1]}
     ctx.failed_replicas.setdefault(broker, set()).add(key)
-    return startup
+    if handled is startup:
+        startup.event.setdefault("offline_replicas", []).append(ref)
+        return startup
+    answer = ctx.answer_after(handled.event, broker)
+    answer["offline_replicas"].append(ref)
+    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
+    return handled
+
+
+def _newest_isr_change(ctx: Context, txn: ZkTxn) -> Cause | None:
+    """The leader's AlterIsr whose IsrChange is the controller's newest write before `txn` (its own write, which
+    gives the ISR cause no `last_zxid`)."""
+    writes = [z for z in ctx.controller_writes if z < txn.zxid]
+    return next((c for c in reversed(ctx.causes) if c.kind == "ISR" and writes and event_zxid(c.event) == writes[-1]),
+                None)
+
+
+def _queued_behind_isr_changes(ctx: Context, handled: Cause | None) -> Cause | None:
+    """`handled` itself; for a leader's AlterIsr the controller wrote (an ISR cause), the broker startup before it
+    with only such AlterIsrs in between, while the startup names no answer of its own yet: the startup whose answer
+    was queued behind them."""
+    if handled is None or handled.kind != "ISR":
+        return handled
+    for cause in reversed(ctx.causes[:ctx.causes.index(handled)]):
+        if cause.kind == "STARTUP":
+            return None if cause.event.get("offline_replicas") else cause
+        if cause.kind != "ISR":
+            return None
+    return None
 
 
 def notification_deleted(ctx: Context, cause: Cause) -> None:
@@ -377,20 +444,28 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     request's (the newest such one), and the startup takes nothing offline (`storage_error_answer_queued`). Seed
     1255 (Kafka 2.8.2): broker 4's answer naming t2-0 came as the controller handled leader 2's AlterIsr of t0-0
     (written 30.505, marked 30.510); seed 1267 (Kafka 3.0.2): broker 1's after leader 4's AlterIsr of t4-0 (written
-    47.058) and leader 2's of t1-0 (answered without a write at 47.060; marked 47.079). Not across a new controller,
-    nor once a follower handed the startup out."""
+    47.058) and leader 2's of t1-0 (answered without a write at 47.060; marked 47.079). The same for a dir that
+    failed while the broker was down, whose replicas the startup's `offline_replicas` name (`startup_answer`): seed
+    1477 (Kafka 3.0.2): broker 3's answer after leaders 2's and 4's AlterIsrs of t0-0 and t0-4 (written 29.840 and
+    .849, marked .854). Not across a new controller, nor once a follower handed the startup out."""
     marks = ctx.offline_marks
     startup = next((c for c in reversed(ctx.causes) if c.kind in ("STARTUP", "FAILOVER")), None)
     if marks is None or startup is None or startup.kind != "STARTUP" or startup.broker is None or \
             ctx.event_at(startup.event) is None or startup.event.get("new_brokers"):
         return
     broker, since = startup.broker, event_ms(startup.event)
-    if not any(t < since for t in ctx.notified_at.get(broker, ())):
-        return  # a dir that failed while it was down: its startup's own `offline_replicas` (startup_answer)
+    carried = startup.event.get("offline_replicas")
+    if carried:
+        # A dir that failed while it was down: `startup_answer` took its mark and gave the startup its replicas.
+        named = {(r["topic"], r["partition"]) for r in carried}
+        marked = [m for m in marks.logged if set(m.replicas) == named and m.controller == ctx.controller_id]
+    elif any(t < since for t in ctx.notified_at.get(broker, ())):
+        marked = marks.marks
+    else:
+        return  # no answer of the broker is known
     # The answer to the startup's own LeaderAndIsr comes within REQUEST_ANSWER_MS; a later mark answers a later
-    # request (seed 815: t4's deletion retried 11 s after the startup).
-    mark = next((m for m in marks.marks if m.broker == broker and since <= m.at_ms <= since + REQUEST_ANSWER_MS),
-                None)
+    # request (seed 815: t4's deletion retried 11 s after the startup; seed 1240: a later controller's failover).
+    mark = next((m for m in marked if m.broker == broker and since <= m.at_ms <= since + REQUEST_ANSWER_MS), None)
     if mark is None or mark.at_ms <= txn.time:
         return
     events = ctx.result.events

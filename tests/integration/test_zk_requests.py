@@ -1397,3 +1397,38 @@ def test_a_failure_elects_an_offline_partition_elsewhere_and_a_failover_that_nev
                  if e["type"] == "ControllerChange"]
     assert failovers == [("zk-75", 1), ("zk-132", 2), ("zk-148", 4), ("zk-155", 5), ("zk-234", 6)]
     assert all(h["match"] for h in read_jsonl(tmp_path / "histories.jsonl"))
+
+
+def test_a_startups_answer_for_a_dir_failed_while_down_is_handled_after_the_alter_isrs_before_it(tmp_path: Path
+                                                                                              ) -> None:
+    # Campaign seed 1477 (Kafka 3.0.2, three log dirs): a dir of broker 3 failed while it was down. Its startup
+    # (20:53:29.514) elected it for t0-1 and t1-1; leaders 2 and 4 then took it back into t0-0's and t0-4's ISRs
+    # (AlterIsr, UpdateMetadata at .844 and .852), and only then did the controller handle broker 3's
+    # KAFKA_STORAGE_ERROR answer to the startup's LeaderAndIsr (mark .854): its UpdateMetadata of 7 partitions to
+    # brokers 2-4 at .871. isrflow had sent it within the startup, before the two AlterIsrs' (UpdateMetadata 209 of
+    # 212).
+    _every_request_equal("zookeeper-3.0-dirs-3-seed-1477", tmp_path, (101, 12, 212))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    answer = next(e for e in events if e["type"] == "LeaderAndIsrResponseReceived")
+    assert [e["event_id"] for e in events[events.index(answer) - 2:events.index(answer) + 1]] == [
+        "zk-248-t0-0", "zk-249-t0-4", "zk-249-t0-4-answer-3"]
+    assert len(answer["offline_replicas"]) == 7
+    rows = [(r["broker"], r["isrflow"]["event_id"]) for r in read_jsonl(tmp_path / "requests_agreement.jsonl")
+            if r["request"] == "UPDATE_METADATA" and r["controller"]["time"] == "2026-11-27 20:53:29.871"]
+    assert rows == [(b, "zk-249-t0-4-answer-3") for b in (2, 3, 4)]
+
+
+def test_an_answer_marked_before_the_brokers_notification_is_handled_before_it(tmp_path: Path) -> None:
+    # Campaign seed 1479 (Kafka 3.5.2, two log dirs): broker 3's controlled shutdown (20:54:59.545) made broker 2
+    # t1-0's leader; 2's dir failed as it handled that LeaderAndIsr, it answered KAFKA_STORAGE_ERROR (mark .589), then
+    # wrote its notification (.613); the controller wrote the answer (t1-0 leaderless, epoch 4, .615) and only then
+    # read the notification, whose LeaderAndIsr to broker 2 (.664) carried t1-0 leaderless. isrflow had given the mark
+    # to the notification and sent its LeaderAndIsr with t1-0 still led by 2 (LeaderAndIsr 68 of 69, UpdateMetadata
+    # 189 of 192).
+    _every_request_equal("zookeeper-3.5-dirs-2-seed-1479", tmp_path, (69, 18, 192))
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-109-3-answer-2"]["offline_replicas"] == [{"topic": "t1", "partition": 0}]
+    assert events["zk-112"]["offline_replicas"] == []
+    sent = [json.loads(r["partitions"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+            if r["event_id"] == "zk-112" and r["request"] == "LEADER_AND_ISR" and r["broker"] == 2]
+    assert [(p["leader"], p["leader_epoch"]) for p in sent[0] if p["partition"] == 0] == [(-1, 4)]

@@ -784,6 +784,33 @@ def test_from_the_directory_alone_a_failovers_answer_electing_a_replica_in_a_fai
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_brokers_answer_marked_before_its_notification_and_written_after_it_is_the_requests() -> None:
+    # Campaign seed 1479 (Kafka 3.5.2, two log dirs): broker 3's controlled shutdown made broker 2 t1-0's leader
+    # (20:54:59.546); 2's dir failed writing t1-0's leader epoch checkpoint, and the controller marked its answer
+    # (.589) before 2's notification came (.613), then wrote the answer (t1-0 leaderless, .615); the notification's
+    # LeaderAndIsr (.664) carried that state. The answer is its own event after the shutdown, before the
+    # notification, which names nothing. Here broker 2 shuts down, 3 leads t-1 and answers.
+    z = created()
+    z.state(1, 3, [3, 1], 1)  # broker 2's controlled shutdown: t-1's leadership moves to 3
+    z.state(0, 1, [1, 3], 1)
+    at = datetime.fromtimestamp(z.txns[-1].time / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    announce_failed_dir(z, 3)
+    z.state(1, 1, [1], 2)  # broker 3's answer: its replica of t-1 offline
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", NOTIFICATION))
+    z.session_end(2, clean=True)
+    mark = f"[{at}] INFO [Controller id=1] Mark replicas t-1 on broker 3 as offline (state.change.logger)\n"
+    converted = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
+    events = converted.events
+    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-4:]] == [
+        ("BrokerChange", "CONTROLLED_SHUTDOWN", 2), ("LeaderAndIsrResponseReceived", None, 3),
+        ("LogDirEventNotification", None, 3), ("BrokerChange", "FAILURE", 2)]
+    answer, notification = events[-3:-1]
+    assert answer["offline_replicas"] == [{"topic": "t", "partition": 1}]
+    assert notification["offline_replicas"] == []
+    assert converted.observed[-1]["cause_event_id"] == answer["event_id"]
+    assert not converted.unexplained
+
+
 def back_after_a_dir_failed_while_down() -> Ensemble:
     """t-0 on brokers 2 and 3; both fail, 2 last (t-0 leaderless, ISR [2]); a dir of broker 2 failed while it was down
     (no notification); back, its startup elects it for t-0."""
@@ -887,4 +914,44 @@ def test_a_brokers_answer_to_a_reassignment_queued_behind_an_alter_isr_is_no_shu
                                                 "LogDirEventNotification"]
     assert (events[-2]["broker_id"], events[-2]["offline_replicas"]) == (2, [{"topic": "t", "partition": 0}])
     assert observed[-1]["cause_event_id"] == events[-2]["event_id"]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_startups_answer_for_a_dir_failed_while_down_after_an_alter_isr_is_handled_after_it() -> None:
+    # Campaign seed 1477 (Kafka 3.0.2, three log dirs): a dir of broker 3 failed while it was down (no notification).
+    # Its startup (20:53:29.514) elected it for t0-1 and t1-1; leaders 2 and 4 then asked to take it back into t0-0's
+    # and t0-4's ISRs (AlterIsr, written .840 and .849), and only then did the controller handle broker 3's
+    # KAFKA_STORAGE_ERROR answer to the startup's LeaderAndIsr ("Mark replicas ... on broker 3", .854; its writes
+    # from .867). The answer is its own event after the IsrChanges, not the startup's. Here t-0 led by 2 after its
+    # startup, and leader 1's AlterIsr of t-1 taking 2 back.
+    z = Ensemble((1, 2, 3))
+    z.topic({0: [2, 3], 1: [1, 2]})
+    z.state(0, 2, [2, 3], 0)
+    z.state(1, 1, [1, 2], 0)
+    z.session_end(3)
+    z.state(0, 2, [2], 1)  # 3's failure
+    z.session_end(2)
+    z.state(0, NO_LEADER, [2], 2)  # 2's failure: t-0 leaderless, 2 out of t-1's ISR
+    z.state(1, 1, [1], 1)
+    z.register(2, 0x2002)
+    z.state(0, 2, [2], 3)  # the startup elects 2
+    z.state(1, 1, [1, 2], 1)  # leader 1's AlterIsr, written by the controller
+    at = datetime.fromtimestamp(z.now / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    z.state(0, NO_LEADER, [2], 4)  # the answer
+    mark = f"[{at}] INFO [Controller id=1] Mark replicas t-0 on broker 2 as offline (state.change.logger)\n"
+    converted = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
+    events = converted.events
+    assert [e["type"] for e in events[-3:]] == ["BrokerChange", "IsrChange", "LeaderAndIsrResponseReceived"]
+    startup, answer = events[-3], events[-1]
+    assert startup["storage_error_answer_queued"] is True
+    assert (answer["broker_id"], answer["offline_replicas"]) == (2, [{"topic": "t", "partition": 0}])
+    assert converted.observed[-1]["cause_event_id"] == answer["event_id"]
+    assert not converted.unexplained
+    # From the directory alone: the write after the IsrChange that leaves the startup's election leaderless is the
+    # answer, after it (the startup names nothing).
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events[-3:]] == ["BrokerChange", "IsrChange", "LeaderAndIsrResponseReceived"]
+    assert "offline_replicas" not in events[-3]
+    assert events[-1]["offline_replicas"] == [{"topic": "t", "partition": 0}]
+    assert observed[-1]["cause_event_id"] == events[-1]["event_id"]
     assert_every_history_equal(observed, decisions)

@@ -95,6 +95,26 @@ def test_a_startups_answer_queued_behind_an_alter_isr_takes_the_replicas_offline
     assert [(d.leader, d.isr) for d in c.startup(2).decisions_for("u", 0)] == [(2, (2,)), (-1, (2,))]
 
 
+def test_a_startups_answer_for_a_dir_failed_while_down_queued_behind_an_alter_isr_is_handled_after_it() -> None:
+    # zk campaign seed 1477 (Kafka 3.0.2): a dir of broker 3 failed while it was down; its startup's event names the
+    # replicas it answered KAFKA_STORAGE_ERROR for, but the controller handled two AlterIsrs before that answer.
+    # Here broker 2's dir failed while it was down (no notification), its answer for u-0 after t-1's ISR change.
+    c = jbod()
+    c.failure(2)
+    u0 = [{"topic": "u", "partition": 0}]
+    started = c.startup(2, offline_replicas=u0, storage_error_answer_queued=True)
+    assert [(d.leader, d.isr) for d in started.decisions_for("u", 0)] == [(2, (2,))]
+    assert 2 not in c.controller.cluster.replicas_on_offline_dirs
+    c.isr_change("t", 1, [1, 3, 2])
+    answered = answer(c, 2, ("u", 0))
+    assert [(d.topic, d.leader, sorted(d.isr)) for d in answered.decisions] == [("u", -1, [2])]
+    # Not queued: the startup takes u-0 offline itself.
+    c = jbod()
+    c.failure(2)
+    assert [(d.leader, d.isr) for d in c.startup(2, offline_replicas=u0).decisions_for("u", 0)] == [
+        (2, (2,)), (-1, (2,))]
+
+
 def test_a_storage_error_answer_takes_the_replicas_not_known_offline_offline() -> None:
     # processLeaderAndIsrResponseReceived: the answer's replicas join the broker's replicasOnOfflineDirs, the new ones
     # go offline (onReplicasBecomeOffline): t-0 led by 2 gets a new leader, t-1 loses 2 from its ISR.
