@@ -17,8 +17,9 @@ is no znode: ZooKeeper's log shows the notification and the writes after it, not
 The controller also learns of offline replicas from its other LeaderAndIsr answers (a failover's, a broker
 startup's). A startup's mark, for a broker that announced no failed dir before and before any later notification of
 it, goes with its STARTUP event (a dir that failed while the broker was down: no notification, `startup_answer`); a
-reassignment's, logged right after its request, is its own event right after the request (`answers.reassignment_answers`,
-LeaderAndIsrResponseReceived); a failover's go with its ControllerChange (docs/zookeeper.md, "JBOD").
+reassignment's, logged right after its request, is its own event right after the request
+(`answers.reassignment_answers`, LeaderAndIsrResponseReceived); a failover's go with its ControllerChange
+(docs/zookeeper.md, "JBOD").
 """
 
 from __future__ import annotations
