@@ -64,6 +64,9 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     answer["offline_replicas"].append(ref)
     ctx.answer_writes[txn.zxid, key] = answer["event_id"]
     ctx.failed_replicas.setdefault(broker, set()).add(key)
+    if _left_out(ctx, broker, key):  # answered once: known offline from now on
+        elected, registered, keys = ctx.left_out[broker]
+        ctx.left_out[broker] = (elected, registered, keys - {key})
     return request
 
 
