@@ -51,10 +51,10 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
         ctx.answer_writes[txn.zxid, key] = answers[answered[0]]["event_id"]
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
     asked = _queued_behind(ctx, txn, request, key) if request.kind == "ISR" else request
-    if len(dropped) != 1 or asked is None or asked.kind not in _ANSWERED_REQUESTS:
+    broker = dropped[0] if len(dropped) == 1 else left if not dropped and _left_out(ctx, left, key) else None
+    if broker is None or asked is None or asked.kind not in _ANSWERED_REQUESTS:
         return None
-    broker = dropped[0]
-    known = asked.kind == "PARTITIONS" and broker in ctx.failed_replicas
+    known = (asked.kind == "PARTITIONS" and broker in ctx.failed_replicas) or _left_out(ctx, broker, key)
     if broker not in ctx.brokers or not (known or _announced_after(ctx, broker, txn.time)):
         return None
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
@@ -64,7 +64,23 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     answer["offline_replicas"].append(ref)
     ctx.answer_writes[txn.zxid, key] = answer["event_id"]
     ctx.failed_replicas.setdefault(broker, set()).add(key)
+    if _left_out(ctx, broker, key):  # answered once: known offline from now on
+        elected, registered, keys = ctx.left_out[broker]
+        ctx.left_out[broker] = (elected, registered, keys - {key})
     return request
+
+
+def _left_out(ctx: Context, broker: int | None, key: tuple[str, int]) -> bool:
+    """Whether the broker's replica of `key` was NewReplica at its newest notification, under the same controller and
+    registration: onBrokerLogDirFailure's NewReplica -> OnlineReplica step sent it no LeaderAndIsr, so the controller
+    learns of it from the next request whose LeaderAndIsr names it, whatever that request is (seed 1498, Kafka 3.9.1
+    at protocol 2.6: t1-1's new replica on broker 3, reassigned onto it before its dir failed; broker 2's controlled
+    shutdown 16 s later made broker 3 the leader, its answer left t1-1 leaderless). `left`: the last ISR member, which
+    removeReplicasFromIsr keeps in the ISR."""
+    if broker is None or broker not in ctx.left_out:
+        return False
+    elected, registered, keys = ctx.left_out[broker]
+    return key in keys and elected == ctx.controller_since and registered == ctx.brokers.get(broker, 0)
 
 
 def _queued_behind(ctx: Context, txn: ZkTxn, handled: Cause, key: tuple[str, int]) -> Cause | None:

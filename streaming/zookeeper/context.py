@@ -271,6 +271,9 @@ class Context:
         # far): their marks are theirs, not a startup's (OfflineMarks.startup_answer); a request's answer just before
         # one came from a dir that failed as the broker handled that request (answers.request_answer).
         self.notified_at: dict[int, list[int]] = {}
+        # Per broker, the replicas its newest notification's LeaderAndIsr left out (NewReplica then: `logdirs`), with
+        # the controller's election and the broker's registration they hold under: the next request naming one asks.
+        self.left_out: dict[int, tuple[int, int, frozenset[tuple[str, int]]]] = {}
         # Each notification's reader, read ahead as well: the controller whose session deleted it (path -> broker id;
         # the sessions that created /controller -> the broker elected): its answer is that controller's mark.
         self.notification_readers: dict[str, int] = {}

@@ -57,8 +57,9 @@ def log_dir_event(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
         return
     # Both lookups run (`|`): each takes the marks of its own window, after the znode and before it.
     for_request = _answered_before_asked(ctx, txn, broker) | _answered_before_notified(ctx, txn, broker)
-    marked = ctx.offline_marks.answer(broker, txn.time, _new_replicas(ctx, broker),
-                                      ctx.notification_readers.get(op.path)) \
+    unasked = _new_replicas(ctx, broker)
+    ctx.left_out[broker] = (ctx.controller_since, ctx.brokers.get(broker, 0), unasked)
+    marked = ctx.offline_marks.answer(broker, txn.time, unasked, ctx.notification_readers.get(op.path)) \
         if ctx.offline_marks is not None else None
     if marked is None and for_request:
         marked = frozenset()  # its answer named no replica the controller did not know of

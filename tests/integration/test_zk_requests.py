@@ -1432,3 +1432,37 @@ def test_an_answer_marked_before_the_brokers_notification_is_handled_before_it(t
     sent = [json.loads(r["partitions"]) for r in read_jsonl(tmp_path / "requests.jsonl")
             if r["event_id"] == "zk-112" and r["request"] == "LEADER_AND_ISR" and r["broker"] == 2]
     assert [(p["leader"], p["leader_epoch"]) for p in sent[0] if p["partition"] == 0] == [(-1, 4)]
+
+
+def _t_history(tmp_path: Path, partition: int) -> list[tuple[str, int, list[int], int]]:
+    """isrflow's decisions of t1-`partition`: their cause, leader, ISR and leader epoch."""
+    return [(d["cause_event_id"], d["leader"], d["isr"], d["leader_epoch"])
+            for d in read_jsonl(tmp_path / "decisions.jsonl") if (d["topic"], d["partition"]) == ("t1", partition)]
+
+
+def test_a_leaders_own_isr_write_the_expiring_controller_never_read_is_completed_by_the_next_failover(
+        tmp_path: Path) -> None:
+    # Campaign seed 1494 (Kafka 3.9.1 at protocol 2.6, two log dirs; `out/zk-camp-s18`): t1-3 reassigned from [2] to
+    # [1] (zk-246); leader 2 took 1 into the ISR (zk-251, 21:14:16.504) 99 ms after controller 1's last write, its
+    # ZooKeeper link already cut (its session expired at zk-253). Controller 2's failover took dead broker 1 out of the
+    # ISR (leader 2, ISR [2], epoch 7) and resumed the reassignment (epoch 8); broker 1's return (zk-270) let it
+    # complete. isrflow completed it at the leader's write: 11 of 12 histories, LeaderAndIsr 38 of 48 (isrflow 44).
+    _every_request_equal("zookeeper-2.6-dirs-2-seed-1494", tmp_path, (48, 14, 163))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert [e["event_id"] for e in events if e.get("controller_died_before_completion")] == ["zk-251-t1-3"]
+    assert _t_history(tmp_path, 3)[8:11] == [("zk-251-t1-3", 2, [2, 1], 6), ("zk-254", 2, [2], 7),
+                                             ("zk-254", 2, [2], 8)]
+
+
+def test_a_new_replica_left_out_of_its_notifications_leader_and_isr_answers_a_controlled_shutdowns_election(
+        tmp_path: Path) -> None:
+    # Campaign seed 1498 (Kafka 3.9.1 at protocol 2.6, two log dirs; `out/zk-camp-s18`): t1-1 reassigned onto broker 3
+    # (zk-143), whose replica was NewReplica when its dir failed (zk-163, 21:21:54.406): the notification's LeaderAndIsr
+    # named t2-2 only. Broker 2's controlled shutdown (22:10.126) made 3 t1-1's leader; 3 answered KAFKA_STORAGE_ERROR
+    # ("Mark replicas t1-1 on broker 3 as offline", 10.149): t1-1 leaderless, ISR [3] kept. isrflow took that write for
+    # the notification's answer and took 3 out 16 s early: 8 of 9 histories, LeaderAndIsr 52 of 59.
+    _every_request_equal("zookeeper-2.6-dirs-2-seed-1498", tmp_path, (59, 11, 162))
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-163"]["offline_replicas"] == []
+    assert events["zk-176-2-answer-3"]["offline_replicas"] == [{"topic": "t1", "partition": 1}]
+    assert _t_history(tmp_path, 1)[5:7] == [("zk-176-2", 3, [3], 4), ("zk-176-2-answer-3", -1, [3], 5)]

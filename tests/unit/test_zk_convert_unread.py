@@ -1,0 +1,66 @@
+"""The ZooKeeper importer on what a controller never read, or read late: a leader's own ISR write its dead controller
+never completed, and a new replica a log dir notification's LeaderAndIsr left out. Hand-written transactions
+(tests.unit.zk_ensemble), as test_zk_convert_dirs."""
+
+from __future__ import annotations
+
+from streaming.zookeeper.txnlog import ZnodeOp
+
+from .zk_ensemble import Ensemble, assert_every_history_equal, leaders_write_their_isr, replayed
+
+LOG_DIR_EVENT = "/log_dir_event_notification/log_dir_event_0000000000"
+
+
+def test_a_leaders_own_isr_write_after_the_controllers_last_write_is_no_completion_when_its_session_then_ends() -> None:
+    # Campaign seed 1494 (Kafka 3.9.1 at protocol 2.6): t1-3 reassigned from [2] to [1]; leader 2 took 1 into the ISR
+    # 99 ms after controller 1's last write, its ZooKeeper link already cut (its session expired 6.2 s later). The
+    # reassignment stayed in /brokers/topics/t1: controller 2's failover took dead broker 1 out of the ISR and resumed
+    # it. Here the same, broker 1 the controller.
+    z = leaders_write_their_isr()
+    z.topic({0: [2]})
+    z.state(0, 2, [2], 0)
+    z.topic({0: [1, 2]}, op="setData", adding_replicas={0: [1]}, removing_replicas={0: [2]})
+    z.state(0, 2, [2], 1)  # the reassignment's start (A1)
+    z.state(0, 2, [2, 1], 1, session=z.sessions[2], by_leader=True)  # the leader's own write: every target in
+    z.txn(z.sessions[2], ZnodeOp("create", "/isr_change_notification/isr_change_0000000001",
+                                 b'{"version":1,"partitions":[{"topic":"t","partition":0}]}', 0))
+    z.close(z.sessions[1], "/controller", "/brokers/ids/1")  # expired: nothing written since the leader's write
+    z.elect(2, 2)
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 2),
+          ZnodeOp("delete", "/isr_change_notification/isr_change_0000000001"))
+    z.state(0, 2, [2], 2)  # the failover: replica 1 offline (dead broker), out of the ISR
+    z.state(0, 2, [2], 3)  # the reassignment resumed (A1 again)
+    events, observed, decisions = replayed(z.history())
+    [isr_change] = [e for e in events if e["type"] == "IsrChange"]
+    assert isr_change.get("controller_died_before_completion") is True
+    assert decisions[-1]["replicas"] == [1, 2] and decisions[-1]["isr"] == [2]  # still reassigning
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_new_replica_the_notification_left_out_answers_the_next_request_that_names_it() -> None:
+    # Campaign seed 1498 (Kafka 3.9.1 at protocol 2.6): t1-1's new replica on broker 3 (a reassignment onto it in
+    # progress) was NewReplica when broker 3's dir failed: the notification's LeaderAndIsr left it out. Broker 2's
+    # controlled shutdown 16 s later made 3 the leader; 3's KAFKA_STORAGE_ERROR answer to that LeaderAndIsr left t1-1
+    # leaderless (3, the last ISR member, kept). isrflow took that write for the notification's answer, and took 3
+    # out at the notification. Here the same: t-0 reassigned from [2, 1] to [3, 1].
+    z = Ensemble()
+    z.topic({0: [2, 1]})
+    z.state(0, 2, [2, 1], 0)
+    z.state(0, 2, [2], 0)  # the leader's AlterPartition: 1 fell behind
+    z.topic({0: [3, 1, 2]}, op="setData", adding_replicas={0: [3]}, removing_replicas={0: [2]})
+    z.state(0, 2, [2], 1)  # the reassignment's start (A1); replica 3 NewReplica
+    z.state(0, 2, [2, 3], 1)  # the leader's AlterPartition: 3 caught up, 1 not yet
+    z.txn(z.sessions[3], ZnodeOp("create", LOG_DIR_EVENT, b'{"version":1,"broker":3,"event":1}', 0))
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", LOG_DIR_EVENT))
+    z.wait(15_000)
+    z.state(0, 3, [3], 2)  # broker 2's controlled shutdown elects 3
+    z.state(0, -1, [3], 3)  # broker 3's answer: its replica offline, the last ISR member kept
+    z.session_end(2, clean=True)
+    events, observed, decisions = replayed(z.history())
+    [notification] = [e for e in events if e["type"] == "LogDirEventNotification"]
+    assert notification["offline_replicas"] == []
+    assert [(e["type"], e.get("change"), e.get("broker_id")) for e in events[-3:]] == [
+        ("BrokerChange", "CONTROLLED_SHUTDOWN", 2), ("LeaderAndIsrResponseReceived", None, 3),
+        ("BrokerChange", "FAILURE", 2)]
+    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 0}]
+    assert_every_history_equal(observed, decisions)
