@@ -865,10 +865,10 @@ def test_a_reassignment_in_place_of_a_leaderless_partition_is_read_from_the_unch
 
 def test_a_reassignment_of_a_new_partition_to_its_own_replicas_completes_within_its_brokers_startup() -> None:
     # Campaign seed 1497 (Kafka 3.0.2): t-1, created on broker 3 while it was down (no state znode), and t-0 were
-    # reassigned through /admin/reassign_partitions, t-1 to the [3] it had, t-0 from [1] to [3]. t-1's completion threw (no leader to
-    # read), the controller dropped it from the znode and kept it in partitionsBeingReassigned. Broker 3's startup
-    # elected t-1, completed it (a leader epoch bump, the assignment rewritten unchanged, the znode rewritten), then
-    # resumed t-0's onto 3 (a bump): all the startup's, no reassignment of their own.
+    # reassigned through /admin/reassign_partitions, t-1 to the [3] it had, t-0 from [1] to [3]. t-1's completion
+    # threw (no leader to read), the controller dropped it from the znode and kept it in partitionsBeingReassigned.
+    # Broker 3's startup elected t-1, completed it (a leader epoch bump, the assignment rewritten unchanged, the znode
+    # rewritten), then resumed t-0's onto 3 (a bump): all the startup's, no reassignment of their own.
     z = Ensemble()
     z.session_end(3)
     z.topic({0: [1], 1: [3]})
