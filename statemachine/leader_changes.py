@@ -94,6 +94,16 @@ def _progress_reassignment(s: Step) -> None:
                         s.send_leader_and_isr((broker,), is_new=True)
         s.note(f"reassignment to {list(target)} waits for the ISR {list(rec.isr)}")
         return
+    if not rec.has_leader_and_isr and not s.rules.registered_from_creation:
+        # ZK: B with no state znode is a reassignment adding and removing nothing (to the replicas the partition has).
+        # B3 reads the leader from partitionLeadershipInfo, which a partition that never had a leader lacks: it throws
+        # (NoSuchElementException, every ZooKeeper-era release) after B2. Nothing is written or sent, and the partition
+        # stays in partitionsBeingReassigned, in memory only: a broker's startup onto it completes it right after
+        # electing it (maybeResumeReassignments), a new controller forgets it (seed 1497: t5-1 to its one replica [3]
+        # while broker 3 was down; at 3's startup its election, then a leader epoch bump and the assignment rewritten).
+        s.record = rec.evolve(replicas=target, reassignment_in_progress=True)
+        s.note(f"no leader yet: the completion to {list(target)} threw, it stays in progress")
+        return
     # B: targets caught up. AR online, RS = target, leader moved if it must, RR out and deleted.
     with s.batch(Phase.ONLINE_REPLICA):
         for broker in rec.adding_replicas:

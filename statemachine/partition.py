@@ -84,6 +84,10 @@ def _on_controller_failover(s: Step) -> None:
         s.record = s.record.evolve(queued_for_deletion=True, reassignment_in_progress=False)
     if s.command.replicas is not None and not s.record.queued_for_deletion:
         _read_reassignment(s)
+    elif s.record.reassignment_in_progress and not (s.record.adding_replicas or s.record.removing_replicas):
+        # A reassignment whose completion threw (no leader yet: leader_changes._progress_reassignment) lived in the
+        # old controller's memory only: ZooKeeper holds nothing of it for this one to resume.
+        s.record = s.record.evolve(reassignment_in_progress=False)
     if s.record.queued_for_deletion:
         # ReplicaStateMachine.initializeReplicaState: the new controller knows every replica of the assignment again,
         # also those the old one had deleted (the topic's znodes go only once all are): online on live brokers,

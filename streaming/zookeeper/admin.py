@@ -279,8 +279,23 @@ def reassignment_read_at_failover(ctx: Context, txn: ZkTxn, topic: str) -> None:
         failover.event["reads_reassignment_znode"] = True
 
 
+def completion_threw(ctx: Context, moves: dict[tuple[str, int], tuple[int, ...]]) -> None:
+    """The partitions of a reassignment that adds and removes nothing (to the replicas they have, maybe reordered)
+    and that never had a leader (no state znode): the controller completes such a reassignment at once, and the
+    completion throws reading the leader it has not got (onPartitionReassignment B3,
+    moveReassignedPartitionLeaderIfRequired). The partition stays in its partitionsBeingReassigned, the znode
+    drops it: a startup of one of its replicas' brokers elects it and completes the reassignment then, a leader
+    epoch bump of the startup's (seed 1497: t5-1 reassigned to [3] while broker 3 was down)."""
+    for (topic, partition), target in moves.items():
+        assignment = ctx.topics.get(topic)
+        if assignment is not None and topic not in ctx.deleting and (topic, partition) not in ctx.states and \
+                not assignment.reassigning(partition) and set(target) == set(assignment.replicas.get(partition, ())):
+            ctx.reassigning_in_memory.add((topic, partition))
+
+
 def _znode_reassignment(ctx: Context, txn: ZkTxn, moves: dict[tuple[str, int], tuple[int, ...]],
                         suffix: str = "") -> Cause:
+    completion_threw(ctx, moves)
     # In the order the controller starts them (its mutable.HashMap of the znode's partitions; seed 303).
     event = ctx.event(txn, "ReassignPartitions", suffix, through_znode=True, partitions=[
         {"topic": t, "partition": p, "replicas": list(moves[(t, p)])} for t, p in reassignment_order(moves)])

@@ -53,6 +53,7 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     ctx.controller_id, ctx.controller_session, ctx.controller_since = elected, txn.session, txn.zxid
     ctx.failover_prologue = txn.cxid
     ctx.answer_at_startup.clear()  # this one asks every registered broker again
+    ctx.reassigning_in_memory.clear()  # its predecessor's memory: ZooKeeper holds nothing of them
     # The brokers registered at the election, which the new controller reads: the failover's live set, and
     # those it reads with them (failover_written).
     # And the reassignments in progress it reads in /brokers/topics (seed 311: one its predecessor, killed between

@@ -340,6 +340,9 @@ class Context:
         self.znode_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}  # /admin/reassign_partitions
         # Those of them asked while no controller was active, which the next one's failover reads.
         self.unread_reassignments: dict[tuple[str, int], tuple[int, ...]] = {}
+        # Partitions the active controller holds as being reassigned while ZooKeeper shows nothing of it: reassigned
+        # to their own replicas before they ever had a leader, a completion that threw (admin.completion_threw).
+        self.reassigning_in_memory: set[tuple[str, int]] = set()
         # The topics /admin/delete_topics named while no controller was active, which the next one's failover reads.
         self.unread_deletions: set[str] = set()
         self.causes: list[Cause] = []  # newest last

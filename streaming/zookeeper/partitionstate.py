@@ -77,6 +77,7 @@ def state_write(ctx: Context, txn: ZkTxn, op: ZnodeOp, key: tuple[str, int]) -> 
     if cause.kind == "PARTITIONS" and _started(ctx, key, before, after):
         ctx.started_by[key] = cause.event["event_id"]
     if cause.kind == "STARTUP":
+        ctx.reassigning_in_memory.discard(key)  # its completion, resumed
         isrchanges.completed_by_startup(ctx, cause, key, before)
         logdirs.answer_explained(ctx, cause, key, [b for b in cause.brokers if drops(b, before, after)])
     ctx.observe(txn, key, before, after, cause.event["type"], cause.event["event_id"])
@@ -307,7 +308,9 @@ def _fits(ctx: Context, cause: Cause, key: tuple[str, int], before: PartitionSta
             # A started broker's replica in a failed log dir answers KAFKA_STORAGE_ERROR: dropped again (JBOD).
             # A leaderless partition kept leaderless is a resumed reassignment's bump (A1) or a deletion's retry,
             # never a failed election, which writes nothing (seed 1030: an Admin API reassignment asked again, after
-            # an unrelated startup and an AlterPartition)
+            # an unrelated startup and an AlterPartition). One whose completion threw for want of a leader, kept in the
+            # controller's memory only (admin.completion_threw), completes once the startup elected it (seed 1497)
+            reassigning = reassigning or key in ctx.reassigning_in_memory
             if ctx.behind_failover(cause) is not None and after.leader not in cause.brokers:
                 # queued behind the failover that writes now (seed 1431); an election of its broker, dead to that
                 # failover, is the startup's: the failover is over (its last write not seen)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from streaming.zookeeper import isrchanges
-from streaming.zookeeper.admin import reassignment_read_at_failover
+from streaming.zookeeper.admin import completion_threw, reassignment_read_at_failover
 from streaming.zookeeper.answers import reassignment_answers
 from streaming.zookeeper.context import (
     NO_LEADER,
@@ -85,6 +85,7 @@ def _after_failovers_read(ctx: Context, created: list[dict[str, Any]]) -> None:
 
 def topic_deleted(ctx: Context, topic: str) -> None:
     ctx.topics.pop(topic, None)
+    ctx.reassigning_in_memory = {k for k in ctx.reassigning_in_memory if k[0] != topic}
     ctx.configs.pop(topic, None)
     for key in [k for k in ctx.states if k[0] == topic]:
         del ctx.states[key]
@@ -124,6 +125,7 @@ def topic_changed(ctx: Context, txn: ZkTxn, topic: str, new: TopicAssignment) ->
         isrchanges.taken_by_request(ctx, txn, (topic, p), old)
         moves.append({"topic": topic, "partition": p, "replicas": replicas})
     if moves:
+        completion_threw(ctx, {(topic, m["partition"]): tuple(m["replicas"]) for m in moves if m["replicas"]})
         _reassignment(ctx, txn, moves, f"-{topic}", done=False, joins=controllers_write(txn))
     elif new == old and txn.session == ctx.controller_session:
         _reassigned_in_place(ctx, txn, topic, _logged_assignment(ctx, topic))

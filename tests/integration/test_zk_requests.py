@@ -1466,3 +1466,21 @@ def test_a_new_replica_left_out_of_its_notifications_leader_and_isr_answers_a_co
     assert events["zk-163"]["offline_replicas"] == []
     assert events["zk-176-2-answer-3"]["offline_replicas"] == [{"topic": "t1", "partition": 1}]
     assert _t_history(tmp_path, 1)[5:7] == [("zk-176-2", 3, [3], 4), ("zk-176-2-answer-3", -1, [3], 5)]
+
+
+def test_a_reassignment_of_a_new_partition_to_its_own_replicas_is_completed_by_its_brokers_startup(
+        tmp_path: Path) -> None:
+    # Campaign seed 1497 (Kafka 3.0.2, two log dirs): t5-1 was created on broker 3 while it was down (no state znode)
+    # and reassigned through /admin/reassign_partitions to the [3] it had (zk-167): nothing to add or remove, so the
+    # completion ran at once and threw at B3 (NoSuchElementException: no leader to read). The controller dropped t5-1
+    # from the znode and kept it in partitionsBeingReassigned. Broker 3's startup (zk-229) elected it (21:20:54.030),
+    # completed that reassignment (leader epoch 1, .042; the assignment and the znode rewritten) and resumed t2-1's
+    # onto broker 3 (leader epoch 6, .065). isrflow had read each bump as a reassignment of its own and bumped t2-1
+    # twice: 11 of 12 histories, LeaderAndIsr 62 of 69 (isrflow 67), StopReplica 24 of 26, UpdateMetadata 183 of 191.
+    _every_request_equal("zookeeper-3.0-dirs-2-seed-1497", tmp_path, (69, 26, 191))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert [e["event_id"] for e in events if e["type"] == "ReassignPartitions"] == ["zk-167", "zk-255-t3"]
+    startup = [(o["topic"], o["partition"], o["leader"], o["leader_epoch"]) for o in
+               read_jsonl(tmp_path / "observed.jsonl") if o["cause_event_id"] == "zk-229-3" and o["topic"] != "t4"]
+    assert startup == [("t5", 1, 3, 0), ("t5", 1, 3, 1), ("t2", 1, 4, 6)]
+    assert all(h["match"] for h in read_jsonl(tmp_path / "histories.jsonl"))

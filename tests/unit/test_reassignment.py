@@ -415,3 +415,24 @@ def test_zk_a_startup_queued_before_the_leaders_isr_write_completes_the_reassign
     assert cluster.rec("t", 0).reassignment_in_progress is queued
     started = [(d.leader, d.isr, d.replicas) for d in cluster.startup(2).decisions_for("t", 0)]
     assert started == ([(3, (3, 1, 2), (2, 3)), (3, (3, 2), (2, 3))] if queued else [])
+
+
+@pytest.mark.parametrize("failover_first", [False, True])
+def test_zk_a_reassignment_of_a_new_partition_to_its_own_replicas_completes_at_its_brokers_startup(
+        failover_first: bool) -> None:
+    # What a real Kafka 3.0.2 controller did (zk campaign seed 1497): t5-1, created on broker 3 while it was down
+    # (New, no state znode), reassigned to [3]: nothing added or removed, so the completion ran at once and threw at
+    # B3 (no leader to read), leaving the partition in partitionsBeingReassigned. Broker 3's startup elected it,
+    # then resumed that reassignment: a leader epoch bump (B3), the assignment rewritten. A new controller in between
+    # forgets it (ZooKeeper holds nothing of it): the startup only elects.
+    cluster = cluster_with(1, 2, config=ControllerConfig(rules=ZK))
+    cluster.create("t", [3])
+    out = cluster.reassign(("t", 0, [3]))
+    assert (out.decisions, cluster.rec("t", 0).state, cluster.rec("t", 0).reassignment_in_progress) == \
+        ([], P.NEW, True)
+    if failover_first:
+        cluster.controller_change(controller_id=1)
+    steps = [(d.leader, d.isr, d.leader_epoch, d.replicas, d.election)
+             for d in cluster.startup(3).decisions_for("t", 0)]
+    assert steps == [(3, (3,), 0, (3,), "INITIAL")] + ([] if failover_first else [(3, (3,), 1, (3,), None)])
+    assert not cluster.rec("t", 0).reassignment_in_progress

@@ -899,6 +899,60 @@ def test_a_reassignment_in_place_of_a_leaderless_partition_is_read_from_the_unch
                              [{"topic": "t", "partition": 1, "replicas": None}]]
 
 
+def test_a_reassignment_of_a_new_partition_to_its_own_replicas_completes_within_its_brokers_startup() -> None:
+    # Campaign seed 1497 (Kafka 3.0.2): t-1, created on broker 3 while it was down (no state znode), and t-0 were
+    # reassigned through /admin/reassign_partitions, t-1 to the [3] it had, t-0 from [1] to [3]. t-1's completion
+    # threw (no leader to read), the controller dropped it from the znode and kept it in partitionsBeingReassigned.
+    # Broker 3's startup elected t-1, completed it (a leader epoch bump, the assignment rewritten unchanged, the znode
+    # rewritten), then resumed t-0's onto 3 (a bump): all the startup's, no reassignment of their own.
+    z = Ensemble()
+    z.session_end(3)
+    z.topic({0: [1], 1: [3]})
+    z.state(0, 1, [1], 0)
+    z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [3]}, {"topic": "t", "partition": 1, "replicas": [3]}]}).encode(),
+        0))
+    assigned = {0: [3, 1], 1: [3]}
+    z.topic(assigned, op="setData", adding_replicas={0: [3]}, removing_replicas={0: [1]})  # t-0's U1
+    z.state(0, 1, [1], 1)  # its A1
+    remaining = json.dumps({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [3]}]})
+    z.txn(z.controller, ZnodeOp("setData", "/admin/reassign_partitions", remaining.encode(), 1))  # t-1 failed
+    z.register(3, 0x2003)
+    z.state(1, 3, [3], 0)  # the startup's election
+    z.state(1, 3, [3], 1)  # t-1's completion: B3, then B6 and B7
+    z.topic(assigned, op="setData", adding_replicas={0: [3]}, removing_replicas={0: [1]})
+    z.txn(z.controller, ZnodeOp("setData", "/admin/reassign_partitions", remaining.encode(), 2))
+    z.state(0, 1, [1], 2)  # t-0 resumed: A1
+    events, observed, decisions = replayed(z.history())
+    startup = next(e for e in events if e.get("change") == "STARTUP")
+    assert events[-1] is startup  # no reassignment after it
+    assert [(o["partition"], o["leader_epoch"], o["cause_event_id"]) for o in observed[-3:]] == \
+        [(1, 0, startup["event_id"]), (1, 1, startup["event_id"]), (0, 2, startup["event_id"])]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_an_admin_reordering_of_a_new_partitions_replicas_completes_within_a_startup_of_one_of_them() -> None:
+    # The same completion through the Admin API (not seen in a run; KafkaController at 2.6.3 to 3.9.0-rc3): t-1 [3, 2]
+    # with both brokers down, reordered to [2, 3]: the new order written (U1), the completion threw at B3. Broker 2's
+    # startup elects 2 and completes it: a leader epoch bump, the assignment rewritten unchanged.
+    z = Ensemble((1, 2, 3))
+    z.session_end(2)
+    z.session_end(3)
+    z.topic({0: [1, 3], 1: [3, 2]})
+    z.state(0, 1, [1], 0)
+    z.topic({0: [1, 3], 1: [2, 3]}, op="setData")  # U1
+    z.register(2, 0x2002)
+    z.state(1, 2, [2], 0)  # the startup's election
+    z.state(1, 2, [2], 1)  # B3
+    z.topic({0: [1, 3], 1: [2, 3]}, op="setData")  # B6
+    events, observed, decisions = replayed(z.history())
+    startup = next(e for e in events if e.get("change") == "STARTUP")
+    assert events[-1] is startup
+    assert [(o["leader_epoch"], o["replicas"], o["cause_event_id"]) for o in observed if o["partition"] == 1] == \
+        [(0, [2, 3], startup["event_id"]), (1, [2, 3], startup["event_id"])]
+    assert_every_history_equal(observed, decisions)
+
+
 def test_an_alter_partition_the_controller_wrote_ends_the_events_before_it() -> None:
     # Campaign seed 1030 (Kafka 2.7.2): broker 5's startup elected nothing (t-0's ISR holds only dead broker 3),
     # then the controller wrote leader 1's AlterPartition of t-1, then an Admin API reassignment of t-0 to the target
