@@ -1466,3 +1466,26 @@ def test_a_new_replica_left_out_of_its_notifications_leader_and_isr_answers_a_co
     assert events["zk-163"]["offline_replicas"] == []
     assert events["zk-176-2-answer-3"]["offline_replicas"] == [{"topic": "t1", "partition": 1}]
     assert _t_history(tmp_path, 1)[5:7] == [("zk-176-2", 3, [3], 4), ("zk-176-2-answer-3", -1, [3], 5)]
+
+
+@pytest.mark.xfail(strict=True, reason="seed 1514: one DeleteTopics of t0, t1, t3, t4, t6, t7 and t8 (brokers 2 and 4 "
+                   "dead) read by the controller in several reads of /admin/delete_topics; isrflow gives the writes "
+                   "of t7's and t8's deletion (zk-214 to 217) to DeleteTopic zk-213-t1: 45 of 70 decisions, "
+                   "StopReplica 26 of 28 (isrflow 30), UpdateMetadata 211 of 213 (isrflow 215)")
+def test_the_writes_of_a_deletion_read_later_belong_to_that_read_seed_1514(tmp_path: Path) -> None:
+    # Campaign seed 1514 (Kafka 3.9.1 at protocol 2.6, one log dir; `out/zk-camp-s18`): delete_topics of t0, t1, t3,
+    # t4, t6, t7 and t8 with brokers 2 and 4 dead, then restart(4), kill(1).
+    summary = _every_request_equal("zookeeper-2.6-seed-1514", tmp_path, (82, 28, 213))
+    assert "partition histories: 17 of 17 equal" in summary
+    assert "agreement with the controller: 100.0% of 70 observed decisions" in summary
+
+
+@pytest.mark.xfail(strict=True, reason="seed 1519: one DeleteTopics of t0, t3, t5 and t6 after broker 1's dir 2 "
+                   "failed, read by the controller in several reads; isrflow gives t5-0's and t6-0's writes (zk-199, "
+                   "200) to DeleteTopic zk-197-t0: 47 of 51 decisions, StopReplica 27 of 28")
+def test_the_writes_of_a_deletion_read_later_belong_to_that_read_seed_1519(tmp_path: Path) -> None:
+    # Campaign seed 1519 (Kafka 3.5.2, three log dirs; `out/zk-camp-s18`): delete_topics of t0, t3, t5 and t6 after
+    # fail_dir(1, 2).
+    summary = _every_request_equal("zookeeper-3.5-dirs-3-seed-1519", tmp_path, (64, 28, 183))
+    assert "partition histories: 14 of 14 equal" in summary
+    assert "agreement with the controller: 100.0% of 51 observed decisions" in summary
