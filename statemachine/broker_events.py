@@ -85,13 +85,38 @@ class BrokerEvents:
         answered, t2 once broker 2 had), or in the `order` they answered in (BrokerChange.stop_replica_answer_order;
         seed 1105: broker 4's answer before broker 1's, whose answer let t4 and t0 be retried in one batch). With
         `topics`, only the answers for those topics' replicas; the `unanswered` topics' answers come after these (a
-        later read's own), so these retry none of theirs."""
+        later read's own), so these retry none of theirs. A failing broker the `order` names after a broker still to
+        answer answers in its place: its failure then retries again what its LeaderAndIsr answer's retry, once the
+        answers before had come, took offline (seed 1519, Kafka 3.5.2: brokers 4 and 2 answered, then broker 1's
+        LeaderAndIsr answer and its StopReplica (delete) answer each retried t3's replicas on it)."""
         resumable = None if not unanswered else self.cluster.topics_queued_for_deletion - set(unanswered)
+        awaited = self._awaited(topics)
+        late = {b: keys for b, keys in failing.items()
+                if b in order and any(w != b and w in order[:order.index(b)] for w in awaited)}
         for broker, keys in failing.items():
-            out.end_run()  # its retry's StopReplica is a batch of its own (seed 815: one per answer)
-            for key in sorted(keys):
-                out.partition(Action.REPLICA_DELETION_FAILED, key, broker_id=broker)
-            self._resume_deletions(out, resumable)
+            if broker not in late:
+                self._stop_replica_failed(out, broker, keys, resumable)
+        waiting = self._awaited(topics)
+        for broker in in_answer_order({*waiting, *late}, order):
+            if broker in late:
+                self._stop_replica_failed(out, broker, late[broker], resumable)
+            if broker in waiting:
+                out.end_run()
+                for key in waiting[broker]:
+                    out.partition(Action.REPLICA_DELETED, key, broker_id=broker)
+                self._resume_deletions(out, resumable)
+
+    def _stop_replica_failed(self, out: _Fanout, broker: int, keys: Iterable[Key], resumable: set[str] | None) -> None:
+        """A broker's KAFKA_STORAGE_ERROR answer to a StopReplica (delete): failReplicaDeletion, then
+        resumeDeletions."""
+        out.end_run()  # its retry's StopReplica is a batch of its own (seed 815: one per answer)
+        for key in sorted(keys):
+            out.partition(Action.REPLICA_DELETION_FAILED, key, broker_id=broker)
+        self._resume_deletions(out, resumable)
+
+    def _awaited(self, topics: Iterable[str] | None) -> dict[int, list[Key]]:
+        """Per broker, the replicas of the topics queued for deletion (of `topics` only, when given) whose StopReplica
+        (delete) answer the controller waits for (ReplicaDeletionStarted)."""
         queued = self.cluster.topics_queued_for_deletion
         if topics is not None:
             queued = queued & set(topics)
@@ -100,11 +125,7 @@ class BrokerEvents:
             for broker, state in self.partitions[key].replica_states.items():
                 if state is ReplicaState.DELETION_STARTED:
                     waiting.setdefault(broker, []).append(key)
-        for broker in in_answer_order(waiting, order):
-            out.end_run()
-            for key in waiting[broker]:
-                out.partition(Action.REPLICA_DELETED, key, broker_id=broker)
-            self._resume_deletions(out, resumable)
+        return waiting
 
     def _broker_startup(self, out: _Fanout, registered: Mapping[int, int], unclean_shutdown: bool = False,
                         stop_replica_answered: bool = True) -> None:

@@ -186,7 +186,9 @@ def _own_deletion(ctx: Context, txn: ZkTxn, key: tuple[str, int], cause: Cause, 
 
     With the controller's log, a retry (a dead replica's, no live one taken offline) of a topic whose StopReplica
     answers the controller logged after the later read is the later request's, which brings them
-    (`stop_replica_answers`; seed 828: t1's dead replicas retried after t3's read)."""
+    (`stop_replica_answers`; seed 828: t1's dead replicas retried after t3's read). And a live replica taken offline
+    of a topic an earlier logged read found, that read's request having written nothing yet, is its pass begun after
+    the later request's znode (`_read_first`, seeds 1514 and 1519)."""
     topic = key[0]
     if cause.kind != "DELETE" or (topic in cause.event.get("stop_replica_answers", ()) and
                                   before.leader == after.leader == NO_LEADER and
@@ -196,11 +198,23 @@ def _own_deletion(ctx: Context, txn: ZkTxn, key: tuple[str, int], cause: Cause, 
     if own is None or own is cause:
         return None
     if topic not in cause.queued_with:
-        handled = not cause.wrote and own.wrote and ctx.handling(txn) is own
+        handled = not cause.wrote and ((own.wrote and ctx.handling(txn) is own) or _read_first(ctx, own, cause))
         return own if handled and _live_replica_offline(ctx, key, before, after) else None
     if before.leader == after.leader == NO_LEADER and set(before.isr) == set(after.isr):  # a retry
         return own if own.wrote else _next_read(ctx, own)  # also after the later one wrote (seed 309)
     return None if cause.wrote else own
+
+
+def _read_first(ctx: Context, own: Cause, cause: Cause) -> bool:
+    """With the controller's log: whether `own`'s topics came in an earlier read of /admin/delete_topics than
+    `cause`'s while `own` has written nothing. The controller handles its TopicDeletion events in order, so a later
+    read's znode can come while it has not begun the earlier read's pass: that pass's writes are the earlier read's
+    (seed 1514: t1's znode before the first write of t0, t6, t7 and t8's read; seed 1519: t0's before t5's and
+    t6's)."""
+    reads = ctx.logged_deletions
+    at = next((i for i, r in enumerate(reads) if own.topic in r), None)
+    later = next((i for i, r in enumerate(reads) if cause.topic in r), None)
+    return not own.wrote and at is not None and later is not None and at < later
 
 
 def _next_read(ctx: Context, own: Cause) -> Cause | None:

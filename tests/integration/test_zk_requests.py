@@ -1484,3 +1484,40 @@ def test_a_reassignment_of_a_new_partition_to_its_own_replicas_is_completed_by_i
                read_jsonl(tmp_path / "observed.jsonl") if o["cause_event_id"] == "zk-229-3" and o["topic"] != "t4"]
     assert startup == [("t5", 1, 3, 0), ("t5", 1, 3, 1), ("t2", 1, 4, 6)]
     assert all(h["match"] for h in read_jsonl(tmp_path / "histories.jsonl"))
+
+
+def test_the_writes_of_a_deletion_read_before_a_later_reads_znode_are_that_earlier_reads(tmp_path: Path) -> None:
+    # Campaign seed 1514 (Kafka 3.9.1 at protocol 2.6, one log dir; `out/zk-camp-s18`): one DeleteTopics of t0, t1,
+    # t3, t4, t6, t7 and t8, brokers 2 and 4 dead. Controller 1 read t4 (21:48:10.070), then t0, t6, t7 and t8
+    # (.096), then t1 and t3 (.143): t1's znode (zk-213) came before the first write of the second read's pass (t6,
+    # t7 and t8's live replicas offline, zk-214 on), t3's (zk-221) inside it. The importer gave that pass to t1's and
+    # t3's requests: 45 of 70 decisions, StopReplica 26 of 28 (isrflow 30), UpdateMetadata 211 of 213 (isrflow 215).
+    summary = _every_request_equal("zookeeper-2.6-seed-1514", tmp_path, (82, 28, 213))
+    assert "partition histories: 17 of 17 equal" in summary
+    assert "agreement with the controller: 100.0% of 60 observed decisions" in summary
+    causes = {o["source_offset"]: o["cause_event_id"] for o in read_jsonl(tmp_path / "observed.jsonl")}
+    assert {causes[z] for z in (*range(214, 221), *range(222, 229))} == {"zk-206-t6"}  # the read of t0, t6, t7, t8
+    # then t1's and t3's: t0-0's dead replica retried (resumeDeletions), t3's and t1's replicas offline
+    assert {causes[z] for z in range(229, 234)} == {"zk-213-t1"}
+
+
+SEED_1519 = "zookeeper-3.5-dirs-3-seed-1519"
+
+
+def test_the_writes_of_a_deletion_read_before_a_later_reads_znode_are_that_earlier_reads_on_3_5(
+        tmp_path: Path) -> None:
+    # Campaign seed 1519 (Kafka 3.5.2, three log dirs; `out/zk-camp-s18`): one DeleteTopics of t0, t3, t5 and t6
+    # after broker 1's dir 2 failed. Controller 1 read t5 and t6 (21:56:18.971), then t0 and t3 (19.040); t0's znode
+    # (zk-197) came before the first read's writes (t5-0 and t6-0 offline, zk-199 and 200), which the importer gave
+    # to t0's request: 47 of 51 decisions.
+    # Then broker 1, restarted (zk-280-1) with t3's replicas in its failed dir, answered controller 4's resumed
+    # deletion last (after brokers 4 and 2): its LeaderAndIsr answer (21:57:06.720) failed them, retried (.758), and
+    # its StopReplica (delete) answer, KAFKA_STORAGE_ERROR (.804), failed them again, retried again (.815); isrflow
+    # had taken the failing answer first, one retry: StopReplica 27 of 28.
+    summary = _every_request_equal(SEED_1519, tmp_path, (64, 28, 183))
+    assert "partition histories: 14 of 14 equal" in summary
+    assert "agreement with the controller: 100.0% of 49 observed decisions" in summary
+    causes = {o["source_offset"]: o["cause_event_id"] for o in read_jsonl(tmp_path / "observed.jsonl")}
+    assert causes[199] == causes[200] == "zk-193-t5" and causes[202] == "zk-197-t0"
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    assert events["zk-280-1"]["stop_replica_answer_order"] == [4, 2, 1]

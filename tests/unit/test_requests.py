@@ -442,6 +442,11 @@ def test_a_startups_resumed_deletion_retries_in_the_order_the_brokers_answered()
     assert [keys for _, keys in by_id[-2:]] == [[("x", 0)], [("y", 0), ("y", 1)]]
     answered = _stop_replicas(startup(stop_replica_answer_order=[3, 4, 1]), 3)
     assert answered[:-1] == by_id[:-2] and answered[-1][1] == [("x", 0), ("y", 0), ("y", 1)]
+    # Seed 1519 (Kafka 3.5.2): the failing broker answered last. Its LeaderAndIsr answer failed the replicas, retried
+    # once the others' answers were in; its StopReplica (delete) answer, KAFKA_STORAGE_ERROR, failed them again
+    # (OfflineReplica -> ReplicaDeletionIneligible) and its resumeDeletions retried them again: a StopReplica more.
+    last = _stop_replicas(startup(stop_replica_answer_order=[4, 1, 3]), 3)
+    assert last[:-1] == answered and last[-1][1] == [("x", 0), ("y", 0), ("y", 1)]
 
 
 def test_a_startups_own_storage_error_answer_fails_the_resumed_deletion_of_its_replica_in_the_failed_dir() -> None:

@@ -4,6 +4,10 @@ never completed, and a new replica a log dir notification's LeaderAndIsr left ou
 
 from __future__ import annotations
 
+import json
+
+from streaming.zookeeper.controllerlog import parse_controller_log
+from streaming.zookeeper.convert import convert
 from streaming.zookeeper.txnlog import ZnodeOp
 
 from .zk_ensemble import Ensemble, assert_every_history_equal, leaders_write_their_isr, replayed
@@ -64,3 +68,30 @@ def test_a_new_replica_the_notification_left_out_answers_the_next_request_that_n
         ("BrokerChange", "FAILURE", 2)]
     assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 0}]
     assert_every_history_equal(observed, decisions)
+
+
+def test_a_reads_writes_after_a_later_reads_znode_are_its_own_while_it_has_written_nothing() -> None:
+    # Campaign seeds 1514 (Kafka 3.9.1 at protocol 2.6) and 1519 (3.5.2): one DeleteTopics of u, v and w, read by the
+    # controller as u, then v, then w (controller.log). v's znode came before u's write, w's after it but before the
+    # first write of v's read: the controller handles its TopicDeletion events in order, so v's pass (its live
+    # replicas offline) is v's read's, not w's, though w's request was the newest among the events.
+    z = Ensemble()
+    for topic, replicas in (("u", [1]), ("v", [1, 2]), ("w", [2])):
+        z.txn(0x3000, ZnodeOp("create", f"/brokers/topics/{topic}",
+                              json.dumps({"partitions": {"0": replicas}, "version": 3}).encode(), 0))
+        z.state(0, replicas[0], replicas, 0, topic=topic)
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/u", None, 0))
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/v", None, 0))
+    z.state(0, -1, [1], 1, topic="u")  # u's read: 1's replica offline
+    z.txn(0x3000, ZnodeOp("create", "/admin/delete_topics/w", None, 0))
+    z.state(0, 2, [2], 1, topic="v")  # v's read: 1's replica offline, then 2's
+    z.state(0, -1, [2], 2, topic="v")
+    z.state(0, -1, [2], 1, topic="w")  # w's read
+    at = "[2026-11-27 21:48:10,000] INFO [Controller id=1] "
+    reads = parse_controller_log([f"{at}1 successfully elected as the controller. Epoch incremented to 1 and epoch "
+                                  "zk version is now 1",
+                                  *(f"{at}Starting topic deletion for topics {t}" for t in ("u", "u,v", "u,v,w"))])
+    converted = convert(z.history(), reads)
+    requests = {e["topic"]: e["event_id"] for e in converted.events if e["type"] == "DeleteTopic"}
+    assert [(o["topic"], o["cause_event_id"]) for o in converted.observed[-4:]] == [
+        ("u", requests["u"]), ("v", requests["v"]), ("v", requests["v"]), ("w", requests["w"])]
