@@ -110,7 +110,7 @@ def _late_answers(ctx: Context, topic: str) -> dict[str, Any]:
     came with broker 1's answer for t4). And the KAFKA_STORAGE_ERROR answers to the read's own StopReplica (delete)
     (`storage_error_answers`: seed 1274, broker 2's dir failed as it deleted t2-0); when that broker's log dir
     notification was handled before the read's other answers, those go with the notification (seed 1412)."""
-    read = next((i for i, r in enumerate(ctx.logged_deletions) if topic in r), None)
+    read = ctx.deletion_read_of(topic)
     late = ctx.reads.late_answers.get(ctx.controller_epoch, {})
     if read is None:
         return {}

@@ -60,10 +60,7 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     if ctx.offline_marks is not None and not ctx.offline_marks.request_answer(
             broker, key, event_ms(asked.event), txn.time + REQUEST_ANSWER_MS):
         return None
-    answer = ctx.answer_after(request.event, broker)
-    answer["offline_replicas"].append(ref)
-    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
-    ctx.failed_replicas.setdefault(broker, set()).add(key)
+    ctx.answered_after(request.event, broker, txn, key)
     if _left_out(ctx, broker, key):  # answered once: known offline from now on
         elected, registered, keys = ctx.left_out[broker]
         ctx.left_out[broker] = (elected, registered, keys - {key})
@@ -154,10 +151,7 @@ def _second_answer(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int])
             ctx.event_at(cause.event) is None or broker not in ctx.brokers or \
             not ctx.offline_marks.request_answer(broker, key, event_ms(cause.event), txn.time + REQUEST_ANSWER_MS):
         return None
-    answer = ctx.answer_after(cause.event, broker)
-    answer["offline_replicas"].append({"topic": key[0], "partition": key[1]})
-    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
-    ctx.failed_replicas.setdefault(broker, set()).add(key)
+    ctx.answered_after(cause.event, broker, txn, key)
     return cause
 
 

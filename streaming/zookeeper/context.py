@@ -421,6 +421,18 @@ class Context:
             self.result.events[at:at + len(answers) - 1] = [answers[b] for b in sorted(answers)]
         return answers[broker]
 
+    def answered_after(self, event: dict[str, Any], broker: int, txn: ZkTxn, key: tuple[str, int]) -> None:
+        """The broker's answer handled right after `event` names its replica of `key` (KAFKA_STORAGE_ERROR), and the
+        write `txn` made of it is that answer's; the replica is known in a failed dir from then on."""
+        answer = self.answer_after(event, broker)
+        answer["offline_replicas"].append({"topic": key[0], "partition": key[1]})
+        self.answer_writes[txn.zxid, key] = answer["event_id"]
+        self.failed_replicas.setdefault(broker, set()).add(key)
+
+    def deletion_read_of(self, topic: str) -> int | None:
+        """With the controller's log: which of the active controller's reads of /admin/delete_topics found `topic`."""
+        return next((i for i, read in enumerate(self.logged_deletions) if topic in read), None)
+
     def _after(self, event: dict[str, Any]) -> int:
         """The output position right after `event` (one in the output)."""
         at = self.event_at(event)

@@ -247,15 +247,12 @@ def startup_storage_error(ctx: Context, txn: ZkTxn, key: tuple[str, int], before
             broker not in startup.brokers or broker not in ctx.brokers or not drops(broker, before, after) or \
             any(t <= txn.time for t in ctx.notified_at.get(broker, ())):
         return None
-    ref = {"topic": key[0], "partition": key[1]}
+    if handled is not startup:
+        ctx.answered_after(handled.event, broker, txn, key)
+        return handled
+    startup.event.setdefault("offline_replicas", []).append({"topic": key[0], "partition": key[1]})
     ctx.failed_replicas.setdefault(broker, set()).add(key)
-    if handled is startup:
-        startup.event.setdefault("offline_replicas", []).append(ref)
-        return startup
-    answer = ctx.answer_after(handled.event, broker)
-    answer["offline_replicas"].append(ref)
-    ctx.answer_writes[txn.zxid, key] = answer["event_id"]
-    return handled
+    return startup
 
 
 def _newest_isr_change(ctx: Context, txn: ZkTxn) -> Cause | None:

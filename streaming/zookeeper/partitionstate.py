@@ -211,9 +211,7 @@ def _read_first(ctx: Context, own: Cause, cause: Cause) -> bool:
     read's znode can come while it has not begun the earlier read's pass: that pass's writes are the earlier read's
     (seed 1514: t1's znode before the first write of t0, t6, t7 and t8's read; seed 1519: t0's before t5's and
     t6's)."""
-    reads = ctx.logged_deletions
-    at = next((i for i, r in enumerate(reads) if own.topic in r), None)
-    later = next((i for i, r in enumerate(reads) if cause.topic in r), None)
+    at, later = ctx.deletion_read_of(own.topic), ctx.deletion_read_of(cause.topic)
     return not own.wrote and at is not None and later is not None and at < later
 
 
@@ -223,7 +221,7 @@ def _next_read(ctx: Context, own: Cause) -> Cause | None:
     the topics queued before (seed 1203: t4 read alone, its dead replica retried at t5's read, before the next read's
     znodes' requests had written). None without the log, or once that request has written: the newest request's."""
     reads = ctx.logged_deletions
-    at = next((i for i, r in enumerate(reads) if own.topic in r), None)
+    at = ctx.deletion_read_of(own.topic)
     if at is None:
         return None
     later = ctx.causes[next(i for i, c in enumerate(ctx.causes) if c is own) + 1:]
