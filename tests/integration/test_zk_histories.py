@@ -35,29 +35,29 @@ NOT_YET: dict[str, str] = {
                                       "zk-286 (the same state). t2-0's writes after broker 4's startup and zk-286, "
                                       "unexplained before, are its KAFKA_STORAGE_ERROR answer "
                                       "(`logdirs.startup_storage_error`). With the brokers' logs all 22 histories and "
-                                      "87 decisions agree (test_zk_requests.py)",
+                                      "87 decisions agree (test_zk_requests*.py)",
     "zookeeper-2.7-dirs-3-seed-1203": "four decisions of one DeleteTopics (t4, t5, t0, t1, t3) from ZooKeeper alone: "
                                       "the controller read t4, then t5, then t0 with t1 and t3 (controller.log); "
                                       "the importer, which saw t4's read write nothing before t0's znode, reads t4, "
                                       "t5 and t0 as one (t0-0's write, after t5's broker batches, its), then t1 and "
                                       "t3 apart. Every history equal; with the brokers' logs all 63 decisions agree "
-                                      "(test_zk_requests.py)",
+                                      "(test_zk_requests*.py)",
     "zookeeper-2.6-seed-1514": "from ZooKeeper alone 17 of 17 histories, 48 of 67 decisions: one DeleteTopics of "
                                "t0, t1, t3, t4, t6, t7 and t8 (brokers 2 and 4 dead), read by the controller as t4, "
                                "then t0, t6, t7 and t8, then t1 and t3 (controller.log); the importer reads t0 with "
                                "t6, t7 with t8, t1 with t3, and gives broker 3's batch of the second read's pass "
                                "(zk-222 on) to t1's request. With the brokers' logs all 60 decisions and every "
-                               "request agree (test_zk_requests.py)",
+                               "request agree (test_zk_requests*.py)",
     "zookeeper-3.5-dirs-3-seed-1519": "from ZooKeeper alone 14 of 14 histories, 48 of 50 decisions: one DeleteTopics "
                                       "of t0, t3, t5 and t6, read as t5 and t6, then t0 and t3 (controller.log); the "
                                       "importer reads t5 alone, then t6 with t0 and t3, and gives t5-0's write "
                                       "(zk-199) to t6's request. With the brokers' logs all 49 decisions agree "
-                                      "(test_zk_requests.py)",
+                                      "(test_zk_requests*.py)",
     "zookeeper-2.6-dirs-2-seed-1412": "from ZooKeeper alone 6 of 7 histories, 26 of 29 decisions: broker 3 answered "
                                       "t2-1's StopReplica (delete) with KAFKA_STORAGE_ERROR and its notification "
                                       "(zk-166) was handled before the other answers, so nothing retried t2-1 "
                                       "(controller.log; with the brokers' logs all 7 histories and 29 decisions "
-                                      "agree, test_zk_requests.py); the directory does not show that order and the "
+                                      "agree, test_zk_requests*.py); the directory does not show that order and the "
                                       "importer takes the retry (leader epoch 4, never written)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
