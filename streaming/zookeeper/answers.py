@@ -40,16 +40,17 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
     names the replica already (seed 1113)."""
     request = ctx.handling(txn) or _asked_by(ctx, key, dropped)
-    # An answer queued behind a leader's AlterIsr names partitions the AlterIsr did not (`_answered_after_request`).
-    if request is None or request.kind not in (*_ANSWERED_REQUESTS, "ISR") or \
-            (key not in request.partitions and request.kind != "ISR") or ctx.event_at(request.event) is None:
+    if request is None or ctx.event_at(request.event) is None:
         return None
+    # An answer queued behind a request names partitions the request did not (`_answered_after_request`).
     ref = {"topic": key[0], "partition": key[1]}
     answers = ctx.answers_after(request.event)
     answered = [b for b in (*dropped[:1], left) if b in answers and ref in answers[b]["offline_replicas"]]
     if len(dropped) <= 1 and answered:
         ctx.answer_writes[txn.zxid, key] = answers[answered[0]]["event_id"]
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
+    if request.kind not in (*_ANSWERED_REQUESTS, "ISR") or (key not in request.partitions and request.kind != "ISR"):
+        return None
     asked = _queued_behind(ctx, txn, request, key) if request.kind == "ISR" else request
     broker = dropped[0] if len(dropped) == 1 else left if not dropped and _left_out(ctx, left, key) else None
     if broker is None or asked is None or asked.kind not in _ANSWERED_REQUESTS:
@@ -156,8 +157,8 @@ def _second_answer(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int])
 
 
 # The events a notification's answer was seen queued behind (its writes after theirs): an Admin API reassignment
-# (seed 1035), a leader's AlterIsr (seed 1301).
-_QUEUED_BEFORE_ANSWERS = ("PARTITIONS", "ISR")
+# (seed 1035), a leader's AlterIsr (seed 1301), a topic creation (seed 1535, `created_before`).
+_QUEUED_BEFORE_ANSWERS = ("PARTITIONS", "ISR", "CREATED")
 
 
 def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int]) -> Cause:
@@ -168,7 +169,7 @@ def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[s
     of t2-0; seed 1301: broker 3's, t3-0, t6-0 and t1-1, after leader 1's AlterIsr of t1-0, which completed a
     reassignment; isrflow had sent its requests before the request's). Its later writes are the answer's
     (`request_answer`). Not once a follower handed either out."""
-    request = ctx.handling(txn)
+    request = ctx.handling(txn) or created_before(ctx, txn)
     if cause.logged is None or request is None or request.kind not in _QUEUED_BEFORE_ANSWERS or \
             event_zxid(request.event) < event_zxid(cause.event) or ctx.event_at(request.event) is None or \
             ctx.event_at(cause.event) is None:
@@ -179,6 +180,16 @@ def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[s
     cause.event["offline_replicas"] = []
     cause.logged = frozenset()
     return request
+
+
+def created_before(ctx: Context, txn: ZkTxn) -> Cause | None:
+    """The topic creation whose new partition's state is the controller's newest write before `txn`
+    (onNewPartitionCreation), while nothing else has written since: the event the controller was handling. A creation
+    writes only new partitions, which make no cause `wrote` (`Context.handling` does not see it)."""
+    writes = [z for z in ctx.controller_writes if z < txn.zxid]
+    row = next((r for r in reversed(ctx.result.observed) if writes and r["source_offset"] == writes[-1]), None)
+    cause = ctx.cause_of(row["cause_event_id"]) if row is not None else None
+    return cause if cause is not None and cause.kind == "CREATED" and not cause.wrote else None
 
 
 def _answer_pending(ctx: Context, txn: ZkTxn, cause: Cause) -> bool:

@@ -99,7 +99,7 @@ def _handled_by(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Partitio
                                                                                               after)
         if cause.within is not None:
             continue  # a step of an older event, whose handling goes on after it (a failover's)
-        if cause.wrote or cause.kind == "FAILOVER":
+        if cause.wrote or cause.kind == "FAILOVER" or cause is answers.created_before(ctx, txn):
             return _watched_behind(ctx, cause, key, before, after)
     return None
 

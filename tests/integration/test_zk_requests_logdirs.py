@@ -218,3 +218,20 @@ def test_a_startups_answer_for_a_dir_failed_while_down_is_handled_after_the_alte
     rows = [(r["broker"], r["isrflow"]["event_id"]) for r in read_jsonl(tmp_path / "requests_agreement.jsonl")
             if r["request"] == "UPDATE_METADATA" and r["controller"]["time"] == "2026-11-27 20:53:29.871"]
     assert rows == [(b, "zk-249-t0-4-answer-3") for b in (2, 3, 4)]
+
+
+def test_a_notifications_answer_handled_after_a_topic_creation_that_came_meanwhile_goes_after_it(tmp_path: Path
+                                                                                                ) -> None:
+    # Campaign seed 1535 (Kafka 2.8.2, three log dirs): controller 4 read broker 3's notification (00:10:15.351), then
+    # created t7, which came meanwhile (UpdateMetadata of t7-0 at .380), then handled broker 3's answer (mark .382,
+    # UpdateMetadata of t0-0 and t1-0 at .394). isrflow had sent the answer's requests within the notification's
+    # event, before t7's (UpdateMetadata 164 of 167).
+    every_request_equal("zookeeper-2.8-dirs-3-seed-1535", tmp_path, (73, 8, 167))
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    notification = next(e for e in events if e["type"] == "LogDirEventNotification")
+    at = events.index(notification)
+    assert [(e["type"], e.get("topic")) for e in events[at:at + 3]] == [
+        ("LogDirEventNotification", None), ("CreateTopic", "t7"), ("LeaderAndIsrResponseReceived", None)]
+    assert notification["offline_replicas"] == []
+    assert events[at + 2]["offline_replicas"] == [{"topic": "t0", "partition": 0}, {"topic": "t1", "partition": 0}]
+

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from streaming.zookeeper.convert import Converter
 from streaming.zookeeper.statechange import parse_offline_marks
-from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, Znode
+from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, Znode, ZnodeOp
 
 from .test_zk_convert_dirs import log_dir_failure
 from .zk_ensemble import Ensemble
@@ -132,3 +132,34 @@ def test_another_brokers_answer_to_a_reassignment_a_startup_resumed_follows_the_
         ("LeaderAndIsrResponseReceived", 2, [{"topic": "t", "partition": 0}])
     # No reassignment in progress: the startup resumes none, asks broker 2 nothing, and the mark answers no request.
     assert not [e for e in _startup_resuming_a_reassignment({}) if e["type"] == "LeaderAndIsrResponseReceived"]
+
+
+def test_a_notifications_answer_written_after_a_topic_creation_handled_meanwhile_goes_after_the_creation() -> None:
+    # Campaign seed 1535 (Kafka 2.8.2): controller 4 read broker 3's notification (00:10:15.351, its LeaderAndIsr to
+    # broker 3), then t7's creation, which came meanwhile (t7-0 written .379), then broker 3's answer ("Mark replicas
+    # t0-0,t1-0 on broker 3 as offline", .382): t0-0 and t1-0 without 3, and their UpdateMetadata after t7-0's. The
+    # answer is handled after the creation: its own event there. Here broker 3's notification, then topic u created,
+    # then the answer naming t-0 and t-1.
+    z = Ensemble()
+    z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
+    z.state(0, 1, [1, 2, 3], 0)
+    z.state(1, 2, [2, 3, 1], 0)
+    log_dir_failure(z, 3)
+    z.txn(z.sessions[2], ZnodeOp("create", "/brokers/topics/u", b'{"partitions":{"0":[2]},"version":3}', 0))
+    z.state(0, 2, [2], 0, topic="u")  # onNewPartitionCreation
+    z.state(0, 1, [1, 2], 1)  # the answer: 3 out of t-0's ISR
+    z.state(1, 2, [2, 1], 1)  # and t-1's
+    mark = _mark(z.txns[-2].time, 1, "t-0,t-1", 3)
+    converted = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
+    events = converted.events
+    assert [e["type"] for e in events[-3:]] == ["LogDirEventNotification", "CreateTopic",
+                                                "LeaderAndIsrResponseReceived"]
+    assert events[-3]["offline_replicas"] == []
+    assert (events[-1]["broker_id"], events[-1]["offline_replicas"]) == (
+        3, [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}])
+    assert [o["cause_event_id"] for o in converted.observed[-2:]] == [events[-1]["event_id"]] * 2
+    assert not converted.unexplained
+    # From the directory alone (no mark), the notification explains the writes as before.
+    events = Converter().convert(z.history()).events
+    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "CreateTopic"]
+    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
