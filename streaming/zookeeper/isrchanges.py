@@ -100,16 +100,25 @@ def queued_at(ctx: Context, txn: ZkTxn, key: tuple[str, int]) -> int:
     ZooKeeperClient at 3.8.0, 3.9.1 taken as 3.8.0). Nor does a leader's second write before the controller took the
     event its first write queued (no event queued after that one has written): the watch fired once, and the
     event, handled at the first write's place, reads the second (the `make test` smoke run under load, seed 3 at
-    2.6: t4-0's leader wrote at zk-196 and zk-199, t1-2's at zk-198 between; the controller completed t4-0 first)."""
+    2.6: t4-0's leader wrote at zk-196 and zk-199, t1-2's at zk-198 between; the controller completed t4-0 first).
+    Nor does a leader writing once the start is handled, while the controller handles an event queued before the
+    bump (another partition's completion, queued at its own bump): the bump's event still waits behind it (seed 1542,
+    3.9.1 at 2.6: one znode reassignment bumped t0-1, t1-2, t1-0; t1-0's leader wrote at zk-168 and t1-2's at zk-171,
+    both during t0-1's completion; the controller completed t1-2, then t1-0)."""
     if not ctx.protocol_before_3 or controllers_write(txn) or not ctx.reassigning(key):
         return 0
     earlier = next((c for c in reversed(ctx.causes) if c.kind == "ISR" and key in c.partitions), None)
     if earlier is not None and not any(c.wrote for c in ctx.causes[ctx.causes.index(earlier):]):
         return earlier.queued
-    handling = ctx.handling(txn)
-    if handling is None or ctx.written_for.get(key) != handling.event["event_id"]:
+    handling, fired = ctx.handling(txn), ctx.written_at.get(key, 0)
+    if handling is None:
         return 0
-    return ctx.written_at.get(key, 0)
+    if ctx.written_for.get(key) == handling.event["event_id"]:
+        return fired
+    # The newest write a controller's (not the leader's own, whose place is its event's): its watch event is queued
+    # at it, behind the one being handled if that was queued first.
+    leaders_own = earlier is not None and event_zxid(earlier.event) == fired
+    return fired if handling.queued < fired and not leaders_own else 0
 
 
 def completed_by_startup(ctx: Context, startup: Cause, key: tuple[str, int], before: PartitionState) -> None:

@@ -344,3 +344,23 @@ def test_a_reassignment_of_a_new_partition_to_its_own_replicas_is_completed_by_i
                read_jsonl(tmp_path / "observed.jsonl") if o["cause_event_id"] == "zk-229-3" and o["topic"] != "t4"]
     assert startup == [("t5", 1, 3, 0), ("t5", 1, 3, 1), ("t2", 1, 4, 6)]
     assert all(h["match"] for h in read_jsonl(tmp_path / "histories.jsonl"))
+
+
+def test_leaders_own_isr_writes_during_another_completion_are_completed_in_the_order_of_the_bumps(
+        tmp_path: Path) -> None:
+    # Campaign seed 1542 (Kafka 3.9.1 at protocol 2.6, two log dirs; its `version-2` is a regression of
+    # test_zk_histories): one znode reassignment (zk-157) of t0-1, t1-2 and t1-0, bumped in that order (zk-159, 161,
+    # 165), each bump firing the watch on its state. During t0-1's completion leader 2 took 3 into t1-0's ISR
+    # (zk-168), then 1 into t1-2's (zk-171); controller 4 completed t1-2 (29.026, "Target replicas ... caught up"),
+    # then t1-0 (29.063), as their bumps were queued. isrflow had completed t1-0 at its leader's write and read the
+    # controller's t1-0 writes (zk-177, 178) as an admin preferred election: 39 of 41 decisions, StopReplica 32 of 34.
+    every_request_equal("zookeeper-2.6-dirs-2-seed-1542", tmp_path, (77, 34, 264))
+    ids = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl")]
+    assert "zk-177" not in ids and ids.index("zk-171-t1-2") + 1 == ids.index("zk-168-t1-0")
+    completions = [(r["event_id"], r["broker"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+                   if r["event_id"] in ("zk-168-t1-0", "zk-171-t1-2") and r["request"] == "STOP_REPLICA"]
+    assert completions == [("zk-171-t1-2", 2), ("zk-171-t1-2", 2), ("zk-168-t1-0", 2), ("zk-168-t1-0", 2)]
+    t1_0 = [(o["source_offset"], o["leader"], o["cause_event_id"]) for o in read_jsonl(tmp_path / "observed.jsonl")
+            if (o["topic"], o["partition"]) == ("t1", 0) and o["source_offset"] in (177, 178)]
+    assert t1_0 == [(177, 3, "zk-168-t1-0"), (178, 3, "zk-168-t1-0")]
+    assert all(a["match"] for a in read_jsonl(tmp_path / "agreement.jsonl"))

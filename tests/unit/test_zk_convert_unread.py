@@ -1,6 +1,7 @@
 """The ZooKeeper importer on what a controller never read, or read late: a leader's own ISR write its dead controller
-never completed, and a new replica a log dir notification's LeaderAndIsr left out. Hand-written transactions
-(tests.unit.zk_ensemble), as test_zk_convert_dirs."""
+never completed, a new replica a log dir notification's LeaderAndIsr left out, and leaders' own ISR writes whose
+completion checks waited in the controller's queue. Hand-written transactions (tests.unit.zk_ensemble), as
+test_zk_convert_dirs."""
 
 from __future__ import annotations
 
@@ -95,3 +96,42 @@ def test_a_reads_writes_after_a_later_reads_znode_are_its_own_while_it_has_writt
     requests = {e["topic"]: e["event_id"] for e in converted.events if e["type"] == "DeleteTopic"}
     assert [(o["topic"], o["cause_event_id"]) for o in converted.observed[-4:]] == [
         ("u", requests["u"]), ("v", requests["v"]), ("v", requests["v"]), ("w", requests["w"])]
+
+
+def test_leaders_own_isr_writes_during_another_completion_are_completed_in_the_order_of_the_bumps() -> None:
+    # Campaign seed 1542 (Kafka 3.9.1 at protocol 2.6): one znode reassignment of t0-1, t1-2 and t1-0, bumped in that
+    # order; each bump fired the watch on its state and queued the completion check. t0-1's leader took its targets
+    # in first; during t0-1's completion t1-0's leader took its target in, then t1-2's: the controller completed
+    # t1-2 before t1-0 (controller.log), as their bumps were queued, not as their leaders wrote. Here t-0, t-1, t-2
+    # from [2] to [3].
+    z = leaders_write_their_isr()
+    z.topic({0: [2], 1: [2], 2: [2]})
+    for p in range(3):
+        z.state(p, 2, [2], 0)
+    z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": p, "replicas": [3]} for p in range(3)]}).encode(), 0))
+    for p in range(3):  # the start of each: the assignment (U1), the bump (A1)
+        moving = {q: [3] for q in range(p + 1)}
+        z.topic({q: [3, 2] if q <= p else [2] for q in range(3)}, op="setData", adding_replicas=moving,
+                removing_replicas={q: [2] for q in moving})
+        z.state(p, 2, [2], 1)
+    z.state(0, 2, [2, 3], 1, session=z.sessions[2], by_leader=True)
+    z.state(0, 3, [2, 3], 2)  # t-0's completion: B3, B4, B6
+    z.state(2, 2, [2, 3], 1, session=z.sessions[2], by_leader=True)  # t-2's leader first
+    z.state(0, 3, [3], 3)
+    z.topic({0: [3], 1: [3, 2], 2: [3, 2]}, op="setData", adding_replicas={1: [3], 2: [3]},
+            removing_replicas={1: [2], 2: [2]})
+    z.state(1, 2, [2, 3], 1, session=z.sessions[2], by_leader=True)
+    for p in (1, 2):  # t-1's completion, then t-2's
+        z.state(p, 3, [2, 3], 2)
+        z.state(p, 3, [3], 3)
+        z.topic({0: [3], 1: [3], 2: [3] if p == 2 else [3, 2]}, op="setData",
+                **({} if p == 2 else {"adding_replicas": {2: [3]}, "removing_replicas": {2: [2]}}))
+    events, observed, decisions = replayed(z.history())
+    isr_changes = [e for e in events if e["type"] == "IsrChange"]
+    assert [e["partition"] for e in isr_changes] == [0, 1, 2]  # as the controller handled them
+    assert not [e for e in events if e["type"] == "ElectLeaders"]
+    assert [(o["partition"], o["cause_event_id"]) for o in observed[-4:]] == [
+        (1, isr_changes[1]["event_id"]), (1, isr_changes[1]["event_id"]),
+        (2, isr_changes[2]["event_id"]), (2, isr_changes[2]["event_id"])]
+    assert_every_history_equal(observed, decisions)
