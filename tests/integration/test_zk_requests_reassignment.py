@@ -344,3 +344,18 @@ def test_a_reassignment_of_a_new_partition_to_its_own_replicas_is_completed_by_i
                read_jsonl(tmp_path / "observed.jsonl") if o["cause_event_id"] == "zk-229-3" and o["topic"] != "t4"]
     assert startup == [("t5", 1, 3, 0), ("t5", 1, 3, 1), ("t2", 1, 4, 6)]
     assert all(h["match"] for h in read_jsonl(tmp_path / "histories.jsonl"))
+
+
+def test_an_offline_partitions_reassignment_in_place_through_the_znode_sends_its_update_metadata(tmp_path: Path
+                                                                                                 ) -> None:
+    # Campaign seed 1555 (Kafka 2.8.2, two log dirs): t0-0 and t1-1, leaderless, reassigned through
+    # /admin/reassign_partitions to the replicas they had (00:35:43.250). Controller 4 failed to elect either, rewrote
+    # each assignment unchanged, dropped each from the znode and sent an UpdateMetadata of it to broker 4, the one
+    # live broker (.326, .390); its session ended later. isrflow took the reassignment for one it never read
+    # (UpdateMetadata 72 of 74).
+    every_request_equal("zookeeper-2.8-dirs-2-seed-1555", tmp_path, (30, 7, 74))
+    [reassignment] = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")
+                      if e["type"] == "ReassignPartitions" and e.get("through_znode")]
+    assert [(m["topic"], m["partition"], m["replicas"]) for m in reassignment["partitions"]] == [
+        ("t0", 0, [1, 3]), ("t1", 1, [2])]
+
