@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from statemachine.visit_order import reassignment_order
-from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, event_zxid
+from streaming.zookeeper.context import BROKER_DEFAULTS, INHERITED, Cause, Context, controllers_write, event_zxid
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -60,6 +60,8 @@ def admin_request(ctx: Context, txn: ZkTxn, op: ZnodeOp) -> None:
             ctx.deleting.discard(topic)
             ctx.unread_deletions.discard(topic)
     elif path == "/admin/reassign_partitions":
+        if op.kind != "create" and controllers_write(txn):
+            _znode_rewritten(ctx, txn)
         if op.kind == "delete":
             ctx.znode_reassignments.clear()
             return
@@ -244,12 +246,23 @@ def reassignment_left_unread(ctx: Context) -> None:
     next controller's failover does (seed 302: the znode written 0.3 s before the dead controller's session
     expired)."""
     newest = ctx.causes[-1] if ctx.causes else None
-    if newest is None or newest.wrote or not newest.event.get("through_znode") or \
+    if newest is None or newest.wrote or newest.last_zxid or not newest.event.get("through_znode") or \
             ctx.newest_event is not newest.event:
         return
     ctx.retract(newest)
     ctx.unread_reassignments = {(m["topic"], m["partition"]): tuple(m["replicas"])
                                 for m in newest.event["partitions"]}
+
+
+def _znode_rewritten(ctx: Context, txn: ZkTxn) -> None:
+    """The controller's rewrite or delete of /admin/reassign_partitions (B7: a completed partition out of it) is a
+    write for the reassignment asked through it, which it read then, also when it wrote nothing else for it: a
+    partition reassigned to the replicas it has, offline (no leader to move, the assignment rewritten unchanged;
+    seed 1555, Kafka 2.8.2: t0-0 and t1-1, both leaderless, reassigned in place; the controller's session ended
+    40 s later, and the reassignment had been read all the same, its UpdateMetadata sent)."""
+    cause = next((c for c in reversed(ctx.causes) if c.kind == "PARTITIONS" and c.event.get("through_znode")), None)
+    if cause is not None and not cause.last_zxid:
+        cause.last_zxid = txn.zxid
 
 
 def reassignment_read_at_failover(ctx: Context, txn: ZkTxn, topic: str) -> None:

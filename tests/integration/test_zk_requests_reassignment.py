@@ -364,3 +364,18 @@ def test_leaders_own_isr_writes_during_another_completion_are_completed_in_the_o
             if (o["topic"], o["partition"]) == ("t1", 0) and o["source_offset"] in (177, 178)]
     assert t1_0 == [(177, 3, "zk-168-t1-0"), (178, 3, "zk-168-t1-0")]
     assert all(a["match"] for a in read_jsonl(tmp_path / "agreement.jsonl"))
+
+
+def test_an_offline_partitions_reassignment_in_place_through_the_znode_sends_its_update_metadata(tmp_path: Path
+                                                                                                 ) -> None:
+    # Campaign seed 1555 (Kafka 2.8.2, two log dirs): t0-0 and t1-1, leaderless, reassigned through
+    # /admin/reassign_partitions to the replicas they had (00:35:43.250). Controller 4 failed to elect either, rewrote
+    # each assignment unchanged, dropped each from the znode and sent an UpdateMetadata of it to broker 4, the one
+    # live broker (.326, .390); its session ended later. isrflow took the reassignment for one it never read
+    # (UpdateMetadata 72 of 74).
+    every_request_equal("zookeeper-2.8-dirs-2-seed-1555", tmp_path, (30, 7, 74))
+    [reassignment] = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")
+                      if e["type"] == "ReassignPartitions" and e.get("through_znode")]
+    assert [(m["topic"], m["partition"], m["replicas"]) for m in reassignment["partitions"]] == [
+        ("t0", 0, [1, 3]), ("t1", 1, [2])]
+

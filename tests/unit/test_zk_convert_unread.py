@@ -135,3 +135,25 @@ def test_leaders_own_isr_writes_during_another_completion_are_completed_in_the_o
         (1, isr_changes[1]["event_id"]), (1, isr_changes[1]["event_id"]),
         (2, isr_changes[2]["event_id"]), (2, isr_changes[2]["event_id"])]
     assert_every_history_equal(observed, decisions)
+
+
+def test_an_offline_partitions_reassignment_in_place_was_read_once_the_controller_dropped_it_from_the_znode() -> None:
+    # Campaign seed 1555 (Kafka 2.8.2): t0-0 and t1-1, both leaderless, reassigned through /admin/reassign_partitions
+    # to the replicas they had: the controller failed to elect (no live replica), rewrote each assignment unchanged,
+    # dropped each from the znode and deleted it, sending an UpdateMetadata of each to the live brokers (B8); its
+    # session ended 40 s later. No partition state written, yet read. Here t-0 on [2, 3], both dead.
+    z = Ensemble()
+    z.topic({0: [2, 3]})
+    z.state(0, 2, [2, 3], 0)
+    z.session_end(2)
+    z.state(0, 3, [3], 1)
+    z.session_end(3)
+    z.state(0, -1, [3], 2)
+    z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [2, 3]}]}).encode(), 0))
+    z.topic({0: [2, 3]}, op="setData")  # B6, unchanged
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", "/admin/reassign_partitions"))
+    z.close(z.controller, "/brokers/ids/1", "/controller")
+    events = convert(z.history()).events
+    assert [e["partitions"] for e in events if e["type"] == "ReassignPartitions"] == [
+        [{"topic": "t", "partition": 0, "replicas": [2, 3]}]]
