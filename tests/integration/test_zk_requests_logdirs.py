@@ -218,3 +218,16 @@ def test_a_startups_answer_for_a_dir_failed_while_down_is_handled_after_the_alte
     rows = [(r["broker"], r["isrflow"]["event_id"]) for r in read_jsonl(tmp_path / "requests_agreement.jsonl")
             if r["request"] == "UPDATE_METADATA" and r["controller"]["time"] == "2026-11-27 20:53:29.871"]
     assert rows == [(b, "zk-249-t0-4-answer-3") for b in (2, 3, 4)]
+
+
+def test_another_brokers_answer_to_a_resumed_reassignment_marked_after_an_alter_isr_goes_after_it(tmp_path: Path
+                                                                                                  ) -> None:
+    # Campaign seed 1550 (Kafka 2.7.2, two log dirs): broker 4's startup resumed t0-0's reassignment; leader 1's
+    # AlterIsr of t4-1, t3-0 and t4-0 was written at 00:29:40.185 (UpdateMetadata .191); broker 1's answer to the
+    # resumed reassignment's LeaderAndIsr was marked at .197, its empty UpdateMetadata sent at .214. isrflow had sent
+    # that before the AlterIsr's (UpdateMetadata 115 of 117).
+    every_request_equal("zookeeper-2.7-dirs-2-seed-1550", tmp_path, (55, 19, 117))
+    order = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["ts"] >= "2026-11-28T00:29:40"]
+    assert order[:6] == ["zk-181-4", "zk-184-t4-1", "zk-185-t3-0", "zk-185-t4-0", "zk-185-t4-0-answer-1",
+                         "zk-186-t3-0"]
+
