@@ -451,6 +451,7 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     if marks is None or startup is None or startup.kind != "STARTUP" or startup.broker is None or \
             ctx.event_at(startup.event) is None or startup.event.get("new_brokers"):
         return
+    _queued_resumed_answers(ctx, txn, event, startup)
     broker, since = startup.broker, event_ms(startup.event)
     carried = startup.event.get("offline_replicas")
     if carried:
@@ -473,3 +474,24 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     startup.event["storage_error_answer_queued"] = True
     ctx.answer_after(event, broker)["offline_replicas"] = [
         {"topic": t, "partition": p} for t, p in sorted(mark.replicas)]
+
+
+def _queued_resumed_answers(ctx: Context, txn: ZkTxn, event: dict[str, Any], startup: Cause) -> None:
+    """With the state-change logs: another broker's KAFKA_STORAGE_ERROR answer to the LeaderAndIsr of a reassignment
+    the startup resumed (`answers.resumed_reassignment_answers`, right after the startup) whose mark was logged after
+    the controller wrote a leader's AlterIsr (`event`, its IsrChange, at `txn`) was queued behind that request: its
+    own event right after the IsrChange (seed 1550, Kafka 2.7.2: broker 4's startup resumed t0-0's reassignment at
+    00:29:40.177, leader 1's AlterIsr of t4-0 and t4-1 was written at .185 and its UpdateMetadata sent at .191, and
+    broker 1's answer was marked at .197)."""
+    marks, since, events = ctx.offline_marks, event_ms(startup.event), ctx.result.events
+    assert marks is not None
+    # Between the startup and `event`: after the startup, or after an IsrChange handled before this one.
+    between = events[ctx.event_at(startup.event) + 1:ctx.event_at(event)]
+    for answer in [e for e in between if e["type"] == ANSWER and e["broker_id"] != startup.broker]:
+        named = {(r["topic"], r["partition"]) for r in answer["offline_replicas"]}
+        mark = next((m for m in marks.logged if m.broker == answer["broker_id"] and set(m.replicas) == named and
+                     m.controller == ctx.controller_id and since <= m.at_ms <= since + REQUEST_ANSWER_MS), None)
+        if mark is not None and mark.at_ms > txn.time:
+            events.remove(answer)
+            ctx.answer_after(event, answer["broker_id"])["offline_replicas"] = answer["offline_replicas"]
+

@@ -64,7 +64,6 @@ def test_a_deleted_checkpoint_with_the_tables_left_is_refused(tmp_path: Path) ->
         check_pairing(lake, checkpoints)
 
 
-
 def test_one_query_checkpoint_deleted_is_refused(tmp_path: Path) -> None:
     """The partition query's folder alone gone: its batch ids would restart at 0 and the audit table's
     idempotent writes would skip them without a word."""

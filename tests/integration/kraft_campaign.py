@@ -98,6 +98,8 @@ LOG_DIRS = (1, 3)
 
 def drawn_log_dirs(seed: int, version: Version) -> int:
     return random.Random(f"log dirs {seed}").randint(*LOG_DIRS) if version.jbod else 1
+
+
 # The controller writes what a real one writes on its own, sooner: the periodic unclean election every few seconds
 # (its default is 5 minutes), and a segment roll and a snapshot every 8 seconds, so the copy replayed is segment 0,
 # several snapshots and several segments.

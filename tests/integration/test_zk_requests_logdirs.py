@@ -235,3 +235,15 @@ def test_a_notifications_answer_handled_after_a_topic_creation_that_came_meanwhi
     assert notification["offline_replicas"] == []
     assert events[at + 2]["offline_replicas"] == [{"topic": "t0", "partition": 0}, {"topic": "t1", "partition": 0}]
 
+
+def test_another_brokers_answer_to_a_resumed_reassignment_marked_after_an_alter_isr_goes_after_it(tmp_path: Path
+                                                                                                  ) -> None:
+    # Campaign seed 1550 (Kafka 2.7.2, two log dirs): broker 4's startup resumed t0-0's reassignment; leader 1's
+    # AlterIsr of t4-1, t3-0 and t4-0 was written at 00:29:40.185 (UpdateMetadata .191); broker 1's answer to the
+    # resumed reassignment's LeaderAndIsr was marked at .197, its empty UpdateMetadata sent at .214. isrflow had sent
+    # that before the AlterIsr's (UpdateMetadata 115 of 117).
+    every_request_equal("zookeeper-2.7-dirs-2-seed-1550", tmp_path, (55, 19, 117))
+    order = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["ts"] >= "2026-11-28T00:29:40"]
+    assert order[:6] == ["zk-181-4", "zk-184-t4-1", "zk-185-t3-0", "zk-185-t4-0", "zk-185-t4-0-answer-1",
+                         "zk-186-t3-0"]
+

@@ -344,8 +344,6 @@ def test_controlled_shutdown_ignores_topics_being_deleted() -> None:
     assert out.decisions == []
 
 
-
-
 def test_any_failure_elects_an_offline_partition_a_reassignment_gave_a_live_replica() -> None:
     # ZK (onReplicasBecomeOffline -> triggerOnlinePartitionStateChange): every Offline partition of the cluster tries
     # to elect at a broker's failure, not only those the broker hosts. Seed 1471 (Kafka 2.8.2): t0-0's one replica 2

@@ -209,8 +209,6 @@ def test_without_super_users_any_principal_may_administer() -> None:
     assert [r.outcome for r in cluster.delete("t").rows("t", 0)] == ["ACCEPTED", "ACCEPTED"]
 
 
-
-
 def test_a_broker_that_died_with_the_old_controller_is_gone_when_the_new_one_reads_the_cluster() -> None:
     # ZooKeeper: broker 1, the controller, dies; its session's end deletes /controller and /brokers/ids/1 in one
     # transaction and nobody handles the failure until broker 2 takes over and reads /brokers/ids (2 and 3).

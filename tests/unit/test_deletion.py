@@ -109,8 +109,6 @@ def test_delete_topic_during_a_reassignment_deletes_the_adding_replicas_too() ->
     assert cluster.controller.partitions == {}
 
 
-
-
 def test_a_reassignment_onto_a_starting_broker_bumps_the_leader_epoch_of_a_topic_being_deleted() -> None:
     # ZK's maybeResumeReassignments at a broker's startup does not skip a topic being deleted (zk campaign seed 26,
     # protocol 2.6): the partition's leader epoch moves once more (A1), sent to the replica set, before its deletion
@@ -159,7 +157,6 @@ def test_a_deletion_whose_stop_replica_answers_never_came_back_is_still_in_progr
     assert (offline.leader, offline.isr, offline.leader_epoch) == (-1, (3,), before.leader_epoch + 1)
     out = cluster.startup(3)
     assert cluster.record("c", 0) is None  # deleted again at its broker's startup, and the topic with it
-
 
 
 def test_a_deletion_asked_while_no_controller_was_active_is_queued_by_the_next_failover() -> None:

@@ -71,7 +71,6 @@ def test_changing_state_partitions_on_an_existing_checkpoint_is_refused(tmp_path
         state_partitions_conf(0, [tmp_path / "new"])
 
 
-
 def test_quiet_by_default_verbose_gives_spark_its_own_logging(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     quiet = session_conf({"spark.driver.extraJavaOptions": "-Dx=1"})

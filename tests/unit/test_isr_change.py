@@ -154,8 +154,6 @@ def test_unclean_leader_recovers_through_its_isr_change() -> None:
     assert cluster.isr_change("t", 0, [2, 1]).only_row.outcome == "ACCEPTED"
 
 
-
-
 def test_a_kafka_2_cluster_takes_an_isr_naming_a_broker_it_has_not_seen_start_yet() -> None:
     # Below inter.broker.protocol 2.7 the leader writes its ISR to ZooKeeper itself: a broker it took back can be in
     # the ISR before the controller has handled that broker's startup. No liveness check (KIP-841) at level 0; from

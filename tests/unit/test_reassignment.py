@@ -176,7 +176,6 @@ def test_pending_reassignment_resumes_after_controller_failover() -> None:
     assert d.controller_epoch == 2
 
 
-
 def test_a_failover_completes_again_the_reassignment_its_predecessor_died_inside() -> None:
     # A real 3.5.2 cluster (zk campaign seed 311): the controller completed t-0's reassignment [1, 2] -> [1, 3] up to
     # the ISR shrink (B4) and was killed before its assignment write (B6). The next controller read the reassignment
@@ -317,8 +316,6 @@ def test_isr_change_of_a_topic_being_deleted_does_not_resume_its_reassignment() 
     out = cluster.isr_change("t", 0, [1, 3], broker=1)
     assert out.only_row.error != "INVALID_TRANSITION", out.only_row
     assert all(d.election is None for d in out.decisions)
-
-
 
 
 def test_zk_no_unclean_election_while_a_live_broker_no_longer_a_replica_holds_the_isr() -> None:

@@ -793,7 +793,6 @@ def test_a_leaders_own_isr_write_inside_a_startup_goes_before_it_also_when_the_l
     assert_every_history_equal(observed, decisions)
 
 
-
 def test_a_controlled_shutdown_right_after_a_startup_that_resumed_a_reassignment_is_the_shutdowns() -> None:
     # A real 2.6 run (zk campaign seed 70): a startup resumed a reassignment onto the broker (a leader epoch bump),
     # then the leader's broker shut down: its leadership moved and it left the ISR. A resumed reassignment that does
@@ -976,7 +975,6 @@ def test_an_alter_partition_the_controller_wrote_ends_the_events_before_it() -> 
     assert events[-1]["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1]}]
     assert observed[-1]["cause_event_id"] == events[-1]["event_id"]
     assert_every_history_equal(observed, decisions)
-
 
 
 def _controller_1_expired() -> tuple[Ensemble, ZkTxn]:

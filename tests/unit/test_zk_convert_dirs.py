@@ -180,6 +180,7 @@ def test_a_mark_of_replicas_the_notification_did_not_ask_about_is_a_later_reques
     assert marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)
     assert not marks.request_answer(3, ("t1", 1), at + 2_473, at + 2_677)  # taken
 
+
 def test_a_mark_before_the_notifications_leader_and_isr_answers_the_request_before_it() -> None:
     # Campaign seed 1113 (Kafka 2.7.2): an Admin API reassignment made broker 1 t1-3's leader (LeaderAndIsr at
     # 12.275); writing its checkpoint failed the dir, the notification came at 12.311, the mark of t1-3 at 12.318,

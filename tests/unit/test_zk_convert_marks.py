@@ -102,14 +102,16 @@ def test_a_later_mark_of_the_notifications_broker_is_its_own_answer() -> None:
     assert [e["broker_id"] for e in _two_answers(second_mark=False) if e.get("change") == "CONTROLLED_SHUTDOWN"] == [2]
 
 
-def _startup_resuming_a_reassignment(adding: dict[int, list[int]]) -> list[dict[str, object]]:
+def _startup_resuming_a_reassignment(adding: dict[int, list[int]], alter_isr: bool = False
+                                     ) -> list[dict[str, object]]:
     """t-0 on brokers 1, 2, 3, with `adding` its reassignment's adding replicas; broker 2's dir fails, its
-    notification answered for t-1; broker 3 dies and registers again, and 100 ms later controller 1 marks t-0 on
-    broker 2."""
+    notification answered for t-1; broker 3 dies and registers again (with `alter_isr`, leader 1's AlterIsr taking
+    3 back into t-2's ISR is written right after), and 100 ms later controller 1 marks t-0 on broker 2."""
     z = Ensemble()
-    z.topic({0: [1, 2, 3], 1: [2, 1]}, **({"adding_replicas": adding} if adding else {}))
+    z.topic({0: [1, 2, 3], 1: [2, 1], 2: [1, 3]}, **({"adding_replicas": adding} if adding else {}))
     z.state(0, 1, [1, 2], 0)
     z.state(1, 2, [2, 1], 0)
+    z.state(2, 1, [1], 0)
     log_dir_failure(z, 2)
     lines = [_mark(z.now + 10, 1, "t-1", 2)]
     z.wait(50)
@@ -117,6 +119,8 @@ def _startup_resuming_a_reassignment(adding: dict[int, list[int]]) -> list[dict[
     z.session_end(3)
     z.wait(1_000)
     z.register(3, session=0x2003)
+    if alter_isr:
+        z.state(2, 1, [1, 3], 0)
     lines.append(_mark(z.now + 100, 1, "t-0", 2))
     return Converter(offline_marks=parse_offline_marks(lines)).convert(z.history()).events
 
@@ -163,3 +167,12 @@ def test_a_notifications_answer_written_after_a_topic_creation_handled_meanwhile
     events = Converter().convert(z.history()).events
     assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "CreateTopic"]
     assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+
+
+def test_another_brokers_answer_to_a_resumed_reassignment_marked_after_an_alter_isr_is_handled_after_it() -> None:
+    # Campaign seed 1550 (Kafka 2.7.2): broker 4's startup resumed t0-0's reassignment (00:29:40.177); leader 1's
+    # AlterIsr of t4-1, t3-0 and t4-0 was written at .185 (its UpdateMetadata .191); broker 1's KAFKA_STORAGE_ERROR
+    # answer was marked at .197: handled after the AlterIsr, its requests after the AlterIsr's.
+    events = _startup_resuming_a_reassignment({0: [3]}, alter_isr=True)
+    assert [e["type"] for e in events[-3:]] == ["BrokerChange", "IsrChange", "LeaderAndIsrResponseReceived"]
+    assert (events[-1]["broker_id"], events[-1]["offline_replicas"]) == (2, [{"topic": "t", "partition": 0}])

@@ -70,7 +70,6 @@ def test_a_restarted_broker_is_asked_again_its_replicas_elected_then_offline_aga
     assert c.rec("u", 0).leader == -1
 
 
-
 def test_a_startups_answer_queued_behind_an_alter_isr_takes_the_replicas_offline_after_it() -> None:
     # zk campaign seed 1255 (Kafka 2.8.2): broker 4 registered again with its failed dir; its KAFKA_STORAGE_ERROR answer
     # to the startup's LeaderAndIsr came as the controller handled leader 2's AlterIsr of t0-0, and was handled after
@@ -375,7 +374,6 @@ def test_a_startup_asks_nothing_of_its_brokers_deleted_replicas_so_its_failed_di
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset({("u", 0)})}
     assert any("answered KAFKA_STORAGE_ERROR again for 1 replica(s) in failed dirs: u-0" in r.message
                for r in back.cluster_rows)
-
 
 
 def test_a_notification_asks_nothing_of_the_brokers_deleted_replicas_so_its_answer_names_none() -> None:

@@ -113,7 +113,6 @@ def test_the_protocol_is_read_from_what_the_cluster_wrote() -> None:
     assert "/feature of version 2" in own_3_9.describe()
 
 
-
 def test_a_release_before_3_4_is_read_from_controller_znode_version_1() -> None:
     # /controller gained kraftControllerEpoch (version 2) in 3.4, at every protocol: without a server.log, a version 1
     # alone is taken as the last release of its generation.
@@ -123,7 +122,6 @@ def test_a_release_before_3_4_is_read_from_controller_znode_version_1() -> None:
         assert "/controller of version 1 (a release before 3.4)" in read.describe()
     for run in ("zookeeper-3.5-scripted", "zookeeper-2.6-seed-2"):  # 3.5.2; 3.9.1 at protocol 2.6
         assert read_release(read_zk_history(REGRESSIONS / run / "version-2")).kafka_version is None, run
-
 
 
 def test_a_kafka_2_8_clusters_protocol_starts_its_events_and_its_server_log_names_the_release() -> None:
