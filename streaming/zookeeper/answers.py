@@ -157,23 +157,31 @@ def _second_answer(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int])
 
 
 # The events a notification's answer was seen queued behind (its writes after theirs): an Admin API reassignment
-# (seed 1035), a leader's AlterIsr (seed 1301), a topic creation (seed 1535, `created_before`).
-_QUEUED_BEFORE_ANSWERS = ("PARTITIONS", "ISR", "CREATED")
+# (seed 1035), a leader's AlterIsr (seed 1301), a topic creation (seed 1535, `created_before`), an Admin API preferred
+# election (seed 1575; an unclean one is the same controller event, ReplicaLeaderElection).
+_QUEUED_BEFORE_ANSWERS = ("PARTITIONS", "ISR", "CREATED", "PREFERRED", "UNCLEAN")
 
 
 def _answered_after_request(ctx: Context, txn: ZkTxn, cause: Cause, key: tuple[str, int]) -> Cause:
-    """With the state-change logs: the notification's answer written right after an Admin API reassignment or a
-    leader's AlterIsr the controller handled between the notification and the answer (queued while the broker
-    answered) is handled after that request: its own event right after the request's (LeaderAndIsrResponseReceived),
-    not the notification's, which names nothing new then (seed 1035: broker 4's answer, t0-1, after the reassignment
-    of t2-0; seed 1301: broker 3's, t3-0, t6-0 and t1-1, after leader 1's AlterIsr of t1-0, which completed a
-    reassignment; isrflow had sent its requests before the request's). Its later writes are the answer's
-    (`request_answer`). Not once a follower handed either out."""
+    """The notification's answer written right after a request the controller handled between the notification and
+    the answer (queued while the broker answered; `_QUEUED_BEFORE_ANSWERS`) is handled after that request: its own
+    event right after the request's (LeaderAndIsrResponseReceived), not the notification's, which names nothing new
+    then (seed 1035: broker 4's answer, t0-1, after the reassignment of t2-0; seed 1301: broker 3's, t3-0, t6-0 and
+    t1-1, after leader 1's AlterIsr of t1-0, which completed a reassignment; isrflow had sent its requests before the
+    request's). With the state-change logs the answer takes the replicas its mark names, and its later writes are
+    its (`request_answer`); from the directory alone, each write of it after the request's names one (seed 1575: an
+    Admin API preferred election made broker 3 t1-1's leader again before the answer took it offline; taken offline
+    at the notification, nothing was left to elect). Not once a follower handed either out."""
     request = ctx.handling(txn) or created_before(ctx, txn)
-    if cause.logged is None or request is None or request.kind not in _QUEUED_BEFORE_ANSWERS or \
+    if request is None or request.kind not in _QUEUED_BEFORE_ANSWERS or \
             event_zxid(request.event) < event_zxid(cause.event) or ctx.event_at(request.event) is None or \
             ctx.event_at(cause.event) is None:
         return cause
+    if cause.logged is None:
+        # From the directory alone: the writes the answer makes after the request's are its own, whose replicas
+        # they take offline (the notification's, explained before, stay with it).
+        ctx.answered_after(request.event, cause.broker or 0, txn, key)
+        return request
     answer = ctx.answer_after(request.event, cause.broker or 0)
     answer["offline_replicas"].extend(r for r in cause.event["offline_replicas"] if r not in answer["offline_replicas"])
     ctx.answer_writes[txn.zxid, key] = answer["event_id"]

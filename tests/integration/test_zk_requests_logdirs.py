@@ -247,3 +247,16 @@ def test_another_brokers_answer_to_a_resumed_reassignment_marked_after_an_alter_
     assert order[:6] == ["zk-181-4", "zk-184-t4-1", "zk-185-t3-0", "zk-185-t4-0", "zk-185-t4-0-answer-1",
                          "zk-186-t3-0"]
 
+
+def test_a_notifications_answer_handled_after_a_preferred_election_that_came_meanwhile_goes_after_it(tmp_path: Path
+                                                                                                    ) -> None:
+    # Campaign seed 1575 (Kafka 2.8.2, two log dirs): controller 4 read broker 3's notification (01:02:55.700), then an
+    # Admin API preferred election (.712) made 3 the leader of t1-0 and t1-1 again (LeaderAndIsr .733), then handled
+    # broker 3's answer (mark .796): t1-1 to 4 without 3. isrflow had taken 3 offline at the notification: t1-1 one
+    # leader epoch behind (4 of 5 histories, 22 of 24 decisions, LeaderAndIsr 74 of 78).
+    every_request_equal("zookeeper-2.8-dirs-2-seed-1575", tmp_path, (78, 9, 132))
+    order = [(e["type"], e.get("offline_replicas")) for e in read_jsonl(tmp_path / "zk" / "events.jsonl")
+             if e["type"] in ("LogDirEventNotification", "ElectLeaders", "LeaderAndIsrResponseReceived")]
+    assert order[-3:] == [("LogDirEventNotification", []), ("ElectLeaders", None), (
+        "LeaderAndIsrResponseReceived", [{"topic": "t1", "partition": 1}, {"topic": "t1", "partition": 2}])]
+

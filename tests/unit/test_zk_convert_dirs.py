@@ -276,10 +276,12 @@ def test_a_notifications_answer_written_after_a_reassignment_handled_meanwhile_g
     assert events[-3]["offline_replicas"] == []
     assert (events[-1]["broker_id"], events[-1]["offline_replicas"]) == (3, [{"topic": "t", "partition": 1}])
     assert converted.observed[-1]["cause_event_id"] == events[-1]["event_id"]
-    # From the directory alone (no mark), the notification explains the write as before.
+    # From the directory alone (no mark) the same: the answer's write comes after the request's (seed 1575).
     events = convert(z.history()).events
-    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "ReassignPartitions"]
-    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 1}]
+    assert [e["type"] for e in events[-3:]] == ["LogDirEventNotification", "ReassignPartitions",
+                                                "LeaderAndIsrResponseReceived"]
+    assert events[-3]["offline_replicas"] == []
+    assert (events[-1]["broker_id"], events[-1]["offline_replicas"]) == (3, [{"topic": "t", "partition": 1}])
 
 
 def test_a_notifications_answer_written_after_a_leaders_alter_isr_handled_meanwhile_goes_with_that_isr_change() -> None:
@@ -315,10 +317,11 @@ def test_a_notifications_answer_written_after_a_leaders_alter_isr_handled_meanwh
         3, [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 2}])
     assert [o["cause_event_id"] for o in converted.observed[-2:]] == [events[-1]["event_id"]] * 2
     assert not converted.unexplained
-    # From the directory alone (no mark), the notification explains the writes as before.
+    # From the directory alone (no mark) the same: the answer's writes come after the IsrChange's (seed 1575).
     events, observed, decisions = replayed(z.history())
-    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "IsrChange"]
-    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 2}]
+    assert [e["type"] for e in events[-3:]] == ["LogDirEventNotification", "IsrChange", "LeaderAndIsrResponseReceived"]
+    assert events[-3]["offline_replicas"] == []
+    assert events[-1]["offline_replicas"] == [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 2}]
     assert_every_history_equal(observed, decisions)
 
 

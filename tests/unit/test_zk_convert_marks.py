@@ -11,7 +11,7 @@ from streaming.zookeeper.statechange import parse_offline_marks
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, Znode, ZnodeOp
 
 from .test_zk_convert_dirs import log_dir_failure
-from .zk_ensemble import Ensemble
+from .zk_ensemble import Ensemble, assert_every_history_equal, replayed
 
 
 def _mark(at_ms: int, controller: int, replicas: str, broker: int) -> str:
@@ -163,10 +163,12 @@ def test_a_notifications_answer_written_after_a_topic_creation_handled_meanwhile
         3, [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}])
     assert [o["cause_event_id"] for o in converted.observed[-2:]] == [events[-1]["event_id"]] * 2
     assert not converted.unexplained
-    # From the directory alone (no mark), the notification explains the writes as before.
+    # From the directory alone (no mark) the same: the answer's writes come after the creation's (seed 1575).
     events = Converter().convert(z.history()).events
-    assert [e["type"] for e in events[-2:]] == ["LogDirEventNotification", "CreateTopic"]
-    assert events[-2]["offline_replicas"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+    assert [e["type"] for e in events[-3:]] == ["LogDirEventNotification", "CreateTopic",
+                                                "LeaderAndIsrResponseReceived"]
+    assert events[-3]["offline_replicas"] == []
+    assert events[-1]["offline_replicas"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
 
 
 def test_another_brokers_answer_to_a_resumed_reassignment_marked_after_an_alter_isr_is_handled_after_it() -> None:
@@ -176,3 +178,31 @@ def test_another_brokers_answer_to_a_resumed_reassignment_marked_after_an_alter_
     events = _startup_resuming_a_reassignment({0: [3]}, alter_isr=True)
     assert [e["type"] for e in events[-3:]] == ["BrokerChange", "IsrChange", "LeaderAndIsrResponseReceived"]
     assert (events[-1]["broker_id"], events[-1]["offline_replicas"]) == (2, [{"topic": "t", "partition": 0}])
+
+
+def test_a_notifications_answer_after_an_admin_preferred_election_handled_meanwhile_goes_after_it() -> None:
+    # Campaign seed 1575 (Kafka 2.8.2): controller 4 read broker 3's notification (01:02:55.700), then an Admin API
+    # preferred election that came meanwhile, which made 3 t1-1's leader again (written .719), then broker 3's
+    # answer (mark .796): t1-1 to 4, without 3 (.817). The answer goes after the election, with the marks and from
+    # the directory alone; isrflow had taken t1-1 offline on 3 first, so the election had nothing to elect. Here t-0
+    # led by 1 after broker 3's failure and restart, its preferred replica 3.
+    z = Ensemble()
+    z.topic({0: [3, 1, 2]})
+    z.state(0, 3, [3, 1, 2], 0)
+    z.session_end(3)
+    z.state(0, 1, [1, 2], 1)
+    z.register(3, session=0x2003)
+    z.state(0, 1, [1, 2, 3], 1)  # leader 1's AlterIsr
+    log_dir_failure(z, 3)
+    z.state(0, 3, [1, 2, 3], 2)  # the preferred election: no znode
+    z.state(0, 1, [1, 2], 3)  # the answer
+    mark = _mark(z.txns[-1].time - 1, 1, "t-0", 3)
+    for marks in ([mark], None):
+        converted = Converter(offline_marks=parse_offline_marks(marks) if marks else None).convert(z.history())
+        events = converted.events
+        assert [e["type"] for e in events[-3:]] == ["LogDirEventNotification", "ElectLeaders",
+                                                    "LeaderAndIsrResponseReceived"], marks
+        assert events[-3]["offline_replicas"] == []
+        assert events[-1]["offline_replicas"] == [{"topic": "t", "partition": 0}]
+    events, observed, decisions = replayed(z.history())
+    assert_every_history_equal(observed, decisions)
