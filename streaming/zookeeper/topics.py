@@ -23,8 +23,10 @@ from streaming.zookeeper.context import (
     Context,
     TopicAssignment,
     controllers_write,
+    event_ms,
     event_zxid,
 )
+from streaming.zookeeper.statechange import epoch_ms
 from streaming.zookeeper.txnlog import ZkTxn
 
 
@@ -192,9 +194,20 @@ def _next_partitions_of(ctx: Context, txn: ZkTxn, keys: set[tuple[str, int]], bu
     already; a partition the request names again is another request (seeds 48, 140)."""
     request = ctx.handling(txn, bump)
     if request is None or request.kind != "PARTITIONS" or request.event.get("through_znode") or \
-            any((m["topic"], m["partition"]) in keys for m in request.event["partitions"]):
+            any((m["topic"], m["partition"]) in keys for m in request.event["partitions"]) or \
+            _broker_change_read_since(ctx, request, txn):
         return None
     return request
+
+
+def _broker_change_read_since(ctx: Context, request: Cause, txn: ZkTxn) -> bool:
+    """With the controllers' controller.log: a BrokerChange read logged since the request came and before `txn`:
+    the controller had finished the request and handled a broker change (which may write nothing) before this
+    write, another request's (seed 1584, Kafka 3.9.1 at protocol 2.6: t0-0 reassigned in place 1.3 s after broker
+    2's startup, 4.3 s after the request before it; read as one request, its requests went before the startup's)."""
+    since = event_ms(request.event)
+    reads = ctx.reads.broker_reads.get(ctx.controller_epoch, ())
+    return any(since <= epoch_ms(read.time) <= txn.time for read in reads)
 
 
 def _completed(ctx: Context, txn: ZkTxn, key: tuple[str, int], target: tuple[int, ...]) -> None:

@@ -379,3 +379,14 @@ def test_an_offline_partitions_reassignment_in_place_through_the_znode_sends_its
     assert [(m["topic"], m["partition"], m["replicas"]) for m in reassignment["partitions"]] == [
         ("t0", 0, [1, 3]), ("t1", 1, [2])]
 
+
+def test_a_reassignment_after_a_broker_startup_the_controller_read_is_its_own_request(tmp_path: Path) -> None:
+    # Campaign seed 1584 (Kafka 3.9.1 at protocol 2.6): t1-0 reassigned in place (01:13:58), broker 2's startup read
+    # at 01:14:01.185 (UpdateMetadata of no partition to 1, 3, 4; of 3 to 2), then t0-0 and t1-0 reassigned
+    # (02.528). isrflow had read t0-0's writes as the first request's, before the startup (UpdateMetadata 146 of 151).
+    every_request_equal("zookeeper-2.6-seed-1584", tmp_path, (42, 4, 151))
+    events = [e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["ts"] >= "2026-11-28T01:13:58"
+              and e["type"] in ("ReassignPartitions", "BrokerChange")]
+    assert [(e["type"], [(m["topic"], m["partition"]) for m in e.get("partitions", [])]) for e in events[:3]] == [
+        ("ReassignPartitions", [("t1", 0)]), ("BrokerChange", []), ("ReassignPartitions", [("t0", 0), ("t1", 0)])]
+
