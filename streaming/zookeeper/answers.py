@@ -40,16 +40,17 @@ def request_answer(ctx: Context, txn: ZkTxn, key: tuple[str, int], dropped: list
     leaderless, the last ISR member (removeReplicasFromIsr keeps it in the ISR), the request's answer when its event
     names the replica already (seed 1113)."""
     request = ctx.handling(txn) or _asked_by(ctx, key, dropped)
-    # An answer queued behind a leader's AlterIsr names partitions the AlterIsr did not (`_answered_after_request`).
-    if request is None or request.kind not in (*_ANSWERED_REQUESTS, "ISR") or \
-            (key not in request.partitions and request.kind != "ISR") or ctx.event_at(request.event) is None:
+    if request is None or ctx.event_at(request.event) is None:
         return None
+    # An answer queued behind a request names partitions the request did not (`_answered_after_request`).
     ref = {"topic": key[0], "partition": key[1]}
     answers = ctx.answers_after(request.event)
     answered = [b for b in (*dropped[:1], left) if b in answers and ref in answers[b]["offline_replicas"]]
     if len(dropped) <= 1 and answered:
         ctx.answer_writes[txn.zxid, key] = answers[answered[0]]["event_id"]
         return request  # its mark was read with the request (`reassignment_answers`, `_answered_before_asked`)
+    if request.kind not in (*_ANSWERED_REQUESTS, "ISR") or (key not in request.partitions and request.kind != "ISR"):
+        return None
     asked = _queued_behind(ctx, txn, request, key) if request.kind == "ISR" else request
     broker = dropped[0] if len(dropped) == 1 else left if not dropped and _left_out(ctx, left, key) else None
     if broker is None or asked is None or asked.kind not in _ANSWERED_REQUESTS:
