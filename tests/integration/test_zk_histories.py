@@ -68,7 +68,10 @@ NOT_YET: dict[str, str] = {
                                       "notification, so the rules keep t0-1's replica OfflineReplica and t0's "
                                       "deletion retries it (leader -1 at epoch 3, never written). With the "
                                       "brokers' logs all 14 histories, 31 decisions and every request agree "
-                                      "(test_zk_requests_logdirs.py)",
+                                      "(test_zk_requests_logdirs.py). Taking every write before the "
+                                      "notification's delete as no answer of it fixes this run but moves seeds "
+                                      "1034 and 415 (an answer's election there is followed by a completion the "
+                                      "watch queued after the notification, below protocol 2.7)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])
