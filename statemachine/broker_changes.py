@@ -72,8 +72,10 @@ def _on_broker_failure(s: Step) -> None:
         s.move(P.OFFLINE)
     _bring_online(s, s.command.unclean_allowed)
     # Its replica goes offline: the broker is gone, or (a log dir's answer) the replica is in the failed dir. A New
-    # partition the answer's election tries elsewhere keeps the broker's registered replica online (seed 1008).
-    if broker in s.record.replica_states and broker not in s.command.live_brokers | s.command.shutting_down_brokers:
+    # partition the answer's election tries elsewhere keeps the broker's registered replica online (seed 1008), and
+    # one whose replica there an earlier answer took offline is not taken offline again (seed 1543).
+    if s.command.replica_goes_offline and broker in s.record.replica_states and \
+            broker not in s.command.live_brokers | s.command.shutting_down_brokers:
         with s.batch(Phase.OFFLINE_REPLICA):
             _offline_replica(s, broker)
 

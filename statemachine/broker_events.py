@@ -239,8 +239,9 @@ class BrokerEvents:
         # (The flag read once: the scan is the whole cluster's, and the kraft rules skip it.)
         elsewhere = [k for k, r in self.partitions.items() if r.state in _TRIED_EVERYWHERE
                      and not r.queued_for_deletion] if self.config.rules.elects_everywhere else []
+        # Only the replicas of `hosted` go offline (OfflineReplica); the other partitions only elect.
         for key in sorted({*hosted, *led_elsewhere, *elsewhere}):
-            out.partition(Action.BROKER_FAILURE, key, broker_id=broker)
+            out.partition(Action.BROKER_FAILURE, key, broker_id=broker, replica_goes_offline=key in hosted)
         if deleting:
             self._resume_deletions(out)  # failReplicaDeletion, then resumeDeletions
         if not out.requests:

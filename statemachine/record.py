@@ -143,6 +143,10 @@ class Command:
     # BROKER_STARTUP: the brokers started together (onBrokerStartup's newBrokers) when the controller read several
     # registrations at once; empty: `broker_id` alone.
     new_brokers: tuple[int, ...] = ()
+    # BROKER_FAILURE: the broker's replica is one of those going offline (onReplicasBecomeOffline's newly offline
+    # replicas); false: a partition whose replica there was known offline already only tries its election
+    # (triggerOnlinePartitionStateChange).
+    replica_goes_offline: bool = True
     # CREATE: the assignment; REASSIGN: the target (None = cancel).
     replicas: tuple[int, ...] | None = None
     # REASSIGN: asked through /admin/reassign_partitions (no check that the new replicas are live).

@@ -169,9 +169,16 @@ def _answered_before_notified(ctx: Context, txn: ZkTxn, broker: int) -> bool:
     since = event_ms(request.event)
     until = min(txn.time - 1, since + REQUEST_ANSWER_MS)
     marks = ctx.offline_marks
-    answered = [key for key in sorted(request.partitions) if marks.request_answer(broker, key, since, until)]
+    answered = [key for key in sorted(_named(request)) if marks.request_answer(broker, key, since, until)]
     _answered(ctx, request, broker, answered)
     return bool(answered)
+
+
+def _named(request: Cause) -> set[tuple[str, int]]:
+    """The partitions whose LeaderAndIsr `request` sent: those it wrote, and a reassignment's every partition, also
+    one in place (complete with its one bump, so no longer among those it may write: seed 1543)."""
+    moves = request.event.get("partitions", []) if request.kind == "PARTITIONS" else []
+    return request.partitions | {(m["topic"], m["partition"]) for m in moves}
 
 
 def _answered(ctx: Context, request: Cause, broker: int, keys: Iterable[tuple[str, int]]) -> None:

@@ -73,6 +73,19 @@ NOT_YET: dict[str, str] = {
     "zookeeper-3.9-dirs-2-seed-1586": "from ZooKeeper alone 12 of 13 histories, 37 of 39 decisions: t2-1's writes "
                                       "at 203 and 206 (DeleteTopic zk-202-t2) one step behind, then a failover's "
                                       "write of t2-1 (leader -1, ISR [3]) isrflow makes no decision for",
+    "zookeeper-2.7-dirs-3-seed-1543": "from ZooKeeper alone 13 of 14 histories, 31 of 32 decisions: broker 4 "
+                                      "answered the LeaderAndIsr of t0-1's reassignment in place (zk-188) with "
+                                      "KAFKA_STORAGE_ERROR before its notification (zk-190), and the controller "
+                                      "wrote t0-1 leaderless (zk-191) before it read the notification (deleted at "
+                                      "zk-192; its answer is a later event, so a write before the delete is not "
+                                      "that answer). The importer, without the marks, gives zk-191 to the "
+                                      "notification, so the rules keep t0-1's replica OfflineReplica and t0's "
+                                      "deletion retries it (leader -1 at epoch 3, never written). With the "
+                                      "brokers' logs all 14 histories, 31 decisions and every request agree "
+                                      "(test_zk_requests_logdirs.py). Taking every write before the "
+                                      "notification's delete as no answer of it fixes this run but moves seeds "
+                                      "1034 and 415 (an answer's election there is followed by a completion the "
+                                      "watch queued after the notification, below protocol 2.7)",
 }
 REGRESSIONS = [pytest.param(p, id=p.name, marks=[pytest.mark.xfail(reason=NOT_YET[p.name], strict=True)]
                             if p.name in NOT_YET else [])

@@ -109,6 +109,28 @@ def test_a_log_dirs_answer_queued_behind_a_reassignment_is_no_controlled_shutdow
     assert by_id["zk-193-t2-answer-4"]["offline_replicas"] == [{"topic": "t0", "partition": 1}]  # its own event
 
 
+def test_an_answer_to_a_reassignment_in_place_handled_before_the_notification_is_its_own_event(tmp_path: Path) -> None:
+    # Campaign seed 1543 (Kafka 2.7.2, three log dirs; its `version-2` is a regression of test_zk_histories): an Admin
+    # API reassignment of t0-1 to the replica it had ([4]) bumped it (00:18:29.856); broker 4, whose dir had failed,
+    # answered that LeaderAndIsr with KAFKA_STORAGE_ERROR ("Mark replicas t0-1 on broker 4", .888) before its
+    # notification came (.908): t0-1 leaderless (.916), then the notification's LeaderAndIsr of its four replicas,
+    # whose answer marked t3-0 alone. isrflow had given both marks to the notification, then written t0-1 leaderless
+    # again at t0's deletion (never written): 13 of 14 histories, LeaderAndIsr 42 of 43, StopReplica 18 of 20,
+    # UpdateMetadata 132 of 138.
+    summary = every_request_equal("zookeeper-2.7-dirs-3-seed-1543", tmp_path, (43, 20, 138))
+    assert "14 of 14 equal" in summary
+    events = {e["event_id"]: e for e in read_jsonl(tmp_path / "zk" / "events.jsonl")}
+    ids = list(events)
+    assert ids.index("zk-186-t0-2-answer-4") == ids.index("zk-186-t0-2") + 1
+    assert events["zk-186-t0-2-answer-4"]["offline_replicas"] == [{"topic": "t0", "partition": 1}]
+    assert events["zk-190"]["offline_replicas"] == [{"topic": "t3", "partition": 0}]
+    t0_1 = [(d["cause_event_id"], d["leader"], d["isr"], d["leader_epoch"])
+            for d in read_jsonl(tmp_path / "decisions.jsonl") if (d["topic"], d["partition"]) == ("t0", 1)]
+    assert t0_1[-1] == ("zk-186-t0-2-answer-4", -1, [4], 2)  # nothing more: not at the notification, nor the deletion
+    # The notification asks broker 4 about its four replicas, then its answer elects 3 for t3-0.
+    assert leader_and_isr(tmp_path, "zk-190") == [(0, 4, ["t0-0", "t0-1", "t2-0", "t3-0"]), (1, 3, ["t3-0"])]
+
+
 def test_a_reassignment_asked_again_after_a_startup_and_its_replica_in_a_failed_dir(tmp_path: Path) -> None:
     # Campaign seed 1030 (Kafka 2.7.2, three log dirs; its `version-2` is a regression of test_zk_histories): t0-1 was
     # being reassigned through the znode from [2] (dead) to [4], replica 4 online since controller 4's failover.

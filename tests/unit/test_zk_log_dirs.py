@@ -393,3 +393,25 @@ def test_a_notification_asks_nothing_of_the_brokers_deleted_replicas_so_its_answ
     assert "0 in failed dirs, 0 newly offline" in result.cluster_row.message
     assert c.controller.cluster.replicas_on_offline_dirs == {2: frozenset()}
     assert c.replica_states("d", 0)[2] == "ReplicaDeletionSuccessful"
+
+
+def test_a_replica_an_earlier_answer_took_offline_stays_as_it_is_at_the_notifications_answer() -> None:
+    # zk campaign seed 1543 (Kafka 2.7.2): broker 4 answered a reassignment's LeaderAndIsr of t0-1 (its only replica)
+    # with KAFKA_STORAGE_ERROR before its notification was read: t0-1 leaderless, ISR [4]. The notification's answer
+    # marked t3-0 alone (t0-1 known offline already); onReplicasBecomeOffline's election of the offline t0-1 failed,
+    # and only t3-0's replica went offline (OfflineReplica): no second leader -1 bump of t0-1, nor one when t0 was
+    # deleted later (its replica there OnlineReplica again since onBrokerLogDirFailure, so no deletion retry).
+    # Here t-0 on brokers 3 and 1, 1 gone: 3 alone in its ISR.
+    c = Cluster()
+    c.start(1, 2, 3)
+    c.create("t", [3, 1], [3, 2])
+    c.failure(1)
+    first = answer(c, 3, ("t", 0))
+    assert [(d.leader, d.isr) for d in first.decisions_for("t", 0)] == [(-1, (3,))]
+    epoch = c.rec("t", 0).leader_epoch
+    notified = failed_dir(c, 3, ("t", 1))
+    assert notified.decisions_for("t", 0) == []
+    assert [(d.leader, d.isr) for d in notified.decisions_for("t", 1)] == [(2, (2,))]
+    assert "1 in failed dirs, 1 newly offline: t-1" in notified.cluster_row.message
+    assert c.delete("t").decisions_for("t", 0) == []
+    assert (c.rec("t", 0).leader, c.rec("t", 0).isr, c.rec("t", 0).leader_epoch) == (-1, (3,), epoch)
