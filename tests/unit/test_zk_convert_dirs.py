@@ -484,6 +484,33 @@ def test_a_znode_reassignments_rewrite_in_place_after_a_leaders_own_isr_write_is
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_failover_starts_over_a_znode_reassignment_an_admin_write_took_off_the_topics_assignment() -> None:
+    # A real 3.0.2 run (zk campaign seed 1547): /admin/reassign_partitions asked t-0 from [2] to [4]; the controller
+    # wrote t's assignment with it, then a CreatePartitions of t (the admin's write, read before the controller's) put
+    # t-0 back on [2] alone. The next controller reads [2] and starts the znode's reassignment over: its failover
+    # says so; one whose znode reassignment /brokers/topics still holds says nothing of it.
+    def failover(overwritten: bool) -> dict[str, Any]:
+        z = Ensemble((1, 2, 3, 4))
+        z.topic({0: [2]})
+        z.state(0, 2, [2], 0)
+        z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions",
+                              b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4]}]}', 0))
+        z.topic({0: [4, 2]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [2]})
+        z.state(0, 2, [2], 1)
+        if overwritten:
+            z.txn(0x3001, ZnodeOp("setData", "/brokers/topics/t", json.dumps(
+                {"partitions": {"0": [2], "1": [3]}, "version": 3}).encode(), 0))
+        z.session_end(1)
+        z.elect(3, 2)
+        [event] = [e for e in convert(z.history()).events if e["type"] == "ControllerChange" and
+                   e["controller_epoch"] == 2]
+        return event
+
+    assert failover(overwritten=True)["restarted_reassignments"] == [
+        {"topic": "t", "partition": 0, "replicas": [2], "adding_replicas": [], "removing_replicas": []}]
+    assert "restarted_reassignments" not in failover(overwritten=False)
+
+
 def test_a_deletion_the_controllers_session_ended_inside_is_marked_unanswered_and_a_completed_one_is_not() -> None:
     # zklog/regressions/zookeeper-3.0-deletion-cut-short: both replicas live, the topic's znodes still there when the
     # controller's session ends: its StopReplica answers never came back to it.
