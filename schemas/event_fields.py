@@ -99,6 +99,7 @@ OPTIONAL_FIELDS: dict[str, dict[str, Any]] = {
                          "reassignments": (replica_assignments, ()),
                          "reads_reassignment_znode": (boolean, False),
                          "znode_reassignments": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
+                         "restarted_reassignments": (replica_assignments, ()),
                          "answer_order": (int_list, ()), "topics_to_delete": (string_list, ())},
     "LogDirEventNotification": {"offline_replicas": (lambda v, n: partition_refs(v, n, with_replicas=False), ()),
                                 "deletion_answers": (string_list, ())},

@@ -259,6 +259,11 @@ class ControllerChange(Event):
     # ZooKeeper mode (addition): those of `reassignments` that /admin/reassign_partitions still named: the failover
     # resumes them first, in the order of its read of the znode (processZkPartitionReassignment), then the others.
     znode_reassignments: tuple[PartitionRef, ...] = ()
+    # ZooKeeper mode (addition): the assignments the new controller read in /brokers/topics (no replica being added or
+    # removed) of partitions /admin/reassign_partitions names elsewhere: an admin write of the topic's assignment (a
+    # CreatePartitions read before the old controller's write) put the original replicas back. The new controller
+    # knows those replicas alone and starts the znode's reassignment over, with `znode_reassignments`.
+    restarted_reassignments: tuple[ReplicaAssignment, ...] = ()
     # ZooKeeper mode (addition): the brokers in the order the new controller handled their KAFKA_STORAGE_ERROR answers
     # to its failover's LeaderAndIsr requests, each an event of its own queued as it came (its `Mark replicas`
     # lines); brokers not named after those named, by id. Empty: by id.

@@ -53,16 +53,23 @@ class ControllerEpoch:
         asked = {t for t in ev.topics_to_delete if t in cv.topics} - cv.topics_queued_for_deletion \
             if isinstance(ev, ControllerChange) else set()
         cv.topics_queued_for_deletion |= asked
+        restarted: dict[tuple[str, int], tuple[int, ...]] = {}
         if isinstance(ev, ControllerChange):
             # processZkPartitionReassignment refuses a partition of a topic queued for deletion
             # (maybeTriggerPartitionReassignment: UNKNOWN_TOPIC_OR_PARTITION): maybeResumeReassignments resumes it
             # with the others (seed 1284: t4-0, being deleted, after t0-2).
+            # A reassignment /brokers/topics lost, the znode still naming it, starts over in the same read (seed 1547).
+            restarted = {(r.topic, r.partition): r.replicas for r in ev.restarted_reassignments
+                         if r.topic not in cv.topics_queued_for_deletion}
             out.from_znode = frozenset((r.topic, r.partition) for r in ev.znode_reassignments
-                                       if r.topic not in cv.topics_queued_for_deletion)
+                                       if r.topic not in cv.topics_queued_for_deletion) | set(restarted)
         for key in sorted(self.partitions):
             if key in read:
                 out.partition(Action.CONTROLLER_FAILOVER, key, replicas=read[key].replicas,
                               adding_replicas=read[key].adding_replicas, removing_replicas=read[key].removing_replicas,
+                              queued_for_deletion=key[0] in asked)
+            elif key in restarted:
+                out.partition(Action.CONTROLLER_FAILOVER, key, replicas=restarted[key], reassignment_restarted=True,
                               queued_for_deletion=key[0] in asked)
             else:
                 out.partition(Action.CONTROLLER_FAILOVER, key, queued_for_deletion=key[0] in asked)

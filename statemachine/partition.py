@@ -36,6 +36,7 @@ from statemachine.leader_changes import (
     _on_try_election,
     _progress_reassignment,
     _resume_reassignment_being_deleted,
+    _start_reassignment,
 )
 from statemachine.record import NO_LEADER, Action, Applied, Command, PartitionRecord
 from statemachine.replica_steps import _offline_replica, _require_partition
@@ -82,7 +83,8 @@ def _on_controller_failover(s: Step) -> None:
     live = s.command.live_brokers
     if s.command.queued_for_deletion:  # TopicDeletionManager.init: a topic asked deleted while no controller was active
         s.record = s.record.evolve(queued_for_deletion=True, reassignment_in_progress=False)
-    if s.command.replicas is not None and not s.record.queued_for_deletion:
+    restarted = _reassignment_lost(s)
+    if restarted is None and s.command.replicas is not None and not s.record.queued_for_deletion:
         _read_reassignment(s)
     elif s.record.reassignment_in_progress and not (s.record.adding_replicas or s.record.removing_replicas):
         # A reassignment whose completion threw (no leader yet: leader_changes._progress_reassignment) lived in the
@@ -112,9 +114,28 @@ def _on_controller_failover(s: Step) -> None:
     if s.record.has_leader_and_isr and s.record.leader not in live and s.record.state is not P.OFFLINE:
         s.move(P.OFFLINE)
     _bring_online(s, s.command.unclean_allowed)
-    if s.record.reassignment_in_progress:
+    if restarted is not None:
+        with s.batch(Phase.REASSIGNMENT):
+            _start_reassignment(s, restarted)
+    elif s.record.reassignment_in_progress:
         with s.batch(Phase.REASSIGNMENT):
             _progress_reassignment(s)
+
+
+def _reassignment_lost(s: Step) -> tuple[int, ...] | None:
+    """A reassignment in progress that /brokers/topics no longer holds (a CreatePartitions read before the old
+    controller's assignment write put the original replicas back) while /admin/reassign_partitions still names it:
+    the new controller reads the original replicas alone, knows no state of the new ones (NonExistentReplica, not
+    offline), and starts the reassignment over (processZkPartitionReassignment: U1 again, then A; seed 1547, Kafka
+    3.0.2: t1-2 to [4], broker 4 dead, its NewReplica transition sending an UpdateMetadata). Its target, if so."""
+    rec = s.record
+    if not s.command.reassignment_restarted or rec.queued_for_deletion or \
+            not (rec.adding_replicas or rec.removing_replicas):
+        return None
+    target, origin = rec.target_replicas, s.command.replicas or rec.origin_replicas
+    s.record = rec.evolve(replicas=origin, adding_replicas=(), removing_replicas=(), reassignment_in_progress=False,
+                          replica_states={b: state for b, state in rec.replica_states.items() if b in origin})
+    return target
 
 
 def _read_reassignment(s: Step) -> None:

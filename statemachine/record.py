@@ -156,6 +156,9 @@ class Command:
     # CONTROLLER_FAILOVER: the failover's read of /admin/delete_topics queued the topic (asked while no controller was
     # active, so none had read it).
     queued_for_deletion: bool = False
+    # CONTROLLER_FAILOVER: /brokers/topics lost the reassignment in progress (`replicas`: what it holds instead),
+    # /admin/reassign_partitions still names it: the new controller starts it over.
+    reassignment_restarted: bool = False
     # ISR_CHANGE: the reassignment it lets complete is completed by an event queued before it (a startup).
     reassignment_completed_by_queued_event: bool = False
     # ISR_CHANGE: the controller died inside the completion it lets start, after the leader moved (B3).

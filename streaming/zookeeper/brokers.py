@@ -63,10 +63,17 @@ def controller_elected(ctx: Context, txn: ZkTxn, elected: int) -> None:
     # Those /admin/reassign_partitions still names it resumes first (processZkPartitionReassignment; seed 1043).
     in_znode = [{"topic": r["topic"], "partition": r["partition"]} for r in reassignments
                 if (r["topic"], r["partition"]) in ctx.znode_reassignments]
+    # Those it names that /brokers/topics shows neither reassigning nor moved (an admin write of the assignment, read
+    # before the old controller's, put the original replicas back): it starts them over (seed 1547).
+    restarted = [{"topic": t, "partition": p, "replicas": list(ctx.topics[t].replicas[p]), "adding_replicas": [],
+                  "removing_replicas": []} for (t, p), target in sorted(ctx.znode_reassignments.items())
+                 if (t, p) not in ctx.unread_reassignments and t in ctx.topics and p in ctx.topics[t].replicas
+                 and not ctx.topics[t].reassigning(p) and tuple(ctx.topics[t].replicas[p]) != tuple(target)]
     event = ctx.event(txn, "ControllerChange", controller_id=max(elected, 0),
                       live_brokers={str(b): e for b, e in sorted(ctx.brokers.items())},
                       **({"reassignments": reassignments} if reassignments else {}),
                       **({"znode_reassignments": in_znode} if in_znode else {}),
+                      **({"restarted_reassignments": restarted} if restarted else {}),
                       **({"topics_to_delete": sorted(ctx.unread_deletions)} if ctx.unread_deletions else {}))
     ctx.unread_deletions.clear()
     ctx.cause(Cause(event, "FAILOVER"))

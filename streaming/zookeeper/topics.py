@@ -255,8 +255,11 @@ def _reassigned_in_place(ctx: Context, txn: ZkTxn, topic: str, logged: int | Non
     leaderless = [p for p in sorted(assignment.replicas)
                   if (state := ctx.states.get((topic, p))) is not None and state.leader == NO_LEADER]
     partition = logged if logged is not None else (leaderless[0] if len(leaderless) == 1 else None)
-    newest = ctx.causes[-1] if ctx.causes else None
-    if newest is not None and newest.kind == "PARTITIONS" and (topic, partition) in newest.partitions:
+    # A leader's own ISR write meanwhile (below protocol 2.7) queues its event behind the one being handled (seed
+    # 1548: t0-3's leader took its target in between t1-2's start and t0-0's rewrite, one znode reassignment's).
+    newest = next((c for c in reversed(ctx.causes) if c.kind != "ISR" or c.wrote), None)
+    if newest is not None and newest.kind == "PARTITIONS" and (topic, partition) in newest.partitions and \
+            ctx.newest(newest):
         return
     if partition in leaderless:
         move = {"topic": topic, "partition": partition, "replicas": list(assignment.replicas[partition])}

@@ -4,6 +4,7 @@ it finds, a deposed or paused controller's late answers), each a kept campaign r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,23 @@ def test_a_leaders_own_isr_write_the_expiring_controller_never_read_is_completed
     assert [e["event_id"] for e in events if e.get("controller_died_before_completion")] == ["zk-251-t1-3"]
     assert t_history(tmp_path, 3)[8:11] == [("zk-251-t1-3", 2, [2, 1], 6), ("zk-254", 2, [2], 7),
                                              ("zk-254", 2, [2], 8)]
+
+
+def test_a_failover_starts_over_a_znode_reassignment_a_create_partitions_took_off_the_topics_assignment(
+        tmp_path: Path) -> None:
+    # Campaign seed 1547 (Kafka 3.0.2, three log dirs; `out/zk-camp-s19`): controller 3 (epoch 6) read
+    # /admin/reassign_partitions at its failover (t0-2 to [3], t1-2 to [4], broker 4 dead) and wrote t1-2's assignment
+    # [4, 2] (zk-203); a CreatePartitions of t1, read before that write, put t1-2 back on [2] alone (zk-204). Broker 3,
+    # elected again (epoch 7, zk-215), read [2], knew no state of replica 4 and started t1-2's reassignment over
+    # (the assignment again, zk-223; the bump, zk-224): 4's NewReplica transition sent broker 3 an UpdateMetadata of
+    # t1-2 (00:26:08.373) besides the bump's. isrflow had resumed the old reassignment, replica 4 already NewReplica:
+    # UpdateMetadata 155 of 156 (isrflow 155).
+    every_request_equal("zookeeper-3.0-dirs-3-seed-1547", tmp_path, (47, 2, 156))
+    failover = next(e for e in read_jsonl(tmp_path / "zk" / "events.jsonl") if e["event_id"] == "zk-215")
+    assert failover["restarted_reassignments"] == [
+        {"topic": "t1", "partition": 2, "replicas": [2], "adding_replicas": [], "removing_replicas": []}]
+    resumed = [(r["batch"], [f"{p['topic']}-{p['partition']}" for p in json.loads(r["partitions"])])
+               for r in read_jsonl(tmp_path / "requests.jsonl")
+               if r["event_id"] == "zk-215" and r["request"] == UM and r["batch"] >= 3]
+    assert resumed == [(3, ["t0-2"]), (4, ["t1-2"]), (5, ["t1-2"]), (6, ["t0-0"])]
+    assert all(h["match"] for h in read_jsonl(tmp_path / "histories.jsonl"))

@@ -390,3 +390,22 @@ def test_a_reassignment_after_a_broker_startup_the_controller_read_is_its_own_re
     assert [(e["type"], [(m["topic"], m["partition"]) for m in e.get("partitions", [])]) for e in events[:3]] == [
         ("ReassignPartitions", [("t1", 0)]), ("BrokerChange", []), ("ReassignPartitions", [("t0", 0), ("t1", 0)])]
 
+
+def test_a_znode_reassignments_rewrite_in_place_after_a_leaders_own_isr_write_leaves_the_completion_to_it(
+        tmp_path: Path) -> None:
+    # Campaign seed 1548 (Kafka 3.9.1 at protocol 2.6, one log dir): one reassignment through
+    # /admin/reassign_partitions (zk-170) of t0-3 ([2] to [3]), t0-2, t1-2 and t0-0 (to the [1] it had, broker 1 dead,
+    # leaderless). t0-3's leader, 2, wrote the ISR [2, 3] itself (zk-176) while controller 4 started t1-2; the
+    # controller then rewrote t0's assignment unchanged for t0-0 (its election failed: no bump; "Successfully updated
+    # assignment of partition t0-0", 00:27:04.653), took t0-0 off the znode, and only then handled the watch's event:
+    # t0-3's completion (3 elected, then 2 out of the ISR, zk-180 and 181). isrflow had read the rewrite as an Admin
+    # API reassignment in place of t0-0 and the completion as an admin preferred election: 59 of 61 decisions.
+    summary = every_request_equal("zookeeper-2.6-seed-1548", tmp_path, (120, 14, 286))
+    assert "32 of 32 equal" in summary
+    events = read_jsonl(tmp_path / "zk" / "events.jsonl")
+    assert [e["event_id"] for e in events if e["type"] in ("ReassignPartitions", "ElectLeaders")] == \
+        ["zk-106-t0", "zk-115", "zk-170", "zk-249-t3"]
+    completion = [(o["source_offset"], o["leader"], o["isr"], o["cause_event_id"])
+                  for o in read_jsonl(tmp_path / "observed.jsonl") if (o["topic"], o["partition"]) == ("t0", 3)][-2:]
+    assert completion == [(180, 3, [2, 3], "zk-176-t0-3"), (181, 3, [3], "zk-176-t0-3")]
+    assert leader_and_isr(tmp_path, "zk-176-t0-3") == [(0, 3, ["t0-3"]), (1, 3, ["t0-3"])]

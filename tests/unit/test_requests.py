@@ -602,6 +602,34 @@ def test_a_failover_resumes_a_znode_reassignment_of_a_topic_being_deleted_with_t
         ("t0", 0), ("t1", 1), ("t1", 0)]
 
 
+def test_a_failover_starts_over_a_znode_reassignment_the_topics_assignment_lost() -> None:
+    # Kafka 3.0.2 campaign seed 1547: /admin/reassign_partitions asked t1-2 from [2] to [4] (broker 4 dead); the
+    # controller wrote its assignment, then an admin CreatePartitions read before that write put t1's assignment back
+    # with t1-2 on [2] alone. The next controller read [2], knew no state of replica 4 (NonExistentReplica) and
+    # started the znode's reassignment over: the bump's LeaderAndIsr and UpdateMetadata, then 4's NewReplica
+    # transition, whose LeaderAndIsr to dead broker 4 is dropped and whose UpdateMetadata goes out (00:26:08.373).
+    # Resumed from the old controller's reassignment, 4 would be offline (ReplicaDeletionIneligible): no NewReplica.
+    live = {str(b): 10 + b for b in (1, 2, 3)}
+
+    def failover(**fields: Any) -> list[tuple[str, int, tuple[int, ...]]]:
+        events = [_epoch_event(0, 1, "ControllerChange", controller_id=1, live_brokers=live),
+                  _epoch_event(1, 1, "CreateTopic", topic="t", assignment={"0": [2, 3]}),
+                  _epoch_event(2, 1, "ReassignPartitions", through_znode=True,
+                               partitions=[{"topic": "t", "partition": 0, "replicas": [4, 3]}]),
+                  _epoch_event(3, 2, "ControllerChange", controller_id=3, live_brokers={"1": 11, "3": 13}, **fields)]
+        return [(r.request.name, r.broker, p.replicas) for r in _replay(events)[-1] if r.broker == 3
+                for p in r.partitions]
+
+    resumed = failover()
+    assert resumed[-2:] == [("LEADER_AND_ISR", 3, (4, 3, 2)), ("UPDATE_METADATA", 3, (4, 3, 2))]
+    assert all(replicas == (4, 3, 2) for _, _, replicas in resumed)
+    restarted = failover(restarted_reassignments=[{"topic": "t", "partition": 0, "replicas": [2, 3],
+                                                   "adding_replicas": [], "removing_replicas": []}])
+    assert restarted[0] == ("LEADER_AND_ISR", 3, (2, 3))  # the replicas it read
+    assert restarted[-3:] == [("LEADER_AND_ISR", 3, (4, 3, 2)), ("UPDATE_METADATA", 3, (4, 3, 2)),
+                              ("UPDATE_METADATA", 3, (4, 3, 2))]
+
+
 def test_a_failovers_storage_error_answers_are_handled_in_the_order_they_came() -> None:
     # Kafka 2.7.2 campaign seed 1240: brokers 4 and 2 answered the new controller's LeaderAndIsr with
     # KAFKA_STORAGE_ERROR, 4 first; each answer is an event of its own, handled in the order they came (its "Mark

@@ -451,6 +451,70 @@ def test_a_znode_reassignments_bump_in_place_after_a_leaders_own_isr_write_is_st
     assert_every_history_equal(observed, decisions)
 
 
+def test_a_znode_reassignments_rewrite_in_place_after_a_leaders_own_isr_write_is_still_its_own() -> None:
+    # A real 2.6 run (zk campaign seed 1548, Kafka 3.9.1): one reassignment through the znode of t-2 (from [2] to
+    # [3]), t-1 (from [1] to [3]) and t-0 (to the [4] it has, broker 4 dead: leaderless), started in that order.
+    # t-2's leader wrote its own ISR with 3 in between t-1's assignment and bump; the controller then rewrote t-0's
+    # assignment unchanged (its election failed: no bump) and took t-0 off the znode. That rewrite is the znode
+    # reassignment's, not an Admin API reassignment in place of t-0; t-2's completion after it is the leader's
+    # IsrChange (the watch's event, queued behind the znode's), not an admin preferred election.
+    z = leaders_write_their_isr((1, 2, 3, 4))
+    z.topic({0: [4], 1: [1], 2: [2]})
+    z.state(0, 4, [4], 0)
+    z.state(1, 1, [1], 0)
+    z.state(2, 2, [2], 0)
+    z.session_end(4)
+    z.state(0, -1, [4], 1)
+    z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": p, "replicas": r} for p, r in ((0, [4]), (1, [3]), (2, [3]))]}).encode(), 0))
+    z.topic({0: [4], 1: [1], 2: [3, 2]}, op="setData", adding_replicas={2: [3]}, removing_replicas={2: [2]})
+    z.state(2, 2, [2], 1)  # t-2's A1
+    moving = {"adding_replicas": {1: [3], 2: [3]}, "removing_replicas": {1: [1], 2: [2]}}
+    z.topic({0: [4], 1: [3, 1], 2: [3, 2]}, op="setData", **moving)  # t-1's U1
+    z.state(2, 2, [2, 3], 1, session=z.sessions[2], by_leader=True)
+    z.state(1, 1, [1], 1)  # t-1's A1
+    z.topic({0: [4], 1: [3, 1], 2: [3, 2]}, op="setData", **moving)  # t-0's rewrite in place
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp(
+        "setData", "/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+            {"topic": "t", "partition": p, "replicas": [3]} for p in (1, 2)]}).encode(), 1))
+    z.state(2, 3, [2, 3], 2)  # t-2's B3
+    z.state(2, 3, [3], 3)  # B4
+    z.topic({0: [4], 1: [3, 1], 2: [3]}, op="setData", adding_replicas={1: [3]}, removing_replicas={1: [1]})  # B6
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events if e["type"] in ("ReassignPartitions", "ElectLeaders")] == ["ReassignPartitions"]
+    [isr_change] = [e for e in events if e["type"] == "IsrChange"]
+    assert [(r["leader"], r["isr"], r["cause_event_id"]) for r in observed[-2:]] == [
+        (3, [2, 3], isr_change["event_id"]), (3, [3], isr_change["event_id"])]
+    assert_every_history_equal(observed, decisions)
+
+
+def test_a_failover_starts_over_a_znode_reassignment_an_admin_write_took_off_the_topics_assignment() -> None:
+    # A real 3.0.2 run (zk campaign seed 1547): /admin/reassign_partitions asked t-0 from [2] to [4]; the controller
+    # wrote t's assignment with it, then a CreatePartitions of t (the admin's write, read before the controller's) put
+    # t-0 back on [2] alone. The next controller reads [2] and starts the znode's reassignment over: its failover
+    # says so; one whose znode reassignment /brokers/topics still holds says nothing of it.
+    def failover(overwritten: bool) -> dict[str, Any]:
+        z = Ensemble((1, 2, 3, 4))
+        z.topic({0: [2]})
+        z.state(0, 2, [2], 0)
+        z.txn(0x3000, ZnodeOp("create", "/admin/reassign_partitions",
+                              b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4]}]}', 0))
+        z.topic({0: [4, 2]}, op="setData", adding_replicas={0: [4]}, removing_replicas={0: [2]})
+        z.state(0, 2, [2], 1)
+        if overwritten:
+            z.txn(0x3001, ZnodeOp("setData", "/brokers/topics/t", json.dumps(
+                {"partitions": {"0": [2], "1": [3]}, "version": 3}).encode(), 0))
+        z.session_end(1)
+        z.elect(3, 2)
+        [event] = [e for e in convert(z.history()).events if e["type"] == "ControllerChange" and
+                   e["controller_epoch"] == 2]
+        return event
+
+    assert failover(overwritten=True)["restarted_reassignments"] == [
+        {"topic": "t", "partition": 0, "replicas": [2], "adding_replicas": [], "removing_replicas": []}]
+    assert "restarted_reassignments" not in failover(overwritten=False)
+
+
 def test_a_deletion_the_controllers_session_ended_inside_is_marked_unanswered_and_a_completed_one_is_not() -> None:
     # zklog/regressions/zookeeper-3.0-deletion-cut-short: both replicas live, the topic's znodes still there when the
     # controller's session ends: its StopReplica answers never came back to it.
