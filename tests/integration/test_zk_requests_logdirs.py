@@ -282,3 +282,18 @@ def test_a_notifications_answer_handled_after_a_preferred_election_that_came_mea
     assert order[-3:] == [("LogDirEventNotification", []), ("ElectLeaders", None), (
         "LeaderAndIsrResponseReceived", [{"topic": "t1", "partition": 1}, {"topic": "t1", "partition": 2}])]
 
+
+def test_a_leaders_own_isr_write_after_a_notification_read_is_unknown_to_a_later_log_dir_failures_request(
+        tmp_path: Path) -> None:
+    # Campaign seed 1588 (Kafka 3.9.1 at protocol 2.6, two log dirs): broker 2 re-registered; its new session announced
+    # a stale ISR change of t1-0, which controller 1 read after the startup (ISR [4], partition epoch 7); leader 4 then
+    # took 2 back in itself (ISR [4, 2]) and announced nothing before broker 2's dir failed 2.5 s later. The log dir
+    # notification's LeaderAndIsr to broker 2 carried t1-0 as the controller's cache held it; isrflow had sent [4, 2]
+    # at partition epoch 8 (LeaderAndIsr 54 of 55).
+    every_request_equal("zookeeper-2.6-dirs-2-seed-1588", tmp_path, (55, 7, 114))
+    [partitions] = [json.loads(r["partitions"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+                    if r["event_id"] == "zk-223" and r["request"] == "LEADER_AND_ISR" and r["broker"] == 2]
+    t1_0 = next(p for p in partitions if (p["topic"], p["partition"]) == ("t1", 0))
+    assert (t1_0["isr"], t1_0["partition_epoch"]) == ([4], 7)
+    order = [e["event_id"] for e in read_jsonl(tmp_path / "zk" / "events.jsonl")]
+    assert order.index("zk-211-2") < order.index("zk-218-isr-change-notification") < order.index("zk-219-t1-0")

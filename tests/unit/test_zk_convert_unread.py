@@ -157,3 +157,25 @@ def test_an_offline_partitions_reassignment_in_place_was_read_once_the_controlle
     events = convert(z.history()).events
     assert [e["partitions"] for e in events if e["type"] == "ReassignPartitions"] == [
         [{"topic": "t", "partition": 0, "replicas": [2, 3]}]]
+
+
+def test_a_leaders_own_isr_write_after_a_notification_read_that_followed_a_startup_is_not_the_startups() -> None:
+    # Campaign seed 1588 (Kafka 3.9.1 at protocol 2.6): broker 2 came back; its new session announced a stale ISR
+    # change of t1-0, which the controller read (its delete) after handling the startup; leader 4 then took 2 back
+    # into t1-0's ISR itself, announcing nothing before broker 2's log dir failed. The controller's cache kept the
+    # ISR it read, so the leader's write goes after that read, not before the startup. Here t-0 led by 3.
+    z = leaders_write_their_isr()
+    z.topic({0: [3, 2]})
+    z.state(0, 3, [3, 2], 0)
+    z.session_end(2)
+    z.state(0, 3, [3], 1)  # replica 2 offline: out of the ISR
+    z.register(2, 0x2002)
+    z.txn(z.sessions[2], ZnodeOp("create", "/isr_change_notification/isr_change_0000000001",
+                                 b'{"version":1,"partitions":[{"topic":"t","partition":0}]}', 0))
+    z.reads(z.controller, 2)
+    z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1),
+          ZnodeOp("delete", "/isr_change_notification/isr_change_0000000001"))
+    z.state(0, 3, [3, 2], 1, session=z.sessions[3], by_leader=True)
+    events, observed, decisions = replayed(z.history())
+    assert [e["type"] for e in events[-3:]] == ["BrokerChange", "IsrChangeNotification", "IsrChange"]
+    assert_every_history_equal(observed, decisions)
