@@ -194,9 +194,11 @@ def created_before(ctx: Context, txn: ZkTxn) -> Cause | None:
     """The topic creation whose new partition's state is the controller's newest write before `txn`
     (onNewPartitionCreation), while nothing else has written since: the event the controller was handling. A creation
     writes only new partitions, which make no cause `wrote` (`Context.handling` does not see it)."""
-    writes = [z for z in ctx.controller_writes if z < txn.zxid]
-    row = next((r for r in reversed(ctx.result.observed) if writes and r["source_offset"] == writes[-1]), None)
-    cause = ctx.cause_of(row["cause_event_id"]) if row is not None else None
+    newest = max((z for z in ctx.controller_writes if z < txn.zxid), default=None)
+    # The observed rows come in zxid order: the newest ones only, down to that write.
+    row = next((r for r in reversed(ctx.result.observed) if r["source_offset"] <= newest), None) \
+        if newest is not None else None
+    cause = ctx.cause_of(row["cause_event_id"]) if row is not None and row["source_offset"] == newest else None
     return cause if cause is not None and cause.kind == "CREATED" and not cause.wrote else None
 
 

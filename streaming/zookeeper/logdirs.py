@@ -39,7 +39,7 @@ from streaming.zookeeper.context import (
     event_ms,
     event_zxid,
 )
-from streaming.zookeeper.statechange import REQUEST_ANSWER_MS
+from streaming.zookeeper.statechange import REQUEST_ANSWER_MS, OfflineMark
 from streaming.zookeeper.txnlog import ZkTxn, ZnodeOp
 
 
@@ -463,15 +463,11 @@ def queued_startup_answer(ctx: Context, txn: ZkTxn, event: dict[str, Any]) -> No
     carried = startup.event.get("offline_replicas")
     if carried:
         # A dir that failed while it was down: `startup_answer` took its mark and gave the startup its replicas.
-        named = {(r["topic"], r["partition"]) for r in carried}
-        marked = [m for m in marks.logged if set(m.replicas) == named and m.controller == ctx.controller_id]
+        mark = _startup_mark(ctx, marks.logged, broker, since, carried)
     elif any(t < since for t in ctx.notified_at.get(broker, ())):
-        marked = marks.marks
+        mark = _startup_mark(ctx, marks.marks, broker, since)
     else:
         return  # no answer of the broker is known
-    # The answer to the startup's own LeaderAndIsr comes within REQUEST_ANSWER_MS; a later mark answers a later
-    # request (seed 815: t4's deletion retried 11 s after the startup; seed 1240: a later controller's failover).
-    mark = next((m for m in marked if m.broker == broker and since <= m.at_ms <= since + REQUEST_ANSWER_MS), None)
     if mark is None or mark.at_ms <= txn.time:
         return
     events = ctx.result.events
@@ -495,10 +491,18 @@ def _queued_resumed_answers(ctx: Context, txn: ZkTxn, event: dict[str, Any], sta
     # Between the startup and `event`: after the startup, or after an IsrChange handled before this one.
     between = events[ctx.event_at(startup.event) + 1:ctx.event_at(event)]
     for answer in [e for e in between if e["type"] == ANSWER and e["broker_id"] != startup.broker]:
-        named = {(r["topic"], r["partition"]) for r in answer["offline_replicas"]}
-        mark = next((m for m in marks.logged if m.broker == answer["broker_id"] and set(m.replicas) == named and
-                     m.controller == ctx.controller_id and since <= m.at_ms <= since + REQUEST_ANSWER_MS), None)
+        mark = _startup_mark(ctx, marks.logged, answer["broker_id"], since, answer["offline_replicas"])
         if mark is not None and mark.at_ms > txn.time:
             events.remove(answer)
             ctx.answer_after(event, answer["broker_id"])["offline_replicas"] = answer["offline_replicas"]
+
+
+def _startup_mark(ctx: Context, marks: Iterable[OfflineMark], broker: int, since: int,
+                  named: list[dict[str, Any]] | None = None) -> OfflineMark | None:
+    """The broker's mark answering the LeaderAndIsr of a startup at `since` (ms): within REQUEST_ANSWER_MS, a later
+    mark answers a later request (seed 815: t4's deletion retried 11 s after the startup; seed 1240: a later
+    controller's failover). With `named`, one of the active controller's naming exactly those replicas."""
+    replicas = None if named is None else {(r["topic"], r["partition"]) for r in named}
+    return next((m for m in marks if m.broker == broker and since <= m.at_ms <= since + REQUEST_ANSWER_MS and
+                 (replicas is None or (set(m.replicas) == replicas and m.controller == ctx.controller_id))), None)
 

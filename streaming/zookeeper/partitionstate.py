@@ -93,13 +93,14 @@ def _handled_by(ctx: Context, txn: ZkTxn, key: tuple[str, int], before: Partitio
     completing = _completion_under_way(ctx, txn, key, before, after)
     if completing is not None:
         return completing
+    created = answers.created_before(ctx, txn)  # a creation writes no cause's `wrote`: found by its write
     for cause in reversed(ctx.causes):
         if _fits(ctx, cause, key, before, after):
             return _own_deletion(ctx, txn, key, cause, before, after) or _answer_after_read(ctx, cause, key, before,
                                                                                               after)
         if cause.within is not None:
             continue  # a step of an older event, whose handling goes on after it (a failover's)
-        if cause.wrote or cause.kind == "FAILOVER" or cause is answers.created_before(ctx, txn):
+        if cause.wrote or cause.kind == "FAILOVER" or cause is created:
             return _watched_behind(ctx, cause, key, before, after)
     return None
 

@@ -4,26 +4,13 @@ replayed under the ZooKeeper rules."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
-
-from statemachine.controller import ControllerConfig
-from statemachine.rules import ZK
-from streaming.engine.local import run_local
 from streaming.zookeeper.context import NO_LEADER
 from streaming.zookeeper.convert import Converter
 from streaming.zookeeper.statechange import parse_offline_marks
 from streaming.zookeeper.txnlog import ZnodeOp
 
-from .zk_ensemble import Ensemble, assert_every_history_equal
-
-NOTIFICATION = "/log_dir_event_notification/log_dir_event_0000000000"
-
-
-def _mark(time_ms: int, topic_partition: str, broker: int) -> str:
-    at = datetime.fromtimestamp(time_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
-    return f"[{at}] INFO [Controller id=1] Mark replicas {topic_partition} on broker {broker} as offline " \
-           "(state.change.logger)\n"
+from .test_zk_convert_dirs import NOTIFICATION, announce_failed_dir
+from .zk_ensemble import Ensemble, assert_every_history_equal, decisions_of, mark_line
 
 
 def test_an_answer_to_a_reassignment_in_place_marked_before_the_notification_is_its_own_event() -> None:
@@ -44,12 +31,12 @@ def test_an_answer_to_a_reassignment_in_place_marked_before_the_notification_is_
     z.wait(30)
     first = z.now
     z.wait(20)
-    z.txn(z.sessions[3], ZnodeOp("create", NOTIFICATION, b'{"version":1,"broker":3,"event":1}', 0))
+    announce_failed_dir(z, 3)
     z.state(0, NO_LEADER, [3], 3)  # the reassignment's answer: t-0's last ISR member offline
     z.txn(z.controller, ZnodeOp("check", "/controller_epoch", None, 1), ZnodeOp("delete", NOTIFICATION))
     second = z.now
     z.state(1, 2, [2], 1)  # the notification's answer: t-1's replica on 3 offline
-    marks = parse_offline_marks([_mark(first, "t-0", 3), _mark(second, "t-1", 3)])
+    marks = parse_offline_marks([mark_line(first, "t-0", 3), mark_line(second, "t-1", 3)])
     converted = Converter(offline_marks=marks).convert(z.history())
     events = converted.events
     assert [(e["type"], e.get("broker_id")) for e in events[-3:]] == [
@@ -60,5 +47,4 @@ def test_an_answer_to_a_reassignment_in_place_marked_before_the_notification_is_
     assert [o["cause_event_id"] for o in converted.observed[-2:]] == [answer["event_id"], notification["event_id"]]
     assert not converted.unexplained
     # The notification's answer takes t-1 offline, not t-0 again (its replica there known offline already).
-    records = [(n, json.dumps(e).encode()) for n, e in enumerate(events)]
-    assert_every_history_equal(converted.observed, run_local(records, ControllerConfig(rules=ZK)).decisions)
+    assert_every_history_equal(converted.observed, decisions_of(events))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 from streaming.zookeeper.convert import Converter
@@ -11,19 +10,13 @@ from streaming.zookeeper.statechange import parse_offline_marks
 from streaming.zookeeper.txnlog import ZkHistory, ZkSnapshot, Znode, ZnodeOp
 
 from .test_zk_convert_dirs import log_dir_failure
-from .zk_ensemble import Ensemble, assert_every_history_equal, replayed
-
-
-def _mark(at_ms: int, controller: int, replicas: str, broker: int) -> str:
-    at = datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
-    return f"[{at}] INFO [Controller id={controller}] Mark replicas {replicas} on broker {broker} as offline " \
-           "(state.change.logger)\n"
+from .zk_ensemble import Ensemble, assert_every_history_equal, created, mark_line, replayed
 
 
 def test_a_notification_takes_only_a_mark_of_the_controller_that_read_it() -> None:
     # Campaign seed 1291 (Kafka 2.8.2): broker 1's notification, read by controller 1, named nothing new (no mark);
     # 28 s and two failovers later controller 2 marked t1-0 on broker 1, its answer to a reassignment.
-    lines = [_mark(1_000_000 + 27_742, 2, "t1-0", 1), _mark(1_000_000 + 27_800, 1, "t1-1", 1)]
+    lines = [mark_line(1_000_000 + 27_742, "t1-0", 1, 2), mark_line(1_000_000 + 27_800, "t1-1", 1)]
     assert parse_offline_marks(lines).answer(1, 1_000_000, reader=1) == {("t1", 1)}
     marks = parse_offline_marks(lines)
     assert marks.answer(1, 1_000_000, reader=3) is None
@@ -33,7 +26,7 @@ def test_a_notification_takes_only_a_mark_of_the_controller_that_read_it() -> No
 
 def _failover_after_notification() -> Ensemble:
     """Controller 1 reads broker 2's notification (deleting it), then dies; broker 3's failover; 5 s later a mark of
-    t-0 on broker 2 (by the controller given to `_mark`)."""
+    t-0 on broker 2 (by the controller given to `mark_line`)."""
     z = Ensemble()
     z.topic({0: [2, 1, 3]})
     z.state(0, 2, [2, 1, 3], 0)
@@ -48,7 +41,7 @@ def _failover_after_notification() -> Ensemble:
 def test_a_later_controllers_mark_of_the_broker_is_not_its_read_notifications_answer() -> None:
     for marked_by, named in ((1, [{"topic": "t", "partition": 0}]), (3, [])):
         z = _failover_after_notification()
-        marks = parse_offline_marks([_mark(z.now, marked_by, "t-0", 2)])
+        marks = parse_offline_marks([mark_line(z.now, "t-0", 2, marked_by)])
         [event] = [e for e in Converter(offline_marks=marks).convert(z.history()).events
                    if e["type"] == "LogDirEventNotification"]
         assert event["offline_replicas"] == named, marked_by
@@ -63,7 +56,7 @@ def test_a_controller_elected_before_the_retained_history_reads_notifications_to
     nodes["/controller"] = Znode("/controller", b'{"brokerid":1}', 0, seeded, seeded, z.sessions[1])
     nodes["/controller_epoch"] = Znode("/controller_epoch", b"1", 1, seeded, seeded, 0)
     history = ZkHistory(ZkSnapshot(seeded, nodes, {}, Path("snapshot.4")), z.txns[seeded:], [], "test")
-    marks = parse_offline_marks([_mark(z.now, 3, "t-0", 2)])
+    marks = parse_offline_marks([mark_line(z.now, "t-0", 2, 3)])
     [event] = [e for e in Converter(offline_marks=marks).convert(history).events
                if e["type"] == "LogDirEventNotification"]
     assert event["offline_replicas"] == []
@@ -78,11 +71,11 @@ def _two_answers(second_mark: bool) -> list[dict[str, object]]:
     z.state(0, 1, [1, 2, 3], 0)
     z.state(1, 2, [2, 1, 3], 0)
     log_dir_failure(z, 2)
-    lines = [_mark(z.now + 40, 1, "t-0", 2)]
+    lines = [mark_line(z.now + 40, "t-0", 2)]
     z.wait(50)
     z.state(0, 1, [1, 3], 1)
     if second_mark:
-        lines.append(_mark(z.now + 20, 1, "t-1", 2))
+        lines.append(mark_line(z.now + 20, "t-1", 2))
     z.wait(30)
     z.state(1, 1, [1, 3], 1)
     return Converter(offline_marks=parse_offline_marks(lines)).convert(z.history()).events
@@ -113,7 +106,7 @@ def _startup_resuming_a_reassignment(adding: dict[int, list[int]], alter_isr: bo
     z.state(1, 2, [2, 1], 0)
     z.state(2, 1, [1], 0)
     log_dir_failure(z, 2)
-    lines = [_mark(z.now + 10, 1, "t-1", 2)]
+    lines = [mark_line(z.now + 10, "t-1", 2)]
     z.wait(50)
     z.state(1, 1, [1], 1)
     z.session_end(3)
@@ -121,7 +114,7 @@ def _startup_resuming_a_reassignment(adding: dict[int, list[int]], alter_isr: bo
     z.register(3, session=0x2003)
     if alter_isr:
         z.state(2, 1, [1, 3], 0)
-    lines.append(_mark(z.now + 100, 1, "t-0", 2))
+    lines.append(mark_line(z.now + 100, "t-0", 2))
     return Converter(offline_marks=parse_offline_marks(lines)).convert(z.history()).events
 
 
@@ -144,16 +137,13 @@ def test_a_notifications_answer_written_after_a_topic_creation_handled_meanwhile
     # t0-0,t1-0 on broker 3 as offline", .382): t0-0 and t1-0 without 3, and their UpdateMetadata after t7-0's. The
     # answer is handled after the creation: its own event there. Here broker 3's notification, then topic u created,
     # then the answer naming t-0 and t-1.
-    z = Ensemble()
-    z.topic({0: [1, 2, 3], 1: [2, 3, 1]})
-    z.state(0, 1, [1, 2, 3], 0)
-    z.state(1, 2, [2, 3, 1], 0)
+    z = created()
     log_dir_failure(z, 3)
     z.txn(z.sessions[2], ZnodeOp("create", "/brokers/topics/u", b'{"partitions":{"0":[2]},"version":3}', 0))
     z.state(0, 2, [2], 0, topic="u")  # onNewPartitionCreation
     z.state(0, 1, [1, 2], 1)  # the answer: 3 out of t-0's ISR
     z.state(1, 2, [2, 1], 1)  # and t-1's
-    mark = _mark(z.txns[-2].time, 1, "t-0,t-1", 3)
+    mark = mark_line(z.txns[-2].time, "t-0,t-1", 3)
     converted = Converter(offline_marks=parse_offline_marks([mark])).convert(z.history())
     events = converted.events
     assert [e["type"] for e in events[-3:]] == ["LogDirEventNotification", "CreateTopic",
@@ -196,7 +186,7 @@ def test_a_notifications_answer_after_an_admin_preferred_election_handled_meanwh
     log_dir_failure(z, 3)
     z.state(0, 3, [1, 2, 3], 2)  # the preferred election: no znode
     z.state(0, 1, [1, 2], 3)  # the answer
-    mark = _mark(z.txns[-1].time - 1, 1, "t-0", 3)
+    mark = mark_line(z.txns[-1].time - 1, "t-0", 3)
     for marks in ([mark], None):
         converted = Converter(offline_marks=parse_offline_marks(marks) if marks else None).convert(z.history())
         events = converted.events

@@ -4,6 +4,7 @@ what the importer makes of them (tests of streaming/zookeeper: test_zk_convert, 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,20 @@ INVALID_UPDATE_VERSION = 108  # Kafka's error code
 
 def replayed(history: ZkHistory) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     converted = convert(history)
-    records = [(n, json.dumps(e).encode()) for n, e in enumerate(converted.events)]
-    result = run_local(records, ControllerConfig(rules=ZK))
-    return converted.events, converted.observed, result.decisions
+    return converted.events, converted.observed, decisions_of(converted.events)
+
+
+def decisions_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The decisions of the importer's `events` under the ZooKeeper rules."""
+    records = [(n, json.dumps(e).encode()) for n, e in enumerate(events)]
+    return run_local(records, ControllerConfig(rules=ZK)).decisions
+
+
+def mark_line(at_ms: int, replicas: str, broker: int, controller: int = 1) -> str:
+    """A controller's state-change.log line marking `replicas` ("t-0,t-1") on `broker` offline at `at_ms`."""
+    at = datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    return f"[{at}] INFO [Controller id={controller}] Mark replicas {replicas} on broker {broker} as offline " \
+           "(state.change.logger)\n"
 
 
 def assert_every_history_equal(observed: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
